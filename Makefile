@@ -10,18 +10,18 @@ PKGS    := fuse3 librabbitmq jansson libsodium glib-2.0
 B       ?= build
 SAN     ?=
 CC      ?= gcc
-WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral
+WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation
 CFLAGS  ?= -O2 -g
 ifeq ($(SAN),1)
 CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDSAN   := -fsanitize=address,undefined
 endif
-CPPFLAGS := -std=gnu11 -D_GNU_SOURCE -I. $(shell pkg-config --cflags $(PKGS))
+CPPFLAGS := -std=gnu11 -D_GNU_SOURCE -DFUSE_USE_VERSION=35 -I. $(shell pkg-config --cflags $(PKGS))
 LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 LIBSRC  := $(filter-out fleetfs/main.c,$(wildcard fleetfs/*.c broker/*.c herdr/*.c))
-LIBOBJ  := $(LIBSRC:%.c=$(B)/%.o)
+LIBOBJ  := $(LIBSRC:%.c=$(B)/obj/%.o)
 UNITSRC := $(wildcard tests/unit/test_*.c)
 UNITBIN := $(UNITSRC:tests/unit/%.c=$(B)/tests/%)
 TOOLSRC := $(wildcard tests/tools/*.c)
@@ -31,7 +31,7 @@ FAKESRC := $(wildcard tests/fake_herdr/*.c)
 .PHONY: all san test unit integration run demo bench clean fuzz
 all: $(B)/fleetfs $(UNITBIN) $(TOOLBIN) $(if $(FAKESRC),$(B)/fake-herdr)
 
-$(B)/%.o: %.c $(wildcard */*.h) Makefile
+$(B)/obj/%.o: %.c $(wildcard */*.h) Makefile
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DFLEETFS_VERSION='"$(VERSION)"' $(CFLAGS) $(WARN) -c $< -o $@
 
@@ -39,7 +39,7 @@ $(B)/libfleetfs.a: $(LIBOBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/fleetfs: $(B)/fleetfs/main.o $(B)/libfleetfs.a
+$(B)/fleetfs: $(B)/obj/fleetfs/main.o $(B)/libfleetfs.a
 	$(CC) $(LDSAN) -o $@ $^ $(LDLIBS)
 
 $(B)/tests/%: tests/unit/%.c $(B)/libfleetfs.a $(wildcard */*.h)

@@ -1,0 +1,108 @@
+/* broker/conn.h — the broker thread: sole owner of the AMQP connection.
+ *
+ * rabbitmq-c is not thread-safe, so exactly one thread (started by
+ * br_start) touches the amqp_connection_state_t.  Every other thread hands
+ * it a request (publish, ack, reject, probe) and waits on a completion with
+ * its own deadline; a caller that gives up leaves the request to the broker
+ * thread, which finishes and frees it.  Deliveries on the own mailbox come
+ * back through br_callbacks.deliver, called on the broker thread.
+ *
+ * Channels: 1 publish (confirm mode, mandatory), 2 consume (exclusive,
+ * manual ack, qos prefetch), 3 probe (passive declares; a 404 closes it and
+ * it is reopened after close-ok, see BROKER-FACTS.md).
+ */
+#ifndef FLEETFS_BROKER_CONN_H
+#define FLEETFS_BROKER_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleetfs/errors.h"
+
+typedef struct br_conn br_conn;
+
+typedef struct {
+    char **uris;            /* NULL-terminated; may carry credentials, never printed as is */
+    const char *vhost;      /* NULL or "": the URI's own vhost */
+    const char *coord_id;   /* owner of lead.<coord_id>.inbox */
+    const char *queue_type; /* classic | quorum */
+    long max_length;
+    int64_t message_ttl_ms;
+    int prefetch;
+    const char *ca;         /* CA file for amqps:// */
+    const char *host;       /* for the connection name shown by the broker */
+} br_config;
+
+/* What the broker thread should do with a delivery, decided by the owner. */
+typedef enum { BR_KEEP, BR_ACK, BR_REJECT } br_action;
+
+typedef struct {
+    /* On the broker thread, for every delivery on the own mailbox.
+     * Must not call back into br_* synchronously. */
+    br_action (*deliver)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
+                         const char *body, size_t len);
+    /* Connection or consumer state changed (status files). */
+    void (*changed)(void *ud);
+    /* A publish whose writer gave up (ETIMEDOUT) got its answer after all. */
+    void (*late_confirm)(void *ud, const char *peer, const char *msg_id, fe_code result,
+                         bool unread);
+    void *ud;
+} br_callbacks;
+
+typedef enum { BR_CONNECTING, BR_CONNECTED, BR_UNREACHABLE } br_link;
+typedef enum { BR_CONS_NONE, BR_CONS_OK, BR_CONS_EXCLUSIVE, BR_CONS_MISMATCH, BR_CONS_ERROR } br_cons;
+
+typedef struct {
+    br_link link;
+    char uri[512];          /* current URI, password redacted */
+    char vhost[256];
+    char reason[512];       /* why unreachable, or "" */
+    br_cons consumer;
+    char consumer_reason[512];
+    bool tls;
+    uint64_t epoch;         /* connection generation; delivery tags are per epoch */
+    int64_t since_ms;       /* when link last changed */
+    unsigned attempts;      /* connect attempts since the last success */
+} br_status;
+
+typedef struct {
+    bool valid;             /* false: never probed or broker unreachable */
+    bool present;
+    uint32_t messages;      /* ready only */
+    uint32_t consumers;
+    int64_t at_ms;
+    fe_code err;
+    char detail[256];
+} br_probe;
+
+br_conn *br_start(const br_config *cfg, const br_callbacks *cb);
+void br_stop(br_conn *c);
+
+void br_get_status(br_conn *c, br_status *st);
+/* Blocks until the first connect attempt finished (either way) or timeout. */
+bool br_wait_first_attempt(br_conn *c, int64_t timeout_ms);
+
+/* Publish body to peer's mailbox and wait for the broker's confirm.
+ * may_create: declare the mailbox when absent (configured peers).
+ * *unread: the mailbox had no consumer at send time. */
+fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
+                   const char *body, size_t len, int64_t timeout_ms, bool *unread,
+                   char *detail, size_t dlen);
+
+fe_code br_ack(br_conn *c, uint64_t epoch, uint64_t tag, bool multiple, int64_t timeout_ms);
+fe_code br_reject(br_conn *c, uint64_t epoch, uint64_t tag, bool requeue, int64_t timeout_ms);
+
+/* Passive declare of a queue.  A cached answer younger than max_age_ms is
+ * returned without asking the broker. */
+fe_code br_probe_queue(br_conn *c, const char *queue, int64_t max_age_ms, int64_t timeout_ms,
+                       br_probe *out);
+/* The last answer for queue, without blocking; false when there is none. */
+bool br_probe_cached(br_conn *c, const char *queue, br_probe *out);
+
+/* "lead.<id>.inbox" */
+void br_inbox_queue(const char *id, char *out, size_t n);
+
+const char *br_link_name(br_link l);
+
+#endif

@@ -1,0 +1,38 @@
+/* broker/topology.c — the one table of mailbox arguments.
+ *
+ * Types matter as much as values: RabbitMQ compares arguments by value, and
+ * a compatible peer must send the same AMQP field types (doc/protocol.md):
+ * integers as signed 64-bit ('l'), strings as long strings ('S').
+ */
+#include "broker/topology.h"
+
+static amqp_table_entry_t entry_i64(const char *key, int64_t v)
+{
+    amqp_table_entry_t e;
+    e.key = amqp_cstring_bytes(key);
+    e.value.kind = AMQP_FIELD_KIND_I64;
+    e.value.value.i64 = v;
+    return e;
+}
+
+static amqp_table_entry_t entry_str(const char *key, const char *v)
+{
+    amqp_table_entry_t e;
+    e.key = amqp_cstring_bytes(key);
+    e.value.kind = AMQP_FIELD_KIND_UTF8;
+    e.value.value.bytes = amqp_cstring_bytes(v);
+    return e;
+}
+
+amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries)
+{
+    amqp_table_t t;
+    entries[0] = entry_i64("x-max-length", cfg->max_length);
+    entries[1] = entry_str("x-overflow", "reject-publish");
+    entries[2] = entry_i64("x-message-ttl", cfg->message_ttl_ms);
+    entries[3] = entry_str("x-dead-letter-exchange", TOPO_DLX);
+    entries[4] = entry_str("x-queue-type", cfg->queue_type ? cfg->queue_type : "classic");
+    t.num_entries = 5;
+    t.entries = entries;
+    return t;
+}

@@ -1,0 +1,21 @@
+/* broker/topology.h — the queues and exchanges every fleetfs declares
+ * identically (SPEC section 3).  The broker refuses a declare whose
+ * arguments differ from the existing queue's (406), so the argument table
+ * lives in exactly one place: here.  Called on the broker thread only.
+ */
+#ifndef FLEETFS_BROKER_TOPOLOGY_H
+#define FLEETFS_BROKER_TOPOLOGY_H
+
+#include <amqp.h>
+
+#include "broker/conn.h"
+
+#define TOPO_DLX "fleet.dlx"
+#define TOPO_DLQ "fleet.dlq"
+#define TOPO_DLQ_MAX_LENGTH 10000
+
+/* The mailbox arguments: x-max-length, x-overflow, x-message-ttl,
+ * x-dead-letter-exchange, x-queue-type.  entries must hold 5. */
+amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries);
+
+#endif

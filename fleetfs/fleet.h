@@ -1,0 +1,30 @@
+/* fleetfs/fleet.h — the daemon's parts, wired together in main.c and
+ * handed to the FUSE handlers as private_data.  Each part owns its own
+ * state and lock; this struct only points at them.
+ */
+#ifndef FLEETFS_FLEET_H
+#define FLEETFS_FLEET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "broker/conn.h"
+#include "fleetfs/mailbox.h"
+#include "fleetfs/notify.h"
+#include "fleetfs/options.h"
+
+typedef struct fleet {
+    fs_opts *opts;
+    mailbox *mb;
+    br_conn *br;
+    notifier *nt;
+    char host[256];
+    char *mountpoint;      /* absolute */
+    int64_t started_ms;    /* monotonic */
+    uid_t uid;
+    gid_t gid;
+} fleet;
+
+bool fleet_is_peer(const fleet *f, const char *name);
+
+#endif

@@ -1,0 +1,773 @@
+/* fleetfs/mailbox.c — held messages, inbox views, sent log, history.
+ *
+ * Held messages are what the broker delivered to us and we have not acked
+ * yet (at most `prefetch` of them).  Each carries the connection epoch and
+ * delivery tag it arrived with; after a reconnect the broker redelivers
+ * them, and the redelivery is matched by msgId so an open `tail -f inbox`
+ * does not print it twice.  Messages of an old epoch that are not
+ * redelivered within STALE_GRACE_MS of a working consumer are forgotten.
+ *
+ * An open inbox is a view: a private copy of the pending lines at open,
+ * to which every later arrival is appended.  Acks never rewrite a view.
+ *
+ * History (consumed messages) is bounded and persisted as JSON Lines in
+ * state_dir/history.jsonl; its msgIds also let us recognise a redelivery
+ * of a message we already consumed (the ack was lost with a connection)
+ * and ack it again instead of showing it twice.
+ */
+#include "fleetfs/mailbox.h"
+
+#include <errno.h>
+#include <fuse.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fleetfs/envelope.h"
+#include "fleetfs/log.h"
+#include "fleetfs/names.h"
+
+#define SENT_MAX 1000
+#define HISTORY_MAX 1000
+#define STALE_GRACE_MS 10000
+#define CLOCK_SKEW_MS (5 * 60 * 1000)
+
+typedef struct {
+    envelope env;
+    char received_at[40];
+    bool redelivered;
+    bool acking;         /* an ack is on its way: not ackable twice */
+    uint64_t epoch, tag;
+    char *line;          /* the inbox line, "\n"-terminated */
+    size_t line_len;
+} held_msg;
+
+struct mb_view {
+    pid_t pid;
+    GString *buf;
+    size_t read_hi;      /* furthest byte read; unread data = buf->len - read_hi */
+    struct fuse_pollhandle *ph;
+};
+
+typedef struct {
+    char msg_id[ENV_ID_LEN + 1];
+    char to[64];
+    char sent_at[40];
+    char state[24];
+    int64_t state_at;
+    char detail[256];
+} sent_entry;
+
+struct mailbox {
+    GMutex lock;
+    const fs_opts *o;
+    mb_hooks hooks;
+    br_conn *br;
+    char inbox_path[128], sent_path[128], history_path[128], lead_status_path[128];
+
+    GQueue held;            /* held_msg*, arrival order */
+    GHashTable *held_ids;   /* msgId -> held_msg* */
+    size_t held_bytes;
+    GList *views;           /* mb_view* */
+    GQueue sent;            /* sent_entry*, oldest first */
+    GQueue history;         /* char* JSON lines without newline, oldest first */
+    GHashTable *consumed;   /* msgId set of history entries */
+    char *history_file;
+    unsigned history_file_lines;
+    mb_counters n;
+    GHashTable *rejections; /* reason -> count (GUINT_TO_POINTER) */
+    int64_t mtime[MB__FILES];
+    uint64_t ok_epoch;      /* epoch whose consumer we saw working ... */
+    int64_t ok_since;       /* ... since then (monotonic ms) */
+};
+
+static void touch(mailbox *mb, mb_file f)
+{
+    mb->mtime[f] = env_now_ms();
+}
+
+static void changed(mailbox *mb, const char *path)
+{
+    if (mb->hooks.changed)
+        mb->hooks.changed(mb->hooks.ud, path);
+}
+
+/* ------------------------------------------------------------------ */
+/* history                                                             */
+
+static void history_push(mailbox *mb, char *line)
+{
+    json_error_t err;
+    json_t *j = json_loads(line, 0, &err);
+    const char *id = j ? json_string_value(json_object_get(j, "msgId")) : NULL;
+    if (id)
+        g_hash_table_add(mb->consumed, g_strdup(id));
+    json_decref(j);
+    g_queue_push_tail(&mb->history, line);
+    while (mb->history.length > HISTORY_MAX) {
+        char *old = g_queue_pop_head(&mb->history);
+        json_t *o = json_loads(old, 0, &err);
+        const char *oid = o ? json_string_value(json_object_get(o, "msgId")) : NULL;
+        if (oid)
+            g_hash_table_remove(mb->consumed, oid);
+        json_decref(o);
+        g_free(old);
+    }
+}
+
+static void history_load(mailbox *mb)
+{
+    gchar *text = NULL;
+    gchar **lines;
+    if (!g_file_get_contents(mb->history_file, &text, NULL, NULL))
+        return;
+    lines = g_strsplit(text, "\n", -1);
+    for (gchar **l = lines; *l; l++)
+        if (**l == '{') {
+            history_push(mb, g_strdup(*l));
+            mb->history_file_lines++;
+        }
+    g_strfreev(lines);
+    g_free(text);
+}
+
+/* Append one line; rewrite the file from memory when it has grown to
+ * twice the bound, so it stays bounded without rewriting on every line. */
+static void history_persist(mailbox *mb, const char *line)
+{
+    FILE *f;
+    if (mb->history_file_lines >= 2 * HISTORY_MAX) {
+        GString *all = mb_render_history(mb);
+        char *tmp = g_strconcat(mb->history_file, ".tmp", NULL);
+        if (g_file_set_contents(tmp, all->str, (gssize)all->len, NULL) &&
+            rename(tmp, mb->history_file) == 0)
+            mb->history_file_lines = mb->history.length;
+        g_free(tmp);
+        g_string_free(all, TRUE);
+        return;
+    }
+    f = fopen(mb->history_file, "a");
+    if (!f) {
+        log_warn("history: cannot append to %s: %s; history will not survive a restart",
+                 mb->history_file, strerror(errno));
+        return;
+    }
+    fprintf(f, "%s\n", line);
+    fclose(f);
+    mb->history_file_lines++;
+}
+
+/* Lock held.  how: injected / acked / uncertain / rejected */
+static void history_add(mailbox *mb, const envelope *e, const char *received_at, const char *how,
+                        const char *detail)
+{
+    char now[40];
+    json_t *j = json_object();
+    char *line;
+    env_time_format(env_now_ms(), now);
+    json_object_set_new(j, "msgId", json_string(e->msgId));
+    json_object_set_new(j, "from", json_string(e->from));
+    json_object_set_new(j, "to", json_string(e->to));
+    json_object_set_new(j, "sentAt", json_string(e->sentAt));
+    json_object_set_new(j, "receivedAt", json_string(received_at));
+    json_object_set_new(j, "consumedAt", json_string(now));
+    json_object_set_new(j, "consumed", json_string(how));
+    if (detail && *detail)
+        json_object_set_new(j, "detail", json_string(detail));
+    if (e->body)
+        json_object_set_new(j, "body", json_stringn(e->body, e->body_len));
+    line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    if (!line)
+        return;
+    history_persist(mb, line);
+    history_push(mb, g_strdup(line));
+    free(line);
+    touch(mb, MB_HISTORY);
+    changed(mb, mb->history_path);
+}
+
+/* ------------------------------------------------------------------ */
+
+mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks)
+{
+    mailbox *mb = g_new0(mailbox, 1);
+    g_mutex_init(&mb->lock);
+    mb->o = o;
+    mb->hooks = *hooks;
+    snprintf(mb->inbox_path, sizeof mb->inbox_path, "leads/%s/inbox", o->coord_id);
+    snprintf(mb->sent_path, sizeof mb->sent_path, "leads/%s/sent", o->coord_id);
+    snprintf(mb->history_path, sizeof mb->history_path, "leads/%s/history", o->coord_id);
+    snprintf(mb->lead_status_path, sizeof mb->lead_status_path, "leads/%s/status", o->coord_id);
+    mb->held_ids = g_hash_table_new(g_str_hash, g_str_equal);
+    mb->consumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    mb->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    mb->history_file = g_build_filename(o->state_dir, "history.jsonl", NULL);
+    history_load(mb);
+    for (int i = 0; i < MB__FILES; i++)
+        mb->mtime[i] = env_now_ms();
+    return mb;
+}
+
+void mb_set_broker(mailbox *mb, br_conn *br)
+{
+    mb->br = br;
+}
+
+static void held_free(held_msg *m)
+{
+    env_free(&m->env);
+    g_free(m->line);
+    g_free(m);
+}
+
+void mb_free(mailbox *mb)
+{
+    held_msg *m;
+    char *s;
+    sent_entry *se;
+    if (!mb)
+        return;
+    while ((m = g_queue_pop_head(&mb->held)))
+        held_free(m);
+    while ((se = g_queue_pop_head(&mb->sent)))
+        g_free(se);
+    while ((s = g_queue_pop_head(&mb->history)))
+        g_free(s);
+    for (GList *l = mb->views; l; l = l->next) {
+        mb_view *v = l->data;
+        if (v->ph)
+            fuse_pollhandle_destroy(v->ph);
+        g_string_free(v->buf, TRUE);
+        g_free(v);
+    }
+    g_list_free(mb->views);
+    g_hash_table_destroy(mb->held_ids);
+    g_hash_table_destroy(mb->consumed);
+    g_hash_table_destroy(mb->rejections);
+    g_free(mb->history_file);
+    g_mutex_clear(&mb->lock);
+    g_free(mb);
+}
+
+/* ------------------------------------------------------------------ */
+/* arrivals                                                            */
+
+static void count_rejection(mailbox *mb, const char *reason)
+{
+    gpointer old = g_hash_table_lookup(mb->rejections, reason);
+    g_hash_table_replace(mb->rejections, g_strdup(reason),
+                         GUINT_TO_POINTER(GPOINTER_TO_UINT(old) + 1));
+    mb->n.rejected++;
+    mb->n.dead_lettered++;
+}
+
+/* Checks in the order of SPEC section 4 that apply before signing lands.
+ * Returns NULL when the envelope is acceptable, else the counted reason. */
+static const char *refuse_reason(mailbox *mb, const envelope *e, char *why, size_t n)
+{
+    int64_t exp;
+    if (strcmp(e->type, ENV_TYPE_COORD) != 0) {
+        snprintf(why, n, "a %s envelope arrived in a mailbox", e->type);
+        return "wrong-type";
+    }
+    if (strcmp(e->to, mb->o->coord_id) != 0) {
+        snprintf(why, n, "addressed to '%s', not to this lead", e->to);
+        return "wrong-recipient";
+    }
+    if (env_time_parse(e->expiresAt, &exp) == 0 && exp + CLOCK_SKEW_MS < env_now_ms()) {
+        snprintf(why, n, "expired at %s", e->expiresAt);
+        return "expired";
+    }
+    return NULL;
+}
+
+static void wake_views(mailbox *mb, const char *line, size_t len)
+{
+    for (GList *l = mb->views; l; l = l->next) {
+        mb_view *v = l->data;
+        g_string_append_len(v->buf, line, (gssize)len);
+        if (v->ph && mb->hooks.poll_wake) {
+            mb->hooks.poll_wake(mb->hooks.ud, v->ph);
+            v->ph = NULL;
+        }
+    }
+}
+
+br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered,
+                     const char *body, size_t len)
+{
+    envelope e;
+    char why[300];
+    const char *reason;
+    held_msg *m;
+
+    if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0) {
+        g_mutex_lock(&mb->lock);
+        count_rejection(mb, "malformed");
+        g_mutex_unlock(&mb->lock);
+        log_warn("inbox: rejected a message (malformed: %s); it goes to fleet.dlq", why);
+        changed(mb, "status");
+        return BR_REJECT;
+    }
+    g_mutex_lock(&mb->lock);
+    reason = refuse_reason(mb, &e, why, sizeof why);
+    if (reason) {
+        count_rejection(mb, reason);
+        g_mutex_unlock(&mb->lock);
+        log_warn("inbox: rejected %s from %s (%s: %s); it goes to fleet.dlq", e.msgId, e.from,
+                 reason, why);
+        env_free(&e);
+        changed(mb, "status");
+        return BR_REJECT;
+    }
+    m = g_hash_table_lookup(mb->held_ids, e.msgId);
+    if (m) {
+        /* a redelivery after a reconnect: same message, new tag */
+        m->epoch = epoch;
+        m->tag = tag;
+        m->acking = false;
+        g_mutex_unlock(&mb->lock);
+        env_free(&e);
+        return BR_KEEP;
+    }
+    if (g_hash_table_contains(mb->consumed, e.msgId)) {
+        g_mutex_unlock(&mb->lock);
+        log_info("inbox: %s was already consumed (its ack was lost with a connection); "
+                 "acking the redelivery", e.msgId);
+        env_free(&e);
+        return BR_ACK;
+    }
+    m = g_new0(held_msg, 1);
+    m->env = e;
+    m->epoch = epoch;
+    m->tag = tag;
+    m->redelivered = redelivered;
+    env_time_format(env_now_ms(), m->received_at);
+    m->line = env_inbox_line(&m->env, m->received_at, redelivered, &m->line_len);
+    g_queue_push_tail(&mb->held, m);
+    g_hash_table_insert(mb->held_ids, m->env.msgId, m);
+    mb->held_bytes += m->line_len;
+    mb->n.received++;
+    touch(mb, MB_INBOX);
+    wake_views(mb, m->line, m->line_len);
+    g_mutex_unlock(&mb->lock);
+    changed(mb, mb->inbox_path);
+    changed(mb, mb->lead_status_path);
+    changed(mb, "status");
+    return BR_KEEP;
+}
+
+/* ------------------------------------------------------------------ */
+/* sending                                                             */
+
+static bool is_configured_peer(const mailbox *mb, const char *peer)
+{
+    for (char **p = mb->o->peers; p && *p; p++)
+        if (strcmp(*p, peer) == 0)
+            return true;
+    return false;
+}
+
+static void sent_record(mailbox *mb, const char *msg_id, const char *to, const char *sent_at,
+                        const char *state, const char *detail)
+{
+    sent_entry *se = g_new0(sent_entry, 1);
+    g_strlcpy(se->msg_id, msg_id, sizeof se->msg_id);
+    g_strlcpy(se->to, to, sizeof se->to);
+    g_strlcpy(se->sent_at, sent_at, sizeof se->sent_at);
+    g_strlcpy(se->state, state, sizeof se->state);
+    g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
+    se->state_at = env_now_ms();
+    g_mutex_lock(&mb->lock);
+    g_queue_push_tail(&mb->sent, se);
+    while (mb->sent.length > SENT_MAX)
+        g_free(g_queue_pop_head(&mb->sent));
+    mb->n.sent++;
+    touch(mb, MB_SENT);
+    g_mutex_unlock(&mb->lock);
+    changed(mb, mb->sent_path);
+    changed(mb, "status");
+}
+
+fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, char *detail,
+                size_t dlen)
+{
+    envelope e;
+    char *json;
+    size_t jlen;
+    bool unread = false;
+    fe_code res;
+
+    detail[0] = '\0';
+    if (len > 0 && data[len - 1] == '\n')
+        len--; /* echo's newline is not part of the message */
+    if (len == 0)
+        return FE_EMPTY;
+    if (len > mb->o->max_message)
+        return FE_TOO_BIG;
+    if (!text_utf8_valid(data, len))
+        return FE_BAD_UTF8;
+    if (!name_valid(peer))
+        return FE_NO_PEER;
+
+    memset(&e, 0, sizeof e);
+    e.v = 1;
+    g_strlcpy(e.type, ENV_TYPE_COORD, sizeof e.type);
+    env_new_msgid(e.msgId);
+    g_strlcpy(e.from, mb->o->coord_id, sizeof e.from);
+    g_strlcpy(e.to, peer, sizeof e.to);
+    int64_t now = env_now_ms();
+    env_time_format(now, e.sentAt);
+    env_time_format(now + mb->o->message_ttl_ms, e.expiresAt);
+    e.body = (char *)data;
+    e.body_len = len;
+    json = env_encode(&e, &jlen);
+    if (!json)
+        return FE_INTERNAL;
+    res = br_publish(mb->br, peer, is_configured_peer(mb, peer), e.msgId, json, jlen,
+                     mb->o->send_timeout_ms, &unread, detail, dlen);
+    free(json);
+    if (res == FE_OK)
+        sent_record(mb, e.msgId, peer, e.sentAt, unread ? "published-unread" : "published",
+                    unread ? "the mailbox had no consumer when the broker took it" : "");
+    else
+        log_warn("send to %s: %s (%s)%s%s", peer, fe_name(res), fe_hint(res),
+                 detail[0] ? ": " : "", detail);
+    return res;
+}
+
+void mb_late_confirm(mailbox *mb, const char *peer, const char *msg_id, fe_code res, bool unread)
+{
+    char now[40];
+    if (res != FE_OK)
+        return;
+    env_time_format(env_now_ms(), now);
+    sent_record(mb, msg_id, peer, now, unread ? "published-unread" : "published",
+                "confirmed by the broker after the write had returned ETIMEDOUT");
+}
+
+/* ------------------------------------------------------------------ */
+/* acking                                                              */
+
+typedef struct {
+    held_msg *m;
+    uint64_t epoch, tag;
+} ack_item;
+
+static fe_code collect_acks(mailbox *mb, gchar **lines, GArray *items, char *detail, size_t dlen)
+{
+    bool all = false;
+    unsigned n = 0;
+    for (gchar **l = lines; *l; l++) {
+        g_strstrip(*l);
+        if (!**l)
+            continue;
+        n++;
+        if (strcmp(*l, "all") == 0) {
+            all = true;
+        } else if (!env_id_valid(*l)) {
+            snprintf(detail, dlen, "'%.40s' is neither a msgId (32 hex digits) nor 'all'", *l);
+            return FE_BAD_INPUT;
+        } else if (!g_hash_table_contains(mb->held_ids, *l)) {
+            snprintf(detail, dlen, "%s is not held in the inbox (already acked?)", *l);
+            return FE_NOT_HELD;
+        }
+    }
+    if (n == 0) {
+        snprintf(detail, dlen, "write one msgId per line, or 'all'");
+        return FE_BAD_INPUT;
+    }
+    for (GList *l = mb->held.head; l; l = l->next) {
+        held_msg *m = l->data;
+        bool wanted = all;
+        for (gchar **s = lines; !wanted && *s; s++)
+            wanted = strcmp(*s, m->env.msgId) == 0;
+        if (!wanted)
+            continue;
+        if (m->acking) {
+            snprintf(detail, dlen, "%s is being acked already", m->env.msgId);
+            return FE_NOT_HELD;
+        }
+        g_array_append_val(items, ((ack_item){m, m->epoch, m->tag}));
+    }
+    return FE_OK;
+}
+
+static fe_code send_acks(mailbox *mb, GArray *items, bool all)
+{
+    br_status st;
+    uint64_t max_tag = 0;
+    bool one_epoch = true;
+    br_get_status(mb->br, &st);
+    for (guint i = 0; i < items->len; i++) {
+        ack_item *it = &g_array_index(items, ack_item, i);
+        if (it->epoch != st.epoch)
+            return FE_NOT_CONNECTED;
+        one_epoch = one_epoch && it->epoch == st.epoch;
+        max_tag = MAX(max_tag, it->tag);
+    }
+    /* everything held is everything unacked on the channel: one ack */
+    if (all && one_epoch && items->len > 0)
+        return br_ack(mb->br, st.epoch, max_tag, true, mb->o->send_timeout_ms);
+    for (guint i = 0; i < items->len; i++) {
+        ack_item *it = &g_array_index(items, ack_item, i);
+        fe_code r = br_ack(mb->br, it->epoch, it->tag, false, mb->o->send_timeout_ms);
+        if (r != FE_OK)
+            return r;
+        it->m = NULL; /* done: keep track of partial progress */
+    }
+    return FE_OK;
+}
+
+fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen)
+{
+    gchar *text = g_strndup(data, len);
+    gchar **lines;
+    GArray *items = g_array_new(FALSE, FALSE, sizeof(ack_item));
+    fe_code res;
+    bool all;
+
+    detail[0] = '\0';
+    if (strlen(text) != len || !text_utf8_valid(data, len)) {
+        g_free(text);
+        g_array_free(items, TRUE);
+        snprintf(detail, dlen, "the ack file takes text: msgIds or 'all'");
+        return FE_BAD_INPUT;
+    }
+    lines = g_strsplit(text, "\n", -1);
+    g_mutex_lock(&mb->lock);
+    res = collect_acks(mb, lines, items, detail, dlen);
+    all = g_strv_contains((const gchar *const *)lines, "all") &&
+          items->len == mb->held.length;
+    if (res == FE_OK)
+        for (guint i = 0; i < items->len; i++)
+            g_array_index(items, ack_item, i).m->acking = true;
+    g_mutex_unlock(&mb->lock);
+    if (res == FE_OK) {
+        GArray *done = g_array_copy(items);
+        res = send_acks(mb, done, all);
+        g_mutex_lock(&mb->lock);
+        for (guint i = 0; i < items->len; i++) {
+            held_msg *m = g_array_index(items, ack_item, i).m;
+            bool acked = res == FE_OK || g_array_index(done, ack_item, i).m == NULL;
+            if (!acked) {
+                m->acking = false;
+                continue;
+            }
+            g_queue_remove(&mb->held, m);
+            g_hash_table_remove(mb->held_ids, m->env.msgId);
+            mb->held_bytes -= m->line_len;
+            mb->n.acked++;
+            history_add(mb, &m->env, m->received_at, "acked", NULL);
+            held_free(m);
+        }
+        touch(mb, MB_INBOX);
+        g_mutex_unlock(&mb->lock);
+        g_array_free(done, TRUE);
+        changed(mb, mb->inbox_path);
+        changed(mb, mb->lead_status_path);
+        changed(mb, "status");
+        if (res != FE_OK)
+            snprintf(detail, dlen, "%s", fe_hint(res));
+    }
+    g_strfreev(lines);
+    g_free(text);
+    g_array_free(items, TRUE);
+    return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* inbox views                                                         */
+
+mb_view *mb_view_open(mailbox *mb, pid_t pid)
+{
+    mb_view *v = g_new0(mb_view, 1);
+    v->pid = pid;
+    g_mutex_lock(&mb->lock);
+    v->buf = g_string_sized_new(mb->held_bytes + 1);
+    for (GList *l = mb->held.head; l; l = l->next) {
+        held_msg *m = l->data;
+        g_string_append_len(v->buf, m->line, (gssize)m->line_len);
+    }
+    mb->views = g_list_prepend(mb->views, v);
+    g_mutex_unlock(&mb->lock);
+    return v;
+}
+
+size_t mb_view_read(mailbox *mb, mb_view *v, char *buf, size_t size, off_t off)
+{
+    size_t n = 0;
+    g_mutex_lock(&mb->lock);
+    if (off >= 0 && (size_t)off < v->buf->len) {
+        n = MIN(size, v->buf->len - (size_t)off);
+        memcpy(buf, v->buf->str + off, n);
+    }
+    if (off >= 0)
+        v->read_hi = MAX(v->read_hi, (size_t)off + n);
+    g_mutex_unlock(&mb->lock);
+    return n;
+}
+
+unsigned mb_view_poll(mailbox *mb, mb_view *v, struct fuse_pollhandle *ph)
+{
+    unsigned ev = 0;
+    g_mutex_lock(&mb->lock);
+    if (v->read_hi < v->buf->len)
+        ev = POLLIN | POLLRDNORM;
+    if (ph) {
+        if (v->ph)
+            fuse_pollhandle_destroy(v->ph);
+        v->ph = ph;
+    }
+    g_mutex_unlock(&mb->lock);
+    return ev;
+}
+
+void mb_view_close(mailbox *mb, mb_view *v)
+{
+    g_mutex_lock(&mb->lock);
+    mb->views = g_list_remove(mb->views, v);
+    g_mutex_unlock(&mb->lock);
+    if (v->ph)
+        fuse_pollhandle_destroy(v->ph);
+    g_string_free(v->buf, TRUE);
+    g_free(v);
+}
+
+size_t mb_inbox_size(mailbox *mb, pid_t pid)
+{
+    size_t size = 0;
+    bool own = false;
+    g_mutex_lock(&mb->lock);
+    for (GList *l = mb->views; l; l = l->next) {
+        mb_view *v = l->data;
+        if (v->pid == pid) {
+            size = own ? MAX(size, v->buf->len) : v->buf->len;
+            own = true;
+        }
+    }
+    if (!own)
+        size = mb->held_bytes;
+    g_mutex_unlock(&mb->lock);
+    return size;
+}
+
+/* ------------------------------------------------------------------ */
+/* rendering                                                           */
+
+GString *mb_render_sent(mailbox *mb)
+{
+    GString *s = g_string_new(NULL);
+    g_mutex_lock(&mb->lock);
+    for (GList *l = mb->sent.head; l; l = l->next) {
+        sent_entry *se = l->data;
+        char at[40];
+        json_t *j = json_object();
+        char *line;
+        env_time_format(se->state_at, at);
+        json_object_set_new(j, "msgId", json_string(se->msg_id));
+        json_object_set_new(j, "to", json_string(se->to));
+        json_object_set_new(j, "sentAt", json_string(se->sent_at));
+        json_object_set_new(j, "state", json_string(se->state));
+        json_object_set_new(j, "stateAt", json_string(at));
+        json_object_set_new(j, "detail", json_string(se->detail));
+        line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(j);
+        if (line) {
+            g_string_append(s, line);
+            g_string_append_c(s, '\n');
+            free(line);
+        }
+    }
+    g_mutex_unlock(&mb->lock);
+    return s;
+}
+
+GString *mb_render_history(mailbox *mb)
+{
+    GString *s = g_string_new(NULL);
+    g_mutex_lock(&mb->lock);
+    for (GList *l = mb->history.head; l; l = l->next) {
+        g_string_append(s, l->data);
+        g_string_append_c(s, '\n');
+    }
+    g_mutex_unlock(&mb->lock);
+    return s;
+}
+
+void mb_counters_get(mailbox *mb, mb_counters *out, unsigned *held)
+{
+    g_mutex_lock(&mb->lock);
+    *out = mb->n;
+    if (held)
+        *held = mb->held.length;
+    g_mutex_unlock(&mb->lock);
+}
+
+static gint cmp_str(gconstpointer a, gconstpointer b)
+{
+    return strcmp(a, b);
+}
+
+GString *mb_render_rejections(mailbox *mb)
+{
+    GString *s = g_string_new(NULL);
+    GList *keys;
+    g_mutex_lock(&mb->lock);
+    keys = g_list_sort(g_hash_table_get_keys(mb->rejections), cmp_str);
+    for (GList *l = keys; l; l = l->next)
+        g_string_append_printf(s, "rejected_%s: %u\n", (char *)l->data,
+                               GPOINTER_TO_UINT(g_hash_table_lookup(mb->rejections, l->data)));
+    g_list_free(keys);
+    g_mutex_unlock(&mb->lock);
+    return s;
+}
+
+int64_t mb_mtime(mailbox *mb, mb_file f)
+{
+    int64_t t;
+    g_mutex_lock(&mb->lock);
+    t = mb->mtime[f];
+    g_mutex_unlock(&mb->lock);
+    return t;
+}
+
+void mb_tick(mailbox *mb)
+{
+    br_status st;
+    int64_t now = g_get_monotonic_time() / 1000;
+    bool dropped = false;
+
+    br_get_status(mb->br, &st);
+    g_mutex_lock(&mb->lock);
+    if (st.consumer != BR_CONS_OK) {
+        mb->ok_epoch = 0;
+    } else if (mb->ok_epoch != st.epoch) {
+        mb->ok_epoch = st.epoch;
+        mb->ok_since = now;
+    } else if (now - mb->ok_since >= STALE_GRACE_MS) {
+        for (GList *l = mb->held.head, *next; l; l = next) {
+            held_msg *m = l->data;
+            next = l->next;
+            if (m->epoch == st.epoch)
+                continue;
+            log_info("inbox: forgetting %s: held on a lost connection and not redelivered "
+                     "(consumed elsewhere?)", m->env.msgId);
+            g_queue_delete_link(&mb->held, l);
+            g_hash_table_remove(mb->held_ids, m->env.msgId);
+            mb->held_bytes -= m->line_len;
+            held_free(m);
+            dropped = true;
+        }
+    }
+    if (dropped)
+        touch(mb, MB_INBOX);
+    g_mutex_unlock(&mb->lock);
+    if (dropped) {
+        changed(mb, mb->inbox_path);
+        changed(mb, mb->lead_status_path);
+    }
+}

@@ -1,0 +1,77 @@
+/* fleetfs/mailbox.h — the mailbox model: held messages, open inbox views,
+ * the sent log, history and counters, behind one lock (mailbox.lock).
+ *
+ * Threads: mb_deliver and mb_late_confirm run on the broker thread; the
+ * rest on FUSE threads and the notifier.  No function here holds the lock
+ * while it waits on the broker.
+ */
+#ifndef FLEETFS_MAILBOX_H
+#define FLEETFS_MAILBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <glib.h>
+
+#include "broker/conn.h"
+#include "fleetfs/errors.h"
+#include "fleetfs/options.h"
+
+struct fuse_pollhandle;
+typedef struct mailbox mailbox;
+typedef struct mb_view mb_view;
+
+typedef struct {
+    /* relpath (e.g. "leads/alpha/inbox") changed; called with no lock held
+     * or with the mailbox lock held: it must only enqueue. */
+    void (*changed)(void *ud, const char *relpath);
+    /* wake a poll() waiter: the callee owns ph (wakes, then destroys it) */
+    void (*poll_wake)(void *ud, struct fuse_pollhandle *ph);
+    void *ud;
+} mb_hooks;
+
+typedef struct {
+    uint64_t sent, received, injected, acked, rejected, dead_lettered;
+} mb_counters;
+
+typedef enum { MB_INBOX, MB_SENT, MB_HISTORY, MB__FILES } mb_file;
+
+mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks);
+void mb_set_broker(mailbox *mb, br_conn *br);
+void mb_free(mailbox *mb);
+
+/* broker callbacks */
+br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered,
+                     const char *body, size_t len);
+void mb_late_confirm(mailbox *mb, const char *peer, const char *msg_id, fe_code res, bool unread);
+
+/* One write to peers/<peer>/send: validate, wrap, publish, wait, record. */
+fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, char *detail,
+                size_t dlen);
+/* One write to the ack file: msgIds one per line, or "all". */
+fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen);
+
+/* Open inbox readers: what was pending at open, then every later arrival. */
+mb_view *mb_view_open(mailbox *mb, pid_t pid);
+size_t mb_view_read(mailbox *mb, mb_view *v, char *buf, size_t size, off_t off);
+/* POLLIN when unread data is there; otherwise keeps ph to wake later. */
+unsigned mb_view_poll(mailbox *mb, mb_view *v, struct fuse_pollhandle *ph);
+void mb_view_close(mailbox *mb, mb_view *v);
+/* st_size of inbox for a caller: its own view's size when it has one open
+ * (so tail -f never sees a shrink), else what is pending now. */
+size_t mb_inbox_size(mailbox *mb, pid_t pid);
+
+GString *mb_render_sent(mailbox *mb);
+GString *mb_render_history(mailbox *mb);
+void mb_counters_get(mailbox *mb, mb_counters *out, unsigned *held);
+/* "reason: count" lines of rejections, for status */
+GString *mb_render_rejections(mailbox *mb);
+int64_t mb_mtime(mailbox *mb, mb_file f); /* ms since epoch */
+
+/* Once a second: forget held messages of a lost connection that the
+ * broker did not redeliver. */
+void mb_tick(mailbox *mb);
+
+#endif

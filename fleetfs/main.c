@@ -1,0 +1,447 @@
+/* fleetfs/main.c — command line, start-up order, shutdown.
+ *
+ * Start-up: options (config file, then -o), then in daemon mode a fork
+ * whose parent waits for the child's verdict, so `fleetfs MNT` exits
+ * non-zero when the mount did not come up.  The broker thread gets one
+ * connect attempt before we mount: a broker that refuses our consumer
+ * (another fleetfs has this coord_id) or our mailbox arguments is fatal
+ * now, loudly; an unreachable broker is not — the tree is served and the
+ * broker thread keeps trying.
+ *
+ * Shutdown (SIGINT/SIGTERM via libfuse's handlers, or fusermount3 -u):
+ * leave the FUSE loop, unmount, stop the notifier (its truncates fail fast
+ * once unmounted), stop the broker thread (held messages go back to the
+ * mailbox unacked), free.
+ */
+#include <errno.h>
+#include <fuse.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "broker/conn.h"
+#include "fleetfs/fleet.h"
+#include "fleetfs/log.h"
+#include "fleetfs/mailbox.h"
+#include "fleetfs/notify.h"
+#include "fleetfs/options.h"
+#include "fleetfs/tree.h"
+
+#define FIRST_CONNECT_WAIT_MS 8000
+
+/* FUSE mount options passed through as they are. */
+static const char *fuse_passthrough[] = {"allow_other", "allow_root", "default_permissions",
+                                         "auto_unmount", "fsname",     "subtype",
+                                         "noatime",     "nodev",      "nosuid",
+                                         "max_idle_threads", NULL};
+
+typedef struct {
+    char *mountpoint;
+    bool foreground;
+    bool debug;
+    bool single;
+    GPtrArray *ours;       /* "key=value" of fleetfs options, in order */
+    GPtrArray *fuse_opts;  /* "-o", "x" pairs for libfuse */
+} cmdline;
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: fleetfs MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
+            "       fleetfs --help | --version\n"
+            "\n"
+            "Mounts the fleet's lead mailboxes (queues on an AMQP broker) as files.\n"
+            "  -f   stay in the foreground        -d  debug (FUSE traffic), implies -f\n"
+            "  -s   single-threaded FUSE loop\n"
+            "\n"
+            "Options (-o key=value, or key = value under [fleetfs] in the config file):\n"
+            "%s"
+            "FUSE options passed through: allow_other, allow_root, default_permissions,\n"
+            "  auto_unmount, fsname=, subtype=, noatime, nodev, nosuid, max_idle_threads=\n"
+            "\n"
+            "The broker URI (with credentials) is read from the environment variable named\n"
+            "by broker_uri_env (default FLEET_BROKER_URI); several URIs separated by spaces\n"
+            "or commas are tried in turn.  Unmount with: fusermount3 -u MOUNTPOINT\n",
+            opts_help());
+}
+
+static bool is_passthrough(const char *item)
+{
+    size_t klen = strcspn(item, "=");
+    for (const char **p = fuse_passthrough; *p; p++)
+        if (strlen(*p) == klen && strncmp(*p, item, klen) == 0)
+            return true;
+    return false;
+}
+
+static int add_o(cmdline *cl, const char *list)
+{
+    gchar **items = g_strsplit(list, ",", -1);
+    int rc = 0;
+    for (gchar **it = items; *it; it++) {
+        char key[128];
+        size_t klen = strcspn(*it, "=");
+        if (!**it)
+            continue;
+        g_strlcpy(key, *it, MIN(klen + 1, sizeof key));
+        if (opts_known(key)) {
+            g_ptr_array_add(cl->ours, g_strdup(*it));
+        } else if (is_passthrough(*it)) {
+            g_ptr_array_add(cl->fuse_opts, g_strdup("-o"));
+            g_ptr_array_add(cl->fuse_opts, g_strdup(*it));
+        } else {
+            fprintf(stderr, "fleetfs: unknown option '%s' (see fleetfs --help)\n", key);
+            rc = -1;
+        }
+    }
+    g_strfreev(items);
+    return rc;
+}
+
+/* Returns 0 to go on, 1 when done (help/version printed), -1 on error. */
+static int parse_cmdline(int argc, char **argv, cmdline *cl)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 1;
+        } else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+            printf("fleetfs %s\n", FLEETFS_VERSION);
+            return 1;
+        } else if (!strcmp(a, "-f")) {
+            cl->foreground = true;
+        } else if (!strcmp(a, "-d")) {
+            cl->debug = cl->foreground = true;
+        } else if (!strcmp(a, "-s")) {
+            cl->single = true;
+        } else if (!strcmp(a, "-o")) {
+            if (++i >= argc) {
+                fprintf(stderr, "fleetfs: -o needs an argument\n");
+                return -1;
+            }
+            if (add_o(cl, argv[i]) < 0)
+                return -1;
+        } else if (!strncmp(a, "-o", 2)) {
+            if (add_o(cl, a + 2) < 0)
+                return -1;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "fleetfs: unknown flag '%s' (see fleetfs --help)\n", a);
+            return -1;
+        } else if (cl->mountpoint) {
+            fprintf(stderr, "fleetfs: one mount point only ('%s' and '%s')\n", cl->mountpoint, a);
+            return -1;
+        } else {
+            cl->mountpoint = g_strdup(a);
+        }
+    }
+    if (!cl->mountpoint) {
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+static int apply(fs_opts *o, const char *kv)
+{
+    char *err = NULL;
+    char *key = g_strndup(kv, strcspn(kv, "="));
+    const char *val = strchr(kv, '=') ? strchr(kv, '=') + 1 : "";
+    int rc = opts_set(o, key, val, &err);
+    if (rc < 0) {
+        fprintf(stderr, "fleetfs: %s\n", err);
+        g_free(err);
+    }
+    g_free(key);
+    return rc;
+}
+
+static char *default_config(void)
+{
+    char *user = g_build_filename(g_get_user_config_dir(), "fleetfs", "fleetfs.conf", NULL);
+    if (g_file_test(user, G_FILE_TEST_EXISTS))
+        return user;
+    g_free(user);
+    return g_strdup("/etc/fleetfs/fleetfs.conf");
+}
+
+static int load_options(cmdline *cl, fs_opts *o)
+{
+    char *err = NULL;
+    char *cfg = NULL;
+    bool explicit_cfg = false;
+
+    /* -o config= first: it says which file the rest overrides */
+    for (guint i = 0; i < cl->ours->len; i++)
+        if (g_str_has_prefix(cl->ours->pdata[i], "config=")) {
+            g_free(cfg);
+            cfg = g_strdup((char *)cl->ours->pdata[i] + 7);
+            explicit_cfg = true;
+        }
+    if (!cfg)
+        cfg = default_config();
+    if (opts_load_file(o, cfg, explicit_cfg, &err) < 0) {
+        fprintf(stderr, "fleetfs: %s\n", err);
+        g_free(err);
+        g_free(cfg);
+        return -1;
+    }
+    g_free(cfg);
+    for (guint i = 0; i < cl->ours->len; i++)
+        if (apply(o, cl->ours->pdata[i]) < 0)
+            return -1;
+    if (opts_finish(o, &err) < 0) {
+        fprintf(stderr, "fleetfs: %s\n", err);
+        g_free(err);
+        return -1;
+    }
+    if (o->max_message > 1024 * 1024) {
+        fprintf(stderr, "fleetfs: max_message: at most 1 MiB (one write must reach fleetfs as one "
+                        "FUSE request)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static char **broker_uris(const fs_opts *o)
+{
+    const char *env = getenv(o->broker_uri_env);
+    if (env && *env)
+        return uri_split(env);
+    if (o->broker_uri)
+        return uri_split(o->broker_uri);
+    return uri_split("amqp://localhost:5672");
+}
+
+/* ------------------------------------------------------------------ */
+/* wiring                                                              */
+
+static void hook_changed(void *ud, const char *relpath)
+{
+    fleet *f = ud;
+    nt_changed(g_atomic_pointer_get(&f->nt), relpath);
+}
+
+static void hook_poll(void *ud, struct fuse_pollhandle *ph)
+{
+    fleet *f = ud;
+    nt_poll_wake(g_atomic_pointer_get(&f->nt), ph);
+}
+
+static br_action cb_deliver(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
+                            const char *body, size_t len)
+{
+    fleet *f = ud;
+    return mb_deliver(f->mb, epoch, tag, redelivered, body, len);
+}
+
+static void cb_changed(void *ud)
+{
+    fleet *f = ud;
+    char path[128];
+    hook_changed(ud, "status");
+    snprintf(path, sizeof path, "leads/%s/status", f->opts->coord_id);
+    hook_changed(ud, path);
+}
+
+static void cb_late(void *ud, const char *peer, const char *msg_id, fe_code res, bool unread)
+{
+    fleet *f = ud;
+    mb_late_confirm(f->mb, peer, msg_id, res, unread);
+}
+
+/* Daemon mode: the parent exits with the child's verdict. */
+static int ready_fd = -1;
+
+static void report(int ok, const char *msg)
+{
+    if (ready_fd < 0)
+        return;
+    char c = ok ? 'y' : 'n';
+    if (write(ready_fd, &c, 1) < 0 || (msg && write(ready_fd, msg, strlen(msg)) < 0))
+        log_err("cannot report start-up to the parent process");
+    close(ready_fd);
+    ready_fd = -1;
+}
+
+static int daemonize(void)
+{
+    int p[2];
+    pid_t pid;
+    char buf[1024];
+    ssize_t n;
+
+    if (pipe(p) < 0)
+        return -1;
+    pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0) {
+        close(p[1]);
+        n = read(p[0], buf, sizeof buf - 1);
+        if (n > 0 && buf[0] == 'y')
+            _exit(0);
+        if (n > 1) {
+            buf[n] = '\0';
+            fprintf(stderr, "fleetfs: %s\n", buf + 1);
+        }
+        _exit(1);
+    }
+    close(p[0]);
+    ready_fd = p[1];
+    if (setsid() < 0)
+        return -1;
+    return 0;
+}
+
+static void quiet_stdio(void)
+{
+    FILE *n = freopen("/dev/null", "r", stdin);
+    (void)n;
+    /* stderr stays: it is the daemon's log (redirect it where you want it) */
+}
+
+static int fatal_consumer(fleet *f)
+{
+    br_status st;
+    br_get_status(f->br, &st);
+    if (st.consumer != BR_CONS_EXCLUSIVE && st.consumer != BR_CONS_MISMATCH)
+        return 0;
+    fprintf(stderr, "fleetfs: not mounting: %s\n", st.consumer_reason);
+    report(0, st.consumer_reason);
+    return -1;
+}
+
+static int serve(cmdline *cl, fleet *f)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+    struct fuse *fuse;
+    struct fuse_loop_config lc = {.clone_fd = 0, .max_idle_threads = 16};
+    br_config bc;
+    br_callbacks cb = {cb_deliver, cb_changed, cb_late, f};
+    mb_hooks hooks = {hook_changed, hook_poll, f};
+    char **uris = broker_uris(f->opts);
+    br_status st;
+    int rc = 1;
+
+    f->mb = mb_new(f->opts, &hooks);
+    memset(&bc, 0, sizeof bc);
+    bc.uris = uris;
+    bc.vhost = f->opts->vhost;
+    bc.coord_id = f->opts->coord_id;
+    bc.queue_type = f->opts->queue_type;
+    bc.max_length = f->opts->max_length;
+    bc.message_ttl_ms = f->opts->message_ttl_ms;
+    bc.prefetch = f->opts->prefetch;
+    bc.ca = f->opts->ca;
+    bc.host = f->host;
+    f->br = br_start(&bc, &cb);
+    g_strfreev(uris);
+    mb_set_broker(f->mb, f->br);
+
+    br_wait_first_attempt(f->br, FIRST_CONNECT_WAIT_MS);
+    if (fatal_consumer(f) < 0)
+        goto out;
+    br_get_status(f->br, &st);
+    if (st.link != BR_CONNECTED)
+        log_warn("broker not connected yet (%s); serving the tree anyway, sends fail with ECOMM "
+                 "until it is", st.reason[0] ? st.reason : "still trying");
+
+    fuse_opt_add_arg(&args, "fleetfs");
+    fuse_opt_add_arg(&args, "-o");
+    fuse_opt_add_arg(&args, "fsname=fleetfs,subtype=fleetfs");
+    if (cl->debug)
+        fuse_opt_add_arg(&args, "-d");
+    for (guint i = 0; i < cl->fuse_opts->len; i++)
+        fuse_opt_add_arg(&args, cl->fuse_opts->pdata[i]);
+    fuse = fuse_new(&args, &tree_ops, sizeof tree_ops, f);
+    fuse_opt_free_args(&args);
+    if (!fuse) {
+        report(0, "cannot set up FUSE (see the messages above)");
+        goto out;
+    }
+    if (fuse_mount(fuse, f->mountpoint) != 0) {
+        report(0, "cannot mount (is the mount point an empty directory, not already mounted?)");
+        fuse_destroy(fuse);
+        goto out;
+    }
+    if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0) {
+        fuse_unmount(fuse);
+        fuse_destroy(fuse);
+        goto out;
+    }
+    g_atomic_pointer_set(&f->nt, nt_start(f));
+    log_info("mounted %s as lead %s (peers: %s)", f->mountpoint, f->opts->coord_id,
+             f->opts->peers && *f->opts->peers ? "configured" : "none configured");
+    report(1, NULL);
+    rc = cl->single ? fuse_loop(fuse) : fuse_loop_mt(fuse, &lc);
+    rc = rc == 0 || rc == SIGINT || rc == SIGTERM ? 0 : 1;
+    fuse_remove_signal_handlers(fuse_get_session(fuse));
+    fuse_unmount(fuse);
+    nt_stop(g_atomic_pointer_get(&f->nt));
+    g_atomic_pointer_set(&f->nt, NULL);
+    br_stop(f->br);
+    f->br = NULL;
+    fuse_destroy(fuse);
+    log_info("unmounted %s", f->mountpoint);
+out:
+    br_stop(f->br);
+    mb_free(f->mb);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    cmdline cl = {0};
+    fs_opts o;
+    fleet f;
+    char real[PATH_MAX];
+    int rc;
+
+    cl.ours = g_ptr_array_new_with_free_func(g_free);
+    cl.fuse_opts = g_ptr_array_new_with_free_func(g_free);
+    opts_init(&o);
+    rc = parse_cmdline(argc, argv, &cl);
+    if (rc != 0 || load_options(&cl, &o) < 0) {
+        rc = rc == 1 ? 0 : 2;
+        goto done;
+    }
+    if (!realpath(cl.mountpoint, real)) {
+        fprintf(stderr, "fleetfs: mount point %s: %s\n", cl.mountpoint, strerror(errno));
+        rc = 2;
+        goto done;
+    }
+    if (g_mkdir_with_parents(o.state_dir, 0700) < 0) {
+        fprintf(stderr, "fleetfs: state_dir %s: %s\n", o.state_dir, strerror(errno));
+        rc = 2;
+        goto done;
+    }
+    memset(&f, 0, sizeof f);
+    f.opts = &o;
+    f.mountpoint = real;
+    f.uid = getuid();
+    f.gid = getgid();
+    f.started_ms = g_get_monotonic_time() / 1000;
+    if (gethostname(f.host, sizeof f.host - 1) < 0)
+        g_strlcpy(f.host, "unknown", sizeof f.host);
+    if (!cl.foreground) {
+        if (daemonize() < 0) {
+            fprintf(stderr, "fleetfs: cannot daemonize: %s\n", strerror(errno));
+            rc = 1;
+            goto done;
+        }
+        quiet_stdio();
+    }
+    rc = serve(&cl, &f);
+done:
+    opts_free(&o);
+    g_free(cl.mountpoint);
+    g_ptr_array_free(cl.ours, TRUE);
+    g_ptr_array_free(cl.fuse_opts, TRUE);
+    return rc;
+}

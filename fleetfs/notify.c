@@ -1,0 +1,187 @@
+/* fleetfs/notify.c — the notifier thread (design in notify.h).
+ *
+ * Changes are coalesced: a burst of arrivals becomes one truncate per file
+ * per round.  Status files are compared by content (without the lines
+ * that change every second by themselves) so watchers wake on real
+ * changes only.
+ */
+#include "fleetfs/notify.h"
+
+#include <errno.h>
+#include <fuse.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "fleetfs/fleet.h"
+#include "fleetfs/log.h"
+#include "fleetfs/status.h"
+
+#define TICK_US 1000000
+
+typedef struct {
+    char *path;
+    struct fuse_pollhandle *ph;
+} nt_item;
+
+struct notifier {
+    fleet *f;
+    GThread *thread;
+    GAsyncQueue *q;
+    gint tid;
+    gint stopping;
+    GHashTable *digests; /* status relpath -> last content */
+};
+
+static void item_free(nt_item *it)
+{
+    if (it->ph)
+        fuse_pollhandle_destroy(it->ph);
+    g_free(it->path);
+    g_free(it);
+}
+
+void nt_changed(notifier *nt, const char *relpath)
+{
+    nt_item *it;
+    if (!nt)
+        return;
+    it = g_new0(nt_item, 1);
+    it->path = g_strdup(relpath);
+    g_async_queue_push(nt->q, it);
+}
+
+void nt_poll_wake(notifier *nt, struct fuse_pollhandle *ph)
+{
+    nt_item *it;
+    if (!nt) {
+        fuse_pollhandle_destroy(ph);
+        return;
+    }
+    it = g_new0(nt_item, 1);
+    it->ph = ph;
+    g_async_queue_push(nt->q, it);
+}
+
+bool nt_is_self(notifier *nt, pid_t tid)
+{
+    return nt && g_atomic_int_get(&nt->tid) == tid;
+}
+
+/* IN_MODIFY for watchers: a real truncate through the mount, to the size
+ * the file has now, so nothing changes but the event. */
+static void poke(notifier *nt, const char *relpath)
+{
+    char *path = g_build_filename(nt->f->mountpoint, relpath, NULL);
+    struct stat st;
+    if (stat(path, &st) == 0 && truncate(path, st.st_size) < 0 && errno != ENOENT &&
+        errno != ENOTCONN)
+        log_warn("notify: truncate %s: %s; inotify watchers of it will not wake", relpath,
+                 strerror(errno));
+    g_free(path);
+}
+
+/* Strip the lines that change with time alone. */
+static char *digest(GString *s)
+{
+    GString *d = g_string_new(NULL);
+    gchar **lines = g_strsplit(s->str, "\n", -1);
+    for (gchar **l = lines; *l; l++)
+        if (!g_str_has_prefix(*l, "probed:") && !g_str_has_prefix(*l, "uptime:"))
+            g_string_append_printf(d, "%s\n", *l);
+    g_strfreev(lines);
+    g_string_free(s, TRUE);
+    return g_string_free(d, FALSE);
+}
+
+static void compare_status(notifier *nt, GHashTable *dirty, const char *relpath, GString *now)
+{
+    char *d = digest(now);
+    const char *old = g_hash_table_lookup(nt->digests, relpath);
+    if (!old || strcmp(old, d) != 0) {
+        if (old)
+            g_hash_table_add(dirty, g_strdup(relpath));
+        g_hash_table_replace(nt->digests, g_strdup(relpath), d);
+    } else {
+        g_free(d);
+    }
+}
+
+static void tick(notifier *nt, GHashTable *dirty)
+{
+    fleet *f = nt->f;
+    char path[160];
+    mb_tick(f->mb);
+    st_refresh_probes(f);
+    snprintf(path, sizeof path, "leads/%s/status", f->opts->coord_id);
+    compare_status(nt, dirty, path, st_lead(f, false));
+    compare_status(nt, dirty, "status", st_root(f));
+    for (char **p = f->opts->peers; p && *p; p++) {
+        snprintf(path, sizeof path, "peers/%s/status", *p);
+        compare_status(nt, dirty, path, st_peer(f, *p, false));
+    }
+}
+
+static gpointer notifier_main(gpointer data)
+{
+    notifier *nt = data;
+    GHashTable *dirty = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    gint64 next_tick = g_get_monotonic_time() + TICK_US;
+
+    g_atomic_int_set(&nt->tid, (gint)syscall(SYS_gettid));
+    while (!g_atomic_int_get(&nt->stopping)) {
+        gint64 wait = MAX(next_tick - g_get_monotonic_time(), 1);
+        nt_item *it = g_async_queue_timeout_pop(nt->q, (guint64)wait);
+        while (it) {
+            if (it->ph)
+                fuse_notify_poll(it->ph);
+            if (it->path)
+                g_hash_table_add(dirty, g_strdup(it->path));
+            item_free(it);
+            it = g_async_queue_try_pop(nt->q);
+        }
+        if (g_get_monotonic_time() >= next_tick) {
+            tick(nt, dirty);
+            next_tick = g_get_monotonic_time() + TICK_US;
+        }
+        if (g_atomic_int_get(&nt->stopping))
+            break;
+        GHashTableIter iter;
+        gpointer key;
+        g_hash_table_iter_init(&iter, dirty);
+        while (g_hash_table_iter_next(&iter, &key, NULL))
+            poke(nt, key);
+        g_hash_table_remove_all(dirty);
+    }
+    g_hash_table_destroy(dirty);
+    return NULL;
+}
+
+notifier *nt_start(fleet *f)
+{
+    notifier *nt = g_new0(notifier, 1);
+    nt->f = f;
+    nt->q = g_async_queue_new();
+    nt->digests = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    nt->thread = g_thread_new("notifier", notifier_main, nt);
+    return nt;
+}
+
+void nt_stop(notifier *nt)
+{
+    nt_item *it;
+    if (!nt)
+        return;
+    g_atomic_int_set(&nt->stopping, 1);
+    nt_changed(nt, "status");
+    g_thread_join(nt->thread);
+    while ((it = g_async_queue_try_pop(nt->q)))
+        item_free(it);
+    g_async_queue_unref(nt->q);
+    g_hash_table_destroy(nt->digests);
+    g_free(nt);
+}

@@ -1,0 +1,23 @@
+/* fleetfs/status.h — the `key: value` status files and the tree's README.
+ *
+ * fresh=true may ask the broker (bounded by probe_timeout, answers cached
+ * for at most 1 s): used at open().  fresh=false uses only what is cached:
+ * used by getattr and the notifier, which must never wait on the broker.
+ */
+#ifndef FLEETFS_STATUS_H
+#define FLEETFS_STATUS_H
+
+#include <glib.h>
+
+#include "fleetfs/fleet.h"
+
+GString *st_root(fleet *f);
+GString *st_lead(fleet *f, bool fresh);
+GString *st_peer(fleet *f, const char *peer, bool fresh);
+const char *st_readme(void);
+
+/* Ask the broker about the own mailbox and every configured peer (at most
+ * once a second each); used by the notifier's tick. */
+void st_refresh_probes(fleet *f);
+
+#endif
