@@ -1,0 +1,68 @@
+/* envelope.h — the wire envelope of SPEC section 4: what one AMQP message
+ * body holds (a coordination message or a delivery receipt), its JSON
+ * encoding and strict decoding, RFC 3339 times, and the byte string a
+ * signature covers. Pure functions; an envelope belongs to whoever holds it. */
+#ifndef FLEETFS_ENVELOPE_H
+#define FLEETFS_ENVELOPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENV_ID_LEN 32
+#define ENV_TYPE_COORD "coord"
+#define ENV_TYPE_RECEIPT "receipt"
+
+typedef struct {
+	int v;
+	char type[16];
+	char msgId[ENV_ID_LEN + 1];
+	char from[64];
+	char to[64];
+	char sentAt[40];
+	char expiresAt[40];
+	char replyTo[ENV_ID_LEN + 1]; /* "" when absent */
+	char ref[ENV_ID_LEN + 1];     /* receipts, "" otherwise */
+	char state[24];               /* receipts */
+	char detail[256];             /* receipts, optional */
+	char sig[100];                /* base64, "" when absent */
+	char *body;                   /* malloc'd, NUL-terminated */
+	size_t body_len;
+} envelope;
+
+/* 128 random bits as 32 lowercase hex digits. */
+void env_new_msgid(char out[ENV_ID_LEN + 1]);
+/* Wall clock, milliseconds since the Unix epoch. */
+int64_t env_now_ms(void);
+/* RFC 3339 UTC with milliseconds: 2026-11-29T09:27:41.123Z */
+void env_time_format(int64_t ms, char out[40]);
+/* 0 and *ms on success, -1 on anything that is not an RFC 3339 date-time
+ * (Z or +hh:mm/-hh:mm offset, optional fraction of any length). */
+int env_time_parse(const char *s, int64_t *ms);
+
+/* Compact one-line JSON, keys in SPEC order; NULL if e cannot be encoded
+ * (e.g. body not UTF-8). malloc'd, caller frees. */
+char *env_encode(const envelope *e, size_t *len);
+/* Strict decode of untrusted bytes. 0 ok (out->body malloc'd, never NULL);
+ * -1 with a short reason in why, out->body NULL. */
+int env_decode(const char *json, size_t len, size_t max_body, envelope *out,
+	       char *why, size_t whylen);
+/* Frees e->body; safe to call twice. */
+void env_free(envelope *e);
+/* The length-prefixed fields a signature covers (8-byte big-endian length,
+ * then the bytes) for v, type, msgId, from, to, sentAt, expiresAt, replyTo,
+ * body, and for receipts also ref and state. 0 ok (*buf malloc'd), -1 on
+ * allocation failure. */
+int env_signing_fields(const envelope *e, unsigned char **buf, size_t *len);
+/* One JSON Lines entry of the inbox file, ending in "\n". malloc'd. */
+char *env_inbox_line(const envelope *e, const char *receivedAt,
+		     bool redelivered, size_t *len);
+
+/* Extras. */
+/* s is exactly 32 lowercase hex digits. */
+bool env_id_valid(const char *s);
+/* s is a state a receipt may carry: injected, confirmed, acked, uncertain,
+ * rejected. */
+bool env_receipt_state_valid(const char *s);
+
+#endif

@@ -1,0 +1,66 @@
+# tests/fleet.sh — mount helpers for the integration tests; source after lib.sh.
+#
+#   mount_fleet NAME [OPT...]   mount $TEST_DIR/NAME as lead NAME (foreground
+#                               daemon in the background, log in $TEST_DIR/NAME.log,
+#                               state in $TEST_DIR/state/NAME); OPTs are -o items
+#                               (FLEET_VHOST, when set, becomes -o vhost=)
+#   unmount_fleet NAME          fusermount3 -u and wait for the daemon to exit
+#                               (fails if it exits non-zero, e.g. a sanitizer report)
+#   kill_fleet NAME             kill -9 the daemon and lazily unmount
+#   msgids FILE                 the msgIds of a JSON Lines file, one per line
+#   broker_count QUEUE          messages ready + unacked in QUEUE per rabbitmqctl
+
+mount_fleet() {
+  local name=$1 opts
+  shift
+  opts="coord_id=$name,state_dir=$TEST_DIR/state/$name,send_timeout=3s"
+  [[ -n ${FLEET_VHOST:-} ]] && opts="$opts,vhost=$FLEET_VHOST"
+  for o in "$@"; do opts="$opts,$o"; done
+  mkdir -p "$TEST_DIR/$name"
+  "$FLEETFS" "$TEST_DIR/$name" -f -o "$opts" </dev/null >>"$TEST_DIR/$name.log" 2>&1 &
+  echo $! >"$TEST_DIR/.harness/pid.$name"
+  at_exit "unmount_fleet $name >/dev/null 2>&1"
+  wait_for 15 "mountpoint -q '$TEST_DIR/$name' && test -r '$TEST_DIR/$name/status'" || {
+    echo "mount_fleet $name: not mounted; log:" >&2
+    cat "$TEST_DIR/$name.log" >&2
+    return 1
+  }
+}
+
+unmount_fleet() {
+  local name=$1 pid rc=0
+  pid=$(cat "$TEST_DIR/.harness/pid.$name" 2>/dev/null) || return 0
+  fusermount3 -u "$TEST_DIR/$name" 2>/dev/null || true
+  if ! wait_for 15 "! kill -0 $pid 2>/dev/null"; then
+    echo "unmount_fleet $name: daemon $pid did not exit" >&2
+    kill -9 "$pid" 2>/dev/null
+    rc=1
+  fi
+  # the exit status of a background job of another shell is not ours to
+  # wait for; the daemon's log says how it ended
+  if grep -qE 'ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:' "$TEST_DIR/$name.log"; then
+    echo "unmount_fleet $name: sanitizer report in the log:" >&2
+    grep -A30 -E 'Sanitizer|runtime error' "$TEST_DIR/$name.log" >&2
+    rc=1
+  fi
+  rm -f "$TEST_DIR/.harness/pid.$name"
+  return $rc
+}
+
+kill_fleet() {
+  local name=$1 pid
+  pid=$(cat "$TEST_DIR/.harness/pid.$name" 2>/dev/null) || return 1
+  kill -9 "$pid"
+  wait_for 5 "! kill -0 $pid 2>/dev/null"
+  fusermount3 -uz "$TEST_DIR/$name" 2>/dev/null || umount -l "$TEST_DIR/$name"
+  rm -f "$TEST_DIR/.harness/pid.$name"
+}
+
+msgids() {
+  jq -r .msgId "$1"
+}
+
+broker_count() {
+  rmqctl list_queues -q -p "${FLEET_VHOST:-/}" name messages 2>/dev/null |
+    awk -v q="$1" '$1 == q { print $2 }'
+}
