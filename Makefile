@@ -50,7 +50,7 @@ $(B)/tools/%: tests/tools/%.c $(B)/libfleetfs.a $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(B)/libfleetfs.a $(LDSAN) $(LDLIBS)
 
-$(B)/fake-herdr: $(FAKESRC) $(B)/libfleetfs.a
+$(B)/fake-herdr: $(FAKESRC) $(wildcard tests/fake_herdr/*.h) $(B)/libfleetfs.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $(FAKESRC) $(B)/libfleetfs.a $(LDSAN) $(LDLIBS)
 
 san:
