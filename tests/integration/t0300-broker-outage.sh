@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The broker goes away and comes back: sends fail fast and say why, status
+# tells the truth, the same mounts recover by themselves, and what was held
+# before the outage is still there — once.  A frozen broker (SIGSTOP)
+# answers nothing: the write gives up after send_timeout with ETIMEDOUT.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_start_own
+
+test_expect_success 'alpha and beta mount on a private broker' '
+    mount_fleet alpha peers=beta send_timeout=2s &&
+    mount_fleet beta peers=alpha send_timeout=2s
+'
+
+test_expect_success 'two messages are held by beta before the outage' '
+    echo "before 1" >alpha/peers/beta/send &&
+    echo "before 2" >alpha/peers/beta/send &&
+    wait_for 5 "test \$(wc -l <beta/leads/beta/inbox) = 2" &&
+    msgids beta/leads/beta/inbox >before
+'
+
+test_expect_success 'broker killed: status says so, and the tree is still served' '
+    broker_kill &&
+    wait_for 10 "! grep -q \"^broker: connected\" alpha/status" &&
+    grep -qE "^broker: (connecting|unreachable)" alpha/status &&
+    ls alpha/peers >/dev/null && cat alpha/README >/dev/null &&
+    grep -q "^messages: unknown$" alpha/leads/alpha/status
+'
+
+test_expect_success 'a send fails with ECOMM well within send_timeout' '
+    start=$(date +%s%N) &&
+    test_must_fail bash -c "echo lost >alpha/peers/beta/send" 2>err &&
+    end=$(date +%s%N) &&
+    grep -q "write error: Communication error on send" err &&
+    test $(( (end - start) / 1000000 )) -le 2500 &&
+    grep -q "^state: unknown$" alpha/peers/beta/status
+'
+
+test_expect_success 'held messages stay visible during the outage; ack says ECOMM' '
+    test $(wc -l <beta/leads/beta/inbox) = 2 &&
+    test_must_fail bash -c "echo all >beta/leads/beta/ack" 2>err &&
+    grep -q "Communication error on send" err
+'
+
+test_expect_success 'broker back: the same mounts reconnect by themselves' '
+    broker_restart &&
+    wait_for 20 "grep -q \"^broker: connected$\" alpha/status" &&
+    wait_for 20 "grep -q \"^broker: connected$\" beta/status" &&
+    wait_for 10 "grep -q \"^consumer: ok$\" beta/status"
+'
+
+test_expect_success 'what was held before the outage is there once, and ackable' '
+    sleep 1 &&
+    msgids beta/leads/beta/inbox >after &&
+    test_cmp before after &&
+    wait_for 5 "grep -q \"^messages: 0$\" beta/leads/beta/status" &&
+    echo all >beta/leads/beta/ack &&
+    test ! -s beta/leads/beta/inbox &&
+    wait_for 5 "test \"\$(broker_count lead.beta.inbox)\" = 0"
+'
+
+test_expect_success 'sending works again, both ways' '
+    echo "after" >alpha/peers/beta/send &&
+    echo "and back" >beta/peers/alpha/send &&
+    wait_for 5 "grep -q \"\\\"after\\\"\" beta/leads/beta/inbox" &&
+    wait_for 5 "grep -q \"and back\" alpha/leads/alpha/inbox"
+'
+
+test_expect_success 'a tail -f reader that spans an outage prints each message once' '
+    (tail -f beta/leads/beta/inbox >tailed 2>&1 &
+     echo $! >tail.pid) &&
+    wait_for 5 "test -s tailed" &&
+    broker_kill &&
+    wait_for 10 "! grep -q \"^broker: connected\" beta/status" &&
+    broker_restart &&
+    wait_for 20 "grep -q \"^consumer: ok$\" beta/status" &&
+    echo "post-restart" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q post-restart tailed" &&
+    sleep 1.5 &&
+    kill $(cat tail.pid) &&
+    msgids tailed | sort | uniq -d >dups &&
+    test ! -s dups &&
+    test $(wc -l <tailed) = 2
+'
+
+test_expect_success 'a frozen broker: the write gives up with ETIMEDOUT after send_timeout' '
+    kill -STOP -- -$BROKER_PGID &&
+    start=$(date +%s%N) &&
+    test_must_fail bash -c "echo frozen >alpha/peers/beta/send" 2>err;
+    end=$(date +%s%N);
+    kill -CONT -- -$BROKER_PGID &&
+    grep -q "write error: Connection timed out" err &&
+    ms=$(( (end - start) / 1000000 )) &&
+    test $ms -ge 1900 && test $ms -le 4000
+'
+
+test_expect_success 'the broker took it after all: sent records the late confirm, beta has it' '
+    wait_for 20 "grep -q \"after the write had returned ETIMEDOUT\" alpha/leads/alpha/sent" &&
+    wait_for 10 "grep -q \"\\\"frozen\\\"\" beta/leads/beta/inbox"
+'
+
+test_expect_success 'unmount cleanly' '
+    unmount_fleet alpha && unmount_fleet beta
+'
+
+test_done
