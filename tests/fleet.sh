@@ -31,7 +31,8 @@ unmount_fleet() {
   local name=$1 pid rc=0
   pid=$(cat "$TEST_DIR/.harness/pid.$name" 2>/dev/null) || return 0
   fusermount3 -u "$TEST_DIR/$name" 2>/dev/null || true
-  if ! wait_for 15 "! kill -0 $pid 2>/dev/null"; then
+  # an exited daemon stays a zombie until its new parent reaps it: gone too
+  if ! wait_for 15 "! kill -0 $pid 2>/dev/null || grep -q '^State:.*Z' /proc/$pid/status 2>/dev/null"; then
     echo "unmount_fleet $name: daemon $pid did not exit" >&2
     kill -9 "$pid" 2>/dev/null
     rc=1

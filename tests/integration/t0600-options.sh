@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The command line and the config file: help, unknown options, bad values,
+# credentials kept out of argv and config, precedence, a broker that is
+# not there at start, quorum mailboxes, SIGTERM.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_use_shared
+FLEET_VHOST=t0600
+new_vhost $FLEET_VHOST
+
+test_expect_success 'fleetfs --help lists every option of SPEC section 8' '
+    "$FLEETFS" --help >help &&
+    for o in coord_id peers broker_uri_env broker_uri vhost queue_type max_length message_ttl \
+             prefetch max_message send_timeout state_dir inject inject_target key trusted_keys ca config; do
+        grep -q "^ *$o" help || { echo "missing: $o"; exit 1; }
+    done &&
+    "$FLEETFS" --version | grep -q "^fleetfs [0-9]"
+'
+
+test_expect_success 'an unknown option is an error with a message, not ignored' '
+    mkdir -p m &&
+    test_must_fail "$FLEETFS" m -f -o coord_id=x,bogus=1 2>err &&
+    grep -q "unknown option .bogus." err &&
+    test_must_fail "$FLEETFS" m -f --frobnicate 2>err &&
+    grep -q "unknown flag" err &&
+    ! mountpoint -q m
+'
+
+test_expect_success 'bad values name the option and what it takes' '
+    test_must_fail "$FLEETFS" m -f -o prefetch=lots 2>err && grep -q "prefetch" err &&
+    test_must_fail "$FLEETFS" m -f -o coord_id=Bad.Name 2>err && grep -q "coord_id" err &&
+    test_must_fail "$FLEETFS" m -f -o queue_type=stream 2>err && grep -q "queue_type" err &&
+    test_must_fail "$FLEETFS" m -f -o send_timeout=-1 2>err && grep -q "send_timeout" err &&
+    test_must_fail "$FLEETFS" m -f -o peers=a::b 2>err && grep -q "peers" err &&
+    test_must_fail "$FLEETFS" 2>err && grep -q "usage" err
+'
+
+test_expect_success 'a password on the command line is refused and not echoed' '
+    test_must_fail "$FLEETFS" m -f -o broker_uri=amqp://u:hunter2@127.0.0.1:1/ 2>err &&
+    grep -q "FLEET_BROKER_URI" err &&
+    ! grep -q hunter2 err
+'
+
+test_expect_success 'the config file is read, -o wins over it, unknown keys in it are errors' '
+    printf "[fleetfs]\ncoord_id = conf\npeers = one:two\nvhost = $FLEET_VHOST\nstate_dir = $TEST_DIR/state/conf\n" >fleetfs.conf &&
+    mount_fleet conf config=$TEST_DIR/fleetfs.conf peers=three &&
+    grep -q "^coord_id: conf$" conf/status &&
+    ls conf/peers >peers && echo three >want && test_cmp want peers &&
+    printf "[fleetfs]\nnonsense = 1\n" >bad.conf &&
+    test_must_fail "$FLEETFS" m -f -o config=$TEST_DIR/bad.conf 2>err &&
+    grep -q "bad.conf" err && grep -q nonsense err &&
+    printf "[fleetfs]\nbroker_uri = amqp://u:pw@h/\n" >pw.conf &&
+    test_must_fail "$FLEETFS" m -f -o config=$TEST_DIR/pw.conf 2>err &&
+    ! grep -q ":pw@" err
+'
+
+test_expect_success 'broker_uri_env names the variable that holds the URI' '
+    MY_URI=$FLEET_BROKER_URI FLEET_BROKER_URI=amqp://guest:guest@127.0.0.1:1/ \
+        mount_fleet envy broker_uri_env=MY_URI &&
+    grep -q "^broker: connected$" envy/status
+'
+
+test_expect_success 'no broker at start: the mount comes up, says why, and sends fail with ECOMM' '
+    FLEET_BROKER_URI=amqp://guest:topsecret@127.0.0.1:1/ mount_fleet lonely peers=beta &&
+    grep -qE "^broker: (unreachable|connecting)" lonely/status &&
+    grep -q "127.0.0.1:1" lonely/status &&
+    ! grep -q topsecret lonely/status lonely.log &&
+    grep -q "guest:\*\*\*@" lonely/status &&
+    test_must_fail bash -c "echo hi >lonely/peers/beta/send" 2>err &&
+    grep -q "Communication error on send" err
+'
+
+test_expect_success 'quorum mailboxes work end to end' '
+    new_vhost t0600q &&
+    FLEET_VHOST=t0600q mount_fleet qa peers=qb queue_type=quorum &&
+    FLEET_VHOST=t0600q mount_fleet qb peers=qa queue_type=quorum &&
+    echo "raft says hi" >qa/peers/qb/send &&
+    wait_for 5 "grep -q \"raft says hi\" qb/leads/qb/inbox" &&
+    rmqctl list_queues -q -p t0600q name type >types &&
+    grep -q "lead.qb.inbox.*quorum" types
+'
+
+test_expect_success 'SIGTERM unmounts cleanly' '
+    kill -TERM $(cat .harness/pid.envy) &&
+    wait_for 10 "! mountpoint -q envy" &&
+    grep -q "unmounted" envy.log
+'
+
+test_expect_success 'unmount the rest' '
+    unmount_fleet conf && unmount_fleet lonely && unmount_fleet qa && unmount_fleet qb &&
+    unmount_fleet envy
+'
+
+test_done

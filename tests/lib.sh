@@ -1,0 +1,333 @@
+# shellcheck shell=bash
+# tests/lib.sh: a small git-t/-style harness for the integration tests.
+# Source it at the top of tests/integration/tNNNN-name.sh (bash):
+#
+#   #!/usr/bin/env bash
+#   . "$(dirname "$0")/../lib.sh"
+#   broker_use_shared
+#   new_vhost t1234
+#   test_expect_success 'what it proves' '
+#       some command &&
+#       other command >out &&
+#       grep expected out
+#   '
+#   test_done
+#
+# Writing snippets (as in git's t/):
+# - A snippet is eval'd in a subshell; its result is the exit status of the
+#   whole snippet, i.e. of its LAST command. There is no `set -e`: chain every
+#   command with && so a failure anywhere fails the test. A line without &&
+#   silently discards the status of the line before it.
+# - A subshell: variables set in one snippet do not reach the next one or the
+#   file. Keep state in files under $TEST_DIR, or set it up outside snippets.
+#   Cleanups registered with at_exit and brokers started with
+#   broker_start_own do carry over (they are recorded in $TEST_DIR).
+# - The working directory is $TEST_DIR; stdin is /dev/null; stdout and stderr
+#   are captured and shown (indented) only when the test fails, or always
+#   with VERBOSE=1.
+# - KEEP=1 keeps $TEST_DIR (and a private broker's data) after the file ends.
+#
+# Functions:
+#   test_expect_success DESC SNIPPET   run one test, print ok/not ok N - DESC (time)
+#   test_done                          print "# FILE: N passed, N failed"; exit 1 if any failed
+#   test_skip_all REASON               skip the whole file (prints "# FILE: 0 passed, 0 failed")
+#   test_cmp EXPECTED ACTUAL           diff -u, fails if the files differ
+#   test_must_fail CMD...              succeeds only if CMD exits non-zero (not by a signal)
+#   wait_for TIMEOUT_S CONDITION       poll CONDITION (shell code) every 0.1 s; 1 on timeout
+#   at_exit CMD                        run CMD (shell code) at exit, in reverse order of registration
+#   broker_use_shared                  use the run's shared broker ($FLEET_TEST_BROKER_ENV);
+#                                      without it, start a private one
+#   broker_start_own                   start a private broker in $TEST_DIR/broker and use it
+#   broker_kill                        kill -9 the private broker (data kept)
+#   broker_stop                        stop the private broker cleanly (data kept)
+#   broker_restart                     (stop if running, then) start the private broker on
+#                                      the same data, port and node name
+#   broker_load                        re-read the current broker's env (done before every snippet)
+#   rmqctl ARGS...                     rabbitmqctl -n NODE ARGS... against the current broker
+#   new_vhost NAME                     create vhost NAME with full rights for guest; prints nothing
+#   broker_uri [VHOST]                 print amqp://guest:guest@127.0.0.1:PORT/<vhost, url-encoded>
+#
+# Variables: FLEET_ROOT (repository), TEST_NAME, TEST_DIR, FLEETFS (the daemon
+# binary: $FLEET_ROOT/${FLEETFS_BUILD:-build}/fleetfs unless already set), and
+# after a broker_* call: FLEET_BROKER_URI, BROKER_PORT, BROKER_DIST_PORT,
+# BROKER_NODE, BROKER_DIR, BROKER_PGID.
+
+FLEET_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+export FLEET_ROOT
+TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
+if [[ -z ${FLEETFS:-} ]]; then
+  case ${FLEETFS_BUILD:-build} in
+    /*) FLEETFS=${FLEETFS_BUILD}/fleetfs ;;
+    *) FLEETFS=$FLEET_ROOT/${FLEETFS_BUILD:-build}/fleetfs ;;
+  esac
+fi
+export FLEETFS
+
+TEST_DIR=$(mktemp -d "${TMPDIR:-/tmp}/fleetfs-test.${TEST_NAME//[^A-Za-z0-9_.-]/_}.XXXXXX") || {
+  echo "lib.sh: cannot create a temp dir" >&2
+  exit 1
+}
+export TEST_DIR
+mkdir -p "$TEST_DIR/.harness/at_exit"
+cd "$TEST_DIR" || exit 1
+
+_test_count=0
+_test_passed=0
+_test_failed=0
+_test_done_called=0
+_test_cleaned=0
+
+# ---------------------------------------------------------------- running tests
+
+_test_now() { echo "${EPOCHREALTIME/[.,]/}"; }   # microseconds
+
+test_expect_success() {
+  if [[ $# -ne 2 ]]; then
+    echo "bug in the test script: test_expect_success takes DESC and SNIPPET, got $# args" >&2
+    exit 1
+  fi
+  local desc=$1 snippet=$2 out rc t0 t1 el
+  _test_count=$((_test_count + 1))
+  out=$TEST_DIR/.harness/out.$_test_count
+  t0=$(_test_now)
+  (
+    broker_load 2>/dev/null
+    cd "$TEST_DIR" || exit 1
+    eval "$snippet"
+  ) </dev/null >"$out" 2>&1
+  rc=$?
+  t1=$(_test_now)
+  el=$(( (t1 - t0) / 10000 ))
+  el=$(printf '%d.%02d s' $((el / 100)) $((el % 100)))
+  if [[ $rc -eq 0 ]]; then
+    _test_passed=$((_test_passed + 1))
+    echo "ok $_test_count - $desc ($el)"
+    if [[ -n ${VERBOSE:-} && -s $out ]]; then sed 's/^/#     /' "$out"; fi
+  else
+    _test_failed=$((_test_failed + 1))
+    echo "not ok $_test_count - $desc ($el, exit $rc)"
+    echo "#   snippet:"
+    printf '%s\n' "$snippet" | sed '/^[[:space:]]*$/d; s/^/#     /'
+    if [[ -s $out ]]; then
+      local n
+      n=$(wc -l <"$out")
+      echo "#   output${n:+ ($n lines)}:"
+      if ((n > 200)); then
+        echo "#     ... (first $((n - 200)) lines cut; KEEP=1 keeps $out)"
+      fi
+      tail -n 200 "$out" | sed 's/^/#     /'
+    else
+      echo "#   (no output)"
+    fi
+  fi
+  return 0
+}
+
+test_done() {
+  _test_done_called=1
+  echo "# $TEST_NAME: $_test_passed passed, $_test_failed failed"
+  if [[ $_test_failed -gt 0 ]]; then exit 1; fi
+  exit 0
+}
+
+test_skip_all() {
+  echo "# SKIP $TEST_NAME: $*"
+  test_done
+}
+
+test_cmp() {
+  diff -u -- "$1" "$2"
+}
+
+test_must_fail() {
+  "$@"
+  local rc=$?
+  if [[ $rc -eq 0 ]]; then
+    echo "test_must_fail: command succeeded: $*" >&2
+    return 1
+  elif [[ $rc -gt 128 && $rc -le 192 ]]; then
+    echo "test_must_fail: command died by signal $((rc - 128)): $*" >&2
+    return 1
+  elif [[ $rc -eq 127 ]]; then
+    echo "test_must_fail: command not found: $*" >&2
+    return 1
+  fi
+  return 0
+}
+
+wait_for() {
+  local timeout=$1 cond=$2 t_end
+  t_end=$(( $(_test_now) + ${timeout%.*} * 1000000 ))
+  if [[ $timeout == *.* ]]; then
+    local frac=${timeout#*.}000000
+    t_end=$((t_end + 10#${frac:0:6}))
+  fi
+  while :; do
+    if eval "$cond"; then return 0; fi
+    if (( $(_test_now) >= t_end )); then
+      echo "wait_for: timed out after ${timeout} s: $cond" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+# ---------------------------------------------------------------- cleanup
+
+# Registered commands live in files, so a registration made inside a test
+# snippet (a subshell) is still run when the file exits.
+at_exit() {
+  local d=$TEST_DIR/.harness/at_exit n
+  n=$(find "$d" -maxdepth 1 -type f | wc -l)
+  printf '%s\n' "$*" >"$d/$(printf '%06d' $((n + 1)))"
+}
+
+_test_cleanup() {
+  [[ $_test_cleaned -eq 1 ]] && return
+  _test_cleaned=1
+  cd / || true
+  local f
+  # reverse order of registration
+  while IFS= read -r f; do
+    [[ -n $f ]] || continue
+    ( eval "$(<"$f")" ) </dev/null >&2 || echo "# at_exit: failed: $(<"$f")" >&2
+  done < <(find "$TEST_DIR/.harness/at_exit" -maxdepth 1 -type f 2>/dev/null | sort -r)
+  # a private broker started by this file: leave no node behind
+  if [[ -s $TEST_DIR/broker/pgid ]]; then
+    if [[ -n ${KEEP:-} ]]; then
+      "$FLEET_ROOT/scripts/broker" stop --dir "$TEST_DIR/broker" >/dev/null 2>&1
+    else
+      "$FLEET_ROOT/scripts/broker" kill --dir "$TEST_DIR/broker" >/dev/null 2>&1
+    fi
+  fi
+  if [[ -n ${KEEP:-} ]]; then
+    echo "# KEEP: $TEST_DIR" >&2
+    return
+  fi
+  # never rm -rf through a live mount: lazily unmount whatever is left
+  local mnt left=0
+  while IFS= read -r mnt; do
+    fusermount3 -uz "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || left=1
+  done < <(awk -v d="$TEST_DIR/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
+  if [[ $left -eq 1 ]]; then
+    echo "# cleanup: a mount under $TEST_DIR is still there; not removing it" >&2
+    return
+  fi
+  rm -rf "$TEST_DIR"
+}
+
+_test_on_exit() {
+  local rc=$?
+  # a second Ctrl-C or TERM, or a reader gone away (SIGPIPE), must not cut
+  # the cleanup short
+  trap '' INT TERM HUP PIPE
+  _test_cleanup
+  if [[ $_test_done_called -eq 0 ]]; then
+    echo "# $TEST_NAME: exited (status $rc) before test_done" >&2
+    [[ $rc -eq 0 ]] && rc=1
+  fi
+  exit "$rc"
+}
+trap _test_on_exit EXIT
+trap 'echo "# $TEST_NAME: interrupted" >&2; exit 130' INT
+trap 'echo "# $TEST_NAME: terminated" >&2; exit 143' TERM HUP
+
+# ---------------------------------------------------------------- broker
+
+# $TEST_DIR/.harness/broker_env names the env file of the broker in use.
+_broker_select() {
+  printf '%s\n' "$1" >"$TEST_DIR/.harness/broker_env"
+  broker_load
+}
+
+broker_load() {
+  local f
+  [[ -s $TEST_DIR/.harness/broker_env ]] || return 1
+  f=$(<"$TEST_DIR/.harness/broker_env")
+  [[ -r $f ]] || { echo "broker_load: no env file $f" >&2; return 1; }
+  # shellcheck disable=SC1090
+  . "$f"
+}
+
+broker_use_shared() {
+  if [[ -n ${FLEET_TEST_BROKER_ENV:-} ]]; then
+    [[ -r $FLEET_TEST_BROKER_ENV ]] || {
+      echo "broker_use_shared: FLEET_TEST_BROKER_ENV=$FLEET_TEST_BROKER_ENV is not readable" >&2
+      exit 1
+    }
+    _broker_select "$FLEET_TEST_BROKER_ENV"
+  else
+    echo "# no FLEET_TEST_BROKER_ENV: starting a private broker for $TEST_NAME" >&2
+    broker_start_own
+  fi
+}
+
+_broker_own_only() {
+  if [[ ${BROKER_DIR:-} != "$TEST_DIR/broker" ]]; then
+    echo "$1: the current broker is not this file's own (use broker_start_own)" >&2
+    return 1
+  fi
+}
+
+# scripts/broker start, quiet unless it fails
+_broker_start() {
+  local log=$TEST_DIR/.harness/broker-start.log
+  "$FLEET_ROOT/scripts/broker" start --dir "$1" >/dev/null 2>"$log" || {
+    echo "scripts/broker start --dir $1 failed:" >&2
+    cat "$log" >&2
+    return 1
+  }
+}
+
+broker_start_own() {
+  _broker_start "$TEST_DIR/broker" || return 1
+  _broker_select "$TEST_DIR/broker/env"
+}
+
+broker_kill() {
+  broker_load && _broker_own_only broker_kill || return 1
+  "$FLEET_ROOT/scripts/broker" kill --dir "$BROKER_DIR" 2>/dev/null
+}
+
+broker_stop() {
+  broker_load && _broker_own_only broker_stop || return 1
+  "$FLEET_ROOT/scripts/broker" stop --dir "$BROKER_DIR" 2>/dev/null
+}
+
+broker_restart() {
+  broker_load && _broker_own_only broker_restart || return 1
+  if [[ -s $BROKER_DIR/pgid ]]; then
+    "$FLEET_ROOT/scripts/broker" stop --dir "$BROKER_DIR" 2>/dev/null || return 1
+  fi
+  _broker_start "$BROKER_DIR" || return 1
+  broker_load
+}
+
+rmqctl() {
+  [[ -n ${BROKER_DIR:-} ]] || broker_load || {
+    echo "rmqctl: no broker in use (call broker_use_shared or broker_start_own)" >&2
+    return 1
+  }
+  "$FLEET_ROOT/scripts/broker" ctl --dir "$BROKER_DIR" -- "$@"
+}
+
+new_vhost() {
+  local vh=$1 out
+  out=$(rmqctl add_vhost "$vh" 2>&1) || { echo "new_vhost $vh: $out" >&2; return 1; }
+  out=$(rmqctl set_permissions -p "$vh" guest '.*' '.*' '.*' 2>&1) ||
+    { echo "new_vhost $vh: $out" >&2; return 1; }
+  return 0
+}
+
+broker_uri() {
+  local vh=${1-/} enc='' c i
+  [[ -n ${BROKER_PORT:-} ]] || broker_load || return 1
+  for ((i = 0; i < ${#vh}; i++)); do
+    c=${vh:i:1}
+    case $c in
+      [A-Za-z0-9._~-]) enc+=$c ;;
+      *) enc+=$(printf '%%%02X' "'$c") ;;
+    esac
+  done
+  echo "amqp://guest:guest@127.0.0.1:$BROKER_PORT/$enc"
+}
