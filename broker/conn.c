@@ -532,7 +532,6 @@ static void try_connect(br_conn *c)
         snprintf(reason, sizeof reason, "%s: cannot open channels", shown);
         goto fail;
     }
-    g_free(buf);
     c->connected = true;
     c->pub_seq = 0;
     c->backoff_ms = BACKOFF_MIN_MS;
@@ -543,6 +542,7 @@ static void try_connect(br_conn *c)
     g_mutex_unlock(&c->lock);
     log_info("broker: connected to %s vhost %s", shown, vhost);
     g_free(shown);
+    g_free(buf); /* vhost pointed into it */
     setup_dead_letters(c);
     if (c->connected)
         setup_consumer(c);

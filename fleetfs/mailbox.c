@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "fleetfs/envelope.h"
+#include "fleetfs/jlog.h"
 #include "fleetfs/log.h"
 #include "fleetfs/names.h"
 
@@ -55,6 +56,7 @@ typedef struct {
     char msg_id[ENV_ID_LEN + 1];
     char to[64];
     char sent_at[40];
+    char expires_at[40];
     char state[24];
     int64_t state_at;
     char detail[256];
@@ -74,14 +76,16 @@ struct mailbox {
     GQueue sent;            /* sent_entry*, oldest first */
     GQueue history;         /* char* JSON lines without newline, oldest first */
     GHashTable *consumed;   /* msgId set of history entries */
-    char *history_file;
-    unsigned history_file_lines;
+    jlog *history_log;
+    jlog *sent_log;
     mb_counters n;
     GHashTable *rejections; /* reason -> count (GUINT_TO_POINTER) */
     int64_t mtime[MB__FILES];
     uint64_t ok_epoch;      /* epoch whose consumer we saw working ... */
     int64_t ok_since;       /* ... since then (monotonic ms) */
 };
+
+static void sent_load_line(mailbox *mb, const char *line);
 
 static void touch(mailbox *mb, mb_file f)
 {
@@ -117,46 +121,21 @@ static void history_push(mailbox *mb, char *line)
     }
 }
 
-static void history_load(mailbox *mb)
+static GString *render_history_locked(void *ud)
 {
-    gchar *text = NULL;
-    gchar **lines;
-    if (!g_file_get_contents(mb->history_file, &text, NULL, NULL))
-        return;
-    lines = g_strsplit(text, "\n", -1);
-    for (gchar **l = lines; *l; l++)
-        if (**l == '{') {
-            history_push(mb, g_strdup(*l));
-            mb->history_file_lines++;
-        }
-    g_strfreev(lines);
-    g_free(text);
+    mailbox *mb = ud;
+    GString *s = g_string_new(NULL);
+    for (GList *l = mb->history.head; l; l = l->next) {
+        g_string_append(s, l->data);
+        g_string_append_c(s, '\n');
+    }
+    return s;
 }
 
-/* Append one line; rewrite the file from memory when it has grown to
- * twice the bound, so it stays bounded without rewriting on every line. */
 static void history_persist(mailbox *mb, const char *line)
 {
-    FILE *f;
-    if (mb->history_file_lines >= 2 * HISTORY_MAX) {
-        GString *all = mb_render_history(mb);
-        char *tmp = g_strconcat(mb->history_file, ".tmp", NULL);
-        if (g_file_set_contents(tmp, all->str, (gssize)all->len, NULL) &&
-            rename(tmp, mb->history_file) == 0)
-            mb->history_file_lines = mb->history.length;
-        g_free(tmp);
-        g_string_free(all, TRUE);
-        return;
-    }
-    f = fopen(mb->history_file, "a");
-    if (!f) {
-        log_warn("history: cannot append to %s: %s; history will not survive a restart",
-                 mb->history_file, strerror(errno));
-        return;
-    }
-    fprintf(f, "%s\n", line);
-    fclose(f);
-    mb->history_file_lines++;
+    jlog_append(mb->history_log, line);
+    jlog_maybe_compact(mb->history_log, mb->history.length + 1, render_history_locked, mb);
 }
 
 /* Lock held.  how: injected / acked / uncertain / rejected */
@@ -204,8 +183,21 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks)
     mb->held_ids = g_hash_table_new(g_str_hash, g_str_equal);
     mb->consumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     mb->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    mb->history_file = g_build_filename(o->state_dir, "history.jsonl", NULL);
-    history_load(mb);
+    {
+        GPtrArray *lines;
+        char *path = g_build_filename(o->state_dir, "history.jsonl", NULL);
+        mb->history_log = jlog_open(path, &lines);
+        for (guint i = 0; i < lines->len; i++)
+            history_push(mb, g_strdup(lines->pdata[i]));
+        g_ptr_array_free(lines, TRUE);
+        g_free(path);
+        path = g_build_filename(o->state_dir, "sent.jsonl", NULL);
+        mb->sent_log = jlog_open(path, &lines);
+        for (guint i = 0; i < lines->len; i++)
+            sent_load_line(mb, lines->pdata[i]);
+        g_ptr_array_free(lines, TRUE);
+        g_free(path);
+    }
     for (int i = 0; i < MB__FILES; i++)
         mb->mtime[i] = env_now_ms();
     return mb;
@@ -247,7 +239,8 @@ void mb_free(mailbox *mb)
     g_hash_table_destroy(mb->held_ids);
     g_hash_table_destroy(mb->consumed);
     g_hash_table_destroy(mb->rejections);
-    g_free(mb->history_file);
+    jlog_close(mb->history_log);
+    jlog_close(mb->sent_log);
     g_mutex_clear(&mb->lock);
     g_free(mb);
 }
@@ -324,6 +317,16 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
         return BR_REJECT;
     }
     m = g_hash_table_lookup(mb->held_ids, e.msgId);
+    if (m && m->epoch == epoch) {
+        /* the same msgId twice on one connection: a replay, not ours to show */
+        count_rejection(mb, "duplicate");
+        g_mutex_unlock(&mb->lock);
+        log_warn("inbox: rejected a second copy of %s from %s (duplicate msgId while the first "
+                 "is held); it goes to fleet.dlq", e.msgId, e.from);
+        env_free(&e);
+        changed(mb, "status");
+        return BR_REJECT;
+    }
     if (m) {
         /* a redelivery after a reconnect: same message, new tag */
         m->epoch = epoch;
@@ -371,25 +374,168 @@ static bool is_configured_peer(const mailbox *mb, const char *peer)
     return false;
 }
 
-static void sent_record(mailbox *mb, const char *msg_id, const char *to, const char *sent_at,
-                        const char *state, const char *detail)
+/* Lock held. */
+static sent_entry *sent_find(mailbox *mb, const char *msg_id)
 {
-    sent_entry *se = g_new0(sent_entry, 1);
-    g_strlcpy(se->msg_id, msg_id, sizeof se->msg_id);
-    g_strlcpy(se->to, to, sizeof se->to);
-    g_strlcpy(se->sent_at, sent_at, sizeof se->sent_at);
-    g_strlcpy(se->state, state, sizeof se->state);
-    g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
-    se->state_at = env_now_ms();
-    g_mutex_lock(&mb->lock);
+    for (GList *l = mb->sent.tail; l; l = l->prev) {
+        sent_entry *se = l->data;
+        if (strcmp(se->msg_id, msg_id) == 0)
+            return se;
+    }
+    return NULL;
+}
+
+static char *sent_line(const sent_entry *se)
+{
+    char at[40];
+    json_t *j = json_object();
+    char *line;
+    env_time_format(se->state_at, at);
+    json_object_set_new(j, "msgId", json_string(se->msg_id));
+    json_object_set_new(j, "to", json_string(se->to));
+    json_object_set_new(j, "sentAt", json_string(se->sent_at));
+    json_object_set_new(j, "expiresAt", json_string(se->expires_at));
+    json_object_set_new(j, "state", json_string(se->state));
+    json_object_set_new(j, "stateAt", json_string(at));
+    json_object_set_new(j, "detail", json_string(se->detail));
+    line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    return line;
+}
+
+static GString *render_sent_locked(void *ud)
+{
+    mailbox *mb = ud;
+    GString *s = g_string_new(NULL);
+    for (GList *l = mb->sent.head; l; l = l->next) {
+        char *line = sent_line(l->data);
+        if (line) {
+            g_string_append(s, line);
+            g_string_append_c(s, '\n');
+            free(line);
+        }
+    }
+    return s;
+}
+
+static void sent_push(mailbox *mb, sent_entry *se)
+{
     g_queue_push_tail(&mb->sent, se);
     while (mb->sent.length > SENT_MAX)
         g_free(g_queue_pop_head(&mb->sent));
-    mb->n.sent++;
+}
+
+/* One line of sent.jsonl at start-up: the newest line of a msgId wins. */
+static void sent_load_line(mailbox *mb, const char *line)
+{
+    json_t *j = json_loads(line, 0, NULL);
+    const char *id = json_string_value(json_object_get(j, "msgId"));
+    const char *at = json_string_value(json_object_get(j, "stateAt"));
+    sent_entry *se;
+    int64_t ms = 0;
+    if (!id || !env_id_valid(id)) {
+        json_decref(j);
+        return;
+    }
+    se = sent_find(mb, id);
+    if (!se) {
+        se = g_new0(sent_entry, 1);
+        sent_push(mb, se);
+    }
+    g_strlcpy(se->msg_id, id, sizeof se->msg_id);
+#define COPY(field, key)                                                                       \
+    g_strlcpy(se->field, json_string_value(json_object_get(j, key)) ?: "", sizeof se->field)
+    COPY(to, "to");
+    COPY(sent_at, "sentAt");
+    COPY(expires_at, "expiresAt");
+    COPY(state, "state");
+    COPY(detail, "detail");
+#undef COPY
+    if (at && env_time_parse(at, &ms) == 0)
+        se->state_at = ms;
+    json_decref(j);
+}
+
+/* Lock held: se changed (or is new); persist and tell watchers. */
+static void sent_changed_locked(mailbox *mb, const sent_entry *se)
+{
+    char *line = sent_line(se);
+    if (line) {
+        jlog_append(mb->sent_log, line);
+        free(line);
+    }
+    jlog_maybe_compact(mb->sent_log, mb->sent.length, render_sent_locked, mb);
     touch(mb, MB_SENT);
-    g_mutex_unlock(&mb->lock);
     changed(mb, mb->sent_path);
+}
+
+/* How far along a delivery state is; a receipt never moves one back. */
+static int state_rank(const char *state)
+{
+    static const char *order[] = {"unconfirmed", "published", "published-unread", "expired",
+                                  "injected", "confirmed", "acked", "uncertain", "rejected"};
+    static const int rank[] = {0, 1, 1, 2, 3, 4, 4, 4, 4};
+    for (size_t i = 0; i < G_N_ELEMENTS(order); i++)
+        if (strcmp(order[i], state) == 0)
+            return rank[i];
+    return -1;
+}
+
+static void sent_record(mailbox *mb, const char *msg_id, const char *to, const char *sent_at,
+                        const char *expires_at, const char *state, const char *detail)
+{
+    sent_entry *se;
+    g_mutex_lock(&mb->lock);
+    se = sent_find(mb, msg_id);
+    if (!se) {
+        se = g_new0(sent_entry, 1);
+        g_strlcpy(se->msg_id, msg_id, sizeof se->msg_id);
+        g_strlcpy(se->to, to, sizeof se->to);
+        g_strlcpy(se->sent_at, sent_at, sizeof se->sent_at);
+        g_strlcpy(se->expires_at, expires_at, sizeof se->expires_at);
+        sent_push(mb, se);
+        if (strcmp(state, "unconfirmed") != 0)
+            mb->n.sent++;
+    }
+    g_strlcpy(se->state, state, sizeof se->state);
+    g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
+    se->state_at = env_now_ms();
+    sent_changed_locked(mb, se);
+    g_mutex_unlock(&mb->lock);
     changed(mb, "status");
+}
+
+bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const char *state,
+                    const char *detail)
+{
+    sent_entry *se;
+    bool applied = false;
+    g_mutex_lock(&mb->lock);
+    se = sent_find(mb, msg_id);
+    if (se && strcmp(se->to, from) == 0 && state_rank(state) > state_rank(se->state)) {
+        g_strlcpy(se->state, state, sizeof se->state);
+        g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
+        se->state_at = env_now_ms();
+        sent_changed_locked(mb, se);
+        applied = true;
+    }
+    g_mutex_unlock(&mb->lock);
+    return applied;
+}
+
+/* Lock held: messages with no receipt by expiresAt are expired. */
+static void sent_expire_locked(mailbox *mb)
+{
+    int64_t now = env_now_ms(), exp;
+    for (GList *l = mb->sent.head; l; l = l->next) {
+        sent_entry *se = l->data;
+        if (state_rank(se->state) > 1 || env_time_parse(se->expires_at, &exp) < 0 || exp > now)
+            continue;
+        g_strlcpy(se->state, "expired", sizeof se->state);
+        g_strlcpy(se->detail, "no receipt from the peer before expiresAt", sizeof se->detail);
+        se->state_at = now;
+        sent_changed_locked(mb, se);
+    }
 }
 
 fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, char *detail,
@@ -431,9 +577,14 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, cha
                      mb->o->send_timeout_ms, &unread, detail, dlen);
     free(json);
     if (res == FE_OK)
-        sent_record(mb, e.msgId, peer, e.sentAt, unread ? "published-unread" : "published",
+        sent_record(mb, e.msgId, peer, e.sentAt, e.expiresAt,
+                    unread ? "published-unread" : "published",
                     unread ? "the mailbox had no consumer when the broker took it" : "");
-    else
+    else if (res == FE_TIMEOUT)
+        sent_record(mb, e.msgId, peer, e.sentAt, e.expiresAt, "unconfirmed",
+                    "no confirm within send_timeout (the write returned ETIMEDOUT); the broker "
+                    "may still take it");
+    if (res != FE_OK)
         log_warn("send to %s: %s (%s)%s%s", peer, fe_name(res), fe_hint(res),
                  detail[0] ? ": " : "", detail);
     return res;
@@ -441,12 +592,21 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, cha
 
 void mb_late_confirm(mailbox *mb, const char *peer, const char *msg_id, fe_code res, bool unread)
 {
-    char now[40];
-    if (res != FE_OK)
-        return;
-    env_time_format(env_now_ms(), now);
-    sent_record(mb, msg_id, peer, now, unread ? "published-unread" : "published",
-                "confirmed by the broker after the write had returned ETIMEDOUT");
+    sent_entry *se;
+    g_mutex_lock(&mb->lock);
+    se = sent_find(mb, msg_id);
+    if (se && strcmp(se->state, "unconfirmed") == 0) {
+        if (res == FE_OK) {
+            g_strlcpy(se->state, unread ? "published-unread" : "published", sizeof se->state);
+            mb->n.sent++;
+        }
+        snprintf(se->detail, sizeof se->detail, "%s after the write had returned ETIMEDOUT",
+                 res == FE_OK ? "confirmed by the broker" : fe_hint(res));
+        se->state_at = env_now_ms();
+        sent_changed_locked(mb, se);
+    }
+    g_mutex_unlock(&mb->lock);
+    (void)peer;
 }
 
 /* ------------------------------------------------------------------ */
@@ -573,6 +733,8 @@ fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t d
         if (res != FE_OK)
             snprintf(detail, dlen, "%s", fe_hint(res));
     }
+    if (res != FE_OK)
+        log_warn("ack: %s: %s", fe_name(res), detail);
     g_strfreev(lines);
     g_free(text);
     g_array_free(items, TRUE);
@@ -660,40 +822,18 @@ size_t mb_inbox_size(mailbox *mb, pid_t pid)
 
 GString *mb_render_sent(mailbox *mb)
 {
-    GString *s = g_string_new(NULL);
+    GString *s;
     g_mutex_lock(&mb->lock);
-    for (GList *l = mb->sent.head; l; l = l->next) {
-        sent_entry *se = l->data;
-        char at[40];
-        json_t *j = json_object();
-        char *line;
-        env_time_format(se->state_at, at);
-        json_object_set_new(j, "msgId", json_string(se->msg_id));
-        json_object_set_new(j, "to", json_string(se->to));
-        json_object_set_new(j, "sentAt", json_string(se->sent_at));
-        json_object_set_new(j, "state", json_string(se->state));
-        json_object_set_new(j, "stateAt", json_string(at));
-        json_object_set_new(j, "detail", json_string(se->detail));
-        line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref(j);
-        if (line) {
-            g_string_append(s, line);
-            g_string_append_c(s, '\n');
-            free(line);
-        }
-    }
+    s = render_sent_locked(mb);
     g_mutex_unlock(&mb->lock);
     return s;
 }
 
 GString *mb_render_history(mailbox *mb)
 {
-    GString *s = g_string_new(NULL);
+    GString *s;
     g_mutex_lock(&mb->lock);
-    for (GList *l = mb->history.head; l; l = l->next) {
-        g_string_append(s, l->data);
-        g_string_append_c(s, '\n');
-    }
+    s = render_history_locked(mb);
     g_mutex_unlock(&mb->lock);
     return s;
 }
@@ -765,6 +905,7 @@ void mb_tick(mailbox *mb)
     }
     if (dropped)
         touch(mb, MB_INBOX);
+    sent_expire_locked(mb);
     g_mutex_unlock(&mb->lock);
     if (dropped) {
         changed(mb, mb->inbox_path);

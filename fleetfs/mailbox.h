@@ -50,6 +50,10 @@ void mb_late_confirm(mailbox *mb, const char *peer, const char *msg_id, fe_code 
 /* One write to peers/<peer>/send: validate, wrap, publish, wait, record. */
 fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, char *detail,
                 size_t dlen);
+/* A receipt from peer `from` about msg_id: move its sent entry forward
+ * (never back).  False when there is no such entry or it is further along. */
+bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const char *state,
+                    const char *detail);
 /* One write to the ack file: msgIds one per line, or "all". */
 fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen);
 

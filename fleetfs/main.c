@@ -59,7 +59,6 @@ static void usage(FILE *to)
             "  -f   stay in the foreground        -d  debug (FUSE traffic), implies -f\n"
             "  -s   single-threaded FUSE loop\n"
             "\n"
-            "Options (-o key=value, or key = value under [fleetfs] in the config file):\n"
             "%s"
             "FUSE options passed through: allow_other, allow_root, default_permissions,\n"
             "  auto_unmount, fsname=, subtype=, noatime, nodev, nosuid, max_idle_threads=\n"
@@ -262,8 +261,10 @@ static void report(int ok, const char *msg)
 {
     if (ready_fd < 0)
         return;
-    char c = ok ? 'y' : 'n';
-    if (write(ready_fd, &c, 1) < 0 || (msg && write(ready_fd, msg, strlen(msg)) < 0))
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "%c%s", ok ? 'y' : 'n', msg ? msg : "");
+    /* one write: the parent reads once */
+    if (write(ready_fd, buf, (size_t)MIN(n, (int)sizeof buf - 1)) < 0)
         log_err("cannot report start-up to the parent process");
     close(ready_fd);
     ready_fd = -1;
@@ -286,15 +287,17 @@ static int daemonize(void)
         n = read(p[0], buf, sizeof buf - 1);
         if (n > 0 && buf[0] == 'y')
             _exit(0);
-        if (n > 1) {
-            buf[n] = '\0';
-            fprintf(stderr, "fleetfs: %s\n", buf + 1);
-        }
+        /* the child said why on stderr already (same terminal or log) */
+        if (n <= 0)
+            fprintf(stderr, "fleetfs: the daemon exited before mounting\n");
         _exit(1);
     }
     close(p[0]);
     ready_fd = p[1];
     if (setsid() < 0)
+        return -1;
+    /* do not keep the caller's directory (and its file system) busy */
+    if (chdir("/") < 0)
         return -1;
     return 0;
 }

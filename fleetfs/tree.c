@@ -191,7 +191,9 @@ static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info
     st->st_mtim.tv_nsec = (mt % 1000) * 1000000;
     st->st_ctim = st->st_mtim;
     st->st_atim = st->st_mtim;
-    st->st_blksize = 4096;
+    /* stdio sizes its buffer from st_blksize: a big one keeps a message
+     * written by printf(1) or cat(1) in one write(2), so one message */
+    st->st_blksize = is_writable(k) ? 1024 * 1024 : 4096;
     st->st_blocks = (st->st_size + 511) / 512;
     return 0;
 }

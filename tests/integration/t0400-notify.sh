@@ -46,7 +46,7 @@ test_expect_success 'inotifywait on a peer status wakes when the peer stops read
     (timeout 15 inotifywait -e modify alpha/peers/beta/status >ev3 2>ev3.err &) &&
     wait_for 5 "grep -q \"Watches established\" ev3.err" &&
     unmount_fleet beta &&
-    wait_for 4 "grep -q MODIFY ev3" &&
+    wait_for 6 "grep -q MODIFY ev3" &&
     grep -q "^consumers: 0$" alpha/peers/beta/status
 '
 

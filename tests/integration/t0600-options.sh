@@ -83,7 +83,7 @@ test_expect_success 'quorum mailboxes work end to end' '
 test_expect_success 'SIGTERM unmounts cleanly' '
     kill -TERM $(cat .harness/pid.envy) &&
     wait_for 10 "! mountpoint -q envy" &&
-    grep -q "unmounted" envy.log
+    wait_for 10 "grep -q unmounted envy.log"
 '
 
 test_expect_success 'unmount the rest' '

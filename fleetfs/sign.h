@@ -1,0 +1,85 @@
+/* sign.h — ed25519 keys, the trust directory, and signing and verifying
+ * envelopes (SPEC sections 4 and 9).
+ *
+ * Why signatures at all: the broker is shared, and anyone holding a broker
+ * login can publish to any mailbox. Without a signature a message's "from"
+ * is a claim, and what arrives is typed into a terminal. With one, a message
+ * is believed only if the key trusted for its sender signed exactly these
+ * fields, so a broker login alone cannot make a pane type anything.
+ *
+ * File formats (text, one line, base64 = RFC 4648 standard alphabet with
+ * padding; trailing whitespace is ignored when reading):
+ *
+ *   PATH       mode 0600   "ed25519-secret <base64 of the 64-byte secret>\n"
+ *                          (libsodium layout: 32-byte seed, then the public
+ *                          key; loading checks the two agree)
+ *   PATH.pub   mode 0644   "ed25519 <base64 of the 32-byte public key>\n"
+ *
+ * The trust directory holds one PATH.pub per trusted lead, renamed to
+ * <coord_id>.pub; the file name is the identity it vouches for, exactly as
+ * in SSH's known_hosts the host name is.
+ *
+ * Signature: e->sig is the base64 of crypto_sign_detached over
+ * env_signing_fields(e) (88 characters); it never covers e->sig itself.
+ *
+ * Ownership: a sig_key and a sig_trust are immutable once loaded, so any
+ * number of threads may use one at the same time. To reload trust (SIGHUP),
+ * load a new sig_trust and swap the pointer under the caller's own lock;
+ * free the old one when nobody can still hold it. Errors come back as a
+ * g_malloc'd *err (g_free) that names the file and says what to do. */
+#ifndef FLEETFS_SIGN_H
+#define FLEETFS_SIGN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "fleetfs/envelope.h"
+
+typedef struct sig_key sig_key;
+typedef struct sig_trust sig_trust;
+
+typedef enum {
+	SIG_OK = 0,
+	SIG_UNSIGNED,    /* e->sig is empty */
+	SIG_UNKNOWN_KEY, /* no key trusted for e->from */
+	SIG_BAD,         /* malformed sig, or it does not verify */
+} sig_result;
+
+/* Writes a fresh keypair: the secret to path (0600) and the public key to
+ * path.pub (0644). Refuses to overwrite either (O_EXCL); on any failure
+ * nothing it created is left behind. 0 ok, -1 and *err. */
+int sig_keygen(const char *path, char **err);
+
+/* Loads a secret key file. Refuses a file any group/other permission bit
+ * is set on (it may already have leaked: chmod 600 and consider a new key),
+ * a non-regular file, and anything not in the format above. NULL and *err
+ * on failure. */
+sig_key *sig_load_secret(const char *path, char **err);
+/* Wipes the secret and frees. NULL is fine. */
+void sig_key_free(sig_key *k);
+
+/* Reads every <coord_id>.pub in dir whose coord_id is a valid lead name.
+ * Other files are ignored; a malformed or world-writable .pub, or an
+ * invalid name ending in .pub, is skipped with a warning. An unreadable
+ * directory is an error (NULL and *err); an empty one is not (nothing is
+ * trusted). */
+sig_trust *sig_trust_load(const char *dir, char **err);
+bool sig_trust_has(const sig_trust *t, const char *coord_id);
+/* How many keys were loaded (for the log and status). */
+size_t sig_trust_count(const sig_trust *t);
+void sig_trust_free(sig_trust *t);
+
+/* Fills e->sig. 0 ok, -1 when out of memory or libsodium cannot start. */
+int sig_sign(const sig_key *k, envelope *e);
+/* Checks e->sig against the key trusted for e->from. t NULL trusts nobody. */
+sig_result sig_verify(const sig_trust *t, const envelope *e);
+/* "ok", "unsigned", "unknown-key", "bad-signature". Static storage. */
+const char *sig_result_name(sig_result r);
+
+/* Extras. */
+/* True when k's public key is the one t trusts for coord_id: a daemon checks
+ * at start that peers holding the same trust directory will believe it. */
+bool sig_key_matches(const sig_trust *t, const char *coord_id,
+		     const sig_key *k);
+
+#endif
