@@ -43,7 +43,7 @@
 #include "fleetfs/log.h"
 #include "fleetfs/options.h"
 
-enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3 };
+enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3, CH_RCPT = 4 };
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 5000
@@ -69,6 +69,8 @@ typedef struct br_req {
     char *body;
     size_t len;
     bool may_create;
+    bool receipt;          /* to lead.<peer>.receipts, type "receipt" */
+    bool fire_and_forget;  /* nobody waits: failures are logged here */
     bool unread;
     bool returned;
     uint64_t pub_tag;
@@ -178,6 +180,9 @@ static void req_complete(br_conn *c, br_req *r, fe_code result, const char *deta
     g_mutex_unlock(&r->m);
     if (abandoned)
         late_answer(c, r);
+    else if (r->fire_and_forget && result != FE_OK)
+        log_warn("receipt %s to %s not delivered: %s (%s); the sender will see its message "
+                 "expire instead", r->msg_id, r->peer, fe_name(result), r->detail);
     req_unref(r);
 }
 
@@ -378,61 +383,88 @@ static void setup_dead_letters(br_conn *c)
     }
 }
 
-/* Declare the own mailbox and become its exclusive consumer. */
-static void setup_consumer(br_conn *c)
+/* Declare queue with the mailbox arguments and consume it exclusively on
+ * ch with manual acks.  Returns 0; or the broker's reply code (channel
+ * already reopened) with its text, and *declaring telling which step
+ * failed; or -1 when the connection is gone. */
+static int consume_queue(br_conn *c, amqp_channel_t ch, const char *queue, char *text, size_t n,
+                         bool *declaring)
 {
-    char queue[96], tag[96], text[384];
     amqp_table_entry_t entries[5];
+    char tag[128];
     int code;
 
-    br_inbox_queue(c->cfg.coord_id, queue, sizeof queue);
-    snprintf(tag, sizeof tag, "fleetfs.%s", c->cfg.coord_id);
-    if (!amqp_queue_declare(c->amqp, CH_CONS, amqp_cstring_bytes(queue), 0, 1, 0, 0,
-                            topo_mailbox_args(&c->cfg, entries))) {
-        if (rpc_failure(c, CH_CONS, &code, text, sizeof text) < 0) {
-            drop_connection(c, text);
-            return;
-        }
-        if (code == 406) {
-            char why[512];
-            snprintf(why, sizeof why,
-                     "configuration mismatch on %s: %s; every fleetfs must use the same "
-                     "max_length, message_ttl and queue_type",
-                     queue, text);
-            log_err("broker: %s", why);
-            set_consumer(c, BR_CONS_MISMATCH, why);
-        } else {
-            char why[512];
-            snprintf(why, sizeof why, "cannot declare %s: %d %s", queue, code, text);
-            log_err("broker: %s", why);
-            set_consumer(c, BR_CONS_ERROR, why);
-        }
-        c->consumer_retry_ms = now_ms() + CONSUMER_RETRY_MS;
-        return;
+    snprintf(tag, sizeof tag, "fleetfs.%s", queue);
+    *declaring = true;
+    if (!amqp_queue_declare(c->amqp, ch, amqp_cstring_bytes(queue), 0, 1, 0, 0,
+                            topo_mailbox_args(&c->cfg, entries)))
+        goto fail;
+    *declaring = false;
+    if (!amqp_basic_qos(c->amqp, ch, 0, (uint16_t)c->cfg.prefetch, 0) ||
+        !amqp_basic_consume(c->amqp, ch, amqp_cstring_bytes(queue), amqp_cstring_bytes(tag), 0,
+                            0, 1, amqp_empty_table))
+        goto fail;
+    return 0;
+fail:
+    if (rpc_failure(c, ch, &code, text, n) < 0)
+        return -1;
+    return code ? code : 541;
+}
+
+/* Why consuming queue failed, in words a person can act on. */
+static br_cons consumer_failure(br_conn *c, const char *queue, int code, bool declaring,
+                                const char *text, char *why, size_t n)
+{
+    if (declaring && code == 406) {
+        snprintf(why, n, "configuration mismatch on %s: %s; every fleetfs must use the same "
+                 "max_length, message_ttl and queue_type", queue, text);
+        return BR_CONS_MISMATCH;
     }
-    if (!amqp_basic_qos(c->amqp, CH_CONS, 0, (uint16_t)c->cfg.prefetch, 0) ||
-        !amqp_basic_consume(c->amqp, CH_CONS, amqp_cstring_bytes(queue), amqp_cstring_bytes(tag),
-                            0, 0, 1, amqp_empty_table)) {
-        char why[512];
-        if (rpc_failure(c, CH_CONS, &code, text, sizeof text) < 0) {
+    if (!declaring && code == 403) {
+        snprintf(why, n, "another fleetfs is already the consumer of %s (coord_id %s is in use "
+                 "elsewhere): %s; stop the other mount or pick another coord_id",
+                 queue, c->cfg.coord_id, text);
+        return BR_CONS_EXCLUSIVE;
+    }
+    snprintf(why, n, "cannot %s %s: %d %s", declaring ? "declare" : "consume", queue, code, text);
+    return BR_CONS_ERROR;
+}
+
+/* Become the exclusive consumer of the own mailbox and receipt queue. */
+static void setup_consumer(br_conn *c)
+{
+    static const struct {
+        amqp_channel_t ch;
+        const char *fmt;
+    } queues[] = {{CH_CONS, "lead.%s.inbox"}, {CH_RCPT, "lead.%s.receipts"}};
+    char queue[96], text[384], why[640];
+    bool declaring;
+
+    for (size_t i = 0; i < G_N_ELEMENTS(queues); i++) {
+        int rc;
+        snprintf(queue, sizeof queue, queues[i].fmt, c->cfg.coord_id);
+        rc = consume_queue(c, queues[i].ch, queue, text, sizeof text, &declaring);
+        if (rc < 0) {
             drop_connection(c, text);
             return;
         }
-        if (code == 403)
-            snprintf(why, sizeof why,
-                     "another fleetfs is already the consumer of %s (coord_id %s is in use "
-                     "elsewhere): %s; stop the other mount or pick another coord_id",
-                     queue, c->cfg.coord_id, text);
-        else
-            snprintf(why, sizeof why, "cannot consume %s: %d %s", queue, code, text);
-        log_err("broker: %s", why);
-        set_consumer(c, code == 403 ? BR_CONS_EXCLUSIVE : BR_CONS_ERROR, why);
-        c->consumer_retry_ms = now_ms() + CONSUMER_RETRY_MS;
-        return;
+        if (rc > 0) {
+            br_cons st = consumer_failure(c, queue, rc, declaring, text, why, sizeof why);
+            log_err("broker: %s", why);
+            set_consumer(c, st, why);
+            c->consumer_retry_ms = now_ms() + CONSUMER_RETRY_MS;
+            /* a half set-up consumer would hold messages nobody can ack */
+            if (i > 0) {
+                amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS);
+                open_channel(c, CH_CONS);
+            }
+            return;
+        }
     }
     c->consumer_retry_ms = 0;
     set_consumer(c, BR_CONS_OK, "");
-    log_info("broker: consuming %s (exclusive, prefetch %d)", queue, c->cfg.prefetch);
+    log_info("broker: consuming lead.%s.inbox and lead.%s.receipts (exclusive, prefetch %d)",
+             c->cfg.coord_id, c->cfg.coord_id, c->cfg.prefetch);
 }
 
 static int parse_uri(const char *uri, char **buf, struct amqp_connection_info *info)
@@ -528,7 +560,7 @@ static void try_connect(br_conn *c)
         goto fail;
     }
     if (open_channel(c, CH_PUB) < 0 || open_channel(c, CH_CONS) < 0 ||
-        open_channel(c, CH_PROBE) < 0) {
+        open_channel(c, CH_PROBE) < 0 || open_channel(c, CH_RCPT) < 0) {
         snprintf(reason, sizeof reason, "%s: cannot open channels", shown);
         goto fail;
     }
@@ -627,7 +659,7 @@ static void do_publish(br_conn *c, br_req *r)
     props.content_type = amqp_cstring_bytes("application/json");
     props.delivery_mode = 2;
     props.message_id = amqp_cstring_bytes(r->msg_id);
-    props.type = amqp_cstring_bytes("coord");
+    props.type = amqp_cstring_bytes(r->receipt ? "receipt" : "coord");
     rc = amqp_basic_publish(c->amqp, CH_PUB, amqp_empty_bytes, amqp_cstring_bytes(r->queue), 1, 0,
                             &props, (amqp_bytes_t){r->len, r->body});
     if (rc != AMQP_STATUS_OK) {
@@ -767,7 +799,7 @@ static void on_return(br_conn *c, amqp_basic_return_t *ret)
     amqp_destroy_message(&msg);
 }
 
-static void on_deliver(br_conn *c, amqp_basic_deliver_t *d)
+static void on_deliver(br_conn *c, amqp_channel_t ch, amqp_basic_deliver_t *d)
 {
     amqp_message_t msg;
     amqp_rpc_reply_t rep;
@@ -776,19 +808,21 @@ static void on_deliver(br_conn *c, amqp_basic_deliver_t *d)
     bool redelivered = d->redelivered;
     int rc = AMQP_STATUS_OK;
 
-    rep = amqp_read_message(c->amqp, CH_CONS, &msg, 0);
+    rep = amqp_read_message(c->amqp, ch, &msg, 0);
     if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
         drop_connection(c, "cannot read a delivered message");
         return;
     }
-    if (c->cb.deliver)
+    if (ch == CH_RCPT)
+        act = c->cb.receipt ? c->cb.receipt(c->cb.ud, msg.body.bytes, msg.body.len) : BR_ACK;
+    else if (c->cb.deliver)
         act = c->cb.deliver(c->cb.ud, c->st.epoch, tag, redelivered, msg.body.bytes,
                             msg.body.len);
     amqp_destroy_message(&msg);
     if (act == BR_ACK)
-        rc = amqp_basic_ack(c->amqp, CH_CONS, tag, 0);
+        rc = amqp_basic_ack(c->amqp, ch, tag, 0);
     else if (act == BR_REJECT)
-        rc = amqp_basic_reject(c->amqp, CH_CONS, tag, 0);
+        rc = amqp_basic_reject(c->amqp, ch, tag, 0);
     if (rc != AMQP_STATUS_OK)
         drop_connection(c, amqp_error_string2(rc));
 }
@@ -834,7 +868,7 @@ static void handle_frame(br_conn *c, amqp_frame_t *f)
         on_return(c, f->payload.method.decoded);
         break;
     case AMQP_BASIC_DELIVER_METHOD:
-        on_deliver(c, f->payload.method.decoded);
+        on_deliver(c, f->channel, f->payload.method.decoded);
         break;
     case AMQP_BASIC_CANCEL_METHOD:
         set_consumer(c, BR_CONS_ERROR, "the broker cancelled our consumer (mailbox deleted?)");
@@ -1047,6 +1081,28 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
     }
     req_unref(r);
     return res;
+}
+
+void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
+                     size_t len)
+{
+    br_req *r;
+    if (!link_up(c, NULL, 0)) {
+        log_warn("receipt %s to %s not sent: broker not connected; the sender will see its "
+                 "message expire instead", msg_id, peer);
+        return;
+    }
+    r = req_new(RQ_PUBLISH);
+    g_strlcpy(r->peer, peer, sizeof r->peer);
+    snprintf(r->queue, sizeof r->queue, "lead.%s.receipts", peer);
+    g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
+    r->body = g_memdup2(body, len);
+    r->len = len;
+    r->may_create = true;
+    r->receipt = true;
+    r->fire_and_forget = true;
+    submit(c, r);
+    req_unref(r);
 }
 
 static fe_code ack_or_reject(br_conn *c, rq_kind kind, uint64_t epoch, uint64_t tag, bool flag,

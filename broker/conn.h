@@ -7,9 +7,10 @@
  * thread, which finishes and frees it.  Deliveries on the own mailbox come
  * back through br_callbacks.deliver, called on the broker thread.
  *
- * Channels: 1 publish (confirm mode, mandatory), 2 consume (exclusive,
- * manual ack, qos prefetch), 3 probe (passive declares; a 404 closes it and
- * it is reopened after close-ok, see BROKER-FACTS.md).
+ * Channels: 1 publish (confirm mode, mandatory), 2 consume the own mailbox
+ * (exclusive, manual ack, qos prefetch), 3 probe (passive declares; a 404
+ * closes it and it is reopened after close-ok, see BROKER-FACTS.md),
+ * 4 consume the own receipt queue (exclusive).
  */
 #ifndef FLEETFS_BROKER_CONN_H
 #define FLEETFS_BROKER_CONN_H
@@ -42,6 +43,8 @@ typedef struct {
      * Must not call back into br_* synchronously. */
     br_action (*deliver)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
                          const char *body, size_t len);
+    /* On the broker thread, for every receipt on lead.<coord_id>.receipts. */
+    br_action (*receipt)(void *ud, const char *body, size_t len);
     /* Connection or consumer state changed (status files). */
     void (*changed)(void *ud);
     /* A publish whose writer gave up (ETIMEDOUT) got its answer after all. */
@@ -89,6 +92,11 @@ bool br_wait_first_attempt(br_conn *c, int64_t timeout_ms);
 fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
                    const char *body, size_t len, int64_t timeout_ms, bool *unread,
                    char *detail, size_t dlen);
+
+/* Queue a receipt for lead.<peer>.receipts without waiting for it
+ * (declared when absent; failures are logged). */
+void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
+                     size_t len);
 
 fe_code br_ack(br_conn *c, uint64_t epoch, uint64_t tag, bool multiple, int64_t timeout_ms);
 fe_code br_reject(br_conn *c, uint64_t epoch, uint64_t tag, bool requeue, int64_t timeout_ms);

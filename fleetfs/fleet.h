@@ -12,12 +12,14 @@
 #include "fleetfs/mailbox.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
+#include "herdr/inject.h"
 
 typedef struct fleet {
     fs_opts *opts;
     mailbox *mb;
     br_conn *br;
     notifier *nt;
+    injector *inj;         /* NULL: inject=none */
     char host[256];
     char *mountpoint;      /* absolute */
     int64_t started_ms;    /* monotonic */

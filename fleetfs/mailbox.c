@@ -39,7 +39,7 @@ typedef struct {
     envelope env;
     char received_at[40];
     bool redelivered;
-    bool acking;         /* an ack is on its way: not ackable twice */
+    bool acking;         /* an ack is on its way, or the injector has it: hands off */
     uint64_t epoch, tag;
     char *line;          /* the inbox line, "\n"-terminated */
     size_t line_len;
@@ -81,6 +81,7 @@ struct mailbox {
     mb_counters n;
     GHashTable *rejections; /* reason -> count (GUINT_TO_POINTER) */
     int64_t mtime[MB__FILES];
+    char *injector_words;   /* what the injector is doing, for status */
     uint64_t ok_epoch;      /* epoch whose consumer we saw working ... */
     int64_t ok_since;       /* ... since then (monotonic ms) */
 };
@@ -241,6 +242,7 @@ void mb_free(mailbox *mb)
     g_hash_table_destroy(mb->rejections);
     jlog_close(mb->history_log);
     jlog_close(mb->sent_log);
+    g_free(mb->injector_words);
     g_mutex_clear(&mb->lock);
     g_free(mb);
 }
@@ -360,6 +362,8 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
     changed(mb, mb->inbox_path);
     changed(mb, mb->lead_status_path);
     changed(mb, "status");
+    if (mb->hooks.arrived)
+        mb->hooks.arrived(mb->hooks.ud);
     return BR_KEEP;
 }
 
@@ -647,8 +651,11 @@ static fe_code collect_acks(mailbox *mb, gchar **lines, GArray *items, char *det
             wanted = strcmp(*s, m->env.msgId) == 0;
         if (!wanted)
             continue;
+        if (m->acking && all)
+            continue; /* being typed or acked right now: its owner finishes it */
         if (m->acking) {
-            snprintf(detail, dlen, "%s is being acked already", m->env.msgId);
+            snprintf(detail, dlen, "%s is being acked or typed into the pane right now",
+                     m->env.msgId);
             return FE_NOT_HELD;
         }
         g_array_append_val(items, ((ack_item){m, m->epoch, m->tag}));
@@ -722,6 +729,7 @@ fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t d
             mb->held_bytes -= m->line_len;
             mb->n.acked++;
             history_add(mb, &m->env, m->received_at, "acked", NULL);
+            mb_send_receipt(mb, &m->env, "acked", "consumed through the ack file, not typed");
             held_free(m);
         }
         touch(mb, MB_INBOX);
@@ -739,6 +747,163 @@ fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t d
     g_free(text);
     g_array_free(items, TRUE);
     return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* receipts                                                            */
+
+void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const char *detail)
+{
+    envelope r;
+    char *json;
+    size_t len;
+    int64_t now = env_now_ms();
+
+    memset(&r, 0, sizeof r);
+    r.v = 1;
+    g_strlcpy(r.type, ENV_TYPE_RECEIPT, sizeof r.type);
+    env_new_msgid(r.msgId);
+    g_strlcpy(r.from, mb->o->coord_id, sizeof r.from);
+    g_strlcpy(r.to, orig->from, sizeof r.to);
+    env_time_format(now, r.sentAt);
+    env_time_format(now + mb->o->message_ttl_ms, r.expiresAt);
+    g_strlcpy(r.ref, orig->msgId, sizeof r.ref);
+    g_strlcpy(r.state, state, sizeof r.state);
+    g_strlcpy(r.detail, detail ? detail : "", sizeof r.detail);
+    json = env_encode(&r, &len);
+    if (!json) {
+        log_err("receipt for %s: cannot encode it", orig->msgId);
+        return;
+    }
+    br_send_receipt(mb->br, orig->from, r.msgId, json, len);
+    free(json);
+}
+
+br_action mb_receipt(mailbox *mb, const char *body, size_t len)
+{
+    envelope e;
+    char why[300];
+    if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0 ||
+        strcmp(e.type, ENV_TYPE_RECEIPT) != 0 || strcmp(e.to, mb->o->coord_id) != 0) {
+        if (!why[0] || e.body)
+            snprintf(why, sizeof why, "not a receipt addressed to %s", mb->o->coord_id);
+        g_mutex_lock(&mb->lock);
+        count_rejection(mb, "bad-receipt");
+        g_mutex_unlock(&mb->lock);
+        log_warn("receipts: rejected one (%s); it goes to fleet.dlq", why);
+        env_free(&e);
+        changed(mb, "status");
+        return BR_REJECT;
+    }
+    if (!mb_sent_update(mb, e.ref, e.from, e.state, e.detail))
+        log_info("receipts: %s says %s about %s: nothing to update (unknown, or already "
+                 "further along)", e.from, e.state, e.ref);
+    env_free(&e);
+    return BR_ACK;
+}
+
+/* ------------------------------------------------------------------ */
+/* the injector's side                                                 */
+
+bool mb_next_for_injection(mailbox *mb, envelope *out)
+{
+    held_msg *m = NULL;
+    br_status st;
+    br_get_status(mb->br, &st);
+    g_mutex_lock(&mb->lock);
+    for (GList *l = mb->held.head; l; l = l->next) {
+        held_msg *h = l->data;
+        if (!h->acking && h->epoch == st.epoch) {
+            m = h;
+            break;
+        }
+    }
+    if (m) {
+        *out = m->env;
+        out->body = g_memdup2(m->env.body, m->env.body_len + 1);
+    }
+    g_mutex_unlock(&mb->lock);
+    return m != NULL;
+}
+
+bool mb_claim(mailbox *mb, const char *msg_id, bool claim)
+{
+    held_msg *m;
+    bool ok = false;
+    g_mutex_lock(&mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    if (m && m->acking != claim) {
+        m->acking = claim;
+        ok = true;
+    }
+    g_mutex_unlock(&mb->lock);
+    return ok;
+}
+
+fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char *detail)
+{
+    held_msg *m;
+    uint64_t epoch, tag;
+    fe_code res;
+
+    g_mutex_lock(&mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    if (!m) {
+        g_mutex_unlock(&mb->lock);
+        return FE_NOT_HELD;
+    }
+    m->acking = true;
+    epoch = m->epoch;
+    tag = m->tag;
+    g_mutex_unlock(&mb->lock);
+
+    res = br_ack(mb->br, epoch, tag, false, mb->o->send_timeout_ms);
+
+    g_mutex_lock(&mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    if (m && res == FE_OK) {
+        g_queue_remove(&mb->held, m);
+        g_hash_table_remove(mb->held_ids, m->env.msgId);
+        mb->held_bytes -= m->line_len;
+        if (strcmp(how, "injected") == 0)
+            mb->n.injected++;
+        history_add(mb, &m->env, m->received_at, how, detail);
+        mb_send_receipt(mb, &m->env, how, detail);
+        held_free(m);
+        touch(mb, MB_INBOX);
+    } else if (m) {
+        m->acking = false;
+    }
+    g_mutex_unlock(&mb->lock);
+    changed(mb, mb->inbox_path);
+    changed(mb, mb->lead_status_path);
+    changed(mb, "status");
+    return res;
+}
+
+void mb_set_injector(mailbox *mb, const char *words)
+{
+    bool same;
+    g_mutex_lock(&mb->lock);
+    same = mb->injector_words && strcmp(mb->injector_words, words) == 0;
+    if (!same) {
+        g_free(mb->injector_words);
+        mb->injector_words = g_strdup(words);
+    }
+    g_mutex_unlock(&mb->lock);
+    if (!same) {
+        changed(mb, mb->lead_status_path);
+        changed(mb, "status");
+    }
+}
+
+char *mb_injector_words(mailbox *mb)
+{
+    char *w;
+    g_mutex_lock(&mb->lock);
+    w = g_strdup(mb->injector_words);
+    g_mutex_unlock(&mb->lock);
+    return w;
 }
 
 /* ------------------------------------------------------------------ */

@@ -16,6 +16,7 @@
 #include <glib.h>
 
 #include "broker/conn.h"
+#include "fleetfs/envelope.h"
 #include "fleetfs/errors.h"
 #include "fleetfs/options.h"
 
@@ -29,6 +30,8 @@ typedef struct {
     void (*changed)(void *ud, const char *relpath);
     /* wake a poll() waiter: the callee owns ph (wakes, then destroys it) */
     void (*poll_wake)(void *ud, struct fuse_pollhandle *ph);
+    /* a message was added to the inbox (the injector wakes up) */
+    void (*arrived)(void *ud);
     void *ud;
 } mb_hooks;
 
@@ -46,6 +49,23 @@ void mb_free(mailbox *mb);
 br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered,
                      const char *body, size_t len);
 void mb_late_confirm(mailbox *mb, const char *peer, const char *msg_id, fe_code res, bool unread);
+
+/* broker callback for lead.<me>.receipts */
+br_action mb_receipt(mailbox *mb, const char *body, size_t len);
+/* Tell orig's sender what happened to it (async; logged on failure). */
+void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const char *detail);
+
+/* The injector's side.  next: a copy (env_free it) of the oldest held
+ * message that nobody is acking or typing.  claim: mark it (or unmark)
+ * as being typed so the ack file keeps its hands off; false if it is gone
+ * or already in that state.  consume: ack it at the broker, record it in
+ * history as `how` (injected / uncertain), send the receipt. */
+bool mb_next_for_injection(mailbox *mb, envelope *out);
+bool mb_claim(mailbox *mb, const char *msg_id, bool claim);
+fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char *detail);
+/* What the injector is doing, in words (status files); g_free the copy. */
+void mb_set_injector(mailbox *mb, const char *words);
+char *mb_injector_words(mailbox *mb);
 
 /* One write to peers/<peer>/send: validate, wrap, publish, wait, record. */
 fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, char *detail,

@@ -232,6 +232,18 @@ static void hook_poll(void *ud, struct fuse_pollhandle *ph)
     nt_poll_wake(g_atomic_pointer_get(&f->nt), ph);
 }
 
+static void hook_arrived(void *ud)
+{
+    fleet *f = ud;
+    inj_kick(g_atomic_pointer_get(&f->inj));
+}
+
+static br_action cb_receipt(void *ud, const char *body, size_t len)
+{
+    fleet *f = ud;
+    return mb_receipt(f->mb, body, len);
+}
+
 static br_action cb_deliver(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
                             const char *body, size_t len)
 {
@@ -326,8 +338,15 @@ static int serve(cmdline *cl, fleet *f)
     struct fuse *fuse;
     struct fuse_loop_config lc = {.clone_fd = 0, .max_idle_threads = 16};
     br_config bc;
-    br_callbacks cb = {cb_deliver, cb_changed, cb_late, f};
-    mb_hooks hooks = {hook_changed, hook_poll, f};
+    br_callbacks cb = {.deliver = cb_deliver,
+                       .receipt = cb_receipt,
+                       .changed = cb_changed,
+                       .late_confirm = cb_late,
+                       .ud = f};
+    mb_hooks hooks = {.changed = hook_changed,
+                      .poll_wake = hook_poll,
+                      .arrived = hook_arrived,
+                      .ud = f};
     char **uris = broker_uris(f->opts);
     br_status st;
     int rc = 1;
@@ -379,12 +398,15 @@ static int serve(cmdline *cl, fleet *f)
         goto out;
     }
     g_atomic_pointer_set(&f->nt, nt_start(f));
+    g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb));
     log_info("mounted %s as lead %s (peers: %s)", f->mountpoint, f->opts->coord_id,
              f->opts->peers && *f->opts->peers ? "configured" : "none configured");
     report(1, NULL);
     rc = cl->single ? fuse_loop(fuse) : fuse_loop_mt(fuse, &lc);
     rc = rc == 0 || rc == SIGINT || rc == SIGTERM ? 0 : 1;
     fuse_remove_signal_handlers(fuse_get_session(fuse));
+    inj_stop(g_atomic_pointer_get(&f->inj));
+    g_atomic_pointer_set(&f->inj, NULL);
     fuse_unmount(fuse);
     nt_stop(g_atomic_pointer_get(&f->nt));
     g_atomic_pointer_set(&f->nt, NULL);

@@ -388,8 +388,8 @@ static const struct opts_def opts_table[] = {
 	  "longest a status read waits for a broker probe" },
 	{ "state_dir", opts_set_path, OFF(state_dir), NULL,
 	  "$XDG_STATE_HOME/fleetfs/<coord_id>", "history, seen ids, injection log" },
-	{ "inject", opts_set_choice, OFF(inject), "herdr|tmux|none", "none",
-	  "how arrived messages reach the local pane: herdr|tmux|none" },
+	{ "inject", opts_set_choice, OFF(inject), "auto|herdr|tmux|none", "auto",
+	  "how arrived messages reach the local pane; auto: herdr when its socket exists, else none" },
 	{ "inject_target", opts_set_text, OFF(inject_target), NULL, "coord_id",
 	  "agent or pane to type into" },
 	{ "key", opts_set_path, OFF(key), NULL, "none",
@@ -496,7 +496,7 @@ void opts_init(fs_opts *o)
 	o->max_message = 65536;
 	o->send_timeout_ms = 5000;
 	o->probe_timeout_ms = 2000;
-	o->inject = g_strdup("none");
+	o->inject = g_strdup("auto");
 	o->insecure = false;
 }
 

@@ -33,11 +33,11 @@ static const char *cons_words(const br_status *st)
     return st->link == BR_CONNECTED ? "starting" : "none (broker not connected)";
 }
 
-static const char *injector_words(const fleet *f)
+static void injector_line(GString *s, fleet *f)
 {
-    if (strcmp(f->opts->inject, "none") == 0)
-        return "off (inject=none: messages wait in inbox for a script to read and ack)";
-    return "off (injection is not built yet: messages wait in inbox)";
+    char *w = mb_injector_words(f->mb);
+    g_string_append_printf(s, "injector: %s\n", w ? w : "starting");
+    g_free(w);
 }
 
 GString *st_root(fleet *f)
@@ -76,7 +76,7 @@ GString *st_root(fleet *f)
     rej = mb_render_rejections(f->mb);
     g_string_append(s, rej->str);
     g_string_free(rej, TRUE);
-    g_string_append_printf(s, "injector: %s\n", injector_words(f));
+    injector_line(s, f);
     return s;
 }
 
@@ -135,7 +135,7 @@ GString *st_lead(fleet *f, bool fresh)
         g_string_append_printf(s, "consumers: unknown\n");
     g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(&st),
                            st.consumer_reason[0] ? ": " : "", st.consumer_reason);
-    g_string_append_printf(s, "injector: %s\n", injector_words(f));
+    injector_line(s, f);
     if (p.valid)
         probe_age(s, &p);
     else

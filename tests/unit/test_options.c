@@ -62,7 +62,7 @@ static void test_defaults(void **state)
 	assert_int_equal(o.send_timeout_ms, 5000);
 	assert_int_equal(o.probe_timeout_ms, 2000);
 	assert_null(o.state_dir);
-	assert_string_equal(o.inject, "none");
+	assert_string_equal(o.inject, "auto");
 	assert_null(o.inject_target);
 	assert_null(o.key);
 	assert_null(o.trusted_keys);
@@ -196,7 +196,8 @@ static void test_choices_and_flags(void **state)
 	assert_string_equal(o.inject, "herdr");
 	set_ok(&o, "inject", "tmux");
 	set_ok(&o, "inject", "none");
-	set_bad(&o, "inject", "screen", "herdr|tmux|none");
+	set_ok(&o, "inject", "auto");
+	set_bad(&o, "inject", "screen", "auto|herdr|tmux|none");
 
 	set_ok(&o, "inject_target", "lead pane");
 	assert_string_equal(o.inject_target, "lead pane");

@@ -1,0 +1,226 @@
+/* herdr/backend_herdr.c — the injector's herdr backend.
+ *
+ * Target: inject_target when set (an agent name or a pane id), else the
+ * agent named after the coord_id, else the one pane labelled so.  Zero or
+ * several matches never guess: the injector stalls with words that say
+ * how to fix it.  Every call is one connection (HERDR-PROTOCOL.md) with a
+ * client-side timeout; a herdr that is down or restarting makes us wait.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "fleetfs/log.h"
+#include "herdr/inject.h"
+
+#define CALL_MS 3000
+#define PROMPT_MS 10000
+
+typedef struct {
+    hd_client *c;
+    bool pinged;
+} hb;
+
+static hd_client *client(inj_backend *b)
+{
+    hb *h = b->priv;
+    if (!h->c)
+        h->c = hd_client_new(NULL);
+    return h->c;
+}
+
+static ib_verdict down(inj_backend *b, const hd_reply *rep, char *why, size_t n)
+{
+    hd_client *c = client(b);
+    hb *h = b->priv;
+    h->pinged = false;
+    if (rep->kind == HD_ERR_DOWN)
+        snprintf(why, n, "waiting: herdr is not running (no server at %s); messages stay held",
+                 c ? hd_client_path(c) : "(no socket path: set HERDR_SOCKET_PATH)");
+    else
+        snprintf(why, n, "waiting: herdr did not answer (%s %s)", hd_kind_name(rep->kind),
+                 rep->code);
+    return IB_WAIT;
+}
+
+/* Log herdr's version once per (re)connection; refuse nothing we can use. */
+static void hello(inj_backend *b)
+{
+    hb *h = b->priv;
+    hd_version v;
+    hd_reply rep = {0};
+    if (h->pinged)
+        return;
+    if (hd_ping(client(b), CALL_MS, &v, &rep) == HD_OK) {
+        log_info("inject: talking to %s at %s", v.text, hd_client_path(client(b)));
+        h->pinged = true;
+    }
+    hd_reply_clear(&rep);
+}
+
+static ib_verdict by_target(inj_backend *b, ib_target *t, char *why, size_t n)
+{
+    const char *target = b->o->inject_target;
+    hd_agent a;
+    hd_pane p;
+    hd_reply rep = {0};
+    ib_verdict v = IB_OK;
+
+    if (hd_agent_get(client(b), target, CALL_MS, &a, &rep) == HD_OK && a.pane_id[0]) {
+        g_strlcpy(t->id, a.pane_id, sizeof t->id);
+        snprintf(t->name, sizeof t->name, "agent %s (%s)", a.name[0] ? a.name : target,
+                 a.pane_id);
+    } else if (rep.kind == HD_ERR_REMOTE || rep.kind == HD_OK) {
+        hd_reply_clear(&rep);
+        if (hd_pane_get(client(b), target, CALL_MS, &p, &rep) == HD_OK) {
+            g_strlcpy(t->id, p.pane_id, sizeof t->id);
+            snprintf(t->name, sizeof t->name, "pane %s", p.pane_id);
+        } else if (rep.kind == HD_ERR_REMOTE) {
+            snprintf(why, n, "stalled: inject_target '%s' is neither an agent nor a pane herdr "
+                     "knows (%s); fix -o inject_target", target, rep.code);
+            v = IB_STALL;
+        } else {
+            v = down(b, &rep, why, n);
+        }
+    } else {
+        v = down(b, &rep, why, n);
+    }
+    hd_reply_clear(&rep);
+    return v;
+}
+
+static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
+{
+    const char *me = b->o->coord_id;
+    hd_agent *agents = NULL;
+    hd_pane *panes = NULL;
+    size_t na = 0, np = 0, hits = 0, hit = 0;
+    hd_reply rep = {0};
+    ib_verdict v = IB_OK;
+
+    if (!client(b)) {
+        snprintf(why, n, "waiting: no herdr socket path (set HERDR_SOCKET_PATH or HOME)");
+        return IB_WAIT;
+    }
+    hello(b);
+    if (b->o->inject_target)
+        return by_target(b, t, why, n);
+    if (hd_agent_list(client(b), CALL_MS, &agents, &na, &rep) != HD_OK) {
+        v = down(b, &rep, why, n);
+        goto out;
+    }
+    for (size_t i = 0; i < na; i++)
+        if (!strcmp(agents[i].name, me)) {
+            g_strlcpy(t->id, agents[i].pane_id, sizeof t->id);
+            snprintf(t->name, sizeof t->name, "agent %s (%s)", me, agents[i].pane_id);
+            goto out;
+        }
+    hd_reply_clear(&rep);
+    if (hd_pane_list(client(b), CALL_MS, &panes, &np, &rep) != HD_OK) {
+        v = down(b, &rep, why, n);
+        goto out;
+    }
+    for (size_t i = 0; i < np; i++)
+        if (!strcmp(panes[i].label, me)) {
+            hits++;
+            hit = i;
+        }
+    if (hits == 1) {
+        g_strlcpy(t->id, panes[hit].pane_id, sizeof t->id);
+        snprintf(t->name, sizeof t->name, "pane labelled %s (%s)", me, panes[hit].pane_id);
+    } else if (hits == 0) {
+        snprintf(why, n, "stalled: no herdr agent named %s and no pane labelled %s; name the "
+                 "lead's agent %s (herdr agent rename), label its pane, or set "
+                 "-o inject_target", me, me, me);
+        v = IB_STALL;
+    } else {
+        snprintf(why, n, "stalled: %zu panes labelled %s; rename one or set -o inject_target",
+                 hits, me);
+        v = IB_STALL;
+    }
+out:
+    free(agents);
+    free(panes);
+    hd_reply_clear(&rep);
+    return v;
+}
+
+static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char *why, size_t n)
+{
+    hd_agent a;
+    hd_reply rep = {0};
+    ib_verdict v = IB_OK;
+    if (hd_agent_get(client(b), t->id, CALL_MS, &a, &rep) == HD_OK) {
+        *st = a.status;
+    } else if (rep.kind == HD_ERR_REMOTE) {
+        snprintf(why, n, "waiting: %s runs no agent herdr knows (%s)", t->name, rep.code);
+        v = IB_WAIT;
+    } else {
+        v = down(b, &rep, why, n);
+    }
+    hd_reply_clear(&rep);
+    return v;
+}
+
+/* herdr's error codes that mean nothing was written to the pane. */
+static bool nothing_typed(const char *code)
+{
+    static const char *codes[] = {"agent_blocked",   "agent_not_ready",  "empty_agent_prompt",
+                                  "agent_not_found", "pane_not_found",   "agent_target_ambiguous",
+                                  "invalid_request", "invalid_params",   "agent_not_running",
+                                  "pane_send_failed", "unsafe_text"};
+    for (size_t i = 0; i < G_N_ELEMENTS(codes); i++)
+        if (!strcmp(code, codes[i]))
+            return true;
+    return false;
+}
+
+static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char *why, size_t n)
+{
+    hd_agent a;
+    hd_reply rep = {0};
+    ib_typed r;
+    int k = hd_agent_prompt(client(b), t->id, text, NULL, 0, PROMPT_MS, &a, &rep);
+    if (k == HD_OK) {
+        r = IT_TYPED;
+    } else if (k == HD_ERR_REMOTE && !strcmp(rep.code, "agent_prompt_stalled")) {
+        r = IT_TYPED; /* accepted; whether the turn starts, confirm() finds out */
+    } else if ((k == HD_ERR_REMOTE || k == HD_ERR_PROTOCOL) && nothing_typed(rep.code)) {
+        snprintf(why, n, "herdr refused to type into %s (%s: %s)", t->name, rep.code,
+                 rep.message);
+        r = IT_REFUSED;
+    } else if (k == HD_ERR_DOWN) {
+        snprintf(why, n, "herdr went away before it took the text");
+        r = IT_REFUSED;
+    } else {
+        snprintf(why, n, "herdr gave no clear answer while typing into %s (%s %s); it may or "
+                 "may not have been typed, and will not be typed again", t->name,
+                 hd_kind_name(k), rep.code);
+        r = IT_UNKNOWN;
+    }
+    hd_reply_clear(&rep);
+    return r;
+}
+
+static void hb_free(inj_backend *b)
+{
+    hb *h = b->priv;
+    hd_client_free(h->c);
+    g_free(h);
+    g_free(b);
+}
+
+inj_backend *inj_backend_herdr(const fs_opts *o)
+{
+    inj_backend *b = g_new0(inj_backend, 1);
+    b->name = "herdr";
+    b->has_status = true;
+    b->resolve = resolve;
+    b->status = status;
+    b->type = type;
+    b->free = hb_free;
+    b->o = o;
+    b->priv = g_new0(hb, 1);
+    return b;
+}

@@ -1,0 +1,367 @@
+/* herdr/inject.c — the injector thread (design in inject.h).
+ *
+ * At most once.  Before typing, "injecting <msgId>" is appended to
+ * state_dir/inject.journal and fsync'd; after the backend took the text,
+ * "injected <msgId>".  A message the journal knows comes back (a
+ * redelivery after a restart or a lost ack) and is consumed without being
+ * typed again: as injected when it was, as uncertain when fleetfs stopped
+ * between the two lines.  "not-typed" records a refusal (nothing reached
+ * the pane), so a later crash does not turn it into uncertain.
+ *
+ * The gate.  The agent must be idle or done — never blocked, where typing
+ * can press a modal's default button — and it is asked twice: once to
+ * decide, once right before typing.  herdr's agent.prompt refuses a
+ * blocked agent itself as a third line of defence.
+ *
+ * Confirmation.  After typing, the agent must leave idle/done (its turn
+ * started) within CONFIRM_MS for a "confirmed" receipt; otherwise the
+ * sender keeps "injected" and the log says it was not confirmed.
+ */
+#include "herdr/inject.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "fleetfs/log.h"
+#include "herdr/sanitize.h"
+
+#define RETRY_WAIT_MS 1000
+#define BUSY_POLL_MS 500
+#define CONFIRM_MS 5000
+#define CONFIRM_POLL_MS 200
+#define JOURNAL_KEEP 5000
+
+struct injector {
+    const fs_opts *o;
+    mailbox *mb;
+    inj_backend *be;
+    GThread *thread;
+    GAsyncQueue *kicks;
+    gint stopping;
+    /* journal: broker-independent record of what was typed */
+    char *journal_path;
+    int journal_fd;
+    GHashTable *journal;  /* msgId -> last word (static string) */
+    GQueue journal_order; /* msgIds, oldest first (owned by the hash table) */
+    guint journal_lines;
+    char *words;          /* last state shown, to log changes once */
+};
+
+/* ------------------------------------------------------------------ */
+/* journal                                                             */
+
+static const char *journal_word(const char *w)
+{
+    static const char *words[] = {"injecting", "injected", "not-typed", "uncertain"};
+    for (size_t i = 0; i < G_N_ELEMENTS(words); i++)
+        if (strcmp(words[i], w) == 0)
+            return words[i];
+    return NULL;
+}
+
+static void journal_set(injector *in, const char *id, const char *word)
+{
+    gpointer key;
+    if (g_hash_table_lookup_extended(in->journal, id, &key, NULL)) {
+        g_hash_table_insert(in->journal, key, (gpointer)word);
+        return;
+    }
+    key = g_strdup(id);
+    g_hash_table_insert(in->journal, key, (gpointer)word);
+    g_queue_push_tail(&in->journal_order, key);
+    while (in->journal_order.length > JOURNAL_KEEP)
+        g_hash_table_remove(in->journal, g_queue_pop_head(&in->journal_order));
+}
+
+static void journal_load(injector *in)
+{
+    gchar *text = NULL;
+    if (!g_file_get_contents(in->journal_path, &text, NULL, NULL))
+        return;
+    gchar **lines = g_strsplit(text, "\n", -1);
+    for (gchar **l = lines; *l; l++) {
+        gchar **f = g_strsplit(*l, " ", 2);
+        const char *w = f[0] ? journal_word(f[0]) : NULL;
+        if (w && f[1] && env_id_valid(f[1]))
+            journal_set(in, f[1], w);
+        in->journal_lines++;
+        g_strfreev(f);
+    }
+    g_strfreev(lines);
+    g_free(text);
+}
+
+/* Rewrite the journal with the last word of each remembered msgId. */
+static void journal_compact(injector *in)
+{
+    GString *s = g_string_new(NULL);
+    char *tmp = g_strconcat(in->journal_path, ".tmp", NULL);
+    for (GList *l = in->journal_order.head; l; l = l->next)
+        g_string_append_printf(s, "%s %s\n", (char *)g_hash_table_lookup(in->journal, l->data),
+                               (char *)l->data);
+    if (g_file_set_contents(tmp, s->str, (gssize)s->len, NULL) &&
+        rename(tmp, in->journal_path) == 0) {
+        close(in->journal_fd);
+        in->journal_fd = open(in->journal_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        in->journal_lines = in->journal_order.length;
+    }
+    g_free(tmp);
+    g_string_free(s, TRUE);
+}
+
+/* Durable before it returns: the at-most-once promise rests on it. */
+static bool journal_write(injector *in, const char *word, const char *id)
+{
+    char line[64];
+    int n = snprintf(line, sizeof line, "%s %s\n", word, id);
+    if (in->journal_fd < 0 || write(in->journal_fd, line, (size_t)n) != n ||
+        fdatasync(in->journal_fd) < 0) {
+        log_err("inject: cannot record '%s %s' in %s: %s; not typing anything until it can",
+                word, id, in->journal_path, strerror(errno));
+        return false;
+    }
+    journal_set(in, id, journal_word(word));
+    if (++in->journal_lines > 4 * JOURNAL_KEEP)
+        journal_compact(in);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void say(injector *in, const char *words)
+{
+    if (in->words && strcmp(in->words, words) == 0)
+        return;
+    g_free(in->words);
+    in->words = g_strdup(words);
+    if (g_str_has_prefix(words, "stalled"))
+        log_warn("inject: %s", words);
+    else
+        log_info("inject: %s", words);
+    mb_set_injector(in->mb, words);
+}
+
+/* Sleep up to ms, waking early on a kick or stop. */
+static void nap(injector *in, int ms)
+{
+    gpointer k = g_async_queue_timeout_pop(in->kicks, (guint64)ms * 1000);
+    while (k)
+        k = g_async_queue_try_pop(in->kicks);
+}
+
+char *inj_render(const envelope *e)
+{
+    size_t n;
+    char *body = san_text(e->body ? e->body : "", e->body_len, &n);
+    char *text = g_strdup_printf("[fleet message from %s, msgId %s]\n%s", e->from, e->msgId,
+                                 body ? body : "");
+    free(body);
+    return text;
+}
+
+static void finish(injector *in, const envelope *e, const char *how, const char *detail)
+{
+    fe_code r = mb_consume(in->mb, e->msgId, how, detail);
+    if (r != FE_OK)
+        log_warn("inject: %s %s, but acking it failed (%s); it stays held and is acked on the "
+                 "next try without being typed again", how, e->msgId, fe_hint(r));
+    else
+        log_info("inject: %s from %s: %s (%s)", e->msgId, e->from, how, detail);
+}
+
+/* Ready means idle or done; anything else says why not. */
+static ib_verdict gate(injector *in, const ib_target *t, char *why, size_t n)
+{
+    hd_status st = HD_UNKNOWN;
+    ib_verdict v = in->be->status(in->be, t, &st, why, n);
+    if (v != IB_OK)
+        return v;
+    if (!in->be->has_status || st == HD_IDLE || st == HD_DONE)
+        return IB_OK;
+    if (st == HD_BLOCKED)
+        snprintf(why, n, "waiting: %s is blocked (an approval or question is up); nothing is "
+                 "typed until it is idle", t->name);
+    else
+        snprintf(why, n, "waiting: %s is %s", t->name, hd_status_name(st));
+    return IB_WAIT;
+}
+
+/* After typing: did the agent's turn start? */
+static bool confirm(injector *in, const ib_target *t)
+{
+    gint64 end = g_get_monotonic_time() + (gint64)CONFIRM_MS * 1000;
+    char why[256];
+    if (!in->be->has_status)
+        return false;
+    while (g_get_monotonic_time() < end && !g_atomic_int_get(&in->stopping)) {
+        hd_status st = HD_UNKNOWN;
+        if (in->be->status(in->be, t, &st, why, sizeof why) == IB_OK && st != HD_IDLE &&
+            st != HD_DONE && st != HD_UNKNOWN)
+            return true;
+        g_usleep(CONFIRM_POLL_MS * 1000);
+    }
+    return false;
+}
+
+/* Returns after one attempt; the caller loops. */
+static void deliver(injector *in, const envelope *e)
+{
+    const char *last = g_hash_table_lookup(in->journal, e->msgId);
+    char why[512], words[700];
+    ib_target t;
+    ib_verdict v;
+    ib_typed typed;
+    char *text;
+
+    if (last && (!strcmp(last, "injecting") || !strcmp(last, "uncertain"))) {
+        finish(in, e, "uncertain",
+               "fleetfs stopped while typing it; it is not typed again (at most once)");
+        return;
+    }
+    if (last && !strcmp(last, "injected")) {
+        finish(in, e, "injected", "typed before fleetfs restarted; not typed again");
+        return;
+    }
+    memset(&t, 0, sizeof t);
+    v = in->be->resolve(in->be, &t, why, sizeof why);
+    if (v == IB_OK)
+        v = gate(in, &t, why, sizeof why);
+    if (v != IB_OK) {
+        say(in, why);
+        nap(in, v == IB_WAIT && in->be->has_status ? BUSY_POLL_MS : RETRY_WAIT_MS);
+        return;
+    }
+    if (!mb_claim(in->mb, e->msgId, true))
+        return; /* acked through the ack file meanwhile */
+    text = inj_render(e);
+    /* right before typing, once more: a blocked agent must never get keys */
+    v = gate(in, &t, why, sizeof why);
+    if (v != IB_OK || !journal_write(in, "injecting", e->msgId)) {
+        mb_claim(in->mb, e->msgId, false);
+        g_free(text);
+        if (v != IB_OK)
+            say(in, why);
+        nap(in, BUSY_POLL_MS);
+        return;
+    }
+    snprintf(words, sizeof words, "delivering: typing %s from %s into %s", e->msgId, e->from,
+             t.name);
+    say(in, words);
+    typed = in->be->type(in->be, &t, text, why, sizeof why);
+    g_free(text);
+    if (typed == IT_REFUSED) {
+        journal_write(in, "not-typed", e->msgId);
+        mb_claim(in->mb, e->msgId, false);
+        snprintf(words, sizeof words, "waiting: %s", why);
+        say(in, words);
+        nap(in, RETRY_WAIT_MS);
+        return;
+    }
+    if (typed == IT_UNKNOWN) {
+        journal_write(in, "uncertain", e->msgId);
+        finish(in, e, "uncertain", why);
+        return;
+    }
+    journal_write(in, "injected", e->msgId);
+    snprintf(words, sizeof words, "typed into %s", t.name);
+    finish(in, e, "injected", words);
+    if (confirm(in, &t))
+        mb_send_receipt(in->mb, e, "confirmed", "the agent left idle: its turn started");
+    else if (in->be->has_status)
+        log_warn("inject: %s typed into %s, but the agent did not leave idle within %d ms; "
+                 "the sender sees injected, not confirmed", e->msgId, t.name, CONFIRM_MS);
+}
+
+static gpointer inj_main(gpointer p)
+{
+    injector *in = p;
+    while (!g_atomic_int_get(&in->stopping)) {
+        envelope e;
+        if (!mb_next_for_injection(in->mb, &e)) {
+            char words[256];
+            snprintf(words, sizeof words, "ready: nothing to deliver (backend %s)",
+                     in->be->name);
+            say(in, words);
+            nap(in, RETRY_WAIT_MS);
+            continue;
+        }
+        deliver(in, &e);
+        env_free(&e);
+    }
+    return NULL;
+}
+
+static bool herdr_socket_present(void)
+{
+    char *path = hd_socket_path();
+    bool there = path && g_file_test(path, G_FILE_TEST_EXISTS);
+    g_free(path);
+    return there;
+}
+
+injector *inj_start(const fs_opts *o, mailbox *mb)
+{
+    injector *in;
+    inj_backend *be = NULL;
+    const char *mode = o->inject;
+
+    if (!strcmp(mode, "auto"))
+        mode = herdr_socket_present() ? "herdr" : "none";
+    if (!strcmp(mode, "herdr"))
+        be = inj_backend_herdr(o);
+    else if (!strcmp(mode, "tmux"))
+        be = inj_backend_tmux(o);
+    if (!be) {
+        mb_set_injector(mb, !strcmp(o->inject, "auto")
+                                ? "off (inject=auto found no herdr socket: messages wait in "
+                                  "inbox for a script to read and ack)"
+                                : "off (inject=none: messages wait in inbox for a script to "
+                                  "read and ack)");
+        return NULL;
+    }
+    in = g_new0(injector, 1);
+    in->o = o;
+    in->mb = mb;
+    in->be = be;
+    in->kicks = g_async_queue_new();
+    in->journal = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    in->journal_path = g_build_filename(o->state_dir, "inject.journal", NULL);
+    journal_load(in);
+    in->journal_fd =
+        open(in->journal_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (in->journal_fd < 0)
+        log_err("inject: cannot open %s: %s; nothing will be typed", in->journal_path,
+                strerror(errno));
+    say(in, "starting");
+    in->thread = g_thread_new("injector", inj_main, in);
+    return in;
+}
+
+void inj_kick(injector *in)
+{
+    if (in)
+        g_async_queue_push(in->kicks, GINT_TO_POINTER(1));
+}
+
+void inj_stop(injector *in)
+{
+    if (!in)
+        return;
+    g_atomic_int_set(&in->stopping, 1);
+    inj_kick(in);
+    g_thread_join(in->thread);
+    in->be->free(in->be);
+    if (in->journal_fd >= 0)
+        close(in->journal_fd);
+    g_queue_clear(&in->journal_order);
+    g_hash_table_destroy(in->journal);
+    g_async_queue_unref(in->kicks);
+    g_free(in->journal_path);
+    g_free(in->words);
+    g_free(in);
+}

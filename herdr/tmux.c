@@ -1,0 +1,163 @@
+/* herdr/tmux.c — the injector's tmux backend, for hosts without herdr and
+ * for end-to-end tests with a real terminal.
+ *
+ * Target: inject_target as a tmux target (e.g. "work:0.1" or "%3"), else
+ * the one pane whose title is the coord_id (printf '\033]2;beta\033\\' in
+ * the pane, or `tmux select-pane -T beta`).  tmux knows nothing of agents:
+ * the gate is only that the pane exists, is alive and not in copy mode,
+ * and nothing is ever "confirmed".  Typing is a bracketed paste (the
+ * program sees one paste, not keystrokes) followed by Enter.  tmux runs
+ * with an argv, never through a shell; TMUX_TMPDIR picks the server.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "fleetfs/log.h"
+#include "herdr/inject.h"
+
+/* Runs tmux ARGS; stdout in *out (g_free).  false with why on failure. */
+static bool tmux(const char *const *args, char **out, char *why, size_t n)
+{
+    GPtrArray *argv = g_ptr_array_new();
+    gchar *o = NULL, *e = NULL;
+    gint status = 0;
+    GError *err = NULL;
+    bool ok;
+
+    g_ptr_array_add(argv, (gpointer) "tmux");
+    for (const char *const *a = args; *a; a++)
+        g_ptr_array_add(argv, (gpointer)*a);
+    g_ptr_array_add(argv, NULL);
+    ok = g_spawn_sync(NULL, (gchar **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &o, &e,
+                      &status, &err) &&
+         g_spawn_check_wait_status(status, NULL);
+    if (!ok) {
+        snprintf(why, n, "%s", err ? err->message : (e && *e ? g_strstrip(e) : "tmux failed"));
+        if (err)
+            g_error_free(err);
+    }
+    if (out)
+        *out = o;
+    else
+        g_free(o);
+    g_free(e);
+    g_ptr_array_free(argv, TRUE);
+    return ok;
+}
+
+static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
+{
+    const char *me = b->o->coord_id;
+    char err[256], *out = NULL;
+    unsigned hits = 0;
+
+    if (b->o->inject_target) {
+        const char *args[] = {"display-message", "-p", "-t", b->o->inject_target, "#{pane_id}",
+                              NULL};
+        if (!tmux(args, &out, err, sizeof err)) {
+            snprintf(why, n, "stalled: tmux target '%s': %s; fix -o inject_target",
+                     b->o->inject_target, err);
+            return IB_STALL;
+        }
+        g_strlcpy(t->id, g_strstrip(out), sizeof t->id);
+        snprintf(t->name, sizeof t->name, "tmux pane %s (%s)", b->o->inject_target, t->id);
+        g_free(out);
+        return IB_OK;
+    }
+    const char *args[] = {"list-panes", "-a", "-F", "#{pane_id}\t#{pane_title}", NULL};
+    if (!tmux(args, &out, err, sizeof err)) {
+        snprintf(why, n, "waiting: no tmux server to type into (%s)", err);
+        return IB_WAIT;
+    }
+    gchar **lines = g_strsplit(out, "\n", -1);
+    for (gchar **l = lines; *l; l++) {
+        char *tab = strchr(*l, '\t');
+        if (tab && !strcmp(tab + 1, me)) {
+            *tab = '\0';
+            if (!hits++)
+                g_strlcpy(t->id, *l, sizeof t->id);
+        }
+    }
+    g_strfreev(lines);
+    g_free(out);
+    if (hits == 1) {
+        snprintf(t->name, sizeof t->name, "tmux pane titled %s (%s)", me, t->id);
+        return IB_OK;
+    }
+    if (hits == 0)
+        snprintf(why, n, "stalled: no tmux pane titled %s; set its title (tmux select-pane -T "
+                 "%s) or -o inject_target", me, me);
+    else
+        snprintf(why, n, "stalled: %u tmux panes titled %s; rename one or set -o inject_target",
+                 hits, me);
+    return IB_STALL;
+}
+
+static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char *why, size_t n)
+{
+    const char *args[] = {"display-message", "-p", "-t", t->id, "#{pane_dead} #{pane_in_mode}",
+                          NULL};
+    char err[256], *out = NULL;
+    (void)b;
+    if (!tmux(args, &out, err, sizeof err)) {
+        snprintf(why, n, "waiting: %s is gone (%s)", t->name, err);
+        return IB_WAIT;
+    }
+    g_strstrip(out);
+    if (out[0] == '1')
+        snprintf(why, n, "waiting: %s is dead", t->name);
+    else if (!strcmp(out + 1, " 1"))
+        snprintf(why, n, "waiting: %s is in copy mode", t->name);
+    *st = HD_IDLE;
+    bool ok = !strcmp(out, "0 0");
+    g_free(out);
+    return ok ? IB_OK : IB_WAIT;
+}
+
+static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char *why, size_t n)
+{
+    char *path = g_build_filename(b->o->state_dir, "tmux-paste", NULL);
+    char buf[64], err[256];
+    ib_typed r = IT_TYPED;
+
+    snprintf(buf, sizeof buf, "fleetfs-%ld", (long)getpid());
+    if (!g_file_set_contents(path, text, -1, NULL)) {
+        snprintf(why, n, "cannot write %s", path);
+        g_free(path);
+        return IT_REFUSED;
+    }
+    const char *load[] = {"load-buffer", "-b", buf, path, NULL};
+    const char *paste[] = {"paste-buffer", "-p", "-d", "-b", buf, "-t", t->id, NULL};
+    const char *enter[] = {"send-keys", "-t", t->id, "Enter", NULL};
+    if (!tmux(load, NULL, err, sizeof err) || !tmux(paste, NULL, err, sizeof err)) {
+        snprintf(why, n, "tmux refused the paste into %s: %s", t->name, err);
+        r = IT_REFUSED;
+    } else if (!tmux(enter, NULL, err, sizeof err)) {
+        log_warn("inject: pasted into %s but Enter failed: %s", t->name, err);
+    }
+    unlink(path);
+    g_free(path);
+    return r;
+}
+
+static void tb_free(inj_backend *b)
+{
+    g_free(b);
+}
+
+inj_backend *inj_backend_tmux(const fs_opts *o)
+{
+    inj_backend *b = g_new0(inj_backend, 1);
+    b->name = "tmux";
+    b->has_status = false;
+    b->resolve = resolve;
+    b->status = status;
+    b->type = type;
+    b->free = tb_free;
+    b->o = o;
+    return b;
+}
