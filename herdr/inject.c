@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,8 +68,10 @@ static const char *journal_word(const char *w)
 static void journal_set(injector *in, const char *id, const char *word)
 {
     gpointer key;
-    if (g_hash_table_lookup_extended(in->journal, id, &key, NULL)) {
-        g_hash_table_insert(in->journal, key, (gpointer)word);
+    if (g_hash_table_contains(in->journal, id)) {
+        /* insert keeps the stored key (journal_order points at it) and
+         * frees the copy passed here */
+        g_hash_table_insert(in->journal, g_strdup(id), (gpointer)word);
         return;
     }
     key = g_strdup(id);
@@ -268,6 +271,10 @@ static void deliver(injector *in, const envelope *e)
         return;
     }
     journal_write(in, "injected", e->msgId);
+    /* fault injection for the crash tests (tests/integration/t0700): die
+     * like kill -9 between typing and acking */
+    if (g_getenv("FLEETFS_TEST_DIE_AFTER_TYPING"))
+        raise(SIGKILL);
     snprintf(words, sizeof words, "typed into %s", t.name);
     finish(in, e, "injected", words);
     if (confirm(in, &t))
