@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -29,11 +30,14 @@
 #include "fleetfs/jlog.h"
 #include "fleetfs/log.h"
 #include "fleetfs/names.h"
+#include "fleetfs/seen.h"
+#include "fleetfs/sign.h"
 
 #define SENT_MAX 1000
 #define HISTORY_MAX 1000
 #define STALE_GRACE_MS 10000
 #define CLOCK_SKEW_MS (5 * 60 * 1000)
+#define SEEN_CAP 100000
 
 typedef struct {
     envelope env;
@@ -82,6 +86,10 @@ struct mailbox {
     GHashTable *rejections; /* reason -> count (GUINT_TO_POINTER) */
     int64_t mtime[MB__FILES];
     char *injector_words;   /* what the injector is doing, for status */
+    sig_key *key;           /* NULL only with insecure */
+    sig_trust *trust;       /* reloaded when an unknown sender shows up */
+    int64_t trust_loaded;   /* trust directory mtime (ns) when it was read */
+    seen_set *seen;         /* replay protection, persisted */
     uint64_t ok_epoch;      /* epoch whose consumer we saw working ... */
     int64_t ok_since;       /* ... since then (monotonic ms) */
 };
@@ -243,6 +251,9 @@ void mb_free(mailbox *mb)
     jlog_close(mb->history_log);
     jlog_close(mb->sent_log);
     g_free(mb->injector_words);
+    sig_key_free(mb->key);
+    sig_trust_free(mb->trust);
+    seen_close(mb->seen);
     g_mutex_clear(&mb->lock);
     g_free(mb);
 }
@@ -259,11 +270,104 @@ static void count_rejection(mailbox *mb, const char *reason)
     mb->n.dead_lettered++;
 }
 
-/* Checks in the order of SPEC section 4 that apply before signing lands.
- * Returns NULL when the envelope is acceptable, else the counted reason. */
-static const char *refuse_reason(mailbox *mb, const envelope *e, char *why, size_t n)
+/* ------------------------------------------------------------------ */
+/* security                                                            */
+
+/* The trust directory's change time, to notice a .pub copied in. */
+static int64_t trust_stamp(const char *dir)
 {
-    int64_t exp;
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return -1;
+    return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+int mb_set_security(mailbox *mb, char **err)
+{
+    char *path = g_build_filename(mb->o->state_dir, "seen", NULL);
+    mb->seen = seen_open(path, SEEN_CAP, err);
+    g_free(path);
+    if (!mb->seen)
+        return -1;
+    if (mb->o->insecure)
+        return 0;
+    if (!mb->o->key || !mb->o->trusted_keys) {
+        *err = g_strdup_printf(
+            "messages are signed and checked, so fleetfs needs -o key=FILE (make one with "
+            "'fleetfs keygen FILE') and -o trusted_keys=DIR (the peers' <coord_id>.pub files); "
+            "-o insecure turns this off for local experiments only");
+        return -1;
+    }
+    mb->key = sig_load_secret(mb->o->key, err);
+    if (!mb->key)
+        return -1;
+    mb->trust = sig_trust_load(mb->o->trusted_keys, err);
+    if (!mb->trust)
+        return -1;
+    mb->trust_loaded = trust_stamp(mb->o->trusted_keys);
+    if (sig_trust_has(mb->trust, mb->o->coord_id) &&
+        !sig_key_matches(mb->trust, mb->o->coord_id, mb->key))
+        log_warn("security: %s/%s.pub is not the public half of %s; peers that trust that "
+                 "file will reject this host's messages", mb->o->trusted_keys, mb->o->coord_id,
+                 mb->o->key);
+    return 0;
+}
+
+char *mb_security_words(mailbox *mb)
+{
+    char *w;
+    if (mb->o->insecure)
+        return g_strdup("INSECURE (-o insecure): messages are neither signed nor checked; "
+                        "anyone with broker access can type into this lead's pane");
+    g_mutex_lock(&mb->lock);
+    w = g_strdup_printf("on (ed25519; %zu trusted keys in %s)", sig_trust_count(mb->trust),
+                        mb->o->trusted_keys);
+    g_mutex_unlock(&mb->lock);
+    return w;
+}
+
+/* Lock held.  An unknown sender may be a peer whose .pub was just copied
+ * in: when the directory changed since it was read, read it again. */
+static sig_result verify_locked(mailbox *mb, const envelope *e)
+{
+    sig_result r = sig_verify(mb->trust, e);
+    int64_t stamp;
+    if (r == SIG_UNKNOWN_KEY && (stamp = trust_stamp(mb->o->trusted_keys)) != mb->trust_loaded) {
+        char *err = NULL;
+        sig_trust *t = sig_trust_load(mb->o->trusted_keys, &err);
+        mb->trust_loaded = stamp;
+        if (t) {
+            sig_trust_free(mb->trust);
+            mb->trust = t;
+            r = sig_verify(mb->trust, e);
+        } else {
+            log_warn("security: cannot re-read %s: %s", mb->o->trusted_keys, err);
+            g_free(err);
+        }
+    }
+    return r;
+}
+
+/* Lock held.  The checks of SPEC section 4, in its order, up to expiry
+ * (the replay check comes after redeliveries are told apart).  Returns
+ * NULL when acceptable, else the counted reason; *verified says whether
+ * the sender proved who it is (only then may it get a receipt). */
+static const char *refuse_reason(mailbox *mb, const envelope *e, bool *verified, char *why,
+                                 size_t n)
+{
+    int64_t exp, sent;
+    *verified = mb->o->insecure;
+    if (!mb->o->insecure) {
+        sig_result r = verify_locked(mb, e);
+        if (r != SIG_OK) {
+            snprintf(why, n, "%s",
+                     r == SIG_UNSIGNED      ? "no signature"
+                     : r == SIG_UNKNOWN_KEY ? "no trusted key for the sender in trusted_keys"
+                                            : "the signature does not match the sender's key");
+            return sig_result_name(r);
+        }
+        *verified = true;
+    }
     if (strcmp(e->type, ENV_TYPE_COORD) != 0) {
         snprintf(why, n, "a %s envelope arrived in a mailbox", e->type);
         return "wrong-type";
@@ -272,7 +376,13 @@ static const char *refuse_reason(mailbox *mb, const envelope *e, char *why, size
         snprintf(why, n, "addressed to '%s', not to this lead", e->to);
         return "wrong-recipient";
     }
-    if (env_time_parse(e->expiresAt, &exp) == 0 && exp + CLOCK_SKEW_MS < env_now_ms()) {
+    if (env_time_parse(e->expiresAt, &exp) < 0 || env_time_parse(e->sentAt, &sent) < 0 ||
+        exp - sent > mb->o->message_ttl_ms + CLOCK_SKEW_MS) {
+        snprintf(why, n, "lifetime from %s to %s is longer than message_ttl", e->sentAt,
+                 e->expiresAt);
+        return "bad-lifetime";
+    }
+    if (exp + CLOCK_SKEW_MS < env_now_ms()) {
         snprintf(why, n, "expired at %s", e->expiresAt);
         return "expired";
     }
@@ -297,6 +407,7 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
     envelope e;
     char why[300];
     const char *reason;
+    bool verified;
     held_msg *m;
 
     if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0) {
@@ -308,12 +419,15 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
         return BR_REJECT;
     }
     g_mutex_lock(&mb->lock);
-    reason = refuse_reason(mb, &e, why, sizeof why);
+    reason = refuse_reason(mb, &e, &verified, why, sizeof why);
     if (reason) {
         count_rejection(mb, reason);
         g_mutex_unlock(&mb->lock);
         log_warn("inbox: rejected %s from %s (%s: %s); it goes to fleet.dlq", e.msgId, e.from,
                  reason, why);
+        /* never a receipt to an unverified sender, nor about a receipt */
+        if (verified && !strcmp(e.type, ENV_TYPE_COORD))
+            mb_send_receipt(mb, &e, "rejected", why);
         env_free(&e);
         changed(mb, "status");
         return BR_REJECT;
@@ -338,12 +452,22 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
         env_free(&e);
         return BR_KEEP;
     }
-    if (g_hash_table_contains(mb->consumed, e.msgId)) {
+    if (redelivered && g_hash_table_contains(mb->consumed, e.msgId)) {
         g_mutex_unlock(&mb->lock);
         log_info("inbox: %s was already consumed (its ack was lost with a connection); "
                  "acking the redelivery", e.msgId);
         env_free(&e);
         return BR_ACK;
+    }
+    /* seen before and not a broker redelivery: someone published it again */
+    if (seen_add(mb->seen, e.msgId) == 1 && !redelivered) {
+        count_rejection(mb, "replayed");
+        g_mutex_unlock(&mb->lock);
+        log_warn("inbox: rejected %s from %s (replayed: this msgId was received before); it "
+                 "goes to fleet.dlq", e.msgId, e.from);
+        env_free(&e);
+        changed(mb, "status");
+        return BR_REJECT;
     }
     m = g_new0(held_msg, 1);
     m->env = e;
@@ -574,6 +698,8 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, cha
     env_time_format(now + mb->o->message_ttl_ms, e.expiresAt);
     e.body = (char *)data;
     e.body_len = len;
+    if (mb->key && sig_sign(mb->key, &e) < 0)
+        return FE_INTERNAL;
     json = env_encode(&e, &jlen);
     if (!json)
         return FE_INTERNAL;
@@ -770,6 +896,11 @@ void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const
     g_strlcpy(r.ref, orig->msgId, sizeof r.ref);
     g_strlcpy(r.state, state, sizeof r.state);
     g_strlcpy(r.detail, detail ? detail : "", sizeof r.detail);
+    r.body = "";
+    if (mb->key && sig_sign(mb->key, &r) < 0) {
+        log_err("receipt for %s: cannot sign it", orig->msgId);
+        return;
+    }
     json = env_encode(&r, &len);
     if (!json) {
         log_err("receipt for %s: cannot encode it", orig->msgId);
@@ -794,6 +925,21 @@ br_action mb_receipt(mailbox *mb, const char *body, size_t len)
         env_free(&e);
         changed(mb, "status");
         return BR_REJECT;
+    }
+    if (!mb->o->insecure) {
+        sig_result r;
+        g_mutex_lock(&mb->lock);
+        r = verify_locked(mb, &e);
+        if (r != SIG_OK)
+            count_rejection(mb, "bad-receipt");
+        g_mutex_unlock(&mb->lock);
+        if (r != SIG_OK) {
+            log_warn("receipts: rejected one from %s about %s (%s); it goes to fleet.dlq",
+                     e.from, e.ref, sig_result_name(r));
+            env_free(&e);
+            changed(mb, "status");
+            return BR_REJECT;
+        }
     }
     if (!mb_sent_update(mb, e.ref, e.from, e.state, e.detail))
         log_info("receipts: %s says %s about %s: nothing to update (unknown, or already "

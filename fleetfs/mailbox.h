@@ -43,6 +43,11 @@ typedef enum { MB_INBOX, MB_SENT, MB_HISTORY, MB__FILES } mb_file;
 
 mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks);
 void mb_set_broker(mailbox *mb, br_conn *br);
+/* Load the signing key, the trusted keys and the seen-set (state_dir);
+ * without -o insecure a key and a trust directory are required. */
+int mb_set_security(mailbox *mb, char **err);
+/* "on (ed25519; N trusted keys in DIR)" or the insecure warning; g_free */
+char *mb_security_words(mailbox *mb);
 void mb_free(mailbox *mb);
 
 /* broker callbacks */

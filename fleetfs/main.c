@@ -30,6 +30,7 @@
 #include "fleetfs/mailbox.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
+#include "fleetfs/sign.h"
 #include "fleetfs/tree.h"
 
 #define FIRST_CONNECT_WAIT_MS 8000
@@ -53,6 +54,7 @@ static void usage(FILE *to)
 {
     fprintf(to,
             "usage: fleetfs MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
+            "       fleetfs keygen PATH\n"
             "       fleetfs --help | --version\n"
             "\n"
             "Mounts the fleet's lead mailboxes (queues on an AMQP broker) as files.\n"
@@ -343,15 +345,10 @@ static int serve(cmdline *cl, fleet *f)
                        .changed = cb_changed,
                        .late_confirm = cb_late,
                        .ud = f};
-    mb_hooks hooks = {.changed = hook_changed,
-                      .poll_wake = hook_poll,
-                      .arrived = hook_arrived,
-                      .ud = f};
     char **uris = broker_uris(f->opts);
     br_status st;
     int rc = 1;
 
-    f->mb = mb_new(f->opts, &hooks);
     memset(&bc, 0, sizeof bc);
     bc.uris = uris;
     bc.vhost = f->opts->vhost;
@@ -420,6 +417,26 @@ out:
     return rc;
 }
 
+/* fleetfs keygen PATH: an ed25519 key pair for this host. */
+static int keygen(int argc, char **argv)
+{
+    char *err = NULL;
+    if (argc != 3) {
+        fprintf(stderr, "usage: fleetfs keygen PATH\n");
+        return 2;
+    }
+    if (sig_keygen(argv[2], &err) < 0) {
+        fprintf(stderr, "fleetfs keygen: %s\n", err);
+        g_free(err);
+        return 1;
+    }
+    printf("wrote the secret key to %s (mode 0600) and the public key to %s.pub\n"
+           "give %s.pub to every peer: it goes into their trusted_keys directory as "
+           "<this host's coord_id>.pub\n",
+           argv[2], argv[2], argv[2]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     cmdline cl = {0};
@@ -428,6 +445,8 @@ int main(int argc, char **argv)
     char real[PATH_MAX];
     int rc;
 
+    if (argc >= 2 && !strcmp(argv[1], "keygen"))
+        return keygen(argc, argv);
     cl.ours = g_ptr_array_new_with_free_func(g_free);
     cl.fuse_opts = g_ptr_array_new_with_free_func(g_free);
     opts_init(&o);
@@ -454,6 +473,21 @@ int main(int argc, char **argv)
     f.started_ms = g_get_monotonic_time() / 1000;
     if (gethostname(f.host, sizeof f.host - 1) < 0)
         g_strlcpy(f.host, "unknown", sizeof f.host);
+    {
+        mb_hooks hooks = {.changed = hook_changed,
+                          .poll_wake = hook_poll,
+                          .arrived = hook_arrived,
+                          .ud = &f};
+        char *err = NULL;
+        f.mb = mb_new(&o, &hooks);
+        if (mb_set_security(f.mb, &err) < 0) {
+            fprintf(stderr, "fleetfs: %s\n", err);
+            g_free(err);
+            mb_free(f.mb);
+            rc = 2;
+            goto done;
+        }
+    }
     if (!cl.foreground) {
         if (daemonize() < 0) {
             fprintf(stderr, "fleetfs: cannot daemonize: %s\n", strerror(errno));

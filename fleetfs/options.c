@@ -402,7 +402,7 @@ static const struct opts_def opts_table[] = {
 	  "$XDG_CONFIG_HOME/fleetfs/fleetfs.conf, /etc/fleetfs/fleetfs.conf",
 	  "config file ([fleetfs] group, key = value); -o wins" },
 	{ "insecure", opts_set_flag, 0, NULL, "off",
-	  "flag: skip amqps:// certificate verification" },
+	  "flag: neither sign nor check messages (local experiments only; status says so)" },
 };
 
 static const struct opts_def *opts_find(const char *key)

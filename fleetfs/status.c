@@ -53,6 +53,11 @@ GString *st_root(fleet *f)
     br_get_status(f->br, &st);
     mb_counters_get(f->mb, &n, &held);
     fmt_time(st.since_ms, since);
+    if (f->opts->insecure) {
+        char *w = mb_security_words(f->mb);
+        g_string_append_printf(s, "security: %s\n", w);
+        g_free(w);
+    }
     g_string_append_printf(s, "coord_id: %s\nhost: %s\nversion: %s\n", f->opts->coord_id, f->host,
                            FLEETFS_VERSION);
     if (st.link == BR_CONNECTED)
@@ -65,7 +70,11 @@ GString *st_root(fleet *f)
                            st.tls ? "on" : "off", since);
     g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(&st),
                            st.consumer_reason[0] ? ": " : "", st.consumer_reason);
-    g_string_append_printf(s, "signing: off (messages are not signed yet)\n");
+    {
+        char *w = mb_security_words(f->mb);
+        g_string_append_printf(s, "signing: %s\n", f->opts->insecure ? "off" : w);
+        g_free(w);
+    }
     g_string_append_printf(s, "uptime: %llds\n", (long long)up);
     g_string_append_printf(s,
                            "sent: %llu\nreceived: %llu\nheld: %u\ninjected: %llu\nacked: %llu\n"

@@ -1,6 +1,7 @@
 # tests/fleet.sh — mount helpers for the integration tests; source after lib.sh.
 #
-#   mount_fleet NAME [OPT...]   mount $TEST_DIR/NAME as lead NAME (foreground
+#   mount_fleet NAME [OPT...]   mount $TEST_DIR/NAME as lead NAME, signing with
+#                               its own key (fleet_key) unless OPTs say insecure (foreground
 #                               daemon in the background, log in $TEST_DIR/NAME.log,
 #                               state in $TEST_DIR/state/NAME); OPTs are -o items
 #                               (FLEET_VHOST, when set, becomes -o vhost=)
@@ -10,11 +11,27 @@
 #   msgids FILE                 the msgIds of a JSON Lines file, one per line
 #   broker_count QUEUE          messages ready + unacked in QUEUE per rabbitmqctl
 
+# fleet_key NAME: a key pair for lead NAME in $TEST_DIR/keys, its public half
+# in the shared trust directory $TEST_DIR/trust (every test mount trusts
+# every other; a peer's key added later is picked up when it first writes).
+fleet_key() {
+  local name=$1
+  mkdir -p "$TEST_DIR/keys" "$TEST_DIR/trust"
+  if [[ ! -f $TEST_DIR/keys/$name.key ]]; then
+    "$FLEETFS" keygen "$TEST_DIR/keys/$name.key" >/dev/null || return 1
+    cp "$TEST_DIR/keys/$name.key.pub" "$TEST_DIR/trust/$name.pub"
+  fi
+}
+
 mount_fleet() {
   local name=$1 opts
   shift
   opts="coord_id=$name,state_dir=$TEST_DIR/state/$name,send_timeout=3s"
   [[ -n ${FLEET_VHOST:-} ]] && opts="$opts,vhost=$FLEET_VHOST"
+  if [[ " $* " != *" insecure "* && " $* " != *" key="* ]]; then
+    fleet_key "$name" || return 1
+    opts="$opts,key=$TEST_DIR/keys/$name.key,trusted_keys=$TEST_DIR/trust"
+  fi
   for o in "$@"; do opts="$opts,$o"; done
   mkdir -p "$TEST_DIR/$name"
   "$FLEETFS" "$TEST_DIR/$name" -f -o "$opts" </dev/null >>"$TEST_DIR/$name.log" 2>&1 &

@@ -77,7 +77,7 @@ test_expect_success 'ENXIO: the peer mailbox does not exist and may not be creat
 
 test_expect_success 'a mailbox declared with other arguments: the mount refuses, naming the argument' '
     mkdir -p mism &&
-    test_must_fail "$FLEETFS" mism -f -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/mism,max_length=5 2>err &&
+    test_must_fail "$FLEETFS" mism -f -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/mism,max_length=5,key=$TEST_DIR/keys/beta.key,trusted_keys=$TEST_DIR/trust 2>err &&
     grep -q "configuration mismatch" err &&
     grep -q "x-max-length" err &&
     ! mountpoint -q mism
@@ -85,7 +85,7 @@ test_expect_success 'a mailbox declared with other arguments: the mount refuses,
 
 test_expect_success 'a second mount with the same coord_id fails loudly and never consumes' '
     mkdir -p beta2 &&
-    test_must_fail "$FLEETFS" beta2 -f -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/beta2 2>err &&
+    test_must_fail "$FLEETFS" beta2 -f -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/beta2,key=$TEST_DIR/keys/beta.key,trusted_keys=$TEST_DIR/trust 2>err &&
     grep -q "another fleetfs is already the consumer of lead.beta.inbox" err &&
     ! mountpoint -q beta2 &&
     rmqctl list_consumers -q -p $FLEET_VHOST queue_name >consumers &&
@@ -93,7 +93,7 @@ test_expect_success 'a second mount with the same coord_id fails loudly and neve
 '
 
 test_expect_success 'the same in daemon mode: the parent exits non-zero' '
-    test_must_fail "$FLEETFS" beta2 -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/beta2 2>err &&
+    test_must_fail "$FLEETFS" beta2 -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/beta2,key=$TEST_DIR/keys/beta.key,trusted_keys=$TEST_DIR/trust 2>err &&
     grep -q "another fleetfs" err && ! mountpoint -q beta2
 '
 

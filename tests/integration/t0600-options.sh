@@ -80,6 +80,31 @@ test_expect_success 'quorum mailboxes work end to end' '
     grep -q "lead.qb.inbox.*quorum" types
 '
 
+test_expect_success 'fleetfs keygen: 0600 secret, one-line public key, never overwrites' '
+    "$FLEETFS" keygen k1 >out &&
+    test "$(stat -c %a k1)" = 600 &&
+    test $(wc -l <k1.pub) = 1 && grep -q "^ed25519 " k1.pub &&
+    grep -q "trusted_keys" out &&
+    test_must_fail "$FLEETFS" keygen k1 2>err && grep -qi "exists" err &&
+    cmp k1.pub k1.pub
+'
+
+test_expect_success 'signed by default: no key and no insecure means no mount, with a message' '
+    test_must_fail "$FLEETFS" m -f -o coord_id=nokey,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/nokey 2>err &&
+    grep -q "fleetfs keygen" err && grep -q "insecure" err &&
+    ! mountpoint -q m &&
+    chmod 644 k1 &&
+    test_must_fail "$FLEETFS" m -f -o coord_id=nokey,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/nokey,key=$TEST_DIR/k1,trusted_keys=$TEST_DIR 2>err &&
+    grep -q "chmod 600" err
+'
+
+test_expect_success 'insecure: status says so on its first line' '
+    mount_fleet loose insecure &&
+    head -n1 loose/status | grep -q "^security: INSECURE" &&
+    grep -q "^signing: off$" loose/status &&
+    unmount_fleet loose
+'
+
 test_expect_success 'SIGTERM unmounts cleanly' '
     kill -TERM $(cat .harness/pid.envy) &&
     wait_for 10 "! mountpoint -q envy" &&

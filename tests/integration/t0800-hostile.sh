@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Trust nobody: messages published straight into beta's mailbox with a raw
+# AMQP client, bypassing fleetfs — unsigned, forged, untrusted, misaddressed,
+# expired, replayed, malformed, huge, not UTF-8.  None reaches the inbox or
+# the pane; each is dead-lettered into fleet.dlq, counted by reason, and
+# beta keeps serving good messages throughout.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+. "$FLEET_ROOT/tests/herdr.sh"
+broker_use_shared
+FLEET_VHOST=t0800
+new_vhost $FLEET_VHOST
+RAWPUB=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/rawpub
+URI=$(broker_uri $FLEET_VHOST)
+Q=lead.beta.inbox
+
+dlq() { broker_count fleet.dlq; }
+# reject CASE RAWPUB-ARGS...: publish, then expect one more dead letter and
+# one more rejection counted as CASE, and nothing new in the inbox
+reject() {
+    local reason=$1 before after n0
+    shift
+    before=$(dlq) &&
+    n0=$(grep "^rejected_$reason:" beta/status | awk "{print \$2}") &&
+    "$RAWPUB" "$URI" $Q "$@" >/dev/null &&
+    wait_for 5 "test \"\$(dlq)\" = $((before + 1))" &&
+    wait_for 5 "grep -q \"^rejected_$reason: $(( ${n0:-0} + 1 ))$\" beta/status" &&
+    test ! -s beta/leads/beta/inbox
+}
+
+test_expect_success 'alpha and beta mount, beta types into a (fake) herdr pane' '
+    herdr_state "{\"panes\":[{\"pane_id\":\"w1:p1\",\"workspace_id\":\"w1\",\"tab_id\":\"w1:t1\",\"agent\":\"claude\",\"name\":\"beta\",\"agent_status\":\"working\"}]}" &&
+    herdr_start &&
+    mount_fleet alpha peers=beta inject=none &&
+    mount_fleet beta peers=alpha inject=herdr &&
+    fleet_key mallory &&
+    grep -q "^signing: on (ed25519; " beta/status &&
+    test "$(dlq)" = 0
+'
+
+test_expect_success 'unsigned: rejected' '
+    "$RAWPUB" "$URI" lead.nowhere --sign $TEST_DIR/keys/alpha.key --from alpha --to beta --text hi --print 2>/dev/null |
+        jq -c "del(.sig)" >unsigned.json;
+    test -s unsigned.json &&
+    reject unsigned --body-file unsigned.json
+'
+
+test_expect_success 'a bad signature (body changed after signing): rejected' '
+    reject bad-signature --sign $TEST_DIR/keys/alpha.key --from alpha --to beta --text "pay me" --tamper
+'
+
+test_expect_success 'signed by a key not trusted for the sender: rejected' '
+    reject bad-signature --sign $TEST_DIR/keys/mallory.key --from alpha --to beta --text "I am alpha"
+'
+
+test_expect_success 'signed by a sender nobody trusts: rejected' '
+    rm -f $TEST_DIR/trust/mallory.pub &&
+    reject unknown-key --sign $TEST_DIR/keys/mallory.key --from mallory --to beta --text "hello from nowhere"
+'
+
+test_expect_success 'the right key, but addressed to another lead: rejected' '
+    reject wrong-recipient --sign $TEST_DIR/keys/alpha.key --from alpha --to gamma --text "not for beta"
+'
+
+test_expect_success 'expired (beyond the 5 minute clock skew): rejected' '
+    reject expired --sign $TEST_DIR/keys/alpha.key --from alpha --to beta --text stale --expires-in -600
+'
+
+test_expect_success 'not JSON, JSON without fields, 1 MiB, invalid UTF-8: rejected as malformed' '
+    reject malformed --body "this is not json" &&
+    reject malformed --body "{\"v\":1,\"type\":\"coord\"}" &&
+    head -c 1048576 /dev/zero | tr "\\0" a >big.txt &&
+    jq -Rsc "{v:1,type:\"coord\",msgId:\"0123456789abcdef0123456789abcdef\",from:\"alpha\",to:\"beta\",sentAt:\"2026-01-01T00:00:00Z\",expiresAt:\"2099-01-01T00:00:00Z\",body:.}" big.txt >big.json &&
+    reject malformed --body-file big.json &&
+    printf "{\"v\":1,\"type\":\"coord\",\"msgId\":\"0123456789abcdef0123456789abcdef\",\"from\":\"alpha\",\"to\":\"beta\",\"sentAt\":\"2026-01-01T00:00:00Z\",\"expiresAt\":\"2099-01-01T00:00:00Z\",\"body\":\"caf\\xe9\"}" >latin1.json &&
+    reject malformed --body-file latin1.json
+'
+
+test_expect_success 'a good message from alpha still arrives, signed' '
+    echo "all good here" >alpha/peers/beta/send &&
+    wait_for 5 "grep -q \"all good here\" beta/leads/beta/inbox"
+'
+
+test_expect_success 'replayed: the same signed bytes published again are rejected' '
+    "$RAWPUB" "$URI" $Q --sign $TEST_DIR/keys/alpha.key --from alpha --to beta --text "once only" --print >once.json &&
+    wait_for 5 "grep -q \"once only\" beta/leads/beta/inbox" &&
+    echo all >beta/leads/beta/ack &&
+    reject replayed --body-file once.json
+'
+
+test_expect_success 'nothing refused was ever typed into the pane; nothing refused is in history' '
+    test $(prompts) = 0 && test $(refused) = 0 &&
+    ! grep -qE "pay me|I am alpha|hello from nowhere|not for beta|stale" beta/leads/beta/history
+'
+
+test_expect_success 'status counts every rejection by reason' '
+    grep -q "^rejected: 11$" beta/status &&
+    grep -q "^dead_lettered: 11$" beta/status &&
+    grep -q "^rejected_malformed: 4$" beta/status
+'
+
+test_expect_success 'no receipt went to an unverified sender; the verified alpha got "rejected" ones' '
+    test -z "$(broker_count lead.mallory.receipts)" &&
+    wait_for 5 "test \$(grep -c \"beta says rejected about\" alpha.log) = 2"
+'
+
+test_expect_success 'unmount cleanly' '
+    unmount_fleet alpha && unmount_fleet beta
+'
+
+test_done
