@@ -474,6 +474,30 @@ static int parse_uri(const char *uri, char **buf, struct amqp_connection_info *i
     return amqp_parse_url(*buf, info) == AMQP_STATUS_OK ? 0 : -1;
 }
 
+/* Why amqp_socket_open failed, in words an operator can act on.  (rabbitmq-c
+ * reports which TLS check failed, not the certificate's own error.) */
+static void open_failure(const br_conn *c, const char *shown, const char *host, int port, int rc,
+                         char *out, size_t n)
+{
+    switch (rc) {
+    case AMQP_STATUS_SSL_PEER_VERIFY_FAILED:
+        snprintf(out, n, "%s: TLS: the broker's certificate is not trusted by the CA in %s; set "
+                 "-o ca= to the CA file that signed the broker's certificate", shown, c->cfg.ca);
+        break;
+    case AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED:
+        snprintf(out, n, "%s: TLS: the broker's certificate does not name host '%s' (hostname "
+                 "verification failed); connect with a DNS name from the certificate's "
+                 "subjectAltName (an IP address never matches)", shown, host);
+        break;
+    case AMQP_STATUS_SSL_CONNECTION_FAILED:
+        snprintf(out, n, "%s: TLS handshake failed; is port %d the broker's TLS listener "
+                 "(usually 5671)?", shown, port);
+        break;
+    default:
+        snprintf(out, n, "%s: %s", shown, amqp_error_string2(rc));
+    }
+}
+
 static void try_connect(br_conn *c)
 {
     const char *uri;
@@ -508,10 +532,17 @@ static void try_connect(br_conn *c)
     g_mutex_unlock(&c->lock);
 
     c->amqp = amqp_new_connection();
+    if (info.ssl && !c->cfg.ca) {
+        /* rabbitmq-c has no system CA store: without a CA nothing verifies */
+        snprintf(reason, sizeof reason, "%s: amqps:// needs -o ca=FILE, the CA that signed the "
+                 "broker's certificate", shown);
+        goto fail;
+    }
     if (info.ssl) {
         sock = amqp_ssl_socket_new(c->amqp);
-        if (sock && c->cfg.ca && amqp_ssl_socket_set_cacert(sock, c->cfg.ca) != AMQP_STATUS_OK) {
-            snprintf(reason, sizeof reason, "cannot load CA file %s", c->cfg.ca);
+        if (sock && amqp_ssl_socket_set_cacert(sock, c->cfg.ca) != AMQP_STATUS_OK) {
+            snprintf(reason, sizeof reason, "cannot load CA file %s (-o ca=): not a readable "
+                     "PEM certificate file", c->cfg.ca);
             goto fail;
         }
         if (sock) {
@@ -527,7 +558,7 @@ static void try_connect(br_conn *c)
     }
     rc = amqp_socket_open_noblock(sock, info.host, info.port, &tv);
     if (rc != AMQP_STATUS_OK) {
-        snprintf(reason, sizeof reason, "%s: %s", shown, amqp_error_string2(rc));
+        open_failure(c, shown, info.host, info.port, rc, reason, sizeof reason);
         goto fail;
     }
     amqp_set_handshake_timeout(c->amqp, &rpc);

@@ -38,6 +38,8 @@
 #   broker_use_shared                  use the run's shared broker ($FLEET_TEST_BROKER_ENV);
 #                                      without it, start a private one
 #   broker_start_own                   start a private broker in $TEST_DIR/broker and use it
+#   broker_start_own_tls CERTDIR       the same with a TLS listener too (CERTDIR: ca.pem,
+#                                      server.pem, server.key; see tests/tls.sh)
 #   broker_kill                        kill -9 the private broker (data kept)
 #   broker_stop                        stop the private broker cleanly (data kept)
 #   broker_restart                     (stop if running, then) start the private broker on
@@ -50,7 +52,8 @@
 # Variables: FLEET_ROOT (repository), TEST_NAME, TEST_DIR, FLEETFS (the daemon
 # binary: $FLEET_ROOT/${FLEETFS_BUILD:-build}/fleetfs unless already set), and
 # after a broker_* call: FLEET_BROKER_URI, BROKER_PORT, BROKER_DIST_PORT,
-# BROKER_NODE, BROKER_DIR, BROKER_PGID.
+# BROKER_NODE, BROKER_DIR, BROKER_PGID; with TLS also FLEET_BROKER_TLS_URI and
+# BROKER_TLS_PORT.
 
 FLEET_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 export FLEET_ROOT
@@ -330,4 +333,21 @@ broker_uri() {
     esac
   done
   echo "amqp://guest:guest@127.0.0.1:$BROKER_PORT/$enc"
+}
+
+# broker_start_own_tls CERTDIR: like broker_start_own, with a TLS listener
+# serving CERTDIR/server.pem and server.key (CA CERTDIR/ca.pem); the env
+# then also has FLEET_BROKER_TLS_URI (amqps://guest:guest@localhost:PORT/%2f)
+# and BROKER_TLS_PORT. On a stopped own broker it starts the same node
+# (same data and ports) with these certificates instead of the old ones.
+broker_start_own_tls() {
+  local certdir=$1 log=$TEST_DIR/.harness/broker-start.log
+  [[ -n $certdir ]] || { echo "broker_start_own_tls: CERTDIR missing" >&2; return 1; }
+  "$FLEET_ROOT/scripts/broker" start --dir "$TEST_DIR/broker" --tls "$certdir" \
+    >/dev/null 2>"$log" || {
+    echo "scripts/broker start --dir $TEST_DIR/broker --tls $certdir failed:" >&2
+    cat "$log" >&2
+    return 1
+  }
+  _broker_select "$TEST_DIR/broker/env"
 }
