@@ -57,6 +57,17 @@ static fleet *F(void)
     return fuse_get_context()->private_data;
 }
 
+/* The tree belongs to the mounting user (modes 0600/0400/0200, dirs
+ * 0500, nothing for group and others).  Without allow_other the kernel
+ * already keeps everyone else out; with it, these modes are enforced
+ * here: another user may see that the mount point is a directory, and
+ * gets EACCES for everything else. */
+static bool outsider(void)
+{
+    uid_t uid = fuse_get_context()->uid;
+    return uid != F()->uid && uid != 0;
+}
+
 bool fleet_is_peer(const fleet *f, const char *name)
 {
     if (!name_valid(name))
@@ -165,6 +176,8 @@ static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info
 
     if (k == N_NONE)
         return -ENOENT;
+    if (k != N_ROOT && outsider())
+        return -EACCES;
     memset(st, 0, sizeof *st);
     st->st_uid = f->uid;
     st->st_gid = f->gid;
@@ -202,6 +215,8 @@ static int tree_readlink(const char *path, char *buf, size_t size)
 {
     fleet *f = F();
     char name[64];
+    if (outsider())
+        return -EACCES;
     if (resolve(f, path, name) != N_SELF)
         return -EINVAL;
     snprintf(buf, size, "leads/%s", f->opts->coord_id);
@@ -220,6 +235,8 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
 
     if (!is_dir(k))
         return k == N_NONE ? -ENOENT : -ENOTDIR;
+    if (outsider())
+        return -EACCES;
     fill(buf, ".", NULL, 0, 0);
     fill(buf, "..", NULL, 0, 0);
     switch (k) {
@@ -262,6 +279,8 @@ static int tree_open(const char *path, struct fuse_file_info *fi)
 
     if (k == N_NONE)
         return -ENOENT;
+    if (outsider())
+        return -EACCES;
     if (is_dir(k))
         return -EISDIR;
     if (is_writable(k) ? acc != O_WRONLY : acc != O_RDONLY)
@@ -335,6 +354,8 @@ static int tree_truncate(const char *path, off_t size, struct fuse_file_info *fi
     (void)fi;
     if (k == N_NONE)
         return -ENOENT;
+    if (outsider())
+        return -EACCES;
     /* the notifier's own poke: the event is all it wanted */
     if (nt_is_self(g_atomic_pointer_get(&f->nt), fuse_get_context()->pid))
         return 0;
