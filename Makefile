@@ -27,6 +27,8 @@ UNITBIN := $(UNITSRC:tests/unit/%.c=$(B)/tests/%)
 TOOLSRC := $(wildcard tests/tools/*.c)
 TOOLBIN := $(TOOLSRC:tests/tools/%.c=$(B)/tools/%)
 FAKESRC := $(wildcard tests/fake_herdr/*.c)
+BENCHSRC := $(wildcard tests/bench/*.c)
+BENCHBIN := $(BENCHSRC:tests/bench/%.c=$(B)/bench-bin/%)
 
 .PHONY: all san test unit integration run demo bench clean fuzz
 all: $(B)/fleetfs $(UNITBIN) $(TOOLBIN) $(if $(FAKESRC),$(B)/fake-herdr)
@@ -53,8 +55,21 @@ $(B)/tools/%: tests/tools/%.c $(B)/libfleetfs.a $(wildcard */*.h)
 $(B)/fake-herdr: $(FAKESRC) $(wildcard tests/fake_herdr/*.h) $(B)/libfleetfs.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $(FAKESRC) $(B)/libfleetfs.a $(LDSAN) $(LDLIBS)
 
+$(B)/bench-bin/%: tests/bench/%.c $(wildcard tests/bench/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDSAN) $(LDLIBS)
+
+# The benchmark (doc/benchmarks.md); BENCH_SCALE=smoke for a seconds-long run.
+bench: $(B)/fleetfs $(BENCHBIN)
+	@FLEETFS_BUILD=$(B) scripts/bench
+
 san:
 	$(MAKE) B=build/san SAN=1 all
+
+# libFuzzer targets (clang) on a copy of tests/fuzz/corpus; FUZZ_SECONDS each
+FUZZ_SECONDS ?= 300
+fuzz:
+	@scripts/fuzz $(FUZZ_SECONDS)
 
 unit: all
 	@scripts/run-unit $(B)

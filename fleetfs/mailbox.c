@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fuse.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +65,8 @@ typedef struct {
     char state[24];
     int64_t state_at;
     char detail[256];
+    char *line;          /* rendered, "\n"-terminated: getattr and open cost no JSON */
+    size_t line_len;
 } sent_entry;
 
 struct mailbox {
@@ -78,6 +81,8 @@ struct mailbox {
     size_t held_bytes;
     GList *views;           /* mb_view* */
     GQueue sent;            /* sent_entry*, oldest first */
+    size_t sent_bytes;      /* sum of their line_len: the size of `sent` */
+    size_t history_bytes;   /* size of `history` */
     GQueue history;         /* char* JSON lines without newline, oldest first */
     GHashTable *consumed;   /* msgId set of history entries */
     jlog *history_log;
@@ -88,6 +93,7 @@ struct mailbox {
     char *injector_words;   /* what the injector is doing, for status */
     sig_key *key;           /* NULL only with insecure */
     sig_trust *trust;       /* reloaded when an unknown sender shows up */
+    bool trim;              /* many messages freed: give the memory back */
     int64_t trust_loaded;   /* trust directory mtime (ns) when it was read */
     seen_set *seen;         /* replay protection, persisted */
     uint64_t ok_epoch;      /* epoch whose consumer we saw working ... */
@@ -95,6 +101,7 @@ struct mailbox {
 };
 
 static void sent_load_line(mailbox *mb, const char *line);
+static void sent_free(sent_entry *se);
 
 static void touch(mailbox *mb, mb_file f)
 {
@@ -119,8 +126,10 @@ static void history_push(mailbox *mb, char *line)
         g_hash_table_add(mb->consumed, g_strdup(id));
     json_decref(j);
     g_queue_push_tail(&mb->history, line);
+    mb->history_bytes += strlen(line) + 1;
     while (mb->history.length > HISTORY_MAX) {
         char *old = g_queue_pop_head(&mb->history);
+        mb->history_bytes -= strlen(old) + 1;
         json_t *o = json_loads(old, 0, &err);
         const char *oid = o ? json_string_value(json_object_get(o, "msgId")) : NULL;
         if (oid)
@@ -234,7 +243,7 @@ void mb_free(mailbox *mb)
     while ((m = g_queue_pop_head(&mb->held)))
         held_free(m);
     while ((se = g_queue_pop_head(&mb->sent)))
-        g_free(se);
+        sent_free(se);
     while ((s = g_queue_pop_head(&mb->history)))
         g_free(s);
     for (GList *l = mb->views; l; l = l->next) {
@@ -513,7 +522,7 @@ static sent_entry *sent_find(mailbox *mb, const char *msg_id)
     return NULL;
 }
 
-static char *sent_line(const sent_entry *se)
+static char *sent_json(const sent_entry *se)
 {
     char at[40];
     json_t *j = json_object();
@@ -531,26 +540,43 @@ static char *sent_line(const sent_entry *se)
     return line;
 }
 
+/* Lock held: re-render se's line after it changed. */
+static void sent_render(mailbox *mb, sent_entry *se)
+{
+    char *json = sent_json(se);
+    mb->sent_bytes -= se->line_len;
+    g_free(se->line);
+    se->line = g_strdup_printf("%s\n", json ? json : "{}");
+    se->line_len = strlen(se->line);
+    mb->sent_bytes += se->line_len;
+    free(json);
+}
+
 static GString *render_sent_locked(void *ud)
 {
     mailbox *mb = ud;
-    GString *s = g_string_new(NULL);
+    GString *s = g_string_sized_new(mb->sent_bytes + 1);
     for (GList *l = mb->sent.head; l; l = l->next) {
-        char *line = sent_line(l->data);
-        if (line) {
-            g_string_append(s, line);
-            g_string_append_c(s, '\n');
-            free(line);
-        }
+        sent_entry *se = l->data;
+        g_string_append_len(s, se->line, (gssize)se->line_len);
     }
     return s;
+}
+
+static void sent_free(sent_entry *se)
+{
+    g_free(se->line);
+    g_free(se);
 }
 
 static void sent_push(mailbox *mb, sent_entry *se)
 {
     g_queue_push_tail(&mb->sent, se);
-    while (mb->sent.length > SENT_MAX)
-        g_free(g_queue_pop_head(&mb->sent));
+    while (mb->sent.length > SENT_MAX) {
+        sent_entry *old = g_queue_pop_head(&mb->sent);
+        mb->sent_bytes -= old->line_len;
+        sent_free(old);
+    }
 }
 
 /* One line of sent.jsonl at start-up: the newest line of a msgId wins. */
@@ -582,16 +608,16 @@ static void sent_load_line(mailbox *mb, const char *line)
     if (at && env_time_parse(at, &ms) == 0)
         se->state_at = ms;
     json_decref(j);
+    sent_render(mb, se);
 }
 
 /* Lock held: se changed (or is new); persist and tell watchers. */
-static void sent_changed_locked(mailbox *mb, const sent_entry *se)
+static void sent_changed_locked(mailbox *mb, sent_entry *se)
 {
-    char *line = sent_line(se);
-    if (line) {
-        jlog_append(mb->sent_log, line);
-        free(line);
-    }
+    sent_render(mb, se);
+    se->line[se->line_len - 1] = '\0';
+    jlog_append(mb->sent_log, se->line);
+    se->line[se->line_len - 1] = '\n';
     jlog_maybe_compact(mb->sent_log, mb->sent.length, render_sent_locked, mb);
     touch(mb, MB_SENT);
     changed(mb, mb->sent_path);
@@ -859,6 +885,7 @@ fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t d
             held_free(m);
         }
         touch(mb, MB_INBOX);
+        mb->trim = mb->trim || items->len >= 64;
         g_mutex_unlock(&mb->lock);
         g_array_free(done, TRUE);
         changed(mb, mb->inbox_path);
@@ -1177,6 +1204,15 @@ GString *mb_render_rejections(mailbox *mb)
     return s;
 }
 
+size_t mb_size(mailbox *mb, mb_file f)
+{
+    size_t n;
+    g_mutex_lock(&mb->lock);
+    n = f == MB_SENT ? mb->sent_bytes : f == MB_HISTORY ? mb->history_bytes : mb->held_bytes;
+    g_mutex_unlock(&mb->lock);
+    return n;
+}
+
 int64_t mb_mtime(mailbox *mb, mb_file f)
 {
     int64_t t;
@@ -1217,7 +1253,12 @@ void mb_tick(mailbox *mb)
     if (dropped)
         touch(mb, MB_INBOX);
     sent_expire_locked(mb);
+    bool trim = mb->trim;
+    mb->trim = false;
     g_mutex_unlock(&mb->lock);
+    /* glibc keeps freed heap; after a big ack it is worth returning */
+    if (trim)
+        malloc_trim(0);
     if (dropped) {
         changed(mb, mb->inbox_path);
         changed(mb, mb->lead_status_path);

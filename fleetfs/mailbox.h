@@ -98,6 +98,8 @@ void mb_counters_get(mailbox *mb, mb_counters *out, unsigned *held);
 /* "reason: count" lines of rejections, for status */
 GString *mb_render_rejections(mailbox *mb);
 int64_t mb_mtime(mailbox *mb, mb_file f); /* ms since epoch */
+/* Current size of sent / history (O(1), for getattr); MB_INBOX: pending. */
+size_t mb_size(mailbox *mb, mb_file f);
 
 /* Once a second: forget held messages of a lost connection that the
  * broker did not redeliver. */

@@ -22,6 +22,9 @@
 #include "fleetfs/status.h"
 
 #define TICK_US 1000000
+/* Peer mailboxes probed per tick: every peer each second in a fleet of up
+ * to this many, round-robin beyond (1000 peers: each every 16 s). */
+#define PROBES_PER_TICK 64
 
 typedef struct {
     char *path;
@@ -35,6 +38,7 @@ struct notifier {
     gint tid;
     gint stopping;
     GHashTable *digests; /* status relpath -> last content */
+    guint cursor;        /* next peer to probe */
 };
 
 static void item_free(nt_item *it)
@@ -72,14 +76,14 @@ bool nt_is_self(notifier *nt, pid_t tid)
     return nt && g_atomic_int_get(&nt->tid) == tid;
 }
 
-/* IN_MODIFY for watchers: a real truncate through the mount, to the size
- * the file has now, so nothing changes but the event. */
+/* IN_MODIFY for watchers: a real truncate through the mount.  The tree
+ * ignores it (it comes from this thread), and the attributes the kernel
+ * keeps are the ones the tree reports in the reply, so the size given here
+ * does not matter and no stat is needed first. */
 static void poke(notifier *nt, const char *relpath)
 {
     char *path = g_build_filename(nt->f->mountpoint, relpath, NULL);
-    struct stat st;
-    if (stat(path, &st) == 0 && truncate(path, st.st_size) < 0 && errno != ENOENT &&
-        errno != ENOTCONN)
+    if (truncate(path, 0) < 0 && errno != ENOENT && errno != ENOTCONN)
         log_warn("notify: truncate %s: %s; inotify watchers of it will not wake", relpath,
                  strerror(errno));
     g_free(path);
@@ -115,15 +119,20 @@ static void tick(notifier *nt, GHashTable *dirty)
 {
     fleet *f = nt->f;
     char path[160];
+    guint n = f->opts->peers ? g_strv_length(f->opts->peers) : 0, i;
     mb_tick(f->mb);
-    st_refresh_probes(f);
+    st_probe(f, f->opts->coord_id);
     snprintf(path, sizeof path, "leads/%s/status", f->opts->coord_id);
     compare_status(nt, dirty, path, st_lead(f, false));
     compare_status(nt, dirty, "status", st_root(f));
-    for (char **p = f->opts->peers; p && *p; p++) {
-        snprintf(path, sizeof path, "peers/%s/status", *p);
-        compare_status(nt, dirty, path, st_peer(f, *p, false));
+    for (i = 0; i < MIN(n, PROBES_PER_TICK); i++) {
+        const char *peer = f->opts->peers[(nt->cursor + i) % n];
+        st_probe(f, peer);
+        snprintf(path, sizeof path, "peers/%s/status", peer);
+        compare_status(nt, dirty, path, st_peer(f, peer, false));
     }
+    if (n)
+        nt->cursor = (nt->cursor + i) % n;
 }
 
 static gpointer notifier_main(gpointer data)

@@ -181,16 +181,12 @@ GString *st_peer(fleet *f, const char *peer, bool fresh)
     return s;
 }
 
-void st_refresh_probes(fleet *f)
+void st_probe(fleet *f, const char *id)
 {
     char queue[96];
     br_probe p;
-    br_inbox_queue(f->opts->coord_id, queue, sizeof queue);
+    br_inbox_queue(id, queue, sizeof queue);
     br_probe_queue(f->br, queue, PROBE_MAX_AGE_MS - 100, f->opts->probe_timeout_ms, &p);
-    for (char **peer = f->opts->peers; peer && *peer; peer++) {
-        br_inbox_queue(*peer, queue, sizeof queue);
-        br_probe_queue(f->br, queue, PROBE_MAX_AGE_MS - 100, f->opts->probe_timeout_ms, &p);
-    }
 }
 
 const char *st_readme(void)

@@ -16,8 +16,8 @@ GString *st_lead(fleet *f, bool fresh);
 GString *st_peer(fleet *f, const char *peer, bool fresh);
 const char *st_readme(void);
 
-/* Ask the broker about the own mailbox and every configured peer (at most
- * once a second each); used by the notifier's tick. */
-void st_refresh_probes(fleet *f);
+/* Ask the broker about lead id's mailbox (answers younger than a second
+ * are reused); used by the notifier's tick. */
+void st_probe(fleet *f, const char *id);
 
 #endif

@@ -193,6 +193,8 @@ static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info
         st->st_nlink = 1;
         if (k == N_INBOX) {
             st->st_size = (off_t)mb_inbox_size(f->mb, fuse_get_context()->pid);
+        } else if (k == N_SENT || k == N_HISTORY) {
+            st->st_size = (off_t)mb_size(f->mb, k == N_SENT ? MB_SENT : MB_HISTORY);
         } else if (!is_writable(k)) {
             GString *s = render(f, k, name, false);
             st->st_size = (off_t)s->len;
