@@ -431,6 +431,13 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
     reason = refuse_reason(mb, &e, &verified, why, sizeof why);
     if (reason) {
         count_rejection(mb, reason);
+        /* history records what a verified sender sent us and we refused;
+         * an unverified sender's bytes are not worth keeping */
+        if (verified && !strcmp(e.type, ENV_TYPE_COORD)) {
+            char now[40];
+            env_time_format(env_now_ms(), now);
+            history_add(mb, &e, now, "rejected", reason);
+        }
         g_mutex_unlock(&mb->lock);
         log_warn("inbox: rejected %s from %s (%s: %s); it goes to fleet.dlq", e.msgId, e.from,
                  reason, why);

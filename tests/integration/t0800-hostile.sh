@@ -88,9 +88,11 @@ test_expect_success 'replayed: the same signed bytes published again are rejecte
     reject replayed --body-file once.json
 '
 
-test_expect_success 'nothing refused was ever typed into the pane; nothing refused is in history' '
+test_expect_success 'nothing refused was typed; history keeps only what a verified sender sent' '
     test $(prompts) = 0 && test $(refused) = 0 &&
-    ! grep -qE "pay me|I am alpha|hello from nowhere|not for beta|stale" beta/leads/beta/history
+    ! grep -qE "pay me|I am alpha|hello from nowhere" beta/leads/beta/history &&
+    grep "not for beta" beta/leads/beta/history | jq -e ".consumed == \"rejected\" and .detail == \"wrong-recipient\"" >/dev/null &&
+    grep "\"stale\"" beta/leads/beta/history | jq -e ".consumed == \"rejected\" and .detail == \"expired\"" >/dev/null
 '
 
 test_expect_success 'status counts every rejection by reason' '
