@@ -156,6 +156,23 @@ test_expect_success 'acked through the ack file: the sender sees acked, nothing 
     test $(prompts) = 10
 '
 
+test_expect_success 'no receipt before expiresAt: the sender sees expired' '
+    new_vhost t0700short &&
+    FLEET_VHOST=t0700short mount_fleet shorty peers=nobody message_ttl=2s inject=none &&
+    echo "anyone?" >shorty/peers/nobody/send &&
+    id=$(tail -n1 shorty/leads/shorty/sent | jq -r .msgId) &&
+    test "$(jq -r .state shorty/leads/shorty/sent)" = published-unread &&
+    wait_for 10 "test \"\$(jq -r .state shorty/leads/shorty/sent)\" = expired" &&
+    jq -r .detail shorty/leads/shorty/sent | grep -q "no receipt" &&
+    unmount_fleet shorty
+'
+
+test_expect_success 'sent survives a restart of the sender' '
+    unmount_fleet alpha &&
+    mount_fleet alpha peers=beta inject=none &&
+    test "$(jq -r .state alpha/leads/alpha/sent | sort | uniq -c | awk "{print \$2}" | sort | tr "\n" " ")" = "acked confirmed injected uncertain " 
+'
+
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
 '
