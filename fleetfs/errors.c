@@ -26,7 +26,7 @@ static const struct fe_row fe_table[] = {
 	[FE_TOO_BIG] = { EMSGSIZE, "too-big",
 		"the message is larger than max_message; shorten it, split it, or raise max_message" },
 	[FE_NO_PEER] = { ENOENT, "no-peer",
-		"no such peer; add it to peers= or wait until its presence is heard" },
+		"no such peer; add it to the peers= option of this mount" },
 	[FE_NOT_CONNECTED] = { ECOMM, "not-connected",
 		"the broker is not connected; see the broker line in /status and retry when it reads connected" },
 	[FE_TIMEOUT] = { ETIMEDOUT, "timeout",

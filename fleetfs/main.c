@@ -447,6 +447,8 @@ int main(int argc, char **argv)
 
     if (argc >= 2 && !strcmp(argv[1], "keygen"))
         return keygen(argc, argv);
+    /* a closed pipe (the notifier's poker gone) is an error, not a death */
+    signal(SIGPIPE, SIG_IGN);
     cl.ours = g_ptr_array_new_with_free_func(g_free);
     cl.fuse_opts = g_ptr_array_new_with_free_func(g_free);
     opts_init(&o);

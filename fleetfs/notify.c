@@ -4,15 +4,27 @@
  * per round.  Status files are compared by content (without the lines
  * that change every second by themselves) so watchers wake on real
  * changes only.
+ *
+ * The truncates themselves are made by a small child process (the
+ * "poker"), not by a thread of the daemon.  A daemon thread waiting in a
+ * request on its own mount cannot be finished when the daemon dies (kill
+ * -9, a crash): the kernel waits for the daemon's answer, the daemon
+ * waits for that thread, and the process hangs in D state until someone
+ * aborts the FUSE connection.  The poker holds no descriptor but its pipe,
+ * so the daemon's death closes /dev/fuse, the kernel aborts the pending
+ * request, and the poker sees end-of-file and leaves.
  */
 #include "fleetfs/notify.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -35,7 +47,8 @@ struct notifier {
     fleet *f;
     GThread *thread;
     GAsyncQueue *q;
-    gint tid;
+    pid_t poker;         /* the child that makes the truncates */
+    int poker_fd;        /* its pipe: NUL-terminated relative paths */
     gint stopping;
     GHashTable *digests; /* status relpath -> last content */
     guint cursor;        /* next peer to probe */
@@ -73,20 +86,81 @@ void nt_poll_wake(notifier *nt, struct fuse_pollhandle *ph)
 
 bool nt_is_self(notifier *nt, pid_t tid)
 {
-    return nt && g_atomic_int_get(&nt->tid) == tid;
+    return nt && nt->poker > 0 && nt->poker == tid;
 }
 
-/* IN_MODIFY for watchers: a real truncate through the mount.  The tree
- * ignores it (it comes from this thread), and the attributes the kernel
- * keeps are the ones the tree reports in the reply, so the size given here
- * does not matter and no stat is needed first. */
+/* The poker: read paths, truncate them through the mount.  It runs in a
+ * child forked from a threaded process, so it calls only async-signal-safe
+ * functions (read, truncate, memcpy-like loops, _exit).  The tree ignores
+ * its truncates (they come from this pid), and the kernel keeps the
+ * attributes the tree reports in the reply, so the size given does not
+ * matter and no stat is needed first. */
+static void poker_main(int fd, const char *mnt)
+{
+    char buf[8192], path[PATH_MAX + 8];
+    size_t mlen = strlen(mnt), have = 0;
+    if (mlen + 2 > sizeof path)
+        _exit(1);
+    memcpy(path, mnt, mlen);
+    path[mlen] = '/';
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - have);
+        size_t start = 0;
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            _exit(0);
+        }
+        have += (size_t)n;
+        for (size_t i = 0; i < have; i++) {
+            if (buf[i] != '\0')
+                continue;
+            if (i - start + mlen + 2 <= sizeof path) {
+                memcpy(path + mlen + 1, buf + start, i - start + 1);
+                while (truncate(path, 0) < 0 && errno == EINTR)
+                    ;
+            }
+            start = i + 1;
+        }
+        memmove(buf, buf + start, have - start);
+        have -= start;
+        if (have == sizeof buf) /* a path longer than the buffer: drop it */
+            have = 0;
+    }
+}
+
+static pid_t poker_start(const char *mnt, int *wfd)
+{
+    int p[2];
+    pid_t pid;
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid = fork();
+    if (pid == 0) {
+        /* keep nothing of the daemon's: above all not /dev/fuse */
+        if (dup2(p[0], 3) < 0)
+            _exit(1);
+        close_range(4, ~0U, 0);
+        poker_main(3, mnt);
+    }
+    close(p[0]);
+    if (pid < 0) {
+        close(p[1]);
+        return -1;
+    }
+    *wfd = p[1];
+    return pid;
+}
+
+/* IN_MODIFY for watchers of relpath: ask the poker to touch it. */
 static void poke(notifier *nt, const char *relpath)
 {
-    char *path = g_build_filename(nt->f->mountpoint, relpath, NULL);
-    if (truncate(path, 0) < 0 && errno != ENOENT && errno != ENOTCONN)
-        log_warn("notify: truncate %s: %s; inotify watchers of it will not wake", relpath,
+    size_t len = strlen(relpath) + 1;
+    if (nt->poker_fd < 0)
+        return;
+    if (write(nt->poker_fd, relpath, len) != (ssize_t)len)
+        log_warn("notify: cannot reach the poker process (%s); inotify watchers will not wake",
                  strerror(errno));
-    g_free(path);
 }
 
 /* Strip the lines that change with time alone. */
@@ -141,7 +215,6 @@ static gpointer notifier_main(gpointer data)
     GHashTable *dirty = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     gint64 next_tick = g_get_monotonic_time() + TICK_US;
 
-    g_atomic_int_set(&nt->tid, (gint)syscall(SYS_gettid));
     while (!g_atomic_int_get(&nt->stopping)) {
         gint64 wait = MAX(next_tick - g_get_monotonic_time(), 1);
         nt_item *it = g_async_queue_timeout_pop(nt->q, (guint64)wait);
@@ -176,6 +249,11 @@ notifier *nt_start(fleet *f)
     nt->f = f;
     nt->q = g_async_queue_new();
     nt->digests = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    nt->poker_fd = -1;
+    nt->poker = poker_start(f->mountpoint, &nt->poker_fd);
+    if (nt->poker < 0)
+        log_err("notify: cannot start the poker process: %s; inotify watchers will not wake "
+                "(poll and tail -f still work)", strerror(errno));
     nt->thread = g_thread_new("notifier", notifier_main, nt);
     return nt;
 }
@@ -188,6 +266,12 @@ void nt_stop(notifier *nt)
     g_atomic_int_set(&nt->stopping, 1);
     nt_changed(nt, "status");
     g_thread_join(nt->thread);
+    if (nt->poker > 0) {
+        close(nt->poker_fd);
+        /* it may be in a truncate the unmount already failed: it returns */
+        while (waitpid(nt->poker, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
     while ((it = g_async_queue_try_pop(nt->q)))
         item_free(it);
     g_async_queue_unref(nt->q);

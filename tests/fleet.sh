@@ -8,6 +8,7 @@
 #   unmount_fleet NAME          fusermount3 -u and wait for the daemon to exit
 #                               (fails if it exits non-zero, e.g. a sanitizer report)
 #   kill_fleet NAME             kill -9 the daemon and lazily unmount
+#   fleet_gone NAME             true once the daemon has exited
 #   msgids FILE                 the msgIds of a JSON Lines file, one per line
 #   broker_count QUEUE          messages ready + unacked in QUEUE per rabbitmqctl
 
@@ -44,12 +45,19 @@ mount_fleet() {
   }
 }
 
+# fleet_gone NAME: the daemon has exited (a zombie waiting for its new
+# parent to reap it counts as exited)
+fleet_gone() {
+  local pid
+  pid=$(cat "$TEST_DIR/.harness/pid.$1" 2>/dev/null) || return 0
+  ! kill -0 "$pid" 2>/dev/null || grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null
+}
+
 unmount_fleet() {
   local name=$1 pid rc=0
   pid=$(cat "$TEST_DIR/.harness/pid.$name" 2>/dev/null) || return 0
   fusermount3 -u "$TEST_DIR/$name" 2>/dev/null || true
-  # an exited daemon stays a zombie until its new parent reaps it: gone too
-  if ! wait_for 15 "! kill -0 $pid 2>/dev/null || grep -q '^State:.*Z' /proc/$pid/status 2>/dev/null"; then
+  if ! wait_for 15 "fleet_gone $name"; then
     echo "unmount_fleet $name: daemon $pid did not exit" >&2
     kill -9 "$pid" 2>/dev/null
     rc=1
@@ -69,7 +77,7 @@ kill_fleet() {
   local name=$1 pid
   pid=$(cat "$TEST_DIR/.harness/pid.$name" 2>/dev/null) || return 1
   kill -9 "$pid"
-  wait_for 5 "! kill -0 $pid 2>/dev/null"
+  wait_for 5 "fleet_gone $name"
   fusermount3 -uz "$TEST_DIR/$name" 2>/dev/null || umount -l "$TEST_DIR/$name"
   rm -f "$TEST_DIR/.harness/pid.$name"
 }

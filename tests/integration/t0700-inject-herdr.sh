@@ -121,7 +121,7 @@ test_expect_success 'crash after typing, before the ack: restarted beta does not
     FLEETFS_TEST_DIE_AFTER_TYPING=1 mount_fleet beta peers=alpha inject=herdr &&
     echo "typed just before a crash" >alpha/peers/beta/send &&
     id=$(last_id) && echo $id >crash-a &&
-    wait_for 10 "! kill -0 \$(cat .harness/pid.beta) 2>/dev/null" &&
+    wait_for 10 "fleet_gone beta" &&
     test $(prompts) = 9 &&
     fusermount3 -uz beta && rm -f .harness/pid.beta &&
     herdr_set ".panes[0].agent_status=\"idle\"" &&
