@@ -85,5 +85,9 @@ test:
 run:
 	@scripts/run
 
+# Two leads on one machine; a message from alpha typed into beta's tmux pane.
+demo: $(B)/fleetfs
+	@FLEETFS_BUILD=$(B) scripts/demo
+
 clean:
 	rm -rf build

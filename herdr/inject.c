@@ -47,6 +47,7 @@ struct injector {
     /* journal: broker-independent record of what was typed */
     char *journal_path;
     int journal_fd;
+    char journal_err[160]; /* why it cannot be written, for the words */
     GHashTable *journal;  /* msgId -> last word (static string) */
     GQueue journal_order; /* msgIds, oldest first (owned by the hash table) */
     guint journal_lines;
@@ -124,8 +125,8 @@ static bool journal_write(injector *in, const char *word, const char *id)
     int n = snprintf(line, sizeof line, "%s %s\n", word, id);
     if (in->journal_fd < 0 || write(in->journal_fd, line, (size_t)n) != n ||
         fdatasync(in->journal_fd) < 0) {
-        log_err("inject: cannot record '%s %s' in %s: %s; not typing anything until it can",
-                word, id, in->journal_path, strerror(errno));
+        if (in->journal_fd >= 0)
+            g_strlcpy(in->journal_err, strerror(errno), sizeof in->journal_err);
         return false;
     }
     journal_set(in, id, journal_word(word));
@@ -215,7 +216,7 @@ static bool confirm(injector *in, const ib_target *t)
 static void deliver(injector *in, const envelope *e)
 {
     const char *last = g_hash_table_lookup(in->journal, e->msgId);
-    char why[512], words[700];
+    char why[512] = "", words[700];
     ib_target t;
     ib_verdict v;
     ib_typed typed;
@@ -247,9 +248,12 @@ static void deliver(injector *in, const envelope *e)
     if (v != IB_OK || !journal_write(in, "injecting", e->msgId)) {
         mb_claim(in->mb, e->msgId, false);
         g_free(text);
-        if (v != IB_OK)
-            say(in, why);
-        nap(in, BUSY_POLL_MS);
+        if (v == IB_OK)
+            snprintf(why, sizeof why, "stalled: cannot record deliveries in %s (%s); nothing "
+                     "is typed until it can be written (at most once depends on it)",
+                     in->journal_path, in->journal_err);
+        say(in, why);
+        nap(in, v == IB_OK ? RETRY_WAIT_MS : BUSY_POLL_MS);
         return;
     }
     snprintf(words, sizeof words, "delivering: typing %s from %s into %s", e->msgId, e->from,
@@ -342,8 +346,7 @@ injector *inj_start(const fs_opts *o, mailbox *mb)
     in->journal_fd =
         open(in->journal_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (in->journal_fd < 0)
-        log_err("inject: cannot open %s: %s; nothing will be typed", in->journal_path,
-                strerror(errno));
+        g_strlcpy(in->journal_err, strerror(errno), sizeof in->journal_err);
     say(in, "starting");
     in->thread = g_thread_new("injector", inj_main, in);
     return in;

@@ -56,16 +56,34 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
     unsigned hits = 0;
 
     if (b->o->inject_target) {
-        const char *args[] = {"display-message", "-p", "-t", b->o->inject_target, "#{pane_id}",
-                              NULL};
+        /* tmux resolves a target that names nothing to some other pane (or
+         * to nothing, silently): look it up ourselves and never guess */
+        const char *args[] = {"list-panes", "-a", "-F",
+                              "#{pane_id}\t#{session_name}:#{window_index}.#{pane_index}", NULL};
+        const char *want = b->o->inject_target;
         if (!tmux(args, &out, err, sizeof err)) {
-            snprintf(why, n, "stalled: tmux target '%s': %s; fix -o inject_target",
-                     b->o->inject_target, err);
+            snprintf(why, n, "waiting: no tmux server to type into (%s)", err);
+            return IB_WAIT;
+        }
+        gchar **lines = g_strsplit(out, "\n", -1);
+        for (gchar **l = lines; *l; l++) {
+            char *tab = strchr(*l, '\t');
+            if (!tab)
+                continue;
+            *tab = '\0';
+            if (!strcmp(*l, want) || !strcmp(tab + 1, want)) {
+                g_strlcpy(t->id, *l, sizeof t->id);
+                hits++;
+            }
+        }
+        g_strfreev(lines);
+        g_free(out);
+        if (hits != 1 || !t->id[0]) {
+            snprintf(why, n, "stalled: tmux target '%s' names no pane (use a pane id like %%3 "
+                     "or session:window.pane); fix -o inject_target", want);
             return IB_STALL;
         }
-        g_strlcpy(t->id, g_strstrip(out), sizeof t->id);
-        snprintf(t->name, sizeof t->name, "tmux pane %s (%s)", b->o->inject_target, t->id);
-        g_free(out);
+        snprintf(t->name, sizeof t->name, "tmux pane %s (%s)", want, t->id);
         return IB_OK;
     }
     const char *args[] = {"list-panes", "-a", "-F", "#{pane_id}\t#{pane_title}", NULL};
@@ -110,8 +128,10 @@ static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char
     g_strstrip(out);
     if (out[0] == '1')
         snprintf(why, n, "waiting: %s is dead", t->name);
-    else if (!strcmp(out + 1, " 1"))
+    else if (!strcmp(out, "0 1"))
         snprintf(why, n, "waiting: %s is in copy mode", t->name);
+    else if (strcmp(out, "0 0") != 0)
+        snprintf(why, n, "waiting: %s is gone", t->name);
     *st = HD_IDLE;
     bool ok = !strcmp(out, "0 0");
     g_free(out);

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Typing arrivals into a real tmux pane (inject=tmux): the pane is found by
+# its title (or -o inject_target), the text arrives as one bracketed paste
+# and Enter, control bytes never reach the terminal, a pane in copy mode
+# waits, a missing or ambiguous pane stalls loudly and recovers, and the
+# sender sees injected (tmux knows no agent status, so never confirmed).
+#
+# The lead's pane runs tests' recorder: the terminal in non-canonical mode
+# with no signals and no echo (so every byte reaches the program as it
+# arrives), bracketed paste requested like an agent's TUI does, and
+# `cat -v` showing each byte visibly, both in the pane and in a file.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+command -v tmux >/dev/null || test_skip_all "tmux is not installed"
+broker_use_shared
+FLEET_VHOST=t0710
+new_vhost $FLEET_VHOST
+
+# fleetfs and this file must talk to the same, private tmux server: the one
+# under TMUX_TMPDIR (a TMUX inherited from a surrounding tmux would win).
+unset TMUX TMUX_PANE
+export TMUX_TMPDIR=$TEST_DIR/tmux
+mkdir -p "$TMUX_TMPDIR"
+at_exit "tmux kill-server 2>/dev/null || true"
+
+cat >recorder <<'EOF'
+#!/usr/bin/env bash
+# recorder FILE: show and record exactly what arrives on this terminal
+stty -echo -icanon -isig -iexten -ixon icrnl min 1 time 0
+printf '\033[?2004h'    # ask for bracketed paste, as agent TUIs do
+cat -v | tee -a "$1"
+EOF
+chmod +x recorder
+
+state_of() { jq -r "select(.msgId == \"$1\") | .state" alpha/leads/alpha/sent; }
+last_id() { tail -n1 alpha/leads/alpha/sent | jq -r .msgId; }
+inj() { sed -n 's/^injector: //p' beta/leads/beta/status; }
+# the recorded text without the paste markers tmux added around each paste
+unbracket() { sed 's/\^\[\[200~//; s/\^\[\[201~$//' "$1"; }
+# the lines recorded for the message with msgId $2 in file $1: the header
+# and what follows up to the next header
+msg_lines() { unbracket "$1" | awk -v id="$2" '/^\[fleet message from /{on = index($0, id) > 0} on'; }
+lines_of() { if [[ -f $1 ]]; then wc -l <"$1"; else echo 0; fi; }
+P1() { cat "$TEST_DIR/pane1"; }
+P2() { cat "$TEST_DIR/pane2"; }
+
+test_expect_success 'a tmux pane titled beta runs the lead; alpha mounts without injection, beta with tmux' '
+    tmux -f /dev/null new-session -d -s lead -x 200 -y 50 "$TEST_DIR/recorder $TEST_DIR/typed" &&
+    tmux display-message -p -t lead "#{pane_id}" >pane1 &&
+    tmux select-pane -t "$(P1)" -T beta &&
+    tmux list-panes -a -F "#{pane_id} #{pane_title}" >panes && grep -qx "$(P1) beta" panes &&
+    mount_fleet alpha peers=beta inject=none &&
+    mount_fleet beta peers=alpha inject=tmux &&
+    wait_for 5 "inj | grep -q \"^ready: nothing to deliver (backend tmux)\""
+'
+
+test_expect_success 'the message appears in the pane and on its terminal: header naming alpha and the msgId, then the body' '
+    echo "please review the parser" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 10 "grep -q \"please review the parser\" typed" &&
+    printf "[fleet message from alpha, msgId %s]\nplease review the parser\n" "$id" >want &&
+    msg_lines typed "$id" >got && test_cmp want got &&
+    tmux capture-pane -p -J -S - -t "$(P1)" >screen &&
+    grep -F "[fleet message from alpha, msgId $id]" screen &&
+    grep -F "please review the parser" screen
+'
+
+test_expect_success 'it arrived as one bracketed paste (then Enter), not as loose keystrokes' '
+    test "$(grep -c "^\^\[\[200~" typed)" = 1 &&
+    test "$(grep -c "\^\[\[201~$" typed)" = 1 &&
+    grep -q "^\^\[\[200~\[fleet message from alpha" typed &&
+    grep -q "^please review the parser\^\[\[201~$" typed
+'
+
+test_expect_success 'alpha sees injected (tmux cannot tell a turn started: never confirmed); beta consumed it' '
+    id=$(last_id) &&
+    wait_for 10 "test \"\$(state_of $id)\" = injected" &&
+    grep "$id" alpha/leads/alpha/sent | jq -e ".detail | startswith(\"typed into tmux pane titled beta\")" &&
+    sleep 2 && test "$(state_of $id)" = injected &&
+    grep "$id" beta/leads/beta/history | jq -e ".consumed == \"injected\"" &&
+    test ! -s beta/leads/beta/inbox &&
+    grep -q "^injected: 1$" beta/status
+'
+
+test_expect_success 'escape sequences, paste terminators, BEL, C1 and DEL never reach the terminal' '
+    /usr/bin/printf "evil\\033[201~\\033]0;pwned\\007 bell\\007 del\\177 csi\\302\\233 c1\\302\\205 \\033[2J\\033Pdcs\\033\\\\ tab\\tnew\\nline end\\r\\n" >evil &&
+    dd of=alpha/peers/beta/send bs=64k status=none <evil &&
+    id=$(last_id) &&
+    wait_for 10 "grep -q \"^line end\" typed" &&
+    msg_lines typed "$id" >got && cat -A got &&
+    ! grep -F "^[" got && ! grep -F "^G" got && ! grep -F "^?" got && ! grep -F "M-" got &&
+    ! grep -q pwned got && ! grep -q "2J" got && ! grep -q "201~" got &&
+    test "$(grep -c "\^\[\[201~$" typed)" = 2 &&
+    sed -n 2p got | grep -q "^evil bell del csi" &&
+    grep -q "tab	new" got && grep -qx "line end" got &&
+    tmux capture-pane -p -J -S - -t "$(P1)" | grep -q "^evil bell del csi" &&
+    wait_for 10 "test \"\$(state_of $id)\" = injected"
+'
+
+test_expect_success 'a pane in copy mode gets nothing; leaving copy mode delivers it' '
+    tmux copy-mode -t "$(P1)" &&
+    n=$(lines_of typed) &&
+    echo "while you scroll" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 5 "inj | grep -q \"^waiting: tmux pane titled beta ($(P1)) is in copy mode\"" &&
+    sleep 1.5 && test "$(lines_of typed)" = "$n" &&
+    grep -q "$id" beta/leads/beta/inbox &&
+    tmux send-keys -t "$(P1)" -X cancel &&
+    wait_for 10 "grep -q \"while you scroll\" typed" &&
+    msg_lines typed "$id" | grep -qx "while you scroll" &&
+    wait_for 10 "test \"\$(state_of $id)\" = injected"
+'
+
+test_expect_success 'no pane titled beta: nothing typed, status says how to fix it; titling the pane delivers it' '
+    tmux select-pane -t "$(P1)" -T something-else &&
+    n=$(lines_of typed) &&
+    echo "anyone there?" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 5 "inj | grep -qxF \"stalled: no tmux pane titled beta; set its title (tmux select-pane -T beta) or -o inject_target\"" &&
+    grep -q "^injector: stalled: no tmux pane titled beta" beta/status &&
+    sleep 1.5 && test "$(lines_of typed)" = "$n" &&
+    grep -q "$id" beta/leads/beta/inbox &&
+    test "$(state_of $id)" = published &&
+    tmux select-pane -t "$(P1)" -T beta &&
+    wait_for 10 "grep -q \"anyone there?\" typed" &&
+    msg_lines typed "$id" | grep -qx "anyone there?" &&
+    wait_for 5 "inj | grep -q \"^ready\""
+'
+
+test_expect_success 'two panes titled beta: stall, never guess; renaming one delivers to the other' '
+    tmux split-window -d -P -F "#{pane_id}" -t "$(P1)" "$TEST_DIR/recorder $TEST_DIR/typed2" >pane2 &&
+    tmux select-pane -t "$(P2)" -T beta &&
+    n=$(lines_of typed) &&
+    echo "which one of you?" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 5 "inj | grep -qxF \"stalled: 2 tmux panes titled beta; rename one or set -o inject_target\"" &&
+    sleep 1.5 && test "$(lines_of typed)" = "$n" && test "$(lines_of typed2)" = 0 &&
+    tmux select-pane -t "$(P2)" -T spare &&
+    wait_for 10 "grep -q \"which one of you?\" typed" &&
+    test "$(lines_of typed2)" = 0 &&
+    wait_for 10 "test \"\$(state_of $id)\" = injected"
+'
+
+test_expect_success 'an inject_target naming no pane: nothing typed anywhere, status says so' '
+    unmount_fleet beta &&
+    mount_fleet beta peers=alpha inject=tmux inject_target=%999 &&
+    echo "to nowhere yet" >alpha/peers/beta/send &&
+    sleep 2 && inj &&
+    ! grep -q "to nowhere yet" typed typed2 &&
+    grep -q "to nowhere yet" beta/leads/beta/inbox &&
+    wait_for 5 "inj | grep -q \"^stalled: tmux target .%999. names no pane.*fix -o inject_target\""
+'
+
+test_expect_success 'inject_target=%N types into that pane even though another is titled beta' '
+    unmount_fleet beta &&
+    mount_fleet beta peers=alpha inject=tmux "inject_target=$(P2)" &&
+    echo "straight to the spare pane" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 10 "grep -q \"straight to the spare pane\" typed2" &&
+    msg_lines typed2 "$id" | grep -qx "straight to the spare pane" &&
+    ! grep -q "spare pane" typed &&
+    tmux capture-pane -p -J -S - -t "$(P2)" | grep -F "[fleet message from alpha, msgId $id]" &&
+    wait_for 10 "test \"\$(state_of $id)\" = injected" &&
+    grep "$id" alpha/leads/alpha/sent | jq -e ".detail == \"typed into tmux pane $(P2) ($(P2))\""
+'
+
+test_expect_success 'an unwritable journal: nothing is typed, status says why, and it recovers' '
+    unmount_fleet beta &&
+    rm -f state/beta/inject.journal && mkdir state/beta/inject.journal &&
+    mount_fleet beta peers=alpha inject=tmux "inject_target=$(P2)" &&
+    echo "only with a journal" >alpha/peers/beta/send &&
+    wait_for 5 "inj | grep -q \"^stalled: cannot record deliveries in .*inject.journal\"" &&
+    sleep 1 && ! grep -q "only with a journal" typed typed2 &&
+    grep -q "only with a journal" beta/leads/beta/inbox &&
+    unmount_fleet beta && rmdir state/beta/inject.journal &&
+    mount_fleet beta peers=alpha inject=tmux "inject_target=$(P2)" &&
+    wait_for 10 "grep -q \"only with a journal\" typed2"
+'
+
+test_expect_success 'unmount cleanly' '
+    unmount_fleet alpha && unmount_fleet beta
+'
+
+test_done
