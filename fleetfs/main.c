@@ -366,6 +366,9 @@ static int serve(cmdline *cl, fleet *f)
     br_wait_first_attempt(f->br, FIRST_CONNECT_WAIT_MS);
     if (fatal_consumer(f) < 0)
         goto out;
+    if (f->opts->insecure)
+        log_warn("security: INSECURE (-o insecure): messages are neither signed nor checked; "
+                 "anyone with broker access can type into this lead's pane");
     br_get_status(f->br, &st);
     if (st.link != BR_CONNECTED)
         log_warn("broker not connected yet (%s); serving the tree anyway, sends fail with ECOMM "

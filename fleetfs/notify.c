@@ -34,6 +34,7 @@
 #include "fleetfs/status.h"
 
 #define TICK_US 1000000
+#define BATCH_US 100000
 /* Peer mailboxes probed per tick: every peer each second in a fleet of up
  * to this many, round-robin beyond (1000 peers: each every 16 s). */
 #define PROBES_PER_TICK 64
@@ -209,19 +210,36 @@ static void tick(notifier *nt, GHashTable *dirty)
         nt->cursor = (nt->cursor + i) % n;
 }
 
+static void flush(notifier *nt, GHashTable *dirty)
+{
+    GHashTableIter iter;
+    gpointer key;
+    g_hash_table_iter_init(&iter, dirty);
+    while (g_hash_table_iter_next(&iter, &key, NULL))
+        poke(nt, key);
+    g_hash_table_remove_all(dirty);
+}
+
+/* An arrival wakes inbox watchers at once; the files that change with
+ * every send or ack (sent, history, status) are gathered for up to
+ * BATCH_US, so a busy writer costs one wake-up per file per batch rather
+ * than one per message. */
 static gpointer notifier_main(gpointer data)
 {
     notifier *nt = data;
     GHashTable *dirty = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    gint64 next_tick = g_get_monotonic_time() + TICK_US;
+    gint64 next_tick = g_get_monotonic_time() + TICK_US, next_flush = 0;
 
     while (!g_atomic_int_get(&nt->stopping)) {
-        gint64 wait = MAX(next_tick - g_get_monotonic_time(), 1);
+        gint64 until = next_flush ? MIN(next_tick, next_flush) : next_tick;
+        gint64 wait = MAX(until - g_get_monotonic_time(), 1);
         nt_item *it = g_async_queue_timeout_pop(nt->q, (guint64)wait);
         while (it) {
             if (it->ph)
                 fuse_notify_poll(it->ph);
-            if (it->path)
+            if (it->path && g_str_has_suffix(it->path, "/inbox"))
+                poke(nt, it->path);
+            else if (it->path)
                 g_hash_table_add(dirty, g_strdup(it->path));
             item_free(it);
             it = g_async_queue_try_pop(nt->q);
@@ -232,12 +250,12 @@ static gpointer notifier_main(gpointer data)
         }
         if (g_atomic_int_get(&nt->stopping))
             break;
-        GHashTableIter iter;
-        gpointer key;
-        g_hash_table_iter_init(&iter, dirty);
-        while (g_hash_table_iter_next(&iter, &key, NULL))
-            poke(nt, key);
-        g_hash_table_remove_all(dirty);
+        if (g_hash_table_size(dirty) && !next_flush)
+            next_flush = g_get_monotonic_time() + BATCH_US;
+        if (next_flush && g_get_monotonic_time() >= next_flush) {
+            flush(nt, dirty);
+            next_flush = 0;
+        }
     }
     g_hash_table_destroy(dirty);
     return NULL;
