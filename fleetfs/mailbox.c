@@ -81,6 +81,7 @@ struct mailbox {
     size_t held_bytes;
     GList *views;           /* mb_view* */
     GQueue sent;            /* sent_entry*, oldest first */
+    GHashTable *sent_ids;   /* msgId -> sent_entry* (keys live in the entries) */
     size_t sent_bytes;      /* sum of their line_len: the size of `sent` */
     size_t history_bytes;   /* size of `history` */
     GQueue history;         /* char* JSON lines without newline, oldest first */
@@ -199,6 +200,7 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks)
     snprintf(mb->history_path, sizeof mb->history_path, "leads/%s/history", o->coord_id);
     snprintf(mb->lead_status_path, sizeof mb->lead_status_path, "leads/%s/status", o->coord_id);
     mb->held_ids = g_hash_table_new(g_str_hash, g_str_equal);
+    mb->sent_ids = g_hash_table_new(g_str_hash, g_str_equal);
     mb->consumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     mb->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     {
@@ -255,6 +257,7 @@ void mb_free(mailbox *mb)
     }
     g_list_free(mb->views);
     g_hash_table_destroy(mb->held_ids);
+    g_hash_table_destroy(mb->sent_ids);
     g_hash_table_destroy(mb->consumed);
     g_hash_table_destroy(mb->rejections);
     jlog_close(mb->history_log);
@@ -521,12 +524,7 @@ static bool is_configured_peer(const mailbox *mb, const char *peer)
 /* Lock held. */
 static sent_entry *sent_find(mailbox *mb, const char *msg_id)
 {
-    for (GList *l = mb->sent.tail; l; l = l->prev) {
-        sent_entry *se = l->data;
-        if (strcmp(se->msg_id, msg_id) == 0)
-            return se;
-    }
-    return NULL;
+    return g_hash_table_lookup(mb->sent_ids, msg_id);
 }
 
 static char *sent_json(const sent_entry *se)
@@ -576,11 +574,14 @@ static void sent_free(sent_entry *se)
     g_free(se);
 }
 
+/* se->msg_id must be set: it is the index key. */
 static void sent_push(mailbox *mb, sent_entry *se)
 {
     g_queue_push_tail(&mb->sent, se);
+    g_hash_table_insert(mb->sent_ids, se->msg_id, se);
     while (mb->sent.length > SENT_MAX) {
         sent_entry *old = g_queue_pop_head(&mb->sent);
+        g_hash_table_remove(mb->sent_ids, old->msg_id);
         mb->sent_bytes -= old->line_len;
         sent_free(old);
     }
@@ -601,9 +602,9 @@ static void sent_load_line(mailbox *mb, const char *line)
     se = sent_find(mb, id);
     if (!se) {
         se = g_new0(sent_entry, 1);
+        g_strlcpy(se->msg_id, id, sizeof se->msg_id);
         sent_push(mb, se);
     }
-    g_strlcpy(se->msg_id, id, sizeof se->msg_id);
 #define COPY(field, key)                                                                       \
     g_strlcpy(se->field, json_string_value(json_object_get(j, key)) ?: "", sizeof se->field)
     COPY(to, "to");
