@@ -1166,20 +1166,11 @@ size_t mb_inbox_size(mailbox *mb, pid_t pid)
 /* ------------------------------------------------------------------ */
 /* rendering                                                           */
 
-GString *mb_render_sent(mailbox *mb)
+GString *mb_render(mailbox *mb, mb_file f)
 {
     GString *s;
     g_mutex_lock(&mb->lock);
-    s = render_sent_locked(mb);
-    g_mutex_unlock(&mb->lock);
-    return s;
-}
-
-GString *mb_render_history(mailbox *mb)
-{
-    GString *s;
-    g_mutex_lock(&mb->lock);
-    s = render_history_locked(mb);
+    s = f == MB_SENT ? render_sent_locked(mb) : render_history_locked(mb);
     g_mutex_unlock(&mb->lock);
     return s;
 }

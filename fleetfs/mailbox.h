@@ -92,8 +92,8 @@ void mb_view_close(mailbox *mb, mb_view *v);
  * (so tail -f never sees a shrink), else what is pending now. */
 size_t mb_inbox_size(mailbox *mb, pid_t pid);
 
-GString *mb_render_sent(mailbox *mb);
-GString *mb_render_history(mailbox *mb);
+/* A snapshot of `sent` (MB_SENT) or `history` (MB_HISTORY). */
+GString *mb_render(mailbox *mb, mb_file f);
 void mb_counters_get(mailbox *mb, mb_counters *out, unsigned *held);
 /* "reason: count" lines of rejections, for status */
 GString *mb_render_rejections(mailbox *mb);

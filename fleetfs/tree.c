@@ -140,9 +140,9 @@ static GString *render(fleet *f, node_kind k, const char *name, bool fresh)
     case N_STATUS:
         return st_root(f);
     case N_SENT:
-        return mb_render_sent(f->mb);
+        return mb_render(f->mb, MB_SENT);
     case N_HISTORY:
-        return mb_render_history(f->mb);
+        return mb_render(f->mb, MB_HISTORY);
     case N_LSTATUS:
         return st_lead(f, fresh);
     case N_PSTATUS:
