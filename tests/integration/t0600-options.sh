@@ -70,6 +70,13 @@ test_expect_success 'no broker at start: the mount comes up, says why, and sends
     grep -q "Communication error on send" err
 '
 
+test_expect_success 'several broker URIs (cluster nodes): a dead first one, the next is used' '
+    FLEET_BROKER_URI="amqp://guest:guest@127.0.0.1:1/%2f $FLEET_BROKER_URI" mount_fleet multi &&
+    wait_for 15 "grep -q \"^broker: connected$\" multi/status" &&
+    grep -q "^broker_uri: .*:$BROKER_PORT/" multi/status &&
+    unmount_fleet multi
+'
+
 test_expect_success 'quorum mailboxes work end to end' '
     new_vhost t0600q &&
     FLEET_VHOST=t0600q mount_fleet qa peers=qb queue_type=quorum &&
