@@ -951,6 +951,8 @@ static void close_connection(br_conn *c)
         return;
     while ((r = g_queue_pop_head(&c->inflight)))
         req_complete(c, r, FE_NOT_CONNECTED, "fleetfs is shutting down");
+    /* a goodbye, not a conversation: a slow broker must not hold up exit */
+    amqp_set_rpc_timeout(c->amqp, &(struct timeval){1, 0});
     amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS);
     amqp_connection_close(c->amqp, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c->amqp);

@@ -286,9 +286,15 @@ void nt_stop(notifier *nt)
     g_thread_join(nt->thread);
     if (nt->poker > 0) {
         close(nt->poker_fd);
-        /* it may be in a truncate the unmount already failed: it returns */
-        while (waitpid(nt->poker, NULL, 0) < 0 && errno == EINTR)
-            ;
+        /* end-of-file makes it leave; a truncate it is in returns once the
+         * mount is gone.  Do not wait for ever on it all the same. */
+        for (int i = 0; i < 40 && waitpid(nt->poker, NULL, WNOHANG) == 0; i++)
+            g_usleep(50000);
+        if (kill(nt->poker, 0) == 0) {
+            log_warn("notify: the poker process did not leave; killing it");
+            kill(nt->poker, SIGKILL);
+            waitpid(nt->poker, NULL, 0);
+        }
     }
     while ((it = g_async_queue_try_pop(nt->q)))
         item_free(it);

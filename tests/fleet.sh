@@ -56,9 +56,17 @@ fleet_gone() {
 unmount_fleet() {
   local name=$1 pid rc=0
   pid=$(cat "$TEST_DIR/.harness/pid.$name" 2>/dev/null) || return 0
-  fusermount3 -u "$TEST_DIR/$name" 2>/dev/null || true
+  # umount(2) says EBUSY while any request is in flight on the mount (the
+  # daemon's own inotify truncates included): retry, as a person would
+  local try err=
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    err=$(fusermount3 -u "$TEST_DIR/$name" 2>&1) && break
+    mountpoint -q "$TEST_DIR/$name" || break
+    sleep 0.3
+  done
   if ! wait_for 15 "fleet_gone $name"; then
-    echo "unmount_fleet $name: daemon $pid did not exit" >&2
+    echo "unmount_fleet $name: daemon $pid did not exit (fusermount3: ${err:-ok}); log tail:" >&2
+    tail -n 5 "$TEST_DIR/$name.log" >&2
     kill -9 "$pid" 2>/dev/null
     rc=1
   fi
