@@ -413,6 +413,18 @@ static void wake_views(mailbox *mb, const char *line, size_t len)
     }
 }
 
+/* Lock held, and released here: count, log once and dead-letter e. */
+static br_action refuse_locked(mailbox *mb, envelope *e, const char *reason, const char *why)
+{
+    count_rejection(mb, reason);
+    g_mutex_unlock(&mb->lock);
+    log_warn("inbox: rejected %s from %s (%s: %s); it goes to fleet.dlq", e->msgId, e->from,
+             reason, why);
+    env_free(e);
+    changed(mb, "status");
+    return BR_REJECT;
+}
+
 br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered,
                      const char *body, size_t len)
 {
@@ -433,35 +445,20 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
     g_mutex_lock(&mb->lock);
     reason = refuse_reason(mb, &e, &verified, why, sizeof why);
     if (reason) {
-        count_rejection(mb, reason);
-        /* history records what a verified sender sent us and we refused;
-         * an unverified sender's bytes are not worth keeping */
+        /* history and a receipt only for what a verified sender sent us
+         * (an unverified sender's bytes are not worth keeping), and never
+         * about a receipt */
         if (verified && !strcmp(e.type, ENV_TYPE_COORD)) {
             char now[40];
             env_time_format(env_now_ms(), now);
             history_add(mb, &e, now, "rejected", reason);
-        }
-        g_mutex_unlock(&mb->lock);
-        log_warn("inbox: rejected %s from %s (%s: %s); it goes to fleet.dlq", e.msgId, e.from,
-                 reason, why);
-        /* never a receipt to an unverified sender, nor about a receipt */
-        if (verified && !strcmp(e.type, ENV_TYPE_COORD))
             mb_send_receipt(mb, &e, "rejected", why);
-        env_free(&e);
-        changed(mb, "status");
-        return BR_REJECT;
+        }
+        return refuse_locked(mb, &e, reason, why);
     }
     m = g_hash_table_lookup(mb->held_ids, e.msgId);
-    if (m && m->epoch == epoch) {
-        /* the same msgId twice on one connection: a replay, not ours to show */
-        count_rejection(mb, "duplicate");
-        g_mutex_unlock(&mb->lock);
-        log_warn("inbox: rejected a second copy of %s from %s (duplicate msgId while the first "
-                 "is held); it goes to fleet.dlq", e.msgId, e.from);
-        env_free(&e);
-        changed(mb, "status");
-        return BR_REJECT;
-    }
+    if (m && m->epoch == epoch) /* the same msgId twice on one connection */
+        return refuse_locked(mb, &e, "duplicate", "a second copy while the first is held");
     if (m) {
         /* a redelivery after a reconnect: same message, new tag */
         m->epoch = epoch;
@@ -479,15 +476,8 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
         return BR_ACK;
     }
     /* seen before and not a broker redelivery: someone published it again */
-    if (seen_add(mb->seen, e.msgId) == 1 && !redelivered) {
-        count_rejection(mb, "replayed");
-        g_mutex_unlock(&mb->lock);
-        log_warn("inbox: rejected %s from %s (replayed: this msgId was received before); it "
-                 "goes to fleet.dlq", e.msgId, e.from);
-        env_free(&e);
-        changed(mb, "status");
-        return BR_REJECT;
-    }
+    if (seen_add(mb->seen, e.msgId) == 1 && !redelivered)
+        return refuse_locked(mb, &e, "replayed", "this msgId was received before");
     m = g_new0(held_msg, 1);
     m->env = e;
     m->epoch = epoch;
