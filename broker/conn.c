@@ -69,8 +69,8 @@ typedef struct br_req {
     char *body;
     size_t len;
     bool may_create;
-    bool receipt;          /* to lead.<peer>.receipts, type "receipt" */
-    bool fire_and_forget;  /* nobody waits: failures are logged here */
+    bool receipt;         /* to lead.<peer>.receipts, type "receipt" */
+    bool fire_and_forget; /* nobody waits: failures are logged here */
     bool unread;
     bool returned;
     uint64_t pub_tag;
@@ -90,11 +90,11 @@ struct br_conn {
     GAsyncQueue *requests;
     int wakefd;
 
-    GMutex lock;              /* guards the fields up to the marker */
+    GMutex lock; /* guards the fields up to the marker */
     br_status st;
     bool first_attempt_done;
     GCond first_cv;
-    GHashTable *probes;       /* queue name -> br_probe* */
+    GHashTable *probes; /* queue name -> br_probe* */
 
     /* ---- broker thread only ---- */
     amqp_connection_state_t amqp;
@@ -104,9 +104,9 @@ struct br_conn {
     int64_t next_attempt_ms;
     int64_t backoff_ms;
     int64_t consumer_retry_ms;
-    uint64_t pub_seq;         /* last delivery tag used on CH_PUB */
-    GQueue inflight;          /* br_req*, ascending pub_tag */
-    GHashTable *declared;     /* queues known present on this connection */
+    uint64_t pub_seq;     /* last delivery tag used on CH_PUB */
+    GQueue inflight;      /* br_req*, ascending pub_tag */
+    GHashTable *declared; /* queues known present on this connection */
 };
 
 static int64_t now_ms(void)
@@ -182,7 +182,8 @@ static void req_complete(br_conn *c, br_req *r, fe_code result, const char *deta
         late_answer(c, r);
     else if (r->fire_and_forget && result != FE_OK)
         log_warn("receipt %s to %s not delivered: %s (%s); the sender will see its message "
-                 "expire instead", r->msg_id, r->peer, fe_name(result), r->detail);
+                 "expire instead",
+                 r->msg_id, r->peer, fe_name(result), r->detail);
     req_unref(r);
 }
 
@@ -326,8 +327,7 @@ static int declare_queue(br_conn *c, const char *queue, bool passive, br_probe *
 
     memset(p, 0, sizeof *p);
     p->at_ms = now_ms();
-    ok = amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(queue), passive, 1, 0, 0,
-                            args);
+    ok = amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(queue), passive, 1, 0, 0, args);
     if (ok) {
         p->valid = true;
         p->present = true;
@@ -401,8 +401,8 @@ static int consume_queue(br_conn *c, amqp_channel_t ch, const char *queue, char 
         goto fail;
     *declaring = false;
     if (!amqp_basic_qos(c->amqp, ch, 0, (uint16_t)c->cfg.prefetch, 0) ||
-        !amqp_basic_consume(c->amqp, ch, amqp_cstring_bytes(queue), amqp_cstring_bytes(tag), 0,
-                            0, 1, amqp_empty_table))
+        !amqp_basic_consume(c->amqp, ch, amqp_cstring_bytes(queue), amqp_cstring_bytes(tag), 0, 0,
+                            1, amqp_empty_table))
         goto fail;
     return 0;
 fail:
@@ -416,12 +416,15 @@ static br_cons consumer_failure(br_conn *c, const char *queue, int code, bool de
                                 const char *text, char *why, size_t n)
 {
     if (declaring && code == 406) {
-        snprintf(why, n, "configuration mismatch on %s: %s; every fleetfs must use the same "
-                 "max_length, message_ttl and queue_type", queue, text);
+        snprintf(why, n,
+                 "configuration mismatch on %s: %s; every fleetfs must use the same "
+                 "max_length, message_ttl and queue_type",
+                 queue, text);
         return BR_CONS_MISMATCH;
     }
     if (!declaring && code == 403) {
-        snprintf(why, n, "another fleetfs is already the consumer of %s (coord_id %s is in use "
+        snprintf(why, n,
+                 "another fleetfs is already the consumer of %s (coord_id %s is in use "
                  "elsewhere): %s; stop the other mount or pick another coord_id",
                  queue, c->cfg.coord_id, text);
         return BR_CONS_EXCLUSIVE;
@@ -481,17 +484,23 @@ static void open_failure(const br_conn *c, const char *shown, const char *host, 
 {
     switch (rc) {
     case AMQP_STATUS_SSL_PEER_VERIFY_FAILED:
-        snprintf(out, n, "%s: TLS: the broker's certificate is not trusted by the CA in %s; set "
-                 "-o ca= to the CA file that signed the broker's certificate", shown, c->cfg.ca);
+        snprintf(out, n,
+                 "%s: TLS: the broker's certificate is not trusted by the CA in %s; set "
+                 "-o ca= to the CA file that signed the broker's certificate",
+                 shown, c->cfg.ca);
         break;
     case AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED:
-        snprintf(out, n, "%s: TLS: the broker's certificate does not name host '%s' (hostname "
+        snprintf(out, n,
+                 "%s: TLS: the broker's certificate does not name host '%s' (hostname "
                  "verification failed); connect with a DNS name from the certificate's "
-                 "subjectAltName (an IP address never matches)", shown, host);
+                 "subjectAltName (an IP address never matches)",
+                 shown, host);
         break;
     case AMQP_STATUS_SSL_CONNECTION_FAILED:
-        snprintf(out, n, "%s: TLS handshake failed; is port %d the broker's TLS listener "
-                 "(usually 5671)?", shown, port);
+        snprintf(out, n,
+                 "%s: TLS handshake failed; is port %d the broker's TLS listener "
+                 "(usually 5671)?",
+                 shown, port);
         break;
     default:
         snprintf(out, n, "%s: %s", shown, amqp_error_string2(rc));
@@ -534,15 +543,19 @@ static void try_connect(br_conn *c)
     c->amqp = amqp_new_connection();
     if (info.ssl && !c->cfg.ca) {
         /* rabbitmq-c has no system CA store: without a CA nothing verifies */
-        snprintf(reason, sizeof reason, "%s: amqps:// needs -o ca=FILE, the CA that signed the "
-                 "broker's certificate", shown);
+        snprintf(reason, sizeof reason,
+                 "%s: amqps:// needs -o ca=FILE, the CA that signed the "
+                 "broker's certificate",
+                 shown);
         goto fail;
     }
     if (info.ssl) {
         sock = amqp_ssl_socket_new(c->amqp);
         if (sock && amqp_ssl_socket_set_cacert(sock, c->cfg.ca) != AMQP_STATUS_OK) {
-            snprintf(reason, sizeof reason, "cannot load CA file %s (-o ca=): not a readable "
-                     "PEM certificate file", c->cfg.ca);
+            snprintf(reason, sizeof reason,
+                     "cannot load CA file %s (-o ca=): not a readable "
+                     "PEM certificate file",
+                     c->cfg.ca);
             goto fail;
         }
         if (sock) {
@@ -563,8 +576,7 @@ static void try_connect(br_conn *c)
     }
     amqp_set_handshake_timeout(c->amqp, &rpc);
     amqp_set_rpc_timeout(c->amqp, &rpc);
-    snprintf(name, sizeof name, "fleetfs %s@%s", c->cfg.coord_id,
-             c->cfg.host ? c->cfg.host : "?");
+    snprintf(name, sizeof name, "fleetfs %s@%s", c->cfg.coord_id, c->cfg.host ? c->cfg.host : "?");
     prop[0].key = amqp_cstring_bytes("connection_name");
     prop[0].value.kind = AMQP_FIELD_KIND_UTF8;
     prop[0].value.value.bytes = amqp_cstring_bytes(name);
@@ -577,12 +589,13 @@ static void try_connect(br_conn *c)
         if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
             rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
             char t[256];
-            bytes_to_str(((amqp_connection_close_t *)rep.reply.decoded)->reply_text, t,
-                         sizeof t);
+            bytes_to_str(((amqp_connection_close_t *)rep.reply.decoded)->reply_text, t, sizeof t);
             snprintf(reason, sizeof reason, "%s refused the login: %s", shown, t);
         } else {
-            snprintf(reason, sizeof reason, "%s: login failed (%s); check the user, password "
-                     "and vhost '%s'", shown,
+            snprintf(reason, sizeof reason,
+                     "%s: login failed (%s); check the user, password "
+                     "and vhost '%s'",
+                     shown,
                      rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION
                          ? amqp_error_string2(rep.library_error)
                          : "refused",
@@ -622,7 +635,8 @@ fail:
     }
     if (c->st.link != BR_UNREACHABLE || strcmp(c->st.reason, reason) != 0)
         log_warn("broker: unreachable: %s; retrying every %lld ms at most (sends fail with "
-                 "ECOMM meanwhile)", reason, (long long)BACKOFF_MAX_MS);
+                 "ECOMM meanwhile)",
+                 reason, (long long)BACKOFF_MAX_MS);
     set_link(c, BR_UNREACHABLE, reason);
     c->uri_index++;
     c->next_attempt_ms = now_ms() + c->backoff_ms;
@@ -663,8 +677,8 @@ static void do_publish(br_conn *c, br_req *r)
     br_probe p;
     int rc;
 
-    if (!g_hash_table_contains(c->declared, r->queue) ||
-        !br_probe_cached(c, r->queue, &p) || now_ms() - p.at_ms > 1000 || !p.present) {
+    if (!g_hash_table_contains(c->declared, r->queue) || !br_probe_cached(c, r->queue, &p) ||
+        now_ms() - p.at_ms > 1000 || !p.present) {
         if (declare_queue(c, r->queue, true, &p) < 0) {
             req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
             return;
@@ -847,8 +861,7 @@ static void on_deliver(br_conn *c, amqp_channel_t ch, amqp_basic_deliver_t *d)
     if (ch == CH_RCPT)
         act = c->cb.receipt ? c->cb.receipt(c->cb.ud, msg.body.bytes, msg.body.len) : BR_ACK;
     else if (c->cb.deliver)
-        act = c->cb.deliver(c->cb.ud, c->st.epoch, tag, redelivered, msg.body.bytes,
-                            msg.body.len);
+        act = c->cb.deliver(c->cb.ud, c->st.epoch, tag, redelivered, msg.body.bytes, msg.body.len);
     amqp_destroy_message(&msg);
     if (act == BR_ACK)
         rc = amqp_basic_ack(c->amqp, ch, tag, 0);
@@ -1102,8 +1115,10 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
     res = wait_req(r, timeout_ms);
     if (res == FE_TIMEOUT) {
         if (detail)
-            snprintf(detail, dlen, "no confirm from the broker within %lld ms; the message may "
-                     "still arrive (sent records it if it does)", (long long)timeout_ms);
+            snprintf(detail, dlen,
+                     "no confirm from the broker within %lld ms; the message may "
+                     "still arrive (sent records it if it does)",
+                     (long long)timeout_ms);
         log_warn("publish %s to %s: no confirm within %lld ms; state unknown", msg_id, peer,
                  (long long)timeout_ms);
     } else {
@@ -1116,13 +1131,13 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
     return res;
 }
 
-void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
-                     size_t len)
+void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body, size_t len)
 {
     br_req *r;
     if (!link_up(c, NULL, 0)) {
         log_warn("receipt %s to %s not sent: broker not connected; the sender will see its "
-                 "message expire instead", msg_id, peer);
+                 "message expire instead",
+                 msg_id, peer);
         return;
     }
     r = req_new(RQ_PUBLISH);

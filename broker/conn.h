@@ -31,8 +31,8 @@ typedef struct {
     long max_length;
     int64_t message_ttl_ms;
     int prefetch;
-    const char *ca;         /* CA file for amqps:// */
-    const char *host;       /* for the connection name shown by the broker */
+    const char *ca;   /* CA file for amqps:// */
+    const char *host; /* for the connection name shown by the broker */
 } br_config;
 
 /* What the broker thread should do with a delivery, decided by the owner. */
@@ -41,8 +41,8 @@ typedef enum { BR_KEEP, BR_ACK, BR_REJECT } br_action;
 typedef struct {
     /* On the broker thread, for every delivery on the own mailbox.
      * Must not call back into br_* synchronously. */
-    br_action (*deliver)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
-                         const char *body, size_t len);
+    br_action (*deliver)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
+                         size_t len);
     /* On the broker thread, for every receipt on lead.<coord_id>.receipts. */
     br_action (*receipt)(void *ud, const char *body, size_t len);
     /* Connection or consumer state changed (status files). */
@@ -54,25 +54,31 @@ typedef struct {
 } br_callbacks;
 
 typedef enum { BR_CONNECTING, BR_CONNECTED, BR_UNREACHABLE } br_link;
-typedef enum { BR_CONS_NONE, BR_CONS_OK, BR_CONS_EXCLUSIVE, BR_CONS_MISMATCH, BR_CONS_ERROR } br_cons;
+typedef enum {
+    BR_CONS_NONE,
+    BR_CONS_OK,
+    BR_CONS_EXCLUSIVE,
+    BR_CONS_MISMATCH,
+    BR_CONS_ERROR
+} br_cons;
 
 typedef struct {
     br_link link;
-    char uri[512];          /* current URI, password redacted */
+    char uri[512]; /* current URI, password redacted */
     char vhost[256];
-    char reason[512];       /* why unreachable, or "" */
+    char reason[512]; /* why unreachable, or "" */
     br_cons consumer;
     char consumer_reason[512];
     bool tls;
-    uint64_t epoch;         /* connection generation; delivery tags are per epoch */
-    int64_t since_ms;       /* when link last changed */
-    unsigned attempts;      /* connect attempts since the last success */
+    uint64_t epoch;    /* connection generation; delivery tags are per epoch */
+    int64_t since_ms;  /* when link last changed */
+    unsigned attempts; /* connect attempts since the last success */
 } br_status;
 
 typedef struct {
-    bool valid;             /* false: never probed or broker unreachable */
+    bool valid; /* false: never probed or broker unreachable */
     bool present;
-    uint32_t messages;      /* ready only */
+    uint32_t messages; /* ready only */
     uint32_t consumers;
     int64_t at_ms;
     fe_code err;
@@ -90,8 +96,8 @@ bool br_wait_first_attempt(br_conn *c, int64_t timeout_ms);
  * may_create: declare the mailbox when absent (configured peers).
  * *unread: the mailbox had no consumer at send time. */
 fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
-                   const char *body, size_t len, int64_t timeout_ms, bool *unread,
-                   char *detail, size_t dlen);
+                   const char *body, size_t len, int64_t timeout_ms, bool *unread, char *detail,
+                   size_t dlen);
 
 /* Queue a receipt for lead.<peer>.receipts without waiting for it
  * (declared when absent; failures are logged). */

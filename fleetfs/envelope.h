@@ -14,20 +14,20 @@
 #define ENV_TYPE_RECEIPT "receipt"
 
 typedef struct {
-	int v;
-	char type[16];
-	char msgId[ENV_ID_LEN + 1];
-	char from[64];
-	char to[64];
-	char sentAt[40];
-	char expiresAt[40];
-	char replyTo[ENV_ID_LEN + 1]; /* "" when absent */
-	char ref[ENV_ID_LEN + 1];     /* receipts, "" otherwise */
-	char state[24];               /* receipts */
-	char detail[256];             /* receipts, optional */
-	char sig[100];                /* base64, "" when absent */
-	char *body;                   /* malloc'd, NUL-terminated */
-	size_t body_len;
+    int v;
+    char type[16];
+    char msgId[ENV_ID_LEN + 1];
+    char from[64];
+    char to[64];
+    char sentAt[40];
+    char expiresAt[40];
+    char replyTo[ENV_ID_LEN + 1]; /* "" when absent */
+    char ref[ENV_ID_LEN + 1];     /* receipts, "" otherwise */
+    char state[24];               /* receipts */
+    char detail[256];             /* receipts, optional */
+    char sig[100];                /* base64, "" when absent */
+    char *body;                   /* malloc'd, NUL-terminated */
+    size_t body_len;
 } envelope;
 
 /* 128 random bits as 32 lowercase hex digits. */
@@ -45,8 +45,8 @@ int env_time_parse(const char *s, int64_t *ms);
 char *env_encode(const envelope *e, size_t *len);
 /* Strict decode of untrusted bytes. 0 ok (out->body malloc'd, never NULL);
  * -1 with a short reason in why, out->body NULL. */
-int env_decode(const char *json, size_t len, size_t max_body, envelope *out,
-	       char *why, size_t whylen);
+int env_decode(const char *json, size_t len, size_t max_body, envelope *out, char *why,
+               size_t whylen);
 /* Frees e->body; safe to call twice. */
 void env_free(envelope *e);
 /* The length-prefixed fields a signature covers (8-byte big-endian length,
@@ -55,8 +55,7 @@ void env_free(envelope *e);
  * allocation failure. */
 int env_signing_fields(const envelope *e, unsigned char **buf, size_t *len);
 /* One JSON Lines entry of the inbox file, ending in "\n". malloc'd. */
-char *env_inbox_line(const envelope *e, const char *receivedAt,
-		     bool redelivered, size_t *len);
+char *env_inbox_line(const envelope *e, const char *receivedAt, bool redelivered, size_t *len);
 
 /* Extras. */
 /* s is exactly 32 lowercase hex digits. */

@@ -12,64 +12,72 @@
 #include <errno.h>
 
 struct fe_row {
-	int err;
-	const char *name;
-	const char *hint;
+    int err;
+    const char *name;
+    const char *hint;
 };
 
 static const struct fe_row fe_table[] = {
-	[FE_OK] = { 0, "ok", "the operation succeeded; nothing to do" },
-	[FE_EMPTY] = { EINVAL, "empty",
-		"the message is empty; write some text, one write per message" },
-	[FE_BAD_UTF8] = { EINVAL, "bad-utf8",
-		"the text is not valid UTF-8 (or contains a NUL byte); send plain UTF-8 text" },
-	[FE_TOO_BIG] = { EMSGSIZE, "too-big",
-		"the message is larger than max_message; shorten it, split it, or raise max_message" },
-	[FE_NO_PEER] = { ENOENT, "no-peer",
-		"no such peer; add it to the peers= option of this mount" },
-	[FE_NOT_CONNECTED] = { ECOMM, "not-connected",
-		"the broker is not connected; see the broker line in /status and retry when it reads connected" },
-	[FE_TIMEOUT] = { ETIMEDOUT, "timeout",
-		"the broker did not confirm within send_timeout, so the message may or may not be in the mailbox; check the peer's status before resending" },
-	[FE_FULL] = { ENOSPC, "full",
-		"the peer's mailbox is full (x-max-length); wait for the peer to read, or raise max_length fleet-wide" },
-	[FE_NO_MAILBOX] = { ENXIO, "no-mailbox",
-		"the peer's mailbox does not exist and could not be created; start fleetfs on the peer or check broker permissions" },
-	[FE_MISMATCH] = { EIO, "mismatch",
-		"the broker holds the queue with different arguments (406); make queue_type, max_length and message_ttl identical fleet-wide" },
-	[FE_EXCLUSIVE] = { EBUSY, "exclusive",
-		"another fleetfs already consumes this mailbox; stop it, or give this host its own coord_id" },
-	[FE_NOT_HELD] = { ENOENT, "not-held",
-		"no held message has that msgId; read inbox for the current ids, or write 'all'" },
-	[FE_BAD_INPUT] = { EINVAL, "bad-input",
-		"the input is malformed; see the log for the exact reason and the accepted form" },
-	[FE_ACCESS] = { EACCES, "access",
-		"the broker refused access (403); check this host's broker login and its permissions on the vhost" },
-	[FE_INTERNAL] = { EIO, "internal",
-		"an internal error occurred; see the log and report it with the log lines" },
+    [FE_OK] = {0, "ok", "the operation succeeded; nothing to do"},
+    [FE_EMPTY] = {EINVAL, "empty", "the message is empty; write some text, one write per message"},
+    [FE_BAD_UTF8] = {EINVAL, "bad-utf8",
+                     "the text is not valid UTF-8 (or contains a NUL byte); send plain UTF-8 text"},
+    [FE_TOO_BIG] =
+        {EMSGSIZE, "too-big",
+         "the message is larger than max_message; shorten it, split it, or raise max_message"},
+    [FE_NO_PEER] = {ENOENT, "no-peer", "no such peer; add it to the peers= option of this mount"},
+    [FE_NOT_CONNECTED] = {ECOMM, "not-connected",
+                          "the broker is not connected; see the broker line in /status and retry "
+                          "when it reads connected"},
+    [FE_TIMEOUT] = {ETIMEDOUT, "timeout",
+                    "the broker did not confirm within send_timeout, so the message may or may not "
+                    "be in the mailbox; check the peer's status before resending"},
+    [FE_FULL] = {ENOSPC, "full",
+                 "the peer's mailbox is full (x-max-length); wait for the peer to read, or raise "
+                 "max_length fleet-wide"},
+    [FE_NO_MAILBOX] = {ENXIO, "no-mailbox",
+                       "the peer's mailbox does not exist and could not be created; start fleetfs "
+                       "on the peer or check broker permissions"},
+    [FE_MISMATCH] = {EIO, "mismatch",
+                     "the broker holds the queue with different arguments (406); make queue_type, "
+                     "max_length and message_ttl identical fleet-wide"},
+    [FE_EXCLUSIVE] = {EBUSY, "exclusive",
+                      "another fleetfs already consumes this mailbox; stop it, or give this host "
+                      "its own coord_id"},
+    [FE_NOT_HELD] =
+        {ENOENT, "not-held",
+         "no held message has that msgId; read inbox for the current ids, or write 'all'"},
+    [FE_BAD_INPUT] =
+        {EINVAL, "bad-input",
+         "the input is malformed; see the log for the exact reason and the accepted form"},
+    [FE_ACCESS] = {EACCES, "access",
+                   "the broker refused access (403); check this host's broker login and its "
+                   "permissions on the vhost"},
+    [FE_INTERNAL] = {EIO, "internal",
+                     "an internal error occurred; see the log and report it with the log lines"},
 };
 
 _Static_assert(sizeof(fe_table) / sizeof(fe_table[0]) == FE__COUNT,
-	       "fe_table needs exactly one row per fe_code");
+               "fe_table needs exactly one row per fe_code");
 
 static const struct fe_row *fe_row_of(fe_code c)
 {
-	if ((int)c < 0 || (int)c >= FE__COUNT)
-		c = FE_INTERNAL;
-	return &fe_table[c];
+    if ((int)c < 0 || (int)c >= FE__COUNT)
+        c = FE_INTERNAL;
+    return &fe_table[c];
 }
 
 int fe_errno(fe_code c)
 {
-	return fe_row_of(c)->err;
+    return fe_row_of(c)->err;
 }
 
 const char *fe_name(fe_code c)
 {
-	return fe_row_of(c)->name;
+    return fe_row_of(c)->name;
 }
 
 const char *fe_hint(fe_code c)
 {
-	return fe_row_of(c)->hint;
+    return fe_row_of(c)->hint;
 }

@@ -6,22 +6,22 @@
 #define FLEETFS_ERRORS_H
 
 typedef enum {
-	FE_OK = 0,
-	FE_EMPTY,          /* empty write to send */
-	FE_BAD_UTF8,       /* text is not strict UTF-8 */
-	FE_TOO_BIG,        /* larger than max_message */
-	FE_NO_PEER,        /* unknown peer name */
-	FE_NOT_CONNECTED,  /* broker not connected */
-	FE_TIMEOUT,        /* no confirm within send_timeout */
-	FE_FULL,           /* peer mailbox full (reject-publish nack) */
-	FE_NO_MAILBOX,     /* mailbox absent and may not be created (return) */
-	FE_MISMATCH,       /* queue arguments differ fleet-wide (406) */
-	FE_EXCLUSIVE,      /* another consumer holds our mailbox */
-	FE_NOT_HELD,       /* msgId not among the held messages */
-	FE_BAD_INPUT,      /* malformed input (ack line, envelope, option) */
-	FE_ACCESS,         /* broker refused access (403) */
-	FE_INTERNAL,       /* a bug or resource failure */
-	FE__COUNT
+    FE_OK = 0,
+    FE_EMPTY,         /* empty write to send */
+    FE_BAD_UTF8,      /* text is not strict UTF-8 */
+    FE_TOO_BIG,       /* larger than max_message */
+    FE_NO_PEER,       /* unknown peer name */
+    FE_NOT_CONNECTED, /* broker not connected */
+    FE_TIMEOUT,       /* no confirm within send_timeout */
+    FE_FULL,          /* peer mailbox full (reject-publish nack) */
+    FE_NO_MAILBOX,    /* mailbox absent and may not be created (return) */
+    FE_MISMATCH,      /* queue arguments differ fleet-wide (406) */
+    FE_EXCLUSIVE,     /* another consumer holds our mailbox */
+    FE_NOT_HELD,      /* msgId not among the held messages */
+    FE_BAD_INPUT,     /* malformed input (ack line, envelope, option) */
+    FE_ACCESS,        /* broker refused access (403) */
+    FE_INTERNAL,      /* a bug or resource failure */
+    FE__COUNT
 } fe_code;
 
 /* The positive errno for c (0 for FE_OK). */

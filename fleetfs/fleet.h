@@ -19,10 +19,10 @@ typedef struct fleet {
     mailbox *mb;
     br_conn *br;
     notifier *nt;
-    injector *inj;         /* NULL: inject=none */
+    injector *inj; /* NULL: inject=none */
     char host[256];
-    char *mountpoint;      /* absolute */
-    int64_t started_ms;    /* monotonic */
+    char *mountpoint;   /* absolute */
+    int64_t started_ms; /* monotonic */
     uid_t uid;
     gid_t gid;
 } fleet;

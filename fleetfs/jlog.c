@@ -13,8 +13,8 @@
 
 struct jlog {
     char *path;
-    int fd;             /* kept open for appending; -1 until the first line */
-    guint lines;        /* lines in the file now */
+    int fd;      /* kept open for appending; -1 until the first line */
+    guint lines; /* lines in the file now */
     bool warned;
 };
 

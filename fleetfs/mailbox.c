@@ -44,16 +44,16 @@ typedef struct {
     envelope env;
     char received_at[40];
     bool redelivered;
-    bool acking;         /* an ack is on its way, or the injector has it: hands off */
+    bool acking; /* an ack is on its way, or the injector has it: hands off */
     uint64_t epoch, tag;
-    char *line;          /* the inbox line, "\n"-terminated */
+    char *line; /* the inbox line, "\n"-terminated */
     size_t line_len;
 } held_msg;
 
 struct mb_view {
     pid_t pid;
     GString *buf;
-    size_t read_hi;      /* furthest byte read; unread data = buf->len - read_hi */
+    size_t read_hi; /* furthest byte read; unread data = buf->len - read_hi */
     struct fuse_pollhandle *ph;
 };
 
@@ -65,7 +65,7 @@ typedef struct {
     char state[24];
     int64_t state_at;
     char detail[256];
-    char *line;          /* rendered, "\n"-terminated: getattr and open cost no JSON */
+    char *line; /* rendered, "\n"-terminated: getattr and open cost no JSON */
     size_t line_len;
 } sent_entry;
 
@@ -76,29 +76,29 @@ struct mailbox {
     br_conn *br;
     char inbox_path[128], sent_path[128], history_path[128], lead_status_path[128];
 
-    GQueue held;            /* held_msg*, arrival order */
-    GHashTable *held_ids;   /* msgId -> held_msg* */
+    GQueue held;          /* held_msg*, arrival order */
+    GHashTable *held_ids; /* msgId -> held_msg* */
     size_t held_bytes;
-    GList *views;           /* mb_view* */
-    GQueue sent;            /* sent_entry*, oldest first */
-    GHashTable *sent_ids;   /* msgId -> sent_entry* (keys live in the entries) */
-    size_t sent_bytes;      /* sum of their line_len: the size of `sent` */
-    size_t history_bytes;   /* size of `history` */
-    GQueue history;         /* char* JSON lines without newline, oldest first */
-    GHashTable *consumed;   /* msgId set of history entries */
+    GList *views;         /* mb_view* */
+    GQueue sent;          /* sent_entry*, oldest first */
+    GHashTable *sent_ids; /* msgId -> sent_entry* (keys live in the entries) */
+    size_t sent_bytes;    /* sum of their line_len: the size of `sent` */
+    size_t history_bytes; /* size of `history` */
+    GQueue history;       /* char* JSON lines without newline, oldest first */
+    GHashTable *consumed; /* msgId set of history entries */
     jlog *history_log;
     jlog *sent_log;
     mb_counters n;
     GHashTable *rejections; /* reason -> count (GUINT_TO_POINTER) */
     int64_t mtime[MB__FILES];
-    char *injector_words;   /* what the injector is doing, for status */
-    sig_key *key;           /* NULL only with insecure */
-    sig_trust *trust;       /* reloaded when an unknown sender shows up */
-    bool trim;              /* many messages freed: give the memory back */
-    int64_t trust_loaded;   /* trust directory mtime (ns) when it was read */
-    seen_set *seen;         /* replay protection, persisted */
-    uint64_t ok_epoch;      /* epoch whose consumer we saw working ... */
-    int64_t ok_since;       /* ... since then (monotonic ms) */
+    char *injector_words; /* what the injector is doing, for status */
+    sig_key *key;         /* NULL only with insecure */
+    sig_trust *trust;     /* reloaded when an unknown sender shows up */
+    bool trim;            /* many messages freed: give the memory back */
+    int64_t trust_loaded; /* trust directory mtime (ns) when it was read */
+    seen_set *seen;       /* replay protection, persisted */
+    uint64_t ok_epoch;    /* epoch whose consumer we saw working ... */
+    int64_t ok_since;     /* ... since then (monotonic ms) */
 };
 
 static void sent_load_line(mailbox *mb, const char *line);
@@ -320,8 +320,8 @@ int mb_set_security(mailbox *mb, char **err)
     if (sig_trust_has(mb->trust, mb->o->coord_id) &&
         !sig_key_matches(mb->trust, mb->o->coord_id, mb->key))
         log_warn("security: %s/%s.pub is not the public half of %s; peers that trust that "
-                 "file will reject this host's messages", mb->o->trusted_keys, mb->o->coord_id,
-                 mb->o->key);
+                 "file will reject this host's messages",
+                 mb->o->trusted_keys, mb->o->coord_id, mb->o->key);
     return 0;
 }
 
@@ -418,15 +418,15 @@ static br_action refuse_locked(mailbox *mb, envelope *e, const char *reason, con
 {
     count_rejection(mb, reason);
     g_mutex_unlock(&mb->lock);
-    log_warn("inbox: rejected %s from %s (%s: %s); it goes to fleet.dlq", e->msgId, e->from,
-             reason, why);
+    log_warn("inbox: rejected %s from %s (%s: %s); it goes to fleet.dlq", e->msgId, e->from, reason,
+             why);
     env_free(e);
     changed(mb, "status");
     return BR_REJECT;
 }
 
-br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered,
-                     const char *body, size_t len)
+br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
+                     size_t len)
 {
     envelope e;
     char why[300];
@@ -471,7 +471,8 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
     if (redelivered && g_hash_table_contains(mb->consumed, e.msgId)) {
         g_mutex_unlock(&mb->lock);
         log_info("inbox: %s was already consumed (its ack was lost with a connection); "
-                 "acking the redelivery", e.msgId);
+                 "acking the redelivery",
+                 e.msgId);
         env_free(&e);
         return BR_ACK;
     }
@@ -595,7 +596,7 @@ static void sent_load_line(mailbox *mb, const char *line)
         g_strlcpy(se->msg_id, id, sizeof se->msg_id);
         sent_push(mb, se);
     }
-#define COPY(field, key)                                                                       \
+#define COPY(field, key) \
     g_strlcpy(se->field, json_string_value(json_object_get(j, key)) ?: "", sizeof se->field)
     COPY(to, "to");
     COPY(sent_at, "sentAt");
@@ -624,8 +625,9 @@ static void sent_changed_locked(mailbox *mb, sent_entry *se)
 /* How far along a delivery state is; a receipt never moves one back. */
 static int state_rank(const char *state)
 {
-    static const char *order[] = {"unconfirmed", "published", "published-unread", "expired",
-                                  "injected", "confirmed", "acked", "uncertain", "rejected"};
+    static const char *order[] = {"unconfirmed", "published", "published-unread",
+                                  "expired",     "injected",  "confirmed",
+                                  "acked",       "uncertain", "rejected"};
     static const int rank[] = {0, 1, 1, 2, 3, 4, 4, 4, 4};
     for (size_t i = 0; i < G_N_ELEMENTS(order); i++)
         if (strcmp(order[i], state) == 0)
@@ -739,8 +741,8 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, cha
                     "no confirm within send_timeout (the write returned ETIMEDOUT); the broker "
                     "may still take it");
     if (res != FE_OK)
-        log_warn("send to %s: %s (%s)%s%s", peer, fe_name(res), fe_hint(res),
-                 detail[0] ? ": " : "", detail);
+        log_warn("send to %s: %s (%s)%s%s", peer, fe_name(res), fe_hint(res), detail[0] ? ": " : "",
+                 detail);
     return res;
 }
 
@@ -857,8 +859,7 @@ fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t d
     lines = g_strsplit(text, "\n", -1);
     g_mutex_lock(&mb->lock);
     res = collect_acks(mb, lines, items, detail, dlen);
-    all = g_strv_contains((const gchar *const *)lines, "all") &&
-          items->len == mb->held.length;
+    all = g_strv_contains((const gchar *const *)lines, "all") && items->len == mb->held.length;
     if (res == FE_OK)
         for (guint i = 0; i < items->len; i++)
             g_array_index(items, ack_item, i).m->acking = true;
@@ -959,8 +960,8 @@ br_action mb_receipt(mailbox *mb, const char *body, size_t len)
             count_rejection(mb, "bad-receipt");
         g_mutex_unlock(&mb->lock);
         if (r != SIG_OK) {
-            log_warn("receipts: rejected one from %s about %s (%s); it goes to fleet.dlq",
-                     e.from, e.ref, sig_result_name(r));
+            log_warn("receipts: rejected one from %s about %s (%s); it goes to fleet.dlq", e.from,
+                     e.ref, sig_result_name(r));
             env_free(&e);
             changed(mb, "status");
             return BR_REJECT;
@@ -968,7 +969,8 @@ br_action mb_receipt(mailbox *mb, const char *body, size_t len)
     }
     if (!mb_sent_update(mb, e.ref, e.from, e.state, e.detail))
         log_info("receipts: %s says %s about %s: nothing to update (unknown, or already "
-                 "further along)", e.from, e.state, e.ref);
+                 "further along)",
+                 e.from, e.state, e.ref);
     env_free(&e);
     return BR_ACK;
 }
@@ -1231,7 +1233,8 @@ void mb_tick(mailbox *mb)
             if (m->epoch == st.epoch)
                 continue;
             log_info("inbox: forgetting %s: held on a lost connection and not redelivered "
-                     "(consumed elsewhere?)", m->env.msgId);
+                     "(consumed elsewhere?)",
+                     m->env.msgId);
             g_queue_delete_link(&mb->held, l);
             g_hash_table_remove(mb->held_ids, m->env.msgId);
             mb->held_bytes -= m->line_len;

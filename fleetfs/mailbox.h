@@ -51,8 +51,8 @@ char *mb_security_words(mailbox *mb);
 void mb_free(mailbox *mb);
 
 /* broker callbacks */
-br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered,
-                     const char *body, size_t len);
+br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
+                     size_t len);
 void mb_late_confirm(mailbox *mb, const char *peer, const char *msg_id, fe_code res, bool unread);
 
 /* broker callback for lead.<me>.receipts */

@@ -36,9 +36,9 @@
 #define FIRST_CONNECT_WAIT_MS 8000
 
 /* FUSE mount options passed through as they are. */
-static const char *fuse_passthrough[] = {"allow_other", "allow_root", "default_permissions",
-                                         "auto_unmount", "fsname",     "subtype",
-                                         "noatime",     "nodev",      "nosuid",
+static const char *fuse_passthrough[] = {"allow_other",      "allow_root", "default_permissions",
+                                         "auto_unmount",     "fsname",     "subtype",
+                                         "noatime",          "nodev",      "nosuid",
                                          "max_idle_threads", NULL};
 
 typedef struct {
@@ -46,8 +46,8 @@ typedef struct {
     bool foreground;
     bool debug;
     bool single;
-    GPtrArray *ours;       /* "key=value" of fleetfs options, in order */
-    GPtrArray *fuse_opts;  /* "-o", "x" pairs for libfuse */
+    GPtrArray *ours;      /* "key=value" of fleetfs options, in order */
+    GPtrArray *fuse_opts; /* "-o", "x" pairs for libfuse */
 } cmdline;
 
 static void usage(FILE *to)
@@ -372,7 +372,8 @@ static int serve(cmdline *cl, fleet *f)
     br_get_status(f->br, &st);
     if (st.link != BR_CONNECTED)
         log_warn("broker not connected yet (%s); serving the tree anyway, sends fail with ECOMM "
-                 "until it is", st.reason[0] ? st.reason : "still trying");
+                 "until it is",
+                 st.reason[0] ? st.reason : "still trying");
 
     fuse_opt_add_arg(&args, "fleetfs");
     fuse_opt_add_arg(&args, "-o");
@@ -479,10 +480,8 @@ int main(int argc, char **argv)
     if (gethostname(f.host, sizeof f.host - 1) < 0)
         g_strlcpy(f.host, "unknown", sizeof f.host);
     {
-        mb_hooks hooks = {.changed = hook_changed,
-                          .poll_wake = hook_poll,
-                          .arrived = hook_arrived,
-                          .ud = &f};
+        mb_hooks hooks = {
+            .changed = hook_changed, .poll_wake = hook_poll, .arrived = hook_arrived, .ud = &f};
         char *err = NULL;
         f.mb = mb_new(&o, &hooks);
         if (mb_set_security(f.mb, &err) < 0) {

@@ -15,78 +15,78 @@
 
 static bool name_char_ok(char c, bool first)
 {
-	if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
-		return true;
-	return !first && (c == '_' || c == '-');
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+        return true;
+    return !first && (c == '_' || c == '-');
 }
 
 bool name_valid(const char *s)
 {
-	size_t i;
+    size_t i;
 
-	if (s == NULL || s[0] == '\0')
-		return false;
-	for (i = 0; s[i] != '\0'; i++) {
-		if (i >= NAME_MAX_LEN || !name_char_ok(s[i], i == 0))
-			return false;
-	}
-	return true;
+    if (s == NULL || s[0] == '\0')
+        return false;
+    for (i = 0; s[i] != '\0'; i++) {
+        if (i >= NAME_MAX_LEN || !name_char_ok(s[i], i == 0))
+            return false;
+    }
+    return true;
 }
 
 /* Length of the well-formed sequence starting at p (at most n bytes
  * available), or 0 when it is ill-formed. */
 static size_t names_utf8_seq(const unsigned char *p, size_t n)
 {
-	unsigned char c = p[0];
-	unsigned char lo = 0x80, hi = 0xBF;
-	size_t len, i;
+    unsigned char c = p[0];
+    unsigned char lo = 0x80, hi = 0xBF;
+    size_t len, i;
 
-	if (c == 0x00)
-		return 0;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4;
-	else
-		return 0;  /* continuation byte, C0/C1 overlong lead, or > U+10FFFF */
-	if (n < len)
-		return 0;
-	/* The second byte's range is what excludes overlongs (E0, F0),
+    if (c == 0x00)
+        return 0;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4;
+    else
+        return 0; /* continuation byte, C0/C1 overlong lead, or > U+10FFFF */
+    if (n < len)
+        return 0;
+    /* The second byte's range is what excludes overlongs (E0, F0),
 	 * surrogates (ED) and code points above U+10FFFF (F4). */
-	if (c == 0xE0)
-		lo = 0xA0;
-	else if (c == 0xED)
-		hi = 0x9F;
-	else if (c == 0xF0)
-		lo = 0x90;
-	else if (c == 0xF4)
-		hi = 0x8F;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (i = 2; i < len; i++) {
-		if (p[i] < 0x80 || p[i] > 0xBF)
-			return 0;
-	}
-	return len;
+    if (c == 0xE0)
+        lo = 0xA0;
+    else if (c == 0xED)
+        hi = 0x9F;
+    else if (c == 0xF0)
+        lo = 0x90;
+    else if (c == 0xF4)
+        hi = 0x8F;
+    if (p[1] < lo || p[1] > hi)
+        return 0;
+    for (i = 2; i < len; i++) {
+        if (p[i] < 0x80 || p[i] > 0xBF)
+            return 0;
+    }
+    return len;
 }
 
 bool text_utf8_valid(const char *s, size_t n)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
 
-	if (s == NULL)
-		return n == 0;
-	while (i < n) {
-		size_t len = names_utf8_seq(p + i, n - i);
+    if (s == NULL)
+        return n == 0;
+    while (i < n) {
+        size_t len = names_utf8_seq(p + i, n - i);
 
-		if (len == 0)
-			return false;
-		i += len;
-	}
-	return true;
+        if (len == 0)
+            return false;
+        i += len;
+    }
+    return true;
 }

@@ -48,8 +48,8 @@ struct notifier {
     fleet *f;
     GThread *thread;
     GAsyncQueue *q;
-    pid_t poker;         /* the child that makes the truncates */
-    int poker_fd;        /* its pipe: NUL-terminated relative paths */
+    pid_t poker;  /* the child that makes the truncates */
+    int poker_fd; /* its pipe: NUL-terminated relative paths */
     gint stopping;
     GHashTable *digests; /* status relpath -> last content */
     guint cursor;        /* next peer to probe */
@@ -271,7 +271,8 @@ notifier *nt_start(fleet *f)
     nt->poker = poker_start(f->mountpoint, &nt->poker_fd);
     if (nt->poker < 0)
         log_err("notify: cannot start the poker process: %s; inotify watchers will not wake "
-                "(poll and tail -f still work)", strerror(errno));
+                "(poll and tail -f still work)",
+                strerror(errno));
     nt->thread = g_thread_new("notifier", notifier_main, nt);
     return nt;
 }

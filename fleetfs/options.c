@@ -27,16 +27,15 @@
 #define OPTS_NAME_FORM "[a-z0-9][a-z0-9_-]{0,62}"
 
 struct opts_def;
-typedef int (*opts_setter)(fs_opts *o, const struct opts_def *d,
-			   const char *value, char **err);
+typedef int (*opts_setter)(fs_opts *o, const struct opts_def *d, const char *value, char **err);
 
 struct opts_def {
-	const char *key;
-	opts_setter set;
-	size_t off;            /* field offset, for the generic setters */
-	const char *choices;   /* '|'-separated, for opts_set_choice */
-	const char *defval;    /* for --help */
-	const char *help;
+    const char *key;
+    opts_setter set;
+    size_t off;          /* field offset, for the generic setters */
+    const char *choices; /* '|'-separated, for opts_set_choice */
+    const char *defval;  /* for --help */
+    const char *help;
 };
 
 /* ---- small parsers ------------------------------------------------------ */
@@ -44,317 +43,305 @@ struct opts_def {
 /* Decimal digits only, value <= max. */
 static int opts_parse_uint(const char *s, uint64_t max, uint64_t *out)
 {
-	uint64_t v = 0;
+    uint64_t v = 0;
 
-	if (s == NULL || *s == '\0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (uint64_t)(*s - '0');
-		if (v > max)
-			return -1;
-	}
-	*out = v;
-	return 0;
+    if (s == NULL || *s == '\0')
+        return -1;
+    for (; *s != '\0'; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+        if (v > max)
+            return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 int opts_parse_duration(const char *s, int64_t *ms)
 {
-	static const struct { const char *sfx; double ms; } units[] = {
-		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
-		{ "d", 86400000 }, { "", 1000 },
-	};
-	const char *p = s;
-	double v;
-	size_t i;
+    static const struct {
+        const char *sfx;
+        double ms;
+    } units[] = {
+        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1000},
+    };
+    const char *p = s;
+    double v;
+    size_t i;
 
-	if (s == NULL || *p < '0' || *p > '9')
-		return -1;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			return -1;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (p - s > 24)
-		return -1;
-	/* Only digits and one '.' precede p, so strtod cannot meet hex,
+    if (s == NULL || *p < '0' || *p > '9')
+        return -1;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p - s > 24)
+        return -1;
+    /* Only digits and one '.' precede p, so strtod cannot meet hex,
 	 * exponents, inf or nan. */
-	v = g_ascii_strtod(s, NULL);
-	for (i = 0; i < G_N_ELEMENTS(units); i++) {
-		if (strcmp(p, units[i].sfx) == 0)
-			break;
-	}
-	if (i == G_N_ELEMENTS(units))
-		return -1;
-	v = v * units[i].ms + 0.5;
-	if (v < 1 || v >= (double)OPTS_MAX_DURATION_MS + 1)
-		return -1;
-	*ms = (int64_t)v; /* rounds to the nearest millisecond */
-	return 0;
+    v = g_ascii_strtod(s, NULL);
+    for (i = 0; i < G_N_ELEMENTS(units); i++) {
+        if (strcmp(p, units[i].sfx) == 0)
+            break;
+    }
+    if (i == G_N_ELEMENTS(units))
+        return -1;
+    v = v * units[i].ms + 0.5;
+    if (v < 1 || v >= (double)OPTS_MAX_DURATION_MS + 1)
+        return -1;
+    *ms = (int64_t)v; /* rounds to the nearest millisecond */
+    return 0;
 }
 
 int opts_parse_size(const char *s, uint64_t *bytes)
 {
-	static const struct { const char *sfx; uint64_t mul; } units[] = {
-		{ "", 1 }, { "K", 1024 }, { "KiB", 1024 },
-		{ "M", 1024 * 1024 }, { "MiB", 1024 * 1024 },
-	};
-	char digits[16];
-	size_t n = 0, i;
-	uint64_t v;
+    static const struct {
+        const char *sfx;
+        uint64_t mul;
+    } units[] = {
+        {"", 1}, {"K", 1024}, {"KiB", 1024}, {"M", 1024 * 1024}, {"MiB", 1024 * 1024},
+    };
+    char digits[16];
+    size_t n = 0, i;
+    uint64_t v;
 
-	if (s == NULL)
-		return -1;
-	while (s[n] >= '0' && s[n] <= '9')
-		n++;
-	if (n == 0 || n >= sizeof(digits))
-		return -1;
-	memcpy(digits, s, n);
-	digits[n] = '\0';
-	for (i = 0; i < G_N_ELEMENTS(units); i++) {
-		if (strcmp(s + n, units[i].sfx) == 0)
-			break;
-	}
-	if (i == G_N_ELEMENTS(units) ||
-	    opts_parse_uint(digits, UINT64_MAX / (1024 * 1024), &v) < 0)
-		return -1;
-	*bytes = v * units[i].mul;
-	return 0;
+    if (s == NULL)
+        return -1;
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    if (n == 0 || n >= sizeof(digits))
+        return -1;
+    memcpy(digits, s, n);
+    digits[n] = '\0';
+    for (i = 0; i < G_N_ELEMENTS(units); i++) {
+        if (strcmp(s + n, units[i].sfx) == 0)
+            break;
+    }
+    if (i == G_N_ELEMENTS(units) || opts_parse_uint(digits, UINT64_MAX / (1024 * 1024), &v) < 0)
+        return -1;
+    *bytes = v * units[i].mul;
+    return 0;
 }
 
 /* Printable UTF-8 without control characters, 1..255 bytes. */
 static bool opts_text_ok(const char *s)
 {
-	size_t n = strlen(s), i;
+    size_t n = strlen(s), i;
 
-	if (n == 0 || n > 255 || !text_utf8_valid(s, n))
-		return false;
-	for (i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
+    if (n == 0 || n > 255 || !text_utf8_valid(s, n))
+        return false;
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
 
-		if (c < 0x20 || c == 0x7f)
-			return false;
-	}
-	return true;
+        if (c < 0x20 || c == 0x7f)
+            return false;
+    }
+    return true;
 }
 
 /* The value quoted for an error message, with anything unprintable escaped
  * so a hostile config cannot write escape sequences to the terminal. */
 static char *opts_quote(const char *value)
 {
-	return g_strescape(value, NULL);
+    return g_strescape(value, NULL);
 }
 
-static int opts_fail(char **err, const struct opts_def *d, const char *form,
-		     const char *value)
+static int opts_fail(char **err, const struct opts_def *d, const char *form, const char *value)
 {
-	char *q = opts_quote(value);
+    char *q = opts_quote(value);
 
-	*err = g_strdup_printf("%s: expected %s, got '%s'", d->key, form, q);
-	g_free(q);
-	return -1;
+    *err = g_strdup_printf("%s: expected %s, got '%s'", d->key, form, q);
+    g_free(q);
+    return -1;
 }
 
 static char **opts_field_str(fs_opts *o, const struct opts_def *d)
 {
-	return (char **)((char *)o + d->off);
+    return (char **)((char *)o + d->off);
 }
 
 static void opts_replace(char **field, char *value)
 {
-	g_free(*field);
-	*field = value;
+    g_free(*field);
+    *field = value;
 }
 
 /* ---- setters ------------------------------------------------------------ */
 
-static int opts_set_name(fs_opts *o, const struct opts_def *d,
-			 const char *value, char **err)
+static int opts_set_name(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	if (!name_valid(value))
-		return opts_fail(err, d, "a lead name " OPTS_NAME_FORM, value);
-	opts_replace(&o->coord_id, g_strdup(value));
-	return 0;
+    if (!name_valid(value))
+        return opts_fail(err, d, "a lead name " OPTS_NAME_FORM, value);
+    opts_replace(&o->coord_id, g_strdup(value));
+    return 0;
 }
 
-static int opts_set_peers(fs_opts *o, const struct opts_def *d,
-			  const char *value, char **err)
+static int opts_set_peers(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	char **items = value[0] == '\0' ? g_new0(char *, 1)
-					: g_strsplit(value, ":", -1);
-	size_t i, j;
+    char **items = value[0] == '\0' ? g_new0(char *, 1) : g_strsplit(value, ":", -1);
+    size_t i, j;
 
-	for (i = 0; items[i] != NULL; i++) {
-		char *q = opts_quote(items[i]);
+    for (i = 0; items[i] != NULL; i++) {
+        char *q = opts_quote(items[i]);
 
-		if (items[i][0] == '\0')
-			*err = g_strdup_printf("%s: empty name in the list (expected names "
-					       "separated by ':'), got '%s'", d->key, value);
-		else if (!name_valid(items[i]))
-			*err = g_strdup_printf("%s: '%s' is not a lead name (expected "
-					       OPTS_NAME_FORM ")", d->key, q);
-		for (j = 0; *err == NULL && j < i; j++) {
-			if (strcmp(items[i], items[j]) == 0)
-				*err = g_strdup_printf("%s: '%s' is listed twice",
-						       d->key, q);
-		}
-		g_free(q);
-		if (*err != NULL) {
-			g_strfreev(items);
-			return -1;
-		}
-	}
-	g_strfreev(o->peers);
-	o->peers = items;
-	return 0;
+        if (items[i][0] == '\0')
+            *err = g_strdup_printf("%s: empty name in the list (expected names "
+                                   "separated by ':'), got '%s'",
+                                   d->key, value);
+        else if (!name_valid(items[i]))
+            *err = g_strdup_printf("%s: '%s' is not a lead name (expected " OPTS_NAME_FORM ")",
+                                   d->key, q);
+        for (j = 0; *err == NULL && j < i; j++) {
+            if (strcmp(items[i], items[j]) == 0)
+                *err = g_strdup_printf("%s: '%s' is listed twice", d->key, q);
+        }
+        g_free(q);
+        if (*err != NULL) {
+            g_strfreev(items);
+            return -1;
+        }
+    }
+    g_strfreev(o->peers);
+    o->peers = items;
+    return 0;
 }
 
-static int opts_set_envname(fs_opts *o, const struct opts_def *d,
-			    const char *value, char **err)
+static int opts_set_envname(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	const char *p = value;
+    const char *p = value;
 
-	if (!g_ascii_isalpha(*p) && *p != '_')
-		return opts_fail(err, d, "an environment variable name [A-Za-z_][A-Za-z0-9_]*", value);
-	for (; *p != '\0'; p++) {
-		if (!g_ascii_isalnum(*p) && *p != '_')
-			return opts_fail(err, d, "an environment variable name [A-Za-z_][A-Za-z0-9_]*", value);
-	}
-	opts_replace(&o->broker_uri_env, g_strdup(value));
-	return 0;
+    if (!g_ascii_isalpha(*p) && *p != '_')
+        return opts_fail(err, d, "an environment variable name [A-Za-z_][A-Za-z0-9_]*", value);
+    for (; *p != '\0'; p++) {
+        if (!g_ascii_isalnum(*p) && *p != '_')
+            return opts_fail(err, d, "an environment variable name [A-Za-z_][A-Za-z0-9_]*", value);
+    }
+    opts_replace(&o->broker_uri_env, g_strdup(value));
+    return 0;
 }
 
-static int opts_set_uri(fs_opts *o, const struct opts_def *d,
-			const char *value, char **err)
+static int opts_set_uri(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	char **uris = uri_split(value);
-	size_t i;
-	int rc = 0;
+    char **uris = uri_split(value);
+    size_t i;
+    int rc = 0;
 
-	if (uris[0] == NULL)
-		rc = opts_fail(err, d, "one or more amqp:// or amqps:// URIs", value);
-	for (i = 0; rc == 0 && uris[i] != NULL; i++) {
-		char *shown = uri_redact(uris[i]);
+    if (uris[0] == NULL)
+        rc = opts_fail(err, d, "one or more amqp:// or amqps:// URIs", value);
+    for (i = 0; rc == 0 && uris[i] != NULL; i++) {
+        char *shown = uri_redact(uris[i]);
 
-		if (uri_has_password(uris[i])) {
-			*err = g_strdup_printf("%s: '%s' contains a password; give the URI "
-					       "without credentials here and put the full URI "
-					       "in the environment variable %s (named by "
-					       "broker_uri_env)", d->key, shown,
-					       o->broker_uri_env ? o->broker_uri_env : "FLEET_BROKER_URI");
-			rc = -1;
-		} else if (!g_str_has_prefix(uris[i], "amqp://") &&
-			   !g_str_has_prefix(uris[i], "amqps://")) {
-			rc = opts_fail(err, d, "amqp://HOST[:PORT][/VHOST] or amqps://...",
-				       shown);
-		} else if (!opts_text_ok(uris[i])) {
-			rc = opts_fail(err, d, "a URI of printable characters", shown);
-		}
-		g_free(shown);
-	}
-	g_strfreev(uris);
-	if (rc == 0)
-		opts_replace(&o->broker_uri, g_strdup(value));
-	return rc;
+        if (uri_has_password(uris[i])) {
+            *err = g_strdup_printf("%s: '%s' contains a password; give the URI "
+                                   "without credentials here and put the full URI "
+                                   "in the environment variable %s (named by "
+                                   "broker_uri_env)",
+                                   d->key, shown,
+                                   o->broker_uri_env ? o->broker_uri_env : "FLEET_BROKER_URI");
+            rc = -1;
+        } else if (!g_str_has_prefix(uris[i], "amqp://") &&
+                   !g_str_has_prefix(uris[i], "amqps://")) {
+            rc = opts_fail(err, d, "amqp://HOST[:PORT][/VHOST] or amqps://...", shown);
+        } else if (!opts_text_ok(uris[i])) {
+            rc = opts_fail(err, d, "a URI of printable characters", shown);
+        }
+        g_free(shown);
+    }
+    g_strfreev(uris);
+    if (rc == 0)
+        opts_replace(&o->broker_uri, g_strdup(value));
+    return rc;
 }
 
-static int opts_set_choice(fs_opts *o, const struct opts_def *d,
-			   const char *value, char **err)
+static int opts_set_choice(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	char **choices = g_strsplit(d->choices, "|", -1);
-	bool ok = value[0] != '\0' && g_strv_contains((const char *const *)choices, value);
+    char **choices = g_strsplit(d->choices, "|", -1);
+    bool ok = value[0] != '\0' && g_strv_contains((const char *const *)choices, value);
 
-	g_strfreev(choices);
-	if (!ok)
-		return opts_fail(err, d, d->choices, value);
-	opts_replace(opts_field_str(o, d), g_strdup(value));
-	return 0;
+    g_strfreev(choices);
+    if (!ok)
+        return opts_fail(err, d, d->choices, value);
+    opts_replace(opts_field_str(o, d), g_strdup(value));
+    return 0;
 }
 
-static int opts_set_text(fs_opts *o, const struct opts_def *d,
-			 const char *value, char **err)
+static int opts_set_text(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	if (!opts_text_ok(value))
-		return opts_fail(err, d, "1..255 printable characters", value);
-	opts_replace(opts_field_str(o, d), g_strdup(value));
-	return 0;
+    if (!opts_text_ok(value))
+        return opts_fail(err, d, "1..255 printable characters", value);
+    opts_replace(opts_field_str(o, d), g_strdup(value));
+    return 0;
 }
 
-static int opts_set_path(fs_opts *o, const struct opts_def *d,
-			 const char *value, char **err)
+static int opts_set_path(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	if (!opts_text_ok(value))
-		return opts_fail(err, d, "a path", value);
-	if (value[0] == '~')
-		return opts_fail(err, d, "an absolute path ('~' is not expanded here)",
-				 value);
-	opts_replace(opts_field_str(o, d), g_canonicalize_filename(value, NULL));
-	return 0;
+    if (!opts_text_ok(value))
+        return opts_fail(err, d, "a path", value);
+    if (value[0] == '~')
+        return opts_fail(err, d, "an absolute path ('~' is not expanded here)", value);
+    opts_replace(opts_field_str(o, d), g_canonicalize_filename(value, NULL));
+    return 0;
 }
 
-static int opts_set_duration(fs_opts *o, const struct opts_def *d,
-			     const char *value, char **err)
+static int opts_set_duration(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	int64_t ms;
+    int64_t ms;
 
-	if (opts_parse_duration(value, &ms) < 0)
-		return opts_fail(err, d, "a duration > 0 such as 5s, 1500ms, 1.5s, 2m, 7d "
-				 "(units ms|s|m|h|d, a bare number is seconds, at most 3650d)",
-				 value);
-	*(int64_t *)((char *)o + d->off) = ms;
-	return 0;
+    if (opts_parse_duration(value, &ms) < 0)
+        return opts_fail(err, d,
+                         "a duration > 0 such as 5s, 1500ms, 1.5s, 2m, 7d "
+                         "(units ms|s|m|h|d, a bare number is seconds, at most 3650d)",
+                         value);
+    *(int64_t *)((char *)o + d->off) = ms;
+    return 0;
 }
 
-static int opts_set_max_message(fs_opts *o, const struct opts_def *d,
-				const char *value, char **err)
+static int opts_set_max_message(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	uint64_t n;
+    uint64_t n;
 
-	if (opts_parse_size(value, &n) < 0 || n < 1 || n > OPTS_MAX_MESSAGE)
-		return opts_fail(err, d, "a size 1..16MiB in bytes, optionally with K, KiB, M or MiB",
-				 value);
-	o->max_message = (size_t)n;
-	return 0;
+    if (opts_parse_size(value, &n) < 0 || n < 1 || n > OPTS_MAX_MESSAGE)
+        return opts_fail(err, d, "a size 1..16MiB in bytes, optionally with K, KiB, M or MiB",
+                         value);
+    o->max_message = (size_t)n;
+    return 0;
 }
 
-static int opts_set_max_length(fs_opts *o, const struct opts_def *d,
-			       const char *value, char **err)
+static int opts_set_max_length(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	uint64_t n;
+    uint64_t n;
 
-	if (opts_parse_uint(value, 1000000000, &n) < 0 || n < 1)
-		return opts_fail(err, d, "an integer 1..1000000000", value);
-	o->max_length = (long)n;
-	return 0;
+    if (opts_parse_uint(value, 1000000000, &n) < 0 || n < 1)
+        return opts_fail(err, d, "an integer 1..1000000000", value);
+    o->max_length = (long)n;
+    return 0;
 }
 
-static int opts_set_prefetch(fs_opts *o, const struct opts_def *d,
-			     const char *value, char **err)
+static int opts_set_prefetch(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	uint64_t n;
+    uint64_t n;
 
-	if (opts_parse_uint(value, 65535, &n) < 0 || n < 1)
-		return opts_fail(err, d, "an integer 1..65535", value);
-	o->prefetch = (int)n;
-	return 0;
+    if (opts_parse_uint(value, 65535, &n) < 0 || n < 1)
+        return opts_fail(err, d, "an integer 1..65535", value);
+    o->prefetch = (int)n;
+    return 0;
 }
 
-static int opts_set_flag(fs_opts *o, const struct opts_def *d,
-			 const char *value, char **err)
+static int opts_set_flag(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-	if (strcmp(value, "") == 0 || strcmp(value, "1") == 0 ||
-	    strcmp(value, "true") == 0)
-		o->insecure = true;
-	else if (strcmp(value, "0") == 0 || strcmp(value, "false") == 0)
-		o->insecure = false;
-	else
-		return opts_fail(err, d, "no value, 1, true, 0 or false", value);
-	return 0;
+    if (strcmp(value, "") == 0 || strcmp(value, "1") == 0 || strcmp(value, "true") == 0)
+        o->insecure = true;
+    else if (strcmp(value, "0") == 0 || strcmp(value, "false") == 0)
+        o->insecure = false;
+    else
+        return opts_fail(err, d, "no value, 1, true, 0 or false", value);
+    return 0;
 }
 
 /* ---- the table ---------------------------------------------------------- */
@@ -362,102 +349,98 @@ static int opts_set_flag(fs_opts *o, const struct opts_def *d,
 #define OFF(f) offsetof(fs_opts, f)
 
 static const struct opts_def opts_table[] = {
-	{ "coord_id", opts_set_name, 0, NULL, "short host name",
-	  "this lead's name, " OPTS_NAME_FORM },
-	{ "peers", opts_set_peers, 0, NULL, "none",
-	  "peer lead names separated by ':'" },
-	{ "broker_uri_env", opts_set_envname, 0, NULL, "FLEET_BROKER_URI",
-	  "environment variable holding the broker URI with credentials" },
-	{ "broker_uri", opts_set_uri, 0, NULL, "from broker_uri_env",
-	  "amqp[s]://host[:port][/vhost] without password; several separated by spaces" },
-	{ "vhost", opts_set_text, OFF(vhost), NULL, "from the URI, else /",
-	  "AMQP virtual host for coordination" },
-	{ "queue_type", opts_set_choice, OFF(queue_type), "classic|quorum", "classic",
-	  "mailbox queue type, classic|quorum (same fleet-wide)" },
-	{ "max_length", opts_set_max_length, 0, NULL, "10000",
-	  "mailbox capacity in messages, 1..1000000000 (same fleet-wide)" },
-	{ "message_ttl", opts_set_duration, OFF(message_ttl_ms), NULL, "7d",
-	  "how long a message waits in a mailbox (same fleet-wide)" },
-	{ "prefetch", opts_set_prefetch, 0, NULL, "64",
-	  "messages held from the broker at most, 1..65535" },
-	{ "max_message", opts_set_max_message, 0, NULL, "64KiB",
-	  "largest message body, 1..16MiB" },
-	{ "send_timeout", opts_set_duration, OFF(send_timeout_ms), NULL, "5s",
-	  "longest a write to send waits for the broker's confirm" },
-	{ "probe_timeout", opts_set_duration, OFF(probe_timeout_ms), NULL, "2s",
-	  "longest a status read waits for a broker probe" },
-	{ "state_dir", opts_set_path, OFF(state_dir), NULL,
-	  "$XDG_STATE_HOME/fleetfs/<coord_id>", "history, seen ids, injection log" },
-	{ "inject", opts_set_choice, OFF(inject), "auto|herdr|tmux|none", "auto",
-	  "how arrived messages reach the local pane; auto: herdr when its socket exists, else none" },
-	{ "inject_target", opts_set_text, OFF(inject_target), NULL, "coord_id",
-	  "agent or pane to type into" },
-	{ "key", opts_set_path, OFF(key), NULL, "none",
-	  "this host's ed25519 secret key file (fleetfs keygen PATH)" },
-	{ "trusted_keys", opts_set_path, OFF(trusted_keys), NULL, "none",
-	  "directory of <coord_id>.pub files" },
-	{ "ca", opts_set_path, OFF(ca), NULL, "none (required for amqps://)",
-	  "CA certificate file that signed the broker's certificate (amqps://)" },
-	{ "config", opts_set_path, OFF(config), NULL,
-	  "$XDG_CONFIG_HOME/fleetfs/fleetfs.conf, /etc/fleetfs/fleetfs.conf",
-	  "config file ([fleetfs] group, key = value); -o wins" },
-	{ "insecure", opts_set_flag, 0, NULL, "off",
-	  "flag: neither sign nor check messages (local experiments only; status says so)" },
+    {"coord_id", opts_set_name, 0, NULL, "short host name", "this lead's name, " OPTS_NAME_FORM},
+    {"peers", opts_set_peers, 0, NULL, "none", "peer lead names separated by ':'"},
+    {"broker_uri_env", opts_set_envname, 0, NULL, "FLEET_BROKER_URI",
+     "environment variable holding the broker URI with credentials"},
+    {"broker_uri", opts_set_uri, 0, NULL, "from broker_uri_env",
+     "amqp[s]://host[:port][/vhost] without password; several separated by spaces"},
+    {"vhost", opts_set_text, OFF(vhost), NULL, "from the URI, else /",
+     "AMQP virtual host for coordination"},
+    {"queue_type", opts_set_choice, OFF(queue_type), "classic|quorum", "classic",
+     "mailbox queue type, classic|quorum (same fleet-wide)"},
+    {"max_length", opts_set_max_length, 0, NULL, "10000",
+     "mailbox capacity in messages, 1..1000000000 (same fleet-wide)"},
+    {"message_ttl", opts_set_duration, OFF(message_ttl_ms), NULL, "7d",
+     "how long a message waits in a mailbox (same fleet-wide)"},
+    {"prefetch", opts_set_prefetch, 0, NULL, "64",
+     "messages held from the broker at most, 1..65535"},
+    {"max_message", opts_set_max_message, 0, NULL, "64KiB", "largest message body, 1..16MiB"},
+    {"send_timeout", opts_set_duration, OFF(send_timeout_ms), NULL, "5s",
+     "longest a write to send waits for the broker's confirm"},
+    {"probe_timeout", opts_set_duration, OFF(probe_timeout_ms), NULL, "2s",
+     "longest a status read waits for a broker probe"},
+    {"state_dir", opts_set_path, OFF(state_dir), NULL, "$XDG_STATE_HOME/fleetfs/<coord_id>",
+     "history, seen ids, injection log"},
+    {"inject", opts_set_choice, OFF(inject), "auto|herdr|tmux|none", "auto",
+     "how arrived messages reach the local pane; auto: herdr when its socket exists, else none"},
+    {"inject_target", opts_set_text, OFF(inject_target), NULL, "coord_id",
+     "agent or pane to type into"},
+    {"key", opts_set_path, OFF(key), NULL, "none",
+     "this host's ed25519 secret key file (fleetfs keygen PATH)"},
+    {"trusted_keys", opts_set_path, OFF(trusted_keys), NULL, "none",
+     "directory of <coord_id>.pub files"},
+    {"ca", opts_set_path, OFF(ca), NULL, "none (required for amqps://)",
+     "CA certificate file that signed the broker's certificate (amqps://)"},
+    {"config", opts_set_path, OFF(config), NULL,
+     "$XDG_CONFIG_HOME/fleetfs/fleetfs.conf, /etc/fleetfs/fleetfs.conf",
+     "config file ([fleetfs] group, key = value); -o wins"},
+    {"insecure", opts_set_flag, 0, NULL, "off",
+     "flag: neither sign nor check messages (local experiments only; status says so)"},
 };
 
 static const struct opts_def *opts_find(const char *key)
 {
-	size_t i;
+    size_t i;
 
-	for (i = 0; key != NULL && i < G_N_ELEMENTS(opts_table); i++) {
-		if (strcmp(opts_table[i].key, key) == 0)
-			return &opts_table[i];
-	}
-	return NULL;
+    for (i = 0; key != NULL && i < G_N_ELEMENTS(opts_table); i++) {
+        if (strcmp(opts_table[i].key, key) == 0)
+            return &opts_table[i];
+    }
+    return NULL;
 }
 
 bool opts_known(const char *key)
 {
-	return opts_find(key) != NULL;
+    return opts_find(key) != NULL;
 }
 
 int opts_set(fs_opts *o, const char *key, const char *value, char **err)
 {
-	const struct opts_def *d = opts_find(key);
+    const struct opts_def *d = opts_find(key);
 
-	*err = NULL;
-	if (d == NULL) {
-		char *q = opts_quote(key ? key : "");
+    *err = NULL;
+    if (d == NULL) {
+        char *q = opts_quote(key ? key : "");
 
-		*err = g_strdup_printf("unknown option '%s' (see fleetfs --help)", q);
-		g_free(q);
-		return -1;
-	}
-	return d->set(o, d, value ? value : "", err);
+        *err = g_strdup_printf("unknown option '%s' (see fleetfs --help)", q);
+        g_free(q);
+        return -1;
+    }
+    return d->set(o, d, value ? value : "", err);
 }
 
 static char *opts_help_build(void)
 {
-	GString *s = g_string_new("fleetfs options (-o key=value, or key = value "
-				  "under [fleetfs] in the config file):\n");
-	size_t i;
+    GString *s = g_string_new("fleetfs options (-o key=value, or key = value "
+                              "under [fleetfs] in the config file):\n");
+    size_t i;
 
-	for (i = 0; i < G_N_ELEMENTS(opts_table); i++)
-		g_string_append_printf(s, "    %-15s %s (default: %s)\n",
-				       opts_table[i].key, opts_table[i].help,
-				       opts_table[i].defval);
-	g_string_append(s, "Durations: number with ms|s|m|h|d (bare = seconds). "
-			"Sizes: bytes with K|KiB|M|MiB.\n");
-	return g_string_free(s, FALSE);
+    for (i = 0; i < G_N_ELEMENTS(opts_table); i++)
+        g_string_append_printf(s, "    %-15s %s (default: %s)\n", opts_table[i].key,
+                               opts_table[i].help, opts_table[i].defval);
+    g_string_append(s, "Durations: number with ms|s|m|h|d (bare = seconds). "
+                       "Sizes: bytes with K|KiB|M|MiB.\n");
+    return g_string_free(s, FALSE);
 }
 
 const char *opts_help(void)
 {
-	static gsize text; /* built once, kept for the process's life */
+    static gsize text; /* built once, kept for the process's life */
 
-	if (g_once_init_enter(&text))
-		g_once_init_leave(&text, (gsize)opts_help_build());
-	return (const char *)text;
+    if (g_once_init_enter(&text))
+        g_once_init_leave(&text, (gsize)opts_help_build());
+    return (const char *)text;
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -465,170 +448,168 @@ const char *opts_help(void)
 /* Short host name, lowercased, if it is a valid lead name. */
 static char *opts_host_name(char *raw, size_t rawsz)
 {
-	char *dot, *name;
+    char *dot, *name;
 
-	if (gethostname(raw, rawsz) != 0)
-		raw[0] = '\0';
-	raw[rawsz - 1] = '\0';
-	dot = strchr(raw, '.');
-	if (dot != NULL)
-		*dot = '\0';
-	name = g_ascii_strdown(raw, -1);
-	if (!name_valid(name)) {
-		g_free(name);
-		return NULL;
-	}
-	return name;
+    if (gethostname(raw, rawsz) != 0)
+        raw[0] = '\0';
+    raw[rawsz - 1] = '\0';
+    dot = strchr(raw, '.');
+    if (dot != NULL)
+        *dot = '\0';
+    name = g_ascii_strdown(raw, -1);
+    if (!name_valid(name)) {
+        g_free(name);
+        return NULL;
+    }
+    return name;
 }
 
 void opts_init(fs_opts *o)
 {
-	char raw[256];
+    char raw[256];
 
-	memset(o, 0, sizeof(*o));
-	o->coord_id = opts_host_name(raw, sizeof(raw));
-	o->peers = g_new0(char *, 1);
-	o->broker_uri_env = g_strdup("FLEET_BROKER_URI");
-	o->queue_type = g_strdup("classic");
-	o->max_length = 10000;
-	o->message_ttl_ms = 7 * OPTS_DAY_MS;
-	o->prefetch = 64;
-	o->max_message = 65536;
-	o->send_timeout_ms = 5000;
-	o->probe_timeout_ms = 2000;
-	o->inject = g_strdup("auto");
-	o->insecure = false;
+    memset(o, 0, sizeof(*o));
+    o->coord_id = opts_host_name(raw, sizeof(raw));
+    o->peers = g_new0(char *, 1);
+    o->broker_uri_env = g_strdup("FLEET_BROKER_URI");
+    o->queue_type = g_strdup("classic");
+    o->max_length = 10000;
+    o->message_ttl_ms = 7 * OPTS_DAY_MS;
+    o->prefetch = 64;
+    o->max_message = 65536;
+    o->send_timeout_ms = 5000;
+    o->probe_timeout_ms = 2000;
+    o->inject = g_strdup("auto");
+    o->insecure = false;
 }
 
 int opts_finish(fs_opts *o, char **err)
 {
-	const char *xdg = getenv("XDG_STATE_HOME");
-	const char *home = getenv("HOME");
-	char raw[256];
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char raw[256];
 
-	*err = NULL;
-	if (o->coord_id == NULL) {
-		char *q;
+    *err = NULL;
+    if (o->coord_id == NULL) {
+        char *q;
 
-		if (gethostname(raw, sizeof(raw)) != 0)
-			raw[0] = '\0';
-		raw[sizeof(raw) - 1] = '\0';
-		q = opts_quote(raw);
-		*err = g_strdup_printf("coord_id: the host name '%s' does not give a valid "
-				       "lead name (" OPTS_NAME_FORM "); set one with "
-				       "-o coord_id=NAME", q);
-		g_free(q);
-		return -1;
-	}
-	if (o->state_dir != NULL)
-		return 0;
-	if (xdg != NULL && xdg[0] == '/')
-		o->state_dir = g_build_filename(xdg, "fleetfs", o->coord_id, NULL);
-	else if (home != NULL && home[0] == '/')
-		o->state_dir = g_build_filename(home, ".local", "state", "fleetfs",
-						o->coord_id, NULL);
-	else {
-		*err = g_strdup("state_dir: neither XDG_STATE_HOME nor HOME is an "
-				"absolute path; set -o state_dir=PATH");
-		return -1;
-	}
-	return 0;
+        if (gethostname(raw, sizeof(raw)) != 0)
+            raw[0] = '\0';
+        raw[sizeof(raw) - 1] = '\0';
+        q = opts_quote(raw);
+        *err = g_strdup_printf("coord_id: the host name '%s' does not give a valid "
+                               "lead name (" OPTS_NAME_FORM "); set one with "
+                               "-o coord_id=NAME",
+                               q);
+        g_free(q);
+        return -1;
+    }
+    if (o->state_dir != NULL)
+        return 0;
+    if (xdg != NULL && xdg[0] == '/')
+        o->state_dir = g_build_filename(xdg, "fleetfs", o->coord_id, NULL);
+    else if (home != NULL && home[0] == '/')
+        o->state_dir = g_build_filename(home, ".local", "state", "fleetfs", o->coord_id, NULL);
+    else {
+        *err = g_strdup("state_dir: neither XDG_STATE_HOME nor HOME is an "
+                        "absolute path; set -o state_dir=PATH");
+        return -1;
+    }
+    return 0;
 }
 
 void opts_free(fs_opts *o)
 {
-	g_free(o->coord_id);
-	g_strfreev(o->peers);
-	g_free(o->broker_uri_env);
-	g_free(o->broker_uri);
-	g_free(o->vhost);
-	g_free(o->queue_type);
-	g_free(o->state_dir);
-	g_free(o->inject);
-	g_free(o->inject_target);
-	g_free(o->key);
-	g_free(o->trusted_keys);
-	g_free(o->ca);
-	g_free(o->config);
-	memset(o, 0, sizeof(*o));
+    g_free(o->coord_id);
+    g_strfreev(o->peers);
+    g_free(o->broker_uri_env);
+    g_free(o->broker_uri);
+    g_free(o->vhost);
+    g_free(o->queue_type);
+    g_free(o->state_dir);
+    g_free(o->inject);
+    g_free(o->inject_target);
+    g_free(o->key);
+    g_free(o->trusted_keys);
+    g_free(o->ca);
+    g_free(o->config);
+    memset(o, 0, sizeof(*o));
 }
 
 /* ---- config file -------------------------------------------------------- */
 
-static int opts_load_group(fs_opts *o, GKeyFile *kf, const char *path,
-			   char **err)
+static int opts_load_group(fs_opts *o, GKeyFile *kf, const char *path, char **err)
 {
-	char **keys = g_key_file_get_keys(kf, "fleetfs", NULL, NULL);
-	int rc = 0;
-	size_t i;
+    char **keys = g_key_file_get_keys(kf, "fleetfs", NULL, NULL);
+    int rc = 0;
+    size_t i;
 
-	for (i = 0; rc == 0 && keys != NULL && keys[i] != NULL; i++) {
-		GError *ge = NULL;
-		char *value, *sub = NULL;
+    for (i = 0; rc == 0 && keys != NULL && keys[i] != NULL; i++) {
+        GError *ge = NULL;
+        char *value, *sub = NULL;
 
-		if (strcmp(keys[i], "config") == 0 || !opts_known(keys[i])) {
-			char *q = opts_quote(keys[i]);
+        if (strcmp(keys[i], "config") == 0 || !opts_known(keys[i])) {
+            char *q = opts_quote(keys[i]);
 
-			*err = g_strdup_printf(strcmp(keys[i], "config") == 0
-					       ? "%s: option '%s' cannot be set inside a config file"
-					       : "%s: unknown option '%s' (see fleetfs --help)",
-					       path, q);
-			g_free(q);
-			rc = -1;
-			break;
-		}
-		value = g_key_file_get_string(kf, "fleetfs", keys[i], &ge);
-		if (value == NULL) {
-			*err = g_strdup_printf("%s: %s: %s", path, keys[i], ge->message);
-			g_error_free(ge);
-			rc = -1;
-		} else if (opts_set(o, keys[i], value, &sub) < 0) {
-			*err = g_strdup_printf("%s: %s", path, sub);
-			g_free(sub);
-			rc = -1;
-		}
-		g_free(value);
-	}
-	g_strfreev(keys);
-	return rc;
+            *err = g_strdup_printf(strcmp(keys[i], "config") == 0
+                                       ? "%s: option '%s' cannot be set inside a config file"
+                                       : "%s: unknown option '%s' (see fleetfs --help)",
+                                   path, q);
+            g_free(q);
+            rc = -1;
+            break;
+        }
+        value = g_key_file_get_string(kf, "fleetfs", keys[i], &ge);
+        if (value == NULL) {
+            *err = g_strdup_printf("%s: %s: %s", path, keys[i], ge->message);
+            g_error_free(ge);
+            rc = -1;
+        } else if (opts_set(o, keys[i], value, &sub) < 0) {
+            *err = g_strdup_printf("%s: %s", path, sub);
+            g_free(sub);
+            rc = -1;
+        }
+        g_free(value);
+    }
+    g_strfreev(keys);
+    return rc;
 }
 
 int opts_load_file(fs_opts *o, const char *path, bool must_exist, char **err)
 {
-	GKeyFile *kf = g_key_file_new();
-	GError *ge = NULL;
-	char **groups;
-	size_t i;
-	int rc = 0;
+    GKeyFile *kf = g_key_file_new();
+    GError *ge = NULL;
+    char **groups;
+    size_t i;
+    int rc = 0;
 
-	*err = NULL;
-	if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &ge)) {
-		if (!must_exist && g_error_matches(ge, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-			rc = 0;
-		else {
-			*err = g_strdup_printf("%s: %s", path, ge->message);
-			rc = -1;
-		}
-		g_error_free(ge);
-		g_key_file_free(kf);
-		return rc;
-	}
-	groups = g_key_file_get_groups(kf, NULL);
-	for (i = 0; rc == 0 && groups[i] != NULL; i++) {
-		if (strcmp(groups[i], "fleetfs") != 0) {
-			char *q = opts_quote(groups[i]);
+    *err = NULL;
+    if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &ge)) {
+        if (!must_exist && g_error_matches(ge, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+            rc = 0;
+        else {
+            *err = g_strdup_printf("%s: %s", path, ge->message);
+            rc = -1;
+        }
+        g_error_free(ge);
+        g_key_file_free(kf);
+        return rc;
+    }
+    groups = g_key_file_get_groups(kf, NULL);
+    for (i = 0; rc == 0 && groups[i] != NULL; i++) {
+        if (strcmp(groups[i], "fleetfs") != 0) {
+            char *q = opts_quote(groups[i]);
 
-			*err = g_strdup_printf("%s: unknown group [%s] (only [fleetfs] is read)",
-					       path, q);
-			g_free(q);
-			rc = -1;
-		}
-	}
-	g_strfreev(groups);
-	if (rc == 0 && g_key_file_has_group(kf, "fleetfs"))
-		rc = opts_load_group(o, kf, path, err);
-	g_key_file_free(kf);
-	return rc;
+            *err = g_strdup_printf("%s: unknown group [%s] (only [fleetfs] is read)", path, q);
+            g_free(q);
+            rc = -1;
+        }
+    }
+    g_strfreev(groups);
+    if (rc == 0 && g_key_file_has_group(kf, "fleetfs"))
+        rc = opts_load_group(o, kf, path, err);
+    g_key_file_free(kf);
+    return rc;
 }
 
 /* ---- URIs --------------------------------------------------------------- */
@@ -638,53 +619,53 @@ int opts_load_file(fs_opts *o, const char *path, bool must_exist, char **err)
  * The cost is over-redaction of a rare vhost containing '@': safe side. */
 static const char *uri_userinfo(const char *uri, const char **at)
 {
-	const char *p = strstr(uri, "://");
+    const char *p = strstr(uri, "://");
 
-	p = p != NULL ? p + 3 : uri;
-	*at = strrchr(p, '@');
-	return p;
+    p = p != NULL ? p + 3 : uri;
+    *at = strrchr(p, '@');
+    return p;
 }
 
 bool uri_has_password(const char *uri)
 {
-	const char *at, *p;
+    const char *at, *p;
 
-	if (uri == NULL)
-		return false;
-	p = uri_userinfo(uri, &at);
-	return at != NULL && memchr(p, ':', (size_t)(at - p)) != NULL;
+    if (uri == NULL)
+        return false;
+    p = uri_userinfo(uri, &at);
+    return at != NULL && memchr(p, ':', (size_t)(at - p)) != NULL;
 }
 
 char *uri_redact(const char *uri)
 {
-	const char *at, *p, *colon;
+    const char *at, *p, *colon;
 
-	if (uri == NULL)
-		return NULL;
-	p = uri_userinfo(uri, &at);
-	if (at == NULL)
-		return g_strdup(uri);
-	colon = memchr(p, ':', (size_t)(at - p));
-	if (colon == NULL)
-		return g_strdup(uri);
-	return g_strdup_printf("%.*s***%s", (int)(colon + 1 - uri), uri, at);
+    if (uri == NULL)
+        return NULL;
+    p = uri_userinfo(uri, &at);
+    if (at == NULL)
+        return g_strdup(uri);
+    colon = memchr(p, ':', (size_t)(at - p));
+    if (colon == NULL)
+        return g_strdup(uri);
+    return g_strdup_printf("%.*s***%s", (int)(colon + 1 - uri), uri, at);
 }
 
 char **uri_split(const char *list)
 {
-	GPtrArray *out = g_ptr_array_new();
-	const char *sep = " \t\r\n,";
-	const char *p = list ? list : "";
+    GPtrArray *out = g_ptr_array_new();
+    const char *sep = " \t\r\n,";
+    const char *p = list ? list : "";
 
-	while (*p != '\0') {
-		size_t n;
+    while (*p != '\0') {
+        size_t n;
 
-		p += strspn(p, sep);
-		n = strcspn(p, sep);
-		if (n > 0)
-			g_ptr_array_add(out, g_strndup(p, n));
-		p += n;
-	}
-	g_ptr_array_add(out, NULL);
-	return (char **)g_ptr_array_free(out, FALSE);
+        p += strspn(p, sep);
+        n = strcspn(p, sep);
+        if (n > 0)
+            g_ptr_array_add(out, g_strndup(p, n));
+        p += n;
+    }
+    g_ptr_array_add(out, NULL);
+    return (char **)g_ptr_array_free(out, FALSE);
 }

@@ -10,26 +10,26 @@
 #include <stdint.h>
 
 typedef struct {
-	char *coord_id;
-	char **peers;          /* NULL-terminated, g_strfreev-able; empty = {NULL} */
-	char *broker_uri_env;
-	char *broker_uri;
-	char *vhost;           /* NULL = from URI, else "/" */
-	char *queue_type;      /* "classic" | "quorum" */
-	long max_length;
-	int64_t message_ttl_ms;
-	int prefetch;
-	size_t max_message;
-	int64_t send_timeout_ms;
-	int64_t probe_timeout_ms;
-	char *state_dir;
-	char *inject;          /* herdr | tmux | none */
-	char *inject_target;
-	char *key;
-	char *trusted_keys;
-	char *ca;
-	char *config;
-	bool insecure;
+    char *coord_id;
+    char **peers; /* NULL-terminated, g_strfreev-able; empty = {NULL} */
+    char *broker_uri_env;
+    char *broker_uri;
+    char *vhost;      /* NULL = from URI, else "/" */
+    char *queue_type; /* "classic" | "quorum" */
+    long max_length;
+    int64_t message_ttl_ms;
+    int prefetch;
+    size_t max_message;
+    int64_t send_timeout_ms;
+    int64_t probe_timeout_ms;
+    char *state_dir;
+    char *inject; /* herdr | tmux | none */
+    char *inject_target;
+    char *key;
+    char *trusted_keys;
+    char *ca;
+    char *config;
+    bool insecure;
 } fs_opts;
 
 void opts_init(fs_opts *o);

@@ -39,10 +39,10 @@ typedef struct sig_key sig_key;
 typedef struct sig_trust sig_trust;
 
 typedef enum {
-	SIG_OK = 0,
-	SIG_UNSIGNED,    /* e->sig is empty */
-	SIG_UNKNOWN_KEY, /* no key trusted for e->from */
-	SIG_BAD,         /* malformed sig, or it does not verify */
+    SIG_OK = 0,
+    SIG_UNSIGNED,    /* e->sig is empty */
+    SIG_UNKNOWN_KEY, /* no key trusted for e->from */
+    SIG_BAD,         /* malformed sig, or it does not verify */
 } sig_result;
 
 /* Writes a fresh keypair: the secret to path (0600) and the public key to
@@ -79,7 +79,6 @@ const char *sig_result_name(sig_result r);
 /* Extras. */
 /* True when k's public key is the one t trusts for coord_id: a daemon checks
  * at start that peers holding the same trust directory will believe it. */
-bool sig_key_matches(const sig_trust *t, const char *coord_id,
-		     const sig_key *k);
+bool sig_key_matches(const sig_trust *t, const char *coord_id, const sig_key *k);
 
 #endif

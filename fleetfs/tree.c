@@ -47,9 +47,9 @@ typedef enum {
 
 typedef struct {
     node_kind kind;
-    char name[64];      /* the peer of N_PEER / N_SEND / N_PSTATUS */
-    GString *snap;      /* readable snapshot files */
-    mb_view *view;      /* inbox */
+    char name[64]; /* the peer of N_PEER / N_SEND / N_PSTATUS */
+    GString *snap; /* readable snapshot files */
+    mb_view *view; /* inbox */
 } handle;
 
 static fleet *F(void)
@@ -83,8 +83,11 @@ static node_kind lead_file(const char *s)
     static const struct {
         const char *name;
         node_kind kind;
-    } files[] = {{"inbox", N_INBOX}, {"ack", N_ACK},       {"history", N_HISTORY},
-                 {"sent", N_SENT},   {"status", N_LSTATUS}};
+    } files[] = {{"inbox", N_INBOX},
+                 {"ack", N_ACK},
+                 {"history", N_HISTORY},
+                 {"sent", N_SENT},
+                 {"status", N_LSTATUS}};
     for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
         if (strcmp(s, files[i].name) == 0)
             return files[i].kind;
@@ -112,10 +115,10 @@ static node_kind resolve(const fleet *f, const char *path, char name[64])
         k = n == 2 ? N_LEAD : n == 3 ? lead_file(c[2]) : N_NONE;
     else if (!strcmp(c[0], "peers") && fleet_is_peer(f, c[1])) {
         g_strlcpy(name, c[1], 64);
-        k = n == 2                                 ? N_PEER
+        k = n == 2                              ? N_PEER
             : n == 3 && !strcmp(c[2], "send")   ? N_SEND
             : n == 3 && !strcmp(c[2], "status") ? N_PSTATUS
-                                                  : N_NONE;
+                                                : N_NONE;
     }
     g_strfreev(c);
     return k;
@@ -300,8 +303,7 @@ static int tree_open(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
-static int tree_read(const char *path, char *buf, size_t size, off_t off,
-                     struct fuse_file_info *fi)
+static int tree_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
     handle *h = (handle *)(uintptr_t)fi->fh;
     (void)path;

@@ -69,16 +69,17 @@ static ib_verdict by_target(inj_backend *b, ib_target *t, char *why, size_t n)
 
     if (hd_agent_get(client(b), target, CALL_MS, &a, &rep) == HD_OK && a.pane_id[0]) {
         g_strlcpy(t->id, a.pane_id, sizeof t->id);
-        snprintf(t->name, sizeof t->name, "agent %s (%s)", a.name[0] ? a.name : target,
-                 a.pane_id);
+        snprintf(t->name, sizeof t->name, "agent %s (%s)", a.name[0] ? a.name : target, a.pane_id);
     } else if (rep.kind == HD_ERR_REMOTE || rep.kind == HD_OK) {
         hd_reply_clear(&rep);
         if (hd_pane_get(client(b), target, CALL_MS, &p, &rep) == HD_OK) {
             g_strlcpy(t->id, p.pane_id, sizeof t->id);
             snprintf(t->name, sizeof t->name, "pane %s", p.pane_id);
         } else if (rep.kind == HD_ERR_REMOTE) {
-            snprintf(why, n, "stalled: inject_target '%s' is neither an agent nor a pane herdr "
-                     "knows (%s); fix -o inject_target", target, rep.code);
+            snprintf(why, n,
+                     "stalled: inject_target '%s' is neither an agent nor a pane herdr "
+                     "knows (%s); fix -o inject_target",
+                     target, rep.code);
             v = IB_STALL;
         } else {
             v = down(b, &rep, why, n);
@@ -130,13 +131,15 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
         g_strlcpy(t->id, panes[hit].pane_id, sizeof t->id);
         snprintf(t->name, sizeof t->name, "pane labelled %s (%s)", me, panes[hit].pane_id);
     } else if (hits == 0) {
-        snprintf(why, n, "stalled: no herdr agent named %s and no pane labelled %s; name the "
+        snprintf(why, n,
+                 "stalled: no herdr agent named %s and no pane labelled %s; name the "
                  "lead's agent %s (herdr agent rename), label its pane, or set "
-                 "-o inject_target", me, me, me);
+                 "-o inject_target",
+                 me, me, me);
         v = IB_STALL;
     } else {
-        snprintf(why, n, "stalled: %zu panes labelled %s; rename one or set -o inject_target",
-                 hits, me);
+        snprintf(why, n, "stalled: %zu panes labelled %s; rename one or set -o inject_target", hits,
+                 me);
         v = IB_STALL;
     }
 out:
@@ -166,9 +169,9 @@ static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char
 /* herdr's error codes that mean nothing was written to the pane. */
 static bool nothing_typed(const char *code)
 {
-    static const char *codes[] = {"agent_blocked",   "agent_not_ready",  "empty_agent_prompt",
-                                  "agent_not_found", "pane_not_found",   "agent_target_ambiguous",
-                                  "invalid_request", "invalid_params",   "agent_not_running",
+    static const char *codes[] = {"agent_blocked",    "agent_not_ready", "empty_agent_prompt",
+                                  "agent_not_found",  "pane_not_found",  "agent_target_ambiguous",
+                                  "invalid_request",  "invalid_params",  "agent_not_running",
                                   "pane_send_failed", "unsafe_text"};
     for (size_t i = 0; i < G_N_ELEMENTS(codes); i++)
         if (!strcmp(code, codes[i]))
@@ -187,16 +190,16 @@ static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char 
     } else if (k == HD_ERR_REMOTE && !strcmp(rep.code, "agent_prompt_stalled")) {
         r = IT_TYPED; /* accepted; whether the turn starts, confirm() finds out */
     } else if ((k == HD_ERR_REMOTE || k == HD_ERR_PROTOCOL) && nothing_typed(rep.code)) {
-        snprintf(why, n, "herdr refused to type into %s (%s: %s)", t->name, rep.code,
-                 rep.message);
+        snprintf(why, n, "herdr refused to type into %s (%s: %s)", t->name, rep.code, rep.message);
         r = IT_REFUSED;
     } else if (k == HD_ERR_DOWN) {
         snprintf(why, n, "herdr went away before it took the text");
         r = IT_REFUSED;
     } else {
-        snprintf(why, n, "herdr gave no clear answer while typing into %s (%s %s); it may or "
-                 "may not have been typed, and will not be typed again", t->name,
-                 hd_kind_name(k), rep.code);
+        snprintf(why, n,
+                 "herdr gave no clear answer while typing into %s (%s %s); it may or "
+                 "may not have been typed, and will not be typed again",
+                 t->name, hd_kind_name(k), rep.code);
         r = IT_UNKNOWN;
     }
     hd_reply_clear(&rep);

@@ -35,143 +35,135 @@
 #define HD_LINE_MAX (1024 * 1024)
 
 struct hd_client {
-	char *path;
-	atomic_uint seq; /* request ids; any thread may call */
+    char *path;
+    atomic_uint seq; /* request ids; any thread may call */
 };
 
 /* ---------------------------------------------------------------- replies */
 
 void hd_reply_clear(hd_reply *r)
 {
-	json_decref(r->result);
-	memset(r, 0, sizeof(*r));
+    json_decref(r->result);
+    memset(r, 0, sizeof(*r));
 }
 
 const char *hd_kind_name(int kind)
 {
-	switch (kind) {
-	case HD_OK: return "ok";
-	case HD_ERR_REMOTE: return "remote";
-	case HD_ERR_DOWN: return "down";
-	case HD_ERR_TIMEOUT: return "timeout";
-	case HD_ERR_CLOSED: return "closed";
-	case HD_ERR_PROTOCOL: return "protocol";
-	}
-	return "?";
+    switch (kind) {
+    case HD_OK:
+        return "ok";
+    case HD_ERR_REMOTE:
+        return "remote";
+    case HD_ERR_DOWN:
+        return "down";
+    case HD_ERR_TIMEOUT:
+        return "timeout";
+    case HD_ERR_CLOSED:
+        return "closed";
+    case HD_ERR_PROTOCOL:
+        return "protocol";
+    }
+    return "?";
 }
 
 /* Sanitised, single-line, truncated at a UTF-8 boundary. */
 static void copy_text(char *dst, size_t cap, const char *src, size_t len)
 {
-	size_t n;
-	char *s = san_text(src, len, &n);
+    size_t n;
+    char *s = san_text(src, len, &n);
 
-	dst[0] = '\0';
-	if (!s)
-		return;
-	for (size_t i = 0; i < n; i++)
-		if (s[i] == '\n' || s[i] == '\t')
-			s[i] = ' ';
-	if (n >= cap) {
-		n = cap - 1;
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	memcpy(dst, s, n);
-	dst[n] = '\0';
-	free(s);
+    dst[0] = '\0';
+    if (!s)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == '\n' || s[i] == '\t')
+            s[i] = ' ';
+    if (n >= cap) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--;
+    }
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+    free(s);
 }
 
-__attribute__((format(printf, 4, 5)))
-static int set_reply(hd_reply *r, int kind, const char *code,
-		     const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int set_reply(hd_reply *r, int kind, const char *code,
+                                                           const char *fmt, ...)
 {
-	char msg[sizeof(r->message)];
-	va_list ap;
+    char msg[sizeof(r->message)];
+    va_list ap;
 
-	json_decref(r->result);
-	r->result = NULL;
-	r->kind = kind;
-	snprintf(r->code, sizeof(r->code), "%s", code);
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	copy_text(r->message, sizeof(r->message), msg, strlen(msg));
-	return kind;
+    json_decref(r->result);
+    r->result = NULL;
+    r->kind = kind;
+    snprintf(r->code, sizeof(r->code), "%s", code);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    copy_text(r->message, sizeof(r->message), msg, strlen(msg));
+    return kind;
 }
 
-static int parse_error(json_t *err, const char *id, const char *expect_id,
-		       hd_reply *out)
+static int parse_error(json_t *err, const char *id, const char *expect_id, hd_reply *out)
 {
-	const char *code, *msg;
+    const char *code, *msg;
 
-	if (!json_is_object(err))
-		return set_reply(out, HD_ERR_PROTOCOL, "bad_json",
-				 "error is not an object");
-	/* herdr answers malformed requests with id "": accept that, and a
+    if (!json_is_object(err))
+        return set_reply(out, HD_ERR_PROTOCOL, "bad_json", "error is not an object");
+    /* herdr answers malformed requests with id "": accept that, and a
 	 * missing id, but not someone else's id. */
-	if (id && *id && expect_id && strcmp(id, expect_id) != 0)
-		return set_reply(out, HD_ERR_PROTOCOL, "id_mismatch",
-				 "error for another request");
-	code = json_string_value(json_object_get(err, "code"));
-	msg = json_string_value(json_object_get(err, "message"));
-	set_reply(out, HD_ERR_REMOTE, "", "%s", "");
-	copy_text(out->code, sizeof(out->code), code ? code : "unknown",
-		  code ? strlen(code) : 7);
-	if (msg)
-		copy_text(out->message, sizeof(out->message), msg, strlen(msg));
-	return out->kind;
+    if (id && *id && expect_id && strcmp(id, expect_id) != 0)
+        return set_reply(out, HD_ERR_PROTOCOL, "id_mismatch", "error for another request");
+    code = json_string_value(json_object_get(err, "code"));
+    msg = json_string_value(json_object_get(err, "message"));
+    set_reply(out, HD_ERR_REMOTE, "", "%s", "");
+    copy_text(out->code, sizeof(out->code), code ? code : "unknown", code ? strlen(code) : 7);
+    if (msg)
+        copy_text(out->message, sizeof(out->message), msg, strlen(msg));
+    return out->kind;
 }
 
-int hd_parse_reply(const char *line, size_t len, const char *expect_id,
-		   hd_reply *out)
+int hd_parse_reply(const char *line, size_t len, const char *expect_id, hd_reply *out)
 {
-	json_error_t jerr;
-	json_t *root, *err, *res, *idv;
-	const char *id;
+    json_error_t jerr;
+    json_t *root, *err, *res, *idv;
+    const char *id;
 
-	hd_reply_clear(out);
-	if (len > 0 && line[len - 1] == '\n')
-		len--;
-	if (len > HD_LINE_MAX)
-		return set_reply(out, HD_ERR_PROTOCOL, "too_large",
-				 "reply longer than 1 MiB");
-	if (memchr(line, '\n', len))
-		return set_reply(out, HD_ERR_PROTOCOL, "bad_json",
-				 "more than one line");
-	root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		return set_reply(out, HD_ERR_PROTOCOL, "bad_json",
-				 "unparsable reply: %s", jerr.text);
-	if (!json_is_object(root)) {
-		json_decref(root);
-		return set_reply(out, HD_ERR_PROTOCOL, "bad_json",
-				 "reply is not an object");
-	}
-	idv = json_object_get(root, "id");
-	id = json_string_value(idv);
-	err = json_object_get(root, "error");
-	res = json_object_get(root, "result");
-	if (idv && !id)
-		set_reply(out, HD_ERR_PROTOCOL, "bad_json", "id is not a string");
-	else if (err && res)
-		set_reply(out, HD_ERR_PROTOCOL, "bad_json",
-			  "both result and error");
-	else if (err)
-		parse_error(err, id, expect_id, out);
-	else if (!res)
-		set_reply(out, HD_ERR_PROTOCOL, "bad_json",
-			  "neither result nor error");
-	else if (expect_id && (!id || strcmp(id, expect_id) != 0))
-		set_reply(out, HD_ERR_PROTOCOL, "id_mismatch",
-			  "result for another request");
-	else if (!json_is_object(res))
-		set_reply(out, HD_ERR_PROTOCOL, "bad_result",
-			  "result is not an object");
-	else
-		out->result = json_incref(res);
-	json_decref(root);
-	return out->kind;
+    hd_reply_clear(out);
+    if (len > 0 && line[len - 1] == '\n')
+        len--;
+    if (len > HD_LINE_MAX)
+        return set_reply(out, HD_ERR_PROTOCOL, "too_large", "reply longer than 1 MiB");
+    if (memchr(line, '\n', len))
+        return set_reply(out, HD_ERR_PROTOCOL, "bad_json", "more than one line");
+    root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return set_reply(out, HD_ERR_PROTOCOL, "bad_json", "unparsable reply: %s", jerr.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return set_reply(out, HD_ERR_PROTOCOL, "bad_json", "reply is not an object");
+    }
+    idv = json_object_get(root, "id");
+    id = json_string_value(idv);
+    err = json_object_get(root, "error");
+    res = json_object_get(root, "result");
+    if (idv && !id)
+        set_reply(out, HD_ERR_PROTOCOL, "bad_json", "id is not a string");
+    else if (err && res)
+        set_reply(out, HD_ERR_PROTOCOL, "bad_json", "both result and error");
+    else if (err)
+        parse_error(err, id, expect_id, out);
+    else if (!res)
+        set_reply(out, HD_ERR_PROTOCOL, "bad_json", "neither result nor error");
+    else if (expect_id && (!id || strcmp(id, expect_id) != 0))
+        set_reply(out, HD_ERR_PROTOCOL, "id_mismatch", "result for another request");
+    else if (!json_is_object(res))
+        set_reply(out, HD_ERR_PROTOCOL, "bad_result", "result is not an object");
+    else
+        out->result = json_incref(res);
+    json_decref(root);
+    return out->kind;
 }
 
 /* ------------------------------------------------------------ socket path */
@@ -180,620 +172,593 @@ int hd_parse_reply(const char *line, size_t len, const char *expect_id,
  * A relative XDG_CONFIG_HOME is ignored, as the XDG spec asks. */
 static char *config_dir(void)
 {
-	const char *xdg = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
-	char *s = NULL;
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    char *s = NULL;
 
-	if (xdg && xdg[0] == '/') {
-		if (asprintf(&s, "%s/herdr", xdg) < 0)
-			return NULL;
-	} else if (home && *home) {
-		if (asprintf(&s, "%s/.config/herdr", home) < 0)
-			return NULL;
-	}
-	return s;
+    if (xdg && xdg[0] == '/') {
+        if (asprintf(&s, "%s/herdr", xdg) < 0)
+            return NULL;
+    } else if (home && *home) {
+        if (asprintf(&s, "%s/.config/herdr", home) < 0)
+            return NULL;
+    }
+    return s;
 }
 
 char *hd_socket_path(void)
 {
-	const char *env = getenv("HERDR_SOCKET_PATH");
-	const char *session = getenv("HERDR_SESSION");
-	char *cfg, *s = NULL;
-	int rc;
+    const char *env = getenv("HERDR_SOCKET_PATH");
+    const char *session = getenv("HERDR_SESSION");
+    char *cfg, *s = NULL;
+    int rc;
 
-	if (env && *env)
-		return strdup(env);
-	/* A session name is one path component; anything else would leave
+    if (env && *env)
+        return strdup(env);
+    /* A session name is one path component; anything else would leave
 	 * the config directory, and falling back to the default session would
 	 * type into the wrong herdr. */
-	if (session && (strchr(session, '/') || !strcmp(session, ".") ||
-			!strcmp(session, "..")))
-		return NULL;
-	cfg = config_dir();
-	if (!cfg)
-		return NULL;
-	if (session && *session && strcmp(session, "default") != 0)
-		rc = asprintf(&s, "%s/sessions/%s/herdr.sock", cfg, session);
-	else
-		rc = asprintf(&s, "%s/herdr.sock", cfg);
-	free(cfg);
-	return rc < 0 ? NULL : s;
+    if (session && (strchr(session, '/') || !strcmp(session, ".") || !strcmp(session, "..")))
+        return NULL;
+    cfg = config_dir();
+    if (!cfg)
+        return NULL;
+    if (session && *session && strcmp(session, "default") != 0)
+        rc = asprintf(&s, "%s/sessions/%s/herdr.sock", cfg, session);
+    else
+        rc = asprintf(&s, "%s/herdr.sock", cfg);
+    free(cfg);
+    return rc < 0 ? NULL : s;
 }
 
 /* ----------------------------------------------------------------- client */
 
 hd_client *hd_client_new(const char *socket_path)
 {
-	hd_client *c = calloc(1, sizeof(*c));
+    hd_client *c = calloc(1, sizeof(*c));
 
-	if (!c)
-		return NULL;
-	c->path = socket_path ? strdup(socket_path) : hd_socket_path();
-	if (!c->path) {
-		free(c);
-		return NULL;
-	}
-	atomic_init(&c->seq, 0);
-	return c;
+    if (!c)
+        return NULL;
+    c->path = socket_path ? strdup(socket_path) : hd_socket_path();
+    if (!c->path) {
+        free(c);
+        return NULL;
+    }
+    atomic_init(&c->seq, 0);
+    return c;
 }
 
 void hd_client_free(hd_client *c)
 {
-	if (!c)
-		return;
-	free(c->path);
-	free(c);
+    if (!c)
+        return;
+    free(c->path);
+    free(c);
 }
 
 const char *hd_client_path(const hd_client *c)
 {
-	return c->path;
+    return c->path;
 }
 
 /* -------------------------------------------------------------- transport */
 
 static long long now_ms(void)
 {
-	struct timespec ts;
+    struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int left_ms(long long deadline)
 {
-	long long d = deadline - now_ms();
+    long long d = deadline - now_ms();
 
-	return d < 0 ? 0 : d > 1000000000 ? 1000000000 : (int)d;
+    return d < 0 ? 0 : d > 1000000000 ? 1000000000 : (int)d;
 }
 
 /* Waits for ev on fd until the deadline: 1 ready, 0 timed out, -1 error. */
 static int wait_fd(int fd, short ev, long long deadline)
 {
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = ev };
-		int n = poll(&p, 1, left_ms(deadline));
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = ev};
+        int n = poll(&p, 1, left_ms(deadline));
 
-		if (n >= 0)
-			return n;
-		if (errno != EINTR)
-			return -1;
-	}
+        if (n >= 0)
+            return n;
+        if (errno != EINTR)
+            return -1;
+    }
 }
 
 static int connect_unix(const char *path, long long deadline, hd_reply *r)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd;
 
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		set_reply(r, HD_ERR_DOWN, "connect", "socket path too long");
-		return -1;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		set_reply(r, HD_ERR_DOWN, "connect", "socket: %s", strerror(errno));
-		return -1;
-	}
-	for (;;) {
-		int err = 0;
-		socklen_t el = sizeof(err);
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        set_reply(r, HD_ERR_DOWN, "connect", "socket path too long");
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        set_reply(r, HD_ERR_DOWN, "connect", "socket: %s", strerror(errno));
+        return -1;
+    }
+    for (;;) {
+        int err = 0;
+        socklen_t el = sizeof(err);
 
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			return fd;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN) { /* backlog full: herdr is busy */
-			if (left_ms(deadline) == 0)
-				break;
-			poll(NULL, 0, left_ms(deadline) < 10 ? left_ms(deadline) : 10);
-			continue;
-		}
-		if (errno != EINPROGRESS) {
-			set_reply(r, HD_ERR_DOWN, "connect", "%s: %s", path,
-				  strerror(errno));
-			close(fd);
-			return -1;
-		}
-		if (wait_fd(fd, POLLOUT, deadline) <= 0)
-			break;
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && !err)
-			return fd;
-		set_reply(r, HD_ERR_DOWN, "connect", "%s: %s", path, strerror(err));
-		close(fd);
-		return -1;
-	}
-	set_reply(r, HD_ERR_TIMEOUT, "timeout", "connect timed out");
-	close(fd);
-	return -1;
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            return fd;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN) { /* backlog full: herdr is busy */
+            if (left_ms(deadline) == 0)
+                break;
+            poll(NULL, 0, left_ms(deadline) < 10 ? left_ms(deadline) : 10);
+            continue;
+        }
+        if (errno != EINPROGRESS) {
+            set_reply(r, HD_ERR_DOWN, "connect", "%s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (wait_fd(fd, POLLOUT, deadline) <= 0)
+            break;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && !err)
+            return fd;
+        set_reply(r, HD_ERR_DOWN, "connect", "%s: %s", path, strerror(err));
+        close(fd);
+        return -1;
+    }
+    set_reply(r, HD_ERR_TIMEOUT, "timeout", "connect timed out");
+    close(fd);
+    return -1;
 }
 
-static int send_all(int fd, const char *buf, size_t len, long long deadline,
-		    hd_reply *r)
+static int send_all(int fd, const char *buf, size_t len, long long deadline, hd_reply *r)
 {
-	while (len > 0) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+    while (len > 0) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
 
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-		} else if (errno == EAGAIN || errno == EINTR) {
-			if (errno == EAGAIN && wait_fd(fd, POLLOUT, deadline) <= 0)
-				return set_reply(r, HD_ERR_TIMEOUT, "timeout",
-						 "send timed out"), -1;
-		} else {
-			return set_reply(r, HD_ERR_CLOSED, "closed",
-					 "send: %s", strerror(errno)), -1;
-		}
-	}
-	return 0;
+        if (n > 0) {
+            buf += n;
+            len -= (size_t)n;
+        } else if (errno == EAGAIN || errno == EINTR) {
+            if (errno == EAGAIN && wait_fd(fd, POLLOUT, deadline) <= 0)
+                return set_reply(r, HD_ERR_TIMEOUT, "timeout", "send timed out"), -1;
+        } else {
+            return set_reply(r, HD_ERR_CLOSED, "closed", "send: %s", strerror(errno)), -1;
+        }
+    }
+    return 0;
 }
 
 /* Reads one line; *line is malloc'd, without its '\n'. */
-static int recv_line(int fd, long long deadline, char **line, size_t *len,
-		     hd_reply *r)
+static int recv_line(int fd, long long deadline, char **line, size_t *len, hd_reply *r)
 {
-	size_t cap = 4096, used = 0;
-	char *buf = malloc(cap);
+    size_t cap = 4096, used = 0;
+    char *buf = malloc(cap);
 
-	if (!buf)
-		return set_reply(r, HD_ERR_PROTOCOL, "bad_request", "out of memory"), -1;
-	for (;;) {
-		ssize_t n;
-		char *nl;
+    if (!buf)
+        return set_reply(r, HD_ERR_PROTOCOL, "bad_request", "out of memory"), -1;
+    for (;;) {
+        ssize_t n;
+        char *nl;
 
-		if (used == cap) {
-			char *nb;
+        if (used == cap) {
+            char *nb;
 
-			if (cap > HD_LINE_MAX)
-				break; /* too large */
-			cap = cap * 2 > HD_LINE_MAX + 1 ? HD_LINE_MAX + 1 : cap * 2;
-			nb = realloc(buf, cap);
-			if (!nb)
-				break;
-			buf = nb;
-		}
-		n = recv(fd, buf + used, cap - used, 0);
-		if (n > 0) {
-			nl = memchr(buf + used, '\n', (size_t)n);
-			used += (size_t)n;
-			if (nl) {
-				*line = buf;
-				*len = (size_t)(nl - buf);
-				return 0;
-			}
-			continue;
-		}
-		if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-			const char *why = n == 0 ? "" : strerror(errno);
+            if (cap > HD_LINE_MAX)
+                break; /* too large */
+            cap = cap * 2 > HD_LINE_MAX + 1 ? HD_LINE_MAX + 1 : cap * 2;
+            nb = realloc(buf, cap);
+            if (!nb)
+                break;
+            buf = nb;
+        }
+        n = recv(fd, buf + used, cap - used, 0);
+        if (n > 0) {
+            nl = memchr(buf + used, '\n', (size_t)n);
+            used += (size_t)n;
+            if (nl) {
+                *line = buf;
+                *len = (size_t)(nl - buf);
+                return 0;
+            }
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+            const char *why = n == 0 ? "" : strerror(errno);
 
-			set_reply(r, HD_ERR_CLOSED, used ? "truncated" : "closed",
-				  "herdr closed the connection %s%s%s",
-				  used ? "mid-reply" : "without a reply",
-				  *why ? ": " : "", why);
-			free(buf);
-			return -1;
-		}
-		if (errno == EAGAIN) {
-			int w = wait_fd(fd, POLLIN, deadline);
+            set_reply(r, HD_ERR_CLOSED, used ? "truncated" : "closed",
+                      "herdr closed the connection %s%s%s", used ? "mid-reply" : "without a reply",
+                      *why ? ": " : "", why);
+            free(buf);
+            return -1;
+        }
+        if (errno == EAGAIN) {
+            int w = wait_fd(fd, POLLIN, deadline);
 
-			if (w <= 0) {
-				set_reply(r, HD_ERR_TIMEOUT, "timeout",
-					  "no reply within the deadline");
-				free(buf);
-				return -1;
-			}
-		}
-	}
-	free(buf);
-	return set_reply(r, HD_ERR_PROTOCOL, "too_large",
-			 "reply longer than 1 MiB"), -1;
+            if (w <= 0) {
+                set_reply(r, HD_ERR_TIMEOUT, "timeout", "no reply within the deadline");
+                free(buf);
+                return -1;
+            }
+        }
+    }
+    free(buf);
+    return set_reply(r, HD_ERR_PROTOCOL, "too_large", "reply longer than 1 MiB"), -1;
 }
 
-static int call_until(hd_client *c, const char *method, json_t *params,
-		      long long deadline, hd_reply *out)
+static int call_until(hd_client *c, const char *method, json_t *params, long long deadline,
+                      hd_reply *out)
 {
-	char id[48], *req, *line;
-	size_t reqlen, linelen;
-	json_t *obj;
-	int fd;
+    char id[48], *req, *line;
+    size_t reqlen, linelen;
+    json_t *obj;
+    int fd;
 
-	hd_reply_clear(out);
-	snprintf(id, sizeof(id), "fleetfs-%d-%u", (int)getpid(),
-		 atomic_fetch_add(&c->seq, 1) + 1);
-	/* "o" steals the reference, also when packing fails (jansson 2.11+) */
-	obj = json_pack("{s:s, s:s, s:o}", "id", id, "method", method,
-			"params", params ? json_incref(params) : json_object());
-	req = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-	json_decref(obj);
-	if (!req)
-		return set_reply(out, HD_ERR_PROTOCOL, "bad_request",
-				 "cannot encode request (invalid UTF-8?)");
-	reqlen = strlen(req);
-	if (reqlen > HD_LINE_MAX) {
-		free(req);
-		return set_reply(out, HD_ERR_PROTOCOL, "too_large",
-				 "request longer than 1 MiB");
-	}
-	req[reqlen] = '\n'; /* overwrites the NUL; length is tracked */
-	fd = connect_unix(c->path, deadline, out);
-	if (fd >= 0 && send_all(fd, req, reqlen + 1, deadline, out) == 0 &&
-	    recv_line(fd, deadline, &line, &linelen, out) == 0) {
-		hd_parse_reply(line, linelen, id, out);
-		free(line);
-	}
-	if (fd >= 0)
-		close(fd);
-	free(req);
-	return out->kind;
+    hd_reply_clear(out);
+    snprintf(id, sizeof(id), "fleetfs-%d-%u", (int)getpid(), atomic_fetch_add(&c->seq, 1) + 1);
+    /* "o" steals the reference, also when packing fails (jansson 2.11+) */
+    obj = json_pack("{s:s, s:s, s:o}", "id", id, "method", method, "params",
+                    params ? json_incref(params) : json_object());
+    req = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    if (!req)
+        return set_reply(out, HD_ERR_PROTOCOL, "bad_request",
+                         "cannot encode request (invalid UTF-8?)");
+    reqlen = strlen(req);
+    if (reqlen > HD_LINE_MAX) {
+        free(req);
+        return set_reply(out, HD_ERR_PROTOCOL, "too_large", "request longer than 1 MiB");
+    }
+    req[reqlen] = '\n'; /* overwrites the NUL; length is tracked */
+    fd = connect_unix(c->path, deadline, out);
+    if (fd >= 0 && send_all(fd, req, reqlen + 1, deadline, out) == 0 &&
+        recv_line(fd, deadline, &line, &linelen, out) == 0) {
+        hd_parse_reply(line, linelen, id, out);
+        free(line);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(req);
+    return out->kind;
 }
 
-int hd_call(hd_client *c, const char *method, json_t *params, int timeout_ms,
-	    hd_reply *out)
+int hd_call(hd_client *c, const char *method, json_t *params, int timeout_ms, hd_reply *out)
 {
-	return call_until(c, method, params, now_ms() + timeout_ms, out);
+    return call_until(c, method, params, now_ms() + timeout_ms, out);
 }
 
 /* ----------------------------------------------------------- result types */
 
 hd_status hd_status_parse(const char *s)
 {
-	static const struct { const char *name; hd_status st; } t[] = {
-		{ "idle", HD_IDLE }, { "done", HD_DONE },
-		{ "working", HD_WORKING }, { "blocked", HD_BLOCKED },
-	};
+    static const struct {
+        const char *name;
+        hd_status st;
+    } t[] = {
+        {"idle", HD_IDLE},
+        {"done", HD_DONE},
+        {"working", HD_WORKING},
+        {"blocked", HD_BLOCKED},
+    };
 
-	for (size_t i = 0; s && i < sizeof(t) / sizeof(t[0]); i++)
-		if (!strcmp(s, t[i].name))
-			return t[i].st;
-	return HD_UNKNOWN;
+    for (size_t i = 0; s && i < sizeof(t) / sizeof(t[0]); i++)
+        if (!strcmp(s, t[i].name))
+            return t[i].st;
+    return HD_UNKNOWN;
 }
 
 const char *hd_status_name(hd_status s)
 {
-	switch (s) {
-	case HD_IDLE: return "idle";
-	case HD_DONE: return "done";
-	case HD_WORKING: return "working";
-	case HD_BLOCKED: return "blocked";
-	case HD_UNKNOWN: break;
-	}
-	return "unknown";
+    switch (s) {
+    case HD_IDLE:
+        return "idle";
+    case HD_DONE:
+        return "done";
+    case HD_WORKING:
+        return "working";
+    case HD_BLOCKED:
+        return "blocked";
+    case HD_UNKNOWN:
+        break;
+    }
+    return "unknown";
 }
 
 /* An identifier: copied exactly or refused. Absent, null or non-string
  * optional ids are "". */
 static int copy_id(char *dst, size_t cap, const json_t *v, bool required)
 {
-	const char *s = json_string_value(v);
-	size_t n = s ? json_string_length(v) : 0;
+    const char *s = json_string_value(v);
+    size_t n = s ? json_string_length(v) : 0;
 
-	dst[0] = '\0';
-	if (!s || n == 0)
-		return required ? -1 : 0;
-	if (n >= cap || strlen(s) != n)
-		return -1;
-	memcpy(dst, s, n + 1);
-	return 0;
+    dst[0] = '\0';
+    if (!s || n == 0)
+        return required ? -1 : 0;
+    if (n >= cap || strlen(s) != n)
+        return -1;
+    memcpy(dst, s, n + 1);
+    return 0;
 }
 
-static void copy_field(char *dst, size_t cap, const json_t *obj,
-		       const char *key)
+static void copy_field(char *dst, size_t cap, const json_t *obj, const char *key)
 {
-	const json_t *v = json_object_get(obj, key);
+    const json_t *v = json_object_get(obj, key);
 
-	dst[0] = '\0';
-	if (json_is_string(v))
-		copy_text(dst, cap, json_string_value(v), json_string_length(v));
+    dst[0] = '\0';
+    if (json_is_string(v))
+        copy_text(dst, cap, json_string_value(v), json_string_length(v));
 }
 
 int hd_parse_pane(const json_t *obj, hd_pane *out)
 {
-	memset(out, 0, sizeof(*out));
-	if (!json_is_object(obj) ||
-	    copy_id(out->pane_id, sizeof(out->pane_id),
-		    json_object_get(obj, "pane_id"), true) ||
-	    copy_id(out->workspace_id, sizeof(out->workspace_id),
-		    json_object_get(obj, "workspace_id"), false) ||
-	    copy_id(out->tab_id, sizeof(out->tab_id),
-		    json_object_get(obj, "tab_id"), false) ||
-	    copy_id(out->name, sizeof(out->name),
-		    json_object_get(obj, "name"), false))
-		return -1;
-	copy_field(out->label, sizeof(out->label), obj, "label");
-	copy_field(out->title, sizeof(out->title), obj, "title");
-	copy_field(out->agent, sizeof(out->agent), obj, "agent");
-	out->focused = json_is_true(json_object_get(obj, "focused"));
-	out->status = hd_status_parse(
-		json_string_value(json_object_get(obj, "agent_status")));
-	return 0;
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(obj) ||
+        copy_id(out->pane_id, sizeof(out->pane_id), json_object_get(obj, "pane_id"), true) ||
+        copy_id(out->workspace_id, sizeof(out->workspace_id), json_object_get(obj, "workspace_id"),
+                false) ||
+        copy_id(out->tab_id, sizeof(out->tab_id), json_object_get(obj, "tab_id"), false) ||
+        copy_id(out->name, sizeof(out->name), json_object_get(obj, "name"), false))
+        return -1;
+    copy_field(out->label, sizeof(out->label), obj, "label");
+    copy_field(out->title, sizeof(out->title), obj, "title");
+    copy_field(out->agent, sizeof(out->agent), obj, "agent");
+    out->focused = json_is_true(json_object_get(obj, "focused"));
+    out->status = hd_status_parse(json_string_value(json_object_get(obj, "agent_status")));
+    return 0;
 }
 
 int hd_parse_agent(const json_t *obj, hd_agent *out)
 {
-	memset(out, 0, sizeof(*out));
-	if (!json_is_object(obj) ||
-	    copy_id(out->pane_id, sizeof(out->pane_id),
-		    json_object_get(obj, "pane_id"), true) ||
-	    copy_id(out->name, sizeof(out->name),
-		    json_object_get(obj, "name"), false))
-		return -1;
-	copy_field(out->agent, sizeof(out->agent), obj, "agent");
-	out->status = hd_status_parse(
-		json_string_value(json_object_get(obj, "agent_status")));
-	return 0;
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(obj) ||
+        copy_id(out->pane_id, sizeof(out->pane_id), json_object_get(obj, "pane_id"), true) ||
+        copy_id(out->name, sizeof(out->name), json_object_get(obj, "name"), false))
+        return -1;
+    copy_field(out->agent, sizeof(out->agent), obj, "agent");
+    out->status = hd_status_parse(json_string_value(json_object_get(obj, "agent_status")));
+    return 0;
 }
 
 static bool has_type(const json_t *result, const char *type)
 {
-	const char *t = json_string_value(json_object_get(result, "type"));
+    const char *t = json_string_value(json_object_get(result, "type"));
 
-	return t && !strcmp(t, type);
+    return t && !strcmp(t, type);
 }
 
 int hd_parse_version(const json_t *result, hd_version *out)
 {
-	const json_t *p = json_object_get(result, "protocol");
+    const json_t *p = json_object_get(result, "protocol");
 
-	memset(out, 0, sizeof(*out));
-	if (!has_type(result, "pong"))
-		return -1;
-	copy_field(out->version, sizeof(out->version), result, "version");
-	out->protocol = json_is_integer(p) ? (long)json_integer_value(p) : -1;
-	if (out->protocol >= 0)
-		snprintf(out->text, sizeof(out->text), "herdr %s protocol %ld",
-			 *out->version ? out->version : "(no version)",
-			 out->protocol);
-	else
-		snprintf(out->text, sizeof(out->text), "herdr %s protocol ?",
-			 *out->version ? out->version : "(no version)");
-	return 0;
+    memset(out, 0, sizeof(*out));
+    if (!has_type(result, "pong"))
+        return -1;
+    copy_field(out->version, sizeof(out->version), result, "version");
+    out->protocol = json_is_integer(p) ? (long)json_integer_value(p) : -1;
+    if (out->protocol >= 0)
+        snprintf(out->text, sizeof(out->text), "herdr %s protocol %ld",
+                 *out->version ? out->version : "(no version)", out->protocol);
+    else
+        snprintf(out->text, sizeof(out->text), "herdr %s protocol ?",
+                 *out->version ? out->version : "(no version)");
+    return 0;
 }
 
 /* ----------------------------------------------------------- typed calls */
 
 static int bad_result(hd_reply *rep, const char *what)
 {
-	return set_reply(rep, HD_ERR_PROTOCOL, "bad_result",
-			 "unexpected %s result", what);
+    return set_reply(rep, HD_ERR_PROTOCOL, "bad_result", "unexpected %s result", what);
 }
 
 int hd_ping(hd_client *c, int timeout_ms, hd_version *v, hd_reply *rep)
 {
-	hd_version tmp;
+    hd_version tmp;
 
-	if (hd_call(c, "ping", NULL, timeout_ms, rep) != HD_OK)
-		return rep->kind;
-	if (hd_parse_version(rep->result, &tmp))
-		return bad_result(rep, "ping");
-	if (v)
-		*v = tmp;
-	return HD_OK;
+    if (hd_call(c, "ping", NULL, timeout_ms, rep) != HD_OK)
+        return rep->kind;
+    if (hd_parse_version(rep->result, &tmp))
+        return bad_result(rep, "ping");
+    if (v)
+        *v = tmp;
+    return HD_OK;
 }
 
 /* result {"type": type, key: object} → out via parse. */
 static int one_object(hd_reply *rep, const char *type, const char *key,
-		      int (*parse)(const json_t *, void *), void *out)
+                      int (*parse)(const json_t *, void *), void *out)
 {
-	if (rep->kind != HD_OK)
-		return rep->kind;
-	if (!has_type(rep->result, type) ||
-	    parse(json_object_get(rep->result, key), out))
-		return bad_result(rep, type);
-	return HD_OK;
+    if (rep->kind != HD_OK)
+        return rep->kind;
+    if (!has_type(rep->result, type) || parse(json_object_get(rep->result, key), out))
+        return bad_result(rep, type);
+    return HD_OK;
 }
 
 /* result {"type": type, key: [objects]} → calloc'd array of size elsz. */
 static int object_list(hd_reply *rep, const char *type, const char *key,
-		       int (*parse)(const json_t *, void *), size_t elsz,
-		       void **arr, size_t *n)
+                       int (*parse)(const json_t *, void *), size_t elsz, void **arr, size_t *n)
 {
-	const json_t *a = json_object_get(rep->result, key);
-	char *v;
+    const json_t *a = json_object_get(rep->result, key);
+    char *v;
 
-	*arr = NULL;
-	*n = 0;
-	if (rep->kind != HD_OK)
-		return rep->kind;
-	if (!has_type(rep->result, type) || !json_is_array(a))
-		return bad_result(rep, type);
-	v = calloc(json_array_size(a) + 1, elsz);
-	if (!v)
-		return set_reply(rep, HD_ERR_PROTOCOL, "bad_result",
-				 "out of memory");
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		if (parse(json_array_get(a, i), v + i * elsz)) {
-			free(v);
-			return bad_result(rep, type);
-		}
-	}
-	*arr = v;
-	*n = json_array_size(a);
-	return HD_OK;
+    *arr = NULL;
+    *n = 0;
+    if (rep->kind != HD_OK)
+        return rep->kind;
+    if (!has_type(rep->result, type) || !json_is_array(a))
+        return bad_result(rep, type);
+    v = calloc(json_array_size(a) + 1, elsz);
+    if (!v)
+        return set_reply(rep, HD_ERR_PROTOCOL, "bad_result", "out of memory");
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        if (parse(json_array_get(a, i), v + i * elsz)) {
+            free(v);
+            return bad_result(rep, type);
+        }
+    }
+    *arr = v;
+    *n = json_array_size(a);
+    return HD_OK;
 }
 
 static int parse_agent_v(const json_t *o, void *out)
 {
-	return hd_parse_agent(o, out);
+    return hd_parse_agent(o, out);
 }
 
 static int parse_pane_v(const json_t *o, void *out)
 {
-	return hd_parse_pane(o, out);
+    return hd_parse_pane(o, out);
 }
 
 static json_t *params1(const char *key, const char *value)
 {
-	return json_pack("{s:s}", key, value ? value : "");
+    return json_pack("{s:s}", key, value ? value : "");
 }
 
-int hd_agent_get(hd_client *c, const char *target, int timeout_ms,
-		 hd_agent *a, hd_reply *rep)
+int hd_agent_get(hd_client *c, const char *target, int timeout_ms, hd_agent *a, hd_reply *rep)
 {
-	json_t *p = params1("target", target);
-	hd_agent tmp;
+    json_t *p = params1("target", target);
+    hd_agent tmp;
 
-	hd_call(c, "agent.get", p, timeout_ms, rep);
-	json_decref(p);
-	if (one_object(rep, "agent_info", "agent", parse_agent_v, &tmp) == HD_OK && a)
-		*a = tmp;
-	return rep->kind;
+    hd_call(c, "agent.get", p, timeout_ms, rep);
+    json_decref(p);
+    if (one_object(rep, "agent_info", "agent", parse_agent_v, &tmp) == HD_OK && a)
+        *a = tmp;
+    return rep->kind;
 }
 
-int hd_agent_list(hd_client *c, int timeout_ms, hd_agent **agents, size_t *n,
-		  hd_reply *rep)
+int hd_agent_list(hd_client *c, int timeout_ms, hd_agent **agents, size_t *n, hd_reply *rep)
 {
-	void *arr;
+    void *arr;
 
-	hd_call(c, "agent.list", NULL, timeout_ms, rep);
-	object_list(rep, "agent_list", "agents", parse_agent_v,
-		    sizeof(hd_agent), &arr, n);
-	*agents = arr;
-	return rep->kind;
+    hd_call(c, "agent.list", NULL, timeout_ms, rep);
+    object_list(rep, "agent_list", "agents", parse_agent_v, sizeof(hd_agent), &arr, n);
+    *agents = arr;
+    return rep->kind;
 }
 
-int hd_pane_get(hd_client *c, const char *pane_id, int timeout_ms,
-		hd_pane *p, hd_reply *rep)
+int hd_pane_get(hd_client *c, const char *pane_id, int timeout_ms, hd_pane *p, hd_reply *rep)
 {
-	json_t *params = params1("pane_id", pane_id);
-	hd_pane tmp;
+    json_t *params = params1("pane_id", pane_id);
+    hd_pane tmp;
 
-	hd_call(c, "pane.get", params, timeout_ms, rep);
-	json_decref(params);
-	if (one_object(rep, "pane_info", "pane", parse_pane_v, &tmp) == HD_OK && p)
-		*p = tmp;
-	return rep->kind;
+    hd_call(c, "pane.get", params, timeout_ms, rep);
+    json_decref(params);
+    if (one_object(rep, "pane_info", "pane", parse_pane_v, &tmp) == HD_OK && p)
+        *p = tmp;
+    return rep->kind;
 }
 
-int hd_pane_list(hd_client *c, int timeout_ms, hd_pane **panes, size_t *n,
-		 hd_reply *rep)
+int hd_pane_list(hd_client *c, int timeout_ms, hd_pane **panes, size_t *n, hd_reply *rep)
 {
-	void *arr;
+    void *arr;
 
-	hd_call(c, "pane.list", NULL, timeout_ms, rep);
-	object_list(rep, "pane_list", "panes", parse_pane_v, sizeof(hd_pane),
-		    &arr, n);
-	*panes = arr;
-	return rep->kind;
+    hd_call(c, "pane.list", NULL, timeout_ms, rep);
+    object_list(rep, "pane_list", "panes", parse_pane_v, sizeof(hd_pane), &arr, n);
+    *panes = arr;
+    return rep->kind;
 }
 
 /* NULL-terminated strings → JSON array; NULL on encoding failure. */
 static json_t *string_array(const char *const *v)
 {
-	json_t *a = json_array();
+    json_t *a = json_array();
 
-	for (size_t i = 0; a && v[i]; i++) {
-		if (json_array_append_new(a, json_string(v[i]))) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
+    for (size_t i = 0; a && v[i]; i++) {
+        if (json_array_append_new(a, json_string(v[i]))) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
 }
 
 static int refuse_unclean(const char *text, hd_reply *rep)
 {
-	if (text && !san_is_clean(text, strlen(text)))
-		return set_reply(rep, HD_ERR_PROTOCOL, "unsafe_text",
-				 "text contains control characters; "
-				 "pass it through san_text first");
-	return HD_OK;
+    if (text && !san_is_clean(text, strlen(text)))
+        return set_reply(rep, HD_ERR_PROTOCOL, "unsafe_text",
+                         "text contains control characters; "
+                         "pass it through san_text first");
+    return HD_OK;
 }
 
 int hd_agent_prompt(hd_client *c, const char *target, const char *text,
-		    const char *const *wait_until, int wait_timeout_ms,
-		    int timeout_ms, hd_agent *a, hd_reply *rep)
+                    const char *const *wait_until, int wait_timeout_ms, int timeout_ms, hd_agent *a,
+                    hd_reply *rep)
 {
-	long long deadline = now_ms() + timeout_ms;
-	json_t *p, *wait = NULL, *until = NULL;
-	hd_agent tmp;
+    long long deadline = now_ms() + timeout_ms;
+    json_t *p, *wait = NULL, *until = NULL;
+    hd_agent tmp;
 
-	hd_reply_clear(rep);
-	if (!target || !text)
-		return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
-				 "target and text are required");
-	if (refuse_unclean(text, rep) != HD_OK)
-		return rep->kind;
-	if (wait_until) {
-		until = *wait_until ? string_array(wait_until) : NULL;
-		if (*wait_until && !until)
-			return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
-					 "cannot encode wait statuses");
-		wait = until ? json_pack("{s:o, s:i}", "until", until,
-					 "timeout_ms", wait_timeout_ms)
-			     : json_pack("{s:i}", "timeout_ms", wait_timeout_ms);
-		/* herdr must answer before we give up on it */
-		deadline += wait_timeout_ms > 0 ? wait_timeout_ms : 0;
-		if (!wait)
-			return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
-					 "cannot encode wait");
-	}
-	p = json_pack("{s:s, s:s}", "target", target, "text", text);
-	if (p && wait)
-		json_object_set_new(p, "wait", wait);
-	else
-		json_decref(wait);
-	if (!p)
-		return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
-				 "cannot encode prompt (invalid UTF-8?)");
-	call_until(c, "agent.prompt", p, deadline, rep);
-	json_decref(p);
-	if (rep->kind == HD_OK && !has_type(rep->result, "agent_prompted"))
-		return bad_result(rep, "agent.prompt");
-	/* The text was typed: an odd AgentInfo must not turn that into an
+    hd_reply_clear(rep);
+    if (!target || !text)
+        return set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "target and text are required");
+    if (refuse_unclean(text, rep) != HD_OK)
+        return rep->kind;
+    if (wait_until) {
+        until = *wait_until ? string_array(wait_until) : NULL;
+        if (*wait_until && !until)
+            return set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "cannot encode wait statuses");
+        wait = until ? json_pack("{s:o, s:i}", "until", until, "timeout_ms", wait_timeout_ms)
+                     : json_pack("{s:i}", "timeout_ms", wait_timeout_ms);
+        /* herdr must answer before we give up on it */
+        deadline += wait_timeout_ms > 0 ? wait_timeout_ms : 0;
+        if (!wait)
+            return set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "cannot encode wait");
+    }
+    p = json_pack("{s:s, s:s}", "target", target, "text", text);
+    if (p && wait)
+        json_object_set_new(p, "wait", wait);
+    else
+        json_decref(wait);
+    if (!p)
+        return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
+                         "cannot encode prompt (invalid UTF-8?)");
+    call_until(c, "agent.prompt", p, deadline, rep);
+    json_decref(p);
+    if (rep->kind == HD_OK && !has_type(rep->result, "agent_prompted"))
+        return bad_result(rep, "agent.prompt");
+    /* The text was typed: an odd AgentInfo must not turn that into an
 	 * error, so *a is then left "unknown" for the caller to re-check. */
-	if (rep->kind == HD_OK && a) {
-		if (hd_parse_agent(json_object_get(rep->result, "agent"), &tmp))
-			memset(&tmp, 0, sizeof(tmp));
-		*a = tmp;
-	}
-	return rep->kind;
+    if (rep->kind == HD_OK && a) {
+        if (hd_parse_agent(json_object_get(rep->result, "agent"), &tmp))
+            memset(&tmp, 0, sizeof(tmp));
+        *a = tmp;
+    }
+    return rep->kind;
 }
 
-int hd_pane_send_input(hd_client *c, const char *pane_id, const char *text,
-		       const char *const *keys, int timeout_ms, hd_reply *rep)
+int hd_pane_send_input(hd_client *c, const char *pane_id, const char *text, const char *const *keys,
+                       int timeout_ms, hd_reply *rep)
 {
-	json_t *p, *k = NULL;
+    json_t *p, *k = NULL;
 
-	hd_reply_clear(rep);
-	if (!pane_id)
-		return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
-				 "pane_id is required");
-	if (refuse_unclean(text, rep) != HD_OK)
-		return rep->kind;
-	p = json_pack("{s:s}", "pane_id", pane_id);
-	if (p && text && json_object_set_new(p, "text", json_string(text)))
-		json_decref(p), p = NULL;
-	if (p && keys && (!(k = string_array(keys)) ||
-			  json_object_set_new(p, "keys", k)))
-		json_decref(p), p = NULL;
-	if (!p)
-		return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
-				 "cannot encode input (invalid UTF-8?)");
-	hd_call(c, "pane.send_input", p, timeout_ms, rep);
-	json_decref(p);
-	if (rep->kind == HD_OK && !has_type(rep->result, "ok"))
-		return bad_result(rep, "pane.send_input");
-	return rep->kind;
+    hd_reply_clear(rep);
+    if (!pane_id)
+        return set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "pane_id is required");
+    if (refuse_unclean(text, rep) != HD_OK)
+        return rep->kind;
+    p = json_pack("{s:s}", "pane_id", pane_id);
+    if (p && text && json_object_set_new(p, "text", json_string(text)))
+        json_decref(p), p = NULL;
+    if (p && keys && (!(k = string_array(keys)) || json_object_set_new(p, "keys", k)))
+        json_decref(p), p = NULL;
+    if (!p)
+        return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
+                         "cannot encode input (invalid UTF-8?)");
+    hd_call(c, "pane.send_input", p, timeout_ms, rep);
+    json_decref(p);
+    if (rep->kind == HD_OK && !has_type(rep->result, "ok"))
+        return bad_result(rep, "pane.send_input");
+    return rep->kind;
 }

@@ -22,30 +22,30 @@
  * "closed", "truncated", "too_large", "bad_json", "id_mismatch",
  * "bad_result", "bad_request", "unsafe_text"). */
 enum {
-	HD_OK = 0,
-	HD_ERR_REMOTE,   /* herdr answered with an error envelope */
-	HD_ERR_DOWN,     /* no socket, nobody listening, or cannot connect */
-	HD_ERR_TIMEOUT,  /* no complete reply before the client's deadline */
-	HD_ERR_CLOSED,   /* herdr closed the connection without a full line */
-	HD_ERR_PROTOCOL, /* a reply we cannot use, or a request we won't send */
+    HD_OK = 0,
+    HD_ERR_REMOTE,   /* herdr answered with an error envelope */
+    HD_ERR_DOWN,     /* no socket, nobody listening, or cannot connect */
+    HD_ERR_TIMEOUT,  /* no complete reply before the client's deadline */
+    HD_ERR_CLOSED,   /* herdr closed the connection without a full line */
+    HD_ERR_PROTOCOL, /* a reply we cannot use, or a request we won't send */
 };
 
 typedef struct {
-	int kind;
-	char code[48];
-	char message[256];
-	json_t *result; /* HD_OK only: the "result" object, owned */
+    int kind;
+    char code[48];
+    char message[256];
+    json_t *result; /* HD_OK only: the "result" object, owned */
 } hd_reply;
 
 void hd_reply_clear(hd_reply *r);
 const char *hd_kind_name(int kind);
 
 typedef enum {
-	HD_UNKNOWN = 0,
-	HD_IDLE,
-	HD_DONE,
-	HD_WORKING,
-	HD_BLOCKED,
+    HD_UNKNOWN = 0,
+    HD_IDLE,
+    HD_DONE,
+    HD_WORKING,
+    HD_BLOCKED,
 } hd_status;
 
 hd_status hd_status_parse(const char *s); /* NULL or unknown → HD_UNKNOWN */
@@ -59,28 +59,28 @@ const char *hd_status_name(hd_status s);
 #define HD_TEXT_MAX 256
 
 typedef struct {
-	char pane_id[HD_ID_MAX];
-	char workspace_id[HD_ID_MAX];
-	char tab_id[HD_ID_MAX];
-	char name[HD_ID_MAX];   /* agent name, when herdr reports one */
-	char label[HD_TEXT_MAX];
-	char title[HD_TEXT_MAX];
-	char agent[HD_ID_MAX];  /* "claude", "codex", ... or "" */
-	bool focused;
-	hd_status status;
+    char pane_id[HD_ID_MAX];
+    char workspace_id[HD_ID_MAX];
+    char tab_id[HD_ID_MAX];
+    char name[HD_ID_MAX]; /* agent name, when herdr reports one */
+    char label[HD_TEXT_MAX];
+    char title[HD_TEXT_MAX];
+    char agent[HD_ID_MAX]; /* "claude", "codex", ... or "" */
+    bool focused;
+    hd_status status;
 } hd_pane;
 
 typedef struct {
-	char pane_id[HD_ID_MAX];
-	char name[HD_ID_MAX];
-	char agent[HD_ID_MAX];
-	hd_status status;
+    char pane_id[HD_ID_MAX];
+    char name[HD_ID_MAX];
+    char agent[HD_ID_MAX];
+    hd_status status;
 } hd_agent;
 
 typedef struct {
-	char version[HD_ID_MAX]; /* as sent, suffix included; "" if absent */
-	long protocol;           /* -1 if absent */
-	char text[128];          /* "herdr 0.8.2 protocol 20" for logs */
+    char version[HD_ID_MAX]; /* as sent, suffix included; "" if absent */
+    long protocol;           /* -1 if absent */
+    char text[128];          /* "herdr 0.8.2 protocol 20" for logs */
 } hd_version;
 
 /* The herdr socket path by the protocol's resolution order; malloc'd, NULL
@@ -98,13 +98,11 @@ const char *hd_client_path(const hd_client *c);
  * be cleared or zeroed. expect_id NULL accepts any id. An error envelope is
  * accepted with our id, an empty id or no id (herdr answers malformed
  * requests with id ""); a success must carry our id. Returns out->kind. */
-int hd_parse_reply(const char *line, size_t len, const char *expect_id,
-		   hd_reply *out);
+int hd_parse_reply(const char *line, size_t len, const char *expect_id, hd_reply *out);
 
 /* One raw call. params is borrowed (NULL → {}). timeout_ms bounds the whole
  * call: connect, write and read. Returns out->kind. */
-int hd_call(hd_client *c, const char *method, json_t *params, int timeout_ms,
-	    hd_reply *out);
+int hd_call(hd_client *c, const char *method, json_t *params, int timeout_ms, hd_reply *out);
 
 /* Parsers for result objects, exposed for tests. 0 on success, -1 when a
  * required field is missing, mistyped or too long. */
@@ -116,14 +114,10 @@ int hd_parse_version(const json_t *result, hd_version *out);
  * only on HD_OK. A success whose result has the wrong shape becomes
  * HD_ERR_PROTOCOL "bad_result". rep must be cleared or zeroed. */
 int hd_ping(hd_client *c, int timeout_ms, hd_version *v, hd_reply *rep);
-int hd_agent_get(hd_client *c, const char *target, int timeout_ms,
-		 hd_agent *a, hd_reply *rep);
-int hd_agent_list(hd_client *c, int timeout_ms, hd_agent **agents, size_t *n,
-		  hd_reply *rep);
-int hd_pane_get(hd_client *c, const char *pane_id, int timeout_ms,
-		hd_pane *p, hd_reply *rep);
-int hd_pane_list(hd_client *c, int timeout_ms, hd_pane **panes, size_t *n,
-		 hd_reply *rep);
+int hd_agent_get(hd_client *c, const char *target, int timeout_ms, hd_agent *a, hd_reply *rep);
+int hd_agent_list(hd_client *c, int timeout_ms, hd_agent **agents, size_t *n, hd_reply *rep);
+int hd_pane_get(hd_client *c, const char *pane_id, int timeout_ms, hd_pane *p, hd_reply *rep);
+int hd_pane_list(hd_client *c, int timeout_ms, hd_pane **panes, size_t *n, hd_reply *rep);
 
 /* agent.prompt. wait_until is a NULL-terminated list of status names; NULL
  * sends no wait, an empty list waits for herdr's default (idle, done,
@@ -132,11 +126,11 @@ int hd_pane_list(hd_client *c, int timeout_ms, hd_pane **panes, size_t *n,
  * AgentInfo of the reply; HD_OK means herdr took the text, even when that
  * AgentInfo is unusable (then *a is zeroed: pane_id "", HD_UNKNOWN). */
 int hd_agent_prompt(hd_client *c, const char *target, const char *text,
-		    const char *const *wait_until, int wait_timeout_ms,
-		    int timeout_ms, hd_agent *a, hd_reply *rep);
+                    const char *const *wait_until, int wait_timeout_ms, int timeout_ms, hd_agent *a,
+                    hd_reply *rep);
 
 /* pane.send_input. text may be NULL; keys is NULL-terminated or NULL. */
-int hd_pane_send_input(hd_client *c, const char *pane_id, const char *text,
-		       const char *const *keys, int timeout_ms, hd_reply *rep);
+int hd_pane_send_input(hd_client *c, const char *pane_id, const char *text, const char *const *keys,
+                       int timeout_ms, hd_reply *rep);
 
 #endif

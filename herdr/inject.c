@@ -48,10 +48,10 @@ struct injector {
     char *journal_path;
     int journal_fd;
     char journal_err[160]; /* why it cannot be written, for the words */
-    GHashTable *journal;  /* msgId -> last word (static string) */
-    GQueue journal_order; /* msgIds, oldest first (owned by the hash table) */
+    GHashTable *journal;   /* msgId -> last word (static string) */
+    GQueue journal_order;  /* msgIds, oldest first (owned by the hash table) */
     guint journal_lines;
-    char *words;          /* last state shown, to log changes once */
+    char *words; /* last state shown, to log changes once */
 };
 
 /* ------------------------------------------------------------------ */
@@ -173,7 +173,8 @@ static void finish(injector *in, const envelope *e, const char *how, const char 
     fe_code r = mb_consume(in->mb, e->msgId, how, detail);
     if (r != FE_OK)
         log_warn("inject: %s %s, but acking it failed (%s); it stays held and is acked on the "
-                 "next try without being typed again", how, e->msgId, fe_hint(r));
+                 "next try without being typed again",
+                 how, e->msgId, fe_hint(r));
     else
         log_info("inject: %s from %s: %s (%s)", e->msgId, e->from, how, detail);
 }
@@ -188,8 +189,10 @@ static ib_verdict gate(injector *in, const ib_target *t, char *why, size_t n)
     if (!in->be->has_status || st == HD_IDLE || st == HD_DONE)
         return IB_OK;
     if (st == HD_BLOCKED)
-        snprintf(why, n, "waiting: %s is blocked (an approval or question is up); nothing is "
-                 "typed until it is idle", t->name);
+        snprintf(why, n,
+                 "waiting: %s is blocked (an approval or question is up); nothing is "
+                 "typed until it is idle",
+                 t->name);
     else
         snprintf(why, n, "waiting: %s is %s", t->name, hd_status_name(st));
     return IB_WAIT;
@@ -249,7 +252,8 @@ static void deliver(injector *in, const envelope *e)
         mb_claim(in->mb, e->msgId, false);
         g_free(text);
         if (v == IB_OK)
-            snprintf(why, sizeof why, "stalled: cannot record deliveries in %s (%s); nothing "
+            snprintf(why, sizeof why,
+                     "stalled: cannot record deliveries in %s (%s); nothing "
                      "is typed until it can be written (at most once depends on it)",
                      in->journal_path, in->journal_err);
         say(in, why);
@@ -285,7 +289,8 @@ static void deliver(injector *in, const envelope *e)
         mb_send_receipt(in->mb, e, "confirmed", "the agent left idle: its turn started");
     else if (in->be->has_status)
         log_warn("inject: %s typed into %s, but the agent did not leave idle within %d ms; "
-                 "the sender sees injected, not confirmed", e->msgId, t.name, CONFIRM_MS);
+                 "the sender sees injected, not confirmed",
+                 e->msgId, t.name, CONFIRM_MS);
 }
 
 static gpointer inj_main(gpointer p)
@@ -295,8 +300,7 @@ static gpointer inj_main(gpointer p)
         envelope e;
         if (!mb_next_for_injection(in->mb, &e)) {
             char words[256];
-            snprintf(words, sizeof words, "ready: nothing to deliver (backend %s)",
-                     in->be->name);
+            snprintf(words, sizeof words, "ready: nothing to deliver (backend %s)", in->be->name);
             say(in, words);
             nap(in, RETRY_WAIT_MS);
             continue;
@@ -343,8 +347,7 @@ injector *inj_start(const fs_opts *o, mailbox *mb)
     in->journal = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     in->journal_path = g_build_filename(o->state_dir, "inject.journal", NULL);
     journal_load(in);
-    in->journal_fd =
-        open(in->journal_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    in->journal_fd = open(in->journal_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
     if (in->journal_fd < 0)
         g_strlcpy(in->journal_err, strerror(errno), sizeof in->journal_err);
     say(in, "starting");

@@ -30,8 +30,8 @@ typedef enum {
 } ib_typed;
 
 typedef struct {
-    char id[128];    /* backend's handle: herdr pane id, tmux pane id */
-    char name[160];  /* for people: "agent beta (w1:p2)" */
+    char id[128];   /* backend's handle: herdr pane id, tmux pane id */
+    char name[160]; /* for people: "agent beta (w1:p2)" */
 } ib_target;
 
 typedef struct inj_backend {

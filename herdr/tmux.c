@@ -79,8 +79,10 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
         g_strfreev(lines);
         g_free(out);
         if (hits != 1 || !t->id[0]) {
-            snprintf(why, n, "stalled: tmux target '%s' names no pane (use a pane id like %%3 "
-                     "or session:window.pane); fix -o inject_target", want);
+            snprintf(why, n,
+                     "stalled: tmux target '%s' names no pane (use a pane id like %%3 "
+                     "or session:window.pane); fix -o inject_target",
+                     want);
             return IB_STALL;
         }
         snprintf(t->name, sizeof t->name, "tmux pane %s (%s)", want, t->id);
@@ -107,8 +109,10 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
         return IB_OK;
     }
     if (hits == 0)
-        snprintf(why, n, "stalled: no tmux pane titled %s; set its title (tmux select-pane -T "
-                 "%s) or -o inject_target", me, me);
+        snprintf(why, n,
+                 "stalled: no tmux pane titled %s; set its title (tmux select-pane -T "
+                 "%s) or -o inject_target",
+                 me, me);
     else
         snprintf(why, n, "stalled: %u tmux panes titled %s; rename one or set -o inject_target",
                  hits, me);
@@ -117,8 +121,8 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
 
 static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char *why, size_t n)
 {
-    const char *args[] = {"display-message", "-p", "-t", t->id, "#{pane_dead} #{pane_in_mode}",
-                          NULL};
+    const char *args[] = {
+        "display-message", "-p", "-t", t->id, "#{pane_dead} #{pane_in_mode}", NULL};
     char err[256], *out = NULL;
     (void)b;
     if (!tmux(args, &out, err, sizeof err)) {

@@ -75,8 +75,7 @@ static inline void bn_check_rpc(amqp_connection_state_t c, const char *what)
     fprintf(stderr, "bench: %s failed (reply type %d", what, r.reply_type);
     if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
         fprintf(stderr, ": %s", amqp_error_string2(r.library_error));
-    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
-        r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
         amqp_channel_close_t *m = r.reply.decoded;
         fprintf(stderr, ": %d %.*s", m->reply_code, (int)m->reply_text.len,
                 (char *)m->reply_text.bytes);
@@ -100,8 +99,7 @@ static inline amqp_connection_state_t bn_connect(const char *uri)
         bn_die("cannot parse the broker URI");
     if (!s || amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK)
         bn_die("cannot connect to the broker");
-    r = amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user,
-                   info.password);
+    r = amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password);
     if (r.reply_type != AMQP_RESPONSE_NORMAL)
         bn_die("login refused");
     amqp_channel_open(c, 1);
@@ -165,8 +163,7 @@ static inline int bn_publish(amqp_connection_state_t c, const char *queue, const
 /* Reads frames until confirms (acks/nacks) have covered delivery tag
  * `upto`; returns the number of nacks and returns seen.  *acked is the
  * highest tag confirmed so far. */
-static inline unsigned bn_wait_confirms(amqp_connection_state_t c, uint64_t upto,
-                                        uint64_t *acked)
+static inline unsigned bn_wait_confirms(amqp_connection_state_t c, uint64_t upto, uint64_t *acked)
 {
     unsigned bad = 0;
     while (*acked < upto) {

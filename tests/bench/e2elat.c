@@ -28,7 +28,7 @@ typedef struct {
     int fd;
     unsigned long n, size;
     sem_t go, done;
-    double t0;          /* written by the sender before its write */
+    double t0; /* written by the sender before its write */
     int failed;
 } sender;
 

@@ -25,8 +25,8 @@ int main(int argc, char **argv)
     c = bn_connect(argv[1]);
     for (unsigned long i = 0; i < n; i++) {
         double t0 = bn_now();
-        amqp_queue_declare_ok_t *ok = amqp_queue_declare(c, 1, amqp_cstring_bytes(argv[2]), 1,
-                                                         0, 0, 0, amqp_empty_table);
+        amqp_queue_declare_ok_t *ok =
+            amqp_queue_declare(c, 1, amqp_cstring_bytes(argv[2]), 1, 0, 0, 0, amqp_empty_table);
         if (!ok)
             bn_check_rpc(c, "passive queue.declare");
         lat[i] = bn_now() - t0;

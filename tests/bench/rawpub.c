@@ -62,8 +62,7 @@ int main(int argc, char **argv)
     failed += bn_wait_confirms(c, n, &acked);
     t1 = bn_now();
 
-    printf("msgs=%lu failed=%lu secs=%.4f rate=%.1f\n", n, failed, t1 - t0,
-           (double)n / (t1 - t0));
+    printf("msgs=%lu failed=%lu secs=%.4f rate=%.1f\n", n, failed, t1 - t0, (double)n / (t1 - t0));
     free(body);
     bn_close(c);
     return failed ? 1 : 0;

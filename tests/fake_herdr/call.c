@@ -10,30 +10,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int fh_call_main(const char *socket_path, const char *method,
-		 const char *params, int timeout_ms)
+int fh_call_main(const char *socket_path, const char *method, const char *params, int timeout_ms)
 {
-	hd_client *c = hd_client_new(socket_path);
-	json_t *p = params ? json_loads(params, 0, NULL) : NULL;
-	hd_reply rep = { 0 };
-	int rc = 1;
+    hd_client *c = hd_client_new(socket_path);
+    json_t *p = params ? json_loads(params, 0, NULL) : NULL;
+    hd_reply rep = {0};
+    int rc = 1;
 
-	if (!c || (params && !p)) {
-		fprintf(stderr, "fake-herdr: bad --params or socket\n");
-		hd_client_free(c);
-		return 2;
-	}
-	if (hd_call(c, method, p, timeout_ms, &rep) == HD_OK) {
-		char *s = json_dumps(rep.result, JSON_COMPACT);
+    if (!c || (params && !p)) {
+        fprintf(stderr, "fake-herdr: bad --params or socket\n");
+        hd_client_free(c);
+        return 2;
+    }
+    if (hd_call(c, method, p, timeout_ms, &rep) == HD_OK) {
+        char *s = json_dumps(rep.result, JSON_COMPACT);
 
-		printf("ok %s\n", s ? s : "?");
-		free(s);
-		rc = 0;
-	} else {
-		printf("%s %s %s\n", hd_kind_name(rep.kind), rep.code, rep.message);
-	}
-	hd_reply_clear(&rep);
-	json_decref(p);
-	hd_client_free(c);
-	return rc;
+        printf("ok %s\n", s ? s : "?");
+        free(s);
+        rc = 0;
+    } else {
+        printf("%s %s %s\n", hd_kind_name(rep.kind), rep.code, rep.message);
+    }
+    hd_reply_clear(&rep);
+    json_decref(p);
+    hd_client_free(c);
+    return rc;
 }

@@ -46,481 +46,460 @@ static pthread_mutex_t world_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef enum { B_OK, B_HANG, B_SLOW, B_CLOSE, B_STALLED, B_ERROR, B_GARBAGE } bkind;
 
 typedef struct {
-	bkind kind;
-	int ms;
-	char code[48];
+    bkind kind;
+    int ms;
+    char code[48];
 } behaviour;
 
 typedef struct {
-	const fh_config *cfg;
-	json_t *state;
-	json_t *params;
-	fh_outcome *out;
-	const char *ecode; /* set → error reply */
-	char emsg[200];
+    const fh_config *cfg;
+    json_t *state;
+    json_t *params;
+    fh_outcome *out;
+    const char *ecode; /* set → error reply */
+    char emsg[200];
 } req;
 
 static void fail(req *r, const char *code, const char *msg)
 {
-	r->ecode = code;
-	snprintf(r->emsg, sizeof(r->emsg), "%s", msg);
+    r->ecode = code;
+    snprintf(r->emsg, sizeof(r->emsg), "%s", msg);
 }
 
 static behaviour get_behaviour(json_t *state, const char *key)
 {
-	const char *s = json_string_value(
-		json_object_get(json_object_get(state, "behaviour"), key));
-	behaviour b = { .kind = B_OK };
+    const char *s = json_string_value(json_object_get(json_object_get(state, "behaviour"), key));
+    behaviour b = {.kind = B_OK};
 
-	if (!s || !strcmp(s, "ok"))
-		return b;
-	if (!strcmp(s, "hang"))
-		b.kind = B_HANG;
-	else if (!strcmp(s, "close"))
-		b.kind = B_CLOSE;
-	else if (!strcmp(s, "garbage"))
-		b.kind = B_GARBAGE;
-	else if (!strcmp(s, "stalled"))
-		b.kind = B_STALLED;
-	else if (!strncmp(s, "slow:", 5))
-		b.kind = B_SLOW, b.ms = atoi(s + 5);
-	else if (!strncmp(s, "error:", 6))
-		b.kind = B_ERROR, snprintf(b.code, sizeof(b.code), "%s", s + 6);
-	return b;
+    if (!s || !strcmp(s, "ok"))
+        return b;
+    if (!strcmp(s, "hang"))
+        b.kind = B_HANG;
+    else if (!strcmp(s, "close"))
+        b.kind = B_CLOSE;
+    else if (!strcmp(s, "garbage"))
+        b.kind = B_GARBAGE;
+    else if (!strcmp(s, "stalled"))
+        b.kind = B_STALLED;
+    else if (!strncmp(s, "slow:", 5))
+        b.kind = B_SLOW, b.ms = atoi(s + 5);
+    else if (!strncmp(s, "error:", 6))
+        b.kind = B_ERROR, snprintf(b.code, sizeof(b.code), "%s", s + 6);
+    return b;
 }
 
 /* ------------------------------------------------------------ the world */
 
 static json_t *panes(const req *r)
 {
-	json_t *p = json_object_get(r->state, "panes");
+    json_t *p = json_object_get(r->state, "panes");
 
-	return json_is_array(p) ? p : NULL;
+    return json_is_array(p) ? p : NULL;
 }
 
 static const char *sfield(const json_t *o, const char *key)
 {
-	return json_string_value(json_object_get(o, key));
+    return json_string_value(json_object_get(o, key));
 }
 
 static bool is_agent(const json_t *pane)
 {
-	const char *a = sfield(pane, "agent");
+    const char *a = sfield(pane, "agent");
 
-	return a && *a;
+    return a && *a;
 }
 
 static const char *status_of(const json_t *pane)
 {
-	const char *s = sfield(pane, "agent_status");
+    const char *s = sfield(pane, "agent_status");
 
-	return s ? s : "unknown";
+    return s ? s : "unknown";
 }
 
 static json_t *find_pane(const req *r, const char *pane_id)
 {
-	size_t i;
-	json_t *p;
+    size_t i;
+    json_t *p;
 
-	json_array_foreach(panes(r), i, p) {
-		const char *id = sfield(p, "pane_id");
+    json_array_foreach(panes(r), i, p)
+    {
+        const char *id = sfield(p, "pane_id");
 
-		if (id && !strcmp(id, pane_id))
-			return p;
-	}
-	return NULL;
+        if (id && !strcmp(id, pane_id))
+            return p;
+    }
+    return NULL;
 }
 
 /* A pane id, else a unique agent name. */
 static json_t *resolve(req *r, const char *target)
 {
-	json_t *p, *hit = find_pane(r, target);
-	size_t i, n = 0;
+    json_t *p, *hit = find_pane(r, target);
+    size_t i, n = 0;
 
-	if (hit)
-		return hit;
-	json_array_foreach(panes(r), i, p) {
-		const char *name = sfield(p, "name");
+    if (hit)
+        return hit;
+    json_array_foreach(panes(r), i, p)
+    {
+        const char *name = sfield(p, "name");
 
-		if (name && !strcmp(name, target))
-			hit = p, n++;
-	}
-	if (n == 0)
-		fail(r, "agent_not_found", "no agent matches the target");
-	else if (n > 1)
-		fail(r, "agent_target_ambiguous", "several agents match");
-	return n == 1 ? hit : NULL;
+        if (name && !strcmp(name, target))
+            hit = p, n++;
+    }
+    if (n == 0)
+        fail(r, "agent_not_found", "no agent matches the target");
+    else if (n > 1)
+        fail(r, "agent_target_ambiguous", "several agents match");
+    return n == 1 ? hit : NULL;
 }
 
 static json_t *pane_info(const json_t *pane)
 {
-	json_t *o = json_deep_copy(pane);
-	static const char *const req_keys[] = { "workspace_id", "tab_id" };
+    json_t *o = json_deep_copy(pane);
+    static const char *const req_keys[] = {"workspace_id", "tab_id"};
 
-	for (size_t i = 0; i < 2; i++)
-		if (!json_object_get(o, req_keys[i]))
-			json_object_set_new(o, req_keys[i], json_string(""));
-	if (!json_object_get(o, "focused"))
-		json_object_set_new(o, "focused", json_false());
-	if (!json_object_get(o, "agent_status"))
-		json_object_set_new(o, "agent_status", json_string("unknown"));
-	return o;
+    for (size_t i = 0; i < 2; i++)
+        if (!json_object_get(o, req_keys[i]))
+            json_object_set_new(o, req_keys[i], json_string(""));
+    if (!json_object_get(o, "focused"))
+        json_object_set_new(o, "focused", json_false());
+    if (!json_object_get(o, "agent_status"))
+        json_object_set_new(o, "agent_status", json_string("unknown"));
+    return o;
 }
 
 static json_t *agent_info(const json_t *pane)
 {
-	json_t *id = json_object_get(pane, "pane_id");
-	json_t *name = json_object_get(pane, "name");
-	json_t *agent = json_object_get(pane, "agent");
+    json_t *id = json_object_get(pane, "pane_id");
+    json_t *name = json_object_get(pane, "name");
+    json_t *agent = json_object_get(pane, "agent");
 
-	return json_pack("{s:O, s:O, s:O, s:s}",
-			 "pane_id", id ? id : json_null(),
-			 "name", name ? name : json_null(),
-			 "agent", agent ? agent : json_null(),
-			 "agent_status", status_of(pane));
+    return json_pack("{s:O, s:O, s:O, s:s}", "pane_id", id ? id : json_null(), "name",
+                     name ? name : json_null(), "agent", agent ? agent : json_null(),
+                     "agent_status", status_of(pane));
 }
 
 static void save_state(const req *r)
 {
-	char *tmp;
+    char *tmp;
 
-	if (asprintf(&tmp, "%s.fake-tmp", r->cfg->state_path) < 0)
-		return;
-	if (json_dump_file(r->state, tmp, JSON_INDENT(1)) == 0)
-		rename(tmp, r->cfg->state_path);
-	else
-		unlink(tmp);
-	free(tmp);
+    if (asprintf(&tmp, "%s.fake-tmp", r->cfg->state_path) < 0)
+        return;
+    if (json_dump_file(r->state, tmp, JSON_INDENT(1)) == 0)
+        rename(tmp, r->cfg->state_path);
+    else
+        unlink(tmp);
+    free(tmp);
 }
 
 static void append_log(const char *path, json_t *entry)
 {
-	char at[48], *line;
-	struct timeval tv;
-	struct tm tm;
-	int fd;
+    char at[48], *line;
+    struct timeval tv;
+    struct tm tm;
+    int fd;
 
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(at + strlen(at), sizeof(at) - strlen(at), ".%03ldZ",
-		 (long)tv.tv_usec / 1000);
-	json_object_set_new(entry, "at", json_string(at));
-	line = json_dumps(entry, JSON_COMPACT);
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (line && fd >= 0) {
-		size_t n = strlen(line);
+    gettimeofday(&tv, NULL);
+    gmtime_r(&tv.tv_sec, &tm);
+    strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(at + strlen(at), sizeof(at) - strlen(at), ".%03ldZ", (long)tv.tv_usec / 1000);
+    json_object_set_new(entry, "at", json_string(at));
+    line = json_dumps(entry, JSON_COMPACT);
+    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (line && fd >= 0) {
+        size_t n = strlen(line);
 
-		line[n] = '\n';
-		if (write(fd, line, n + 1) < 0)
-			perror("fake-herdr: prompt log");
-	}
-	if (fd >= 0)
-		close(fd);
-	free(line);
-	json_decref(entry);
+        line[n] = '\n';
+        if (write(fd, line, n + 1) < 0)
+            perror("fake-herdr: prompt log");
+    }
+    if (fd >= 0)
+        close(fd);
+    free(line);
+    json_decref(entry);
 }
 
-static void log_input(const req *r, const char *method, const char *target,
-		      const char *text, json_t *keys, const char *refused_code)
+static void log_input(const req *r, const char *method, const char *target, const char *text,
+                      json_t *keys, const char *refused_code)
 {
-	json_t *e = json_pack("{s:s, s:s, s:s}", "method", method,
-			      "target", target, "text", text ? text : "");
+    json_t *e =
+        json_pack("{s:s, s:s, s:s}", "method", method, "target", target, "text", text ? text : "");
 
-	if (keys)
-		json_object_set(e, "keys", keys);
-	if (refused_code)
-		json_object_set_new(e, "code", json_string(refused_code));
-	append_log(refused_code ? r->cfg->refused_path : r->cfg->log_path, e);
+    if (keys)
+        json_object_set(e, "keys", keys);
+    if (refused_code)
+        json_object_set_new(e, "code", json_string(refused_code));
+    append_log(refused_code ? r->cfg->refused_path : r->cfg->log_path, e);
 }
 
 /* -------------------------------------------------------------- methods */
 
 static json_t *m_ping(req *r)
 {
-	json_t *v = json_object_get(r->state, "version");
-	json_t *p = json_object_get(r->state, "protocol");
-	json_t *caps = json_object_get(r->state, "capabilities");
+    json_t *v = json_object_get(r->state, "version");
+    json_t *p = json_object_get(r->state, "protocol");
+    json_t *caps = json_object_get(r->state, "capabilities");
 
-	return json_pack("{s:s, s:o, s:o, s:o}", "type", "pong",
-			 "version", v ? json_incref(v) : json_string("0.8.2"),
-			 "protocol", p ? json_incref(p) : json_integer(20),
-			 "capabilities", caps ? json_incref(caps) : json_object());
+    return json_pack("{s:s, s:o, s:o, s:o}", "type", "pong", "version",
+                     v ? json_incref(v) : json_string("0.8.2"), "protocol",
+                     p ? json_incref(p) : json_integer(20), "capabilities",
+                     caps ? json_incref(caps) : json_object());
 }
 
 static json_t *m_pane_list(req *r)
 {
-	json_t *a = json_array(), *p;
-	size_t i;
+    json_t *a = json_array(), *p;
+    size_t i;
 
-	json_array_foreach(panes(r), i, p)
-		json_array_append_new(a, pane_info(p));
-	return json_pack("{s:s, s:o}", "type", "pane_list", "panes", a);
+    json_array_foreach(panes(r), i, p) json_array_append_new(a, pane_info(p));
+    return json_pack("{s:s, s:o}", "type", "pane_list", "panes", a);
 }
 
 static json_t *m_agent_list(req *r)
 {
-	json_t *a = json_array(), *p;
-	size_t i;
+    json_t *a = json_array(), *p;
+    size_t i;
 
-	json_array_foreach(panes(r), i, p)
-		if (is_agent(p))
-			json_array_append_new(a, agent_info(p));
-	return json_pack("{s:s, s:o}", "type", "agent_list", "agents", a);
+    json_array_foreach(panes(r), i, p) if (is_agent(p)) json_array_append_new(a, agent_info(p));
+    return json_pack("{s:s, s:o}", "type", "agent_list", "agents", a);
 }
 
 /* Required string parameter; a missing one is a malformed request. */
 static const char *param(req *r, const char *key)
 {
-	const char *s = sfield(r->params, key);
+    const char *s = sfield(r->params, key);
 
-	if (!s)
-		fail(r, "invalid_request", "missing or mistyped parameter");
-	return s;
+    if (!s)
+        fail(r, "invalid_request", "missing or mistyped parameter");
+    return s;
 }
 
 static json_t *m_pane_get(req *r)
 {
-	const char *id = param(r, "pane_id");
-	json_t *p = id ? find_pane(r, id) : NULL;
+    const char *id = param(r, "pane_id");
+    json_t *p = id ? find_pane(r, id) : NULL;
 
-	if (id && !p)
-		fail(r, "pane_not_found", "no such pane");
-	return p ? json_pack("{s:s, s:o}", "type", "pane_info",
-			     "pane", pane_info(p)) : NULL;
+    if (id && !p)
+        fail(r, "pane_not_found", "no such pane");
+    return p ? json_pack("{s:s, s:o}", "type", "pane_info", "pane", pane_info(p)) : NULL;
 }
 
 static json_t *m_agent_get(req *r)
 {
-	const char *target = param(r, "target");
-	json_t *p = target ? resolve(r, target) : NULL;
+    const char *target = param(r, "target");
+    json_t *p = target ? resolve(r, target) : NULL;
 
-	return p ? json_pack("{s:s, s:o}", "type", "agent_info",
-			     "agent", agent_info(p)) : NULL;
+    return p ? json_pack("{s:s, s:o}", "type", "agent_info", "agent", agent_info(p)) : NULL;
 }
 
 static bool valid_wait(const json_t *wait)
 {
-	static const char *const ok[] = { "idle", "done", "working",
-					  "blocked", "unknown" };
-	const json_t *until = json_object_get(wait, "until"), *v;
-	const json_t *t = json_object_get(wait, "timeout_ms");
-	size_t i;
+    static const char *const ok[] = {"idle", "done", "working", "blocked", "unknown"};
+    const json_t *until = json_object_get(wait, "until"), *v;
+    const json_t *t = json_object_get(wait, "timeout_ms");
+    size_t i;
 
-	if (!wait || json_is_null(wait))
-		return true;
-	if (!json_is_object(wait) || (t && !json_is_integer(t)) ||
-	    (until && !json_is_array(until)))
-		return false;
-	json_array_foreach(until, i, v) {
-		bool known = false;
+    if (!wait || json_is_null(wait))
+        return true;
+    if (!json_is_object(wait) || (t && !json_is_integer(t)) || (until && !json_is_array(until)))
+        return false;
+    json_array_foreach(until, i, v)
+    {
+        bool known = false;
 
-		for (size_t k = 0; k < 5; k++)
-			known |= json_is_string(v) &&
-				 !strcmp(json_string_value(v), ok[k]);
-		if (!known)
-			return false;
-	}
-	return true;
+        for (size_t k = 0; k < 5; k++)
+            known |= json_is_string(v) && !strcmp(json_string_value(v), ok[k]);
+        if (!known)
+            return false;
+    }
+    return true;
 }
 
 /* Applies a prompt/send_input behaviour. true → go on and take the text. */
 static bool apply_behaviour(req *r, behaviour b)
 {
-	switch (b.kind) {
-	case B_HANG:
-		r->out->action = FH_HANG;
-		return false;
-	case B_CLOSE:
-		r->out->action = FH_CLOSE;
-		return false;
-	case B_ERROR:
-		fail(r, b.code, "failure injected by the fake's statefile");
-		return false;
-	case B_SLOW:
-		r->out->delay_ms = b.ms;
-		return true;
-	default:
-		return true;
-	}
+    switch (b.kind) {
+    case B_HANG:
+        r->out->action = FH_HANG;
+        return false;
+    case B_CLOSE:
+        r->out->action = FH_CLOSE;
+        return false;
+    case B_ERROR:
+        fail(r, b.code, "failure injected by the fake's statefile");
+        return false;
+    case B_SLOW:
+        r->out->delay_ms = b.ms;
+        return true;
+    default:
+        return true;
+    }
 }
 
 static json_t *m_agent_prompt(req *r)
 {
-	const char *target = param(r, "target");
-	const char *text = target ? param(r, "text") : NULL;
-	json_t *wait = json_object_get(r->params, "wait"), *p;
-	const char *after = sfield(r->state, "after_prompt_status");
-	behaviour b = get_behaviour(r->state, "prompt");
+    const char *target = param(r, "target");
+    const char *text = target ? param(r, "text") : NULL;
+    json_t *wait = json_object_get(r->params, "wait"), *p;
+    const char *after = sfield(r->state, "after_prompt_status");
+    behaviour b = get_behaviour(r->state, "prompt");
 
-	if (!text)
-		return NULL;
-	if (!valid_wait(wait)) {
-		fail(r, "invalid_request", "malformed wait");
-		return NULL;
-	}
-	p = resolve(r, target);
-	if (p && !*text)
-		fail(r, "empty_agent_prompt", "prompt text is empty");
-	else if (p && !is_agent(p))
-		fail(r, "agent_not_ready", "no agent in the foreground");
-	else if (p && !strcmp(status_of(p), "blocked"))
-		fail(r, "agent_blocked", "agent is waiting for approval");
-	if (!r->ecode && !apply_behaviour(r, b))
-		p = NULL;
-	if (r->ecode) {
-		log_input(r, "agent.prompt", target, text, NULL, r->ecode);
-		return NULL;
-	}
-	if (!p)
-		return NULL; /* hang or close: nothing typed */
-	log_input(r, "agent.prompt", target, text, NULL, NULL);
-	if (b.kind == B_STALLED && wait && !json_is_null(wait)) {
-		fail(r, "agent_prompt_stalled", "agent did not start");
-		return NULL;
-	}
-	if (b.kind != B_STALLED && after) {
-		json_object_set_new(p, "agent_status", json_string(after));
-		save_state(r);
-	}
-	return json_pack("{s:s, s:o}", "type", "agent_prompted",
-			 "agent", agent_info(p));
+    if (!text)
+        return NULL;
+    if (!valid_wait(wait)) {
+        fail(r, "invalid_request", "malformed wait");
+        return NULL;
+    }
+    p = resolve(r, target);
+    if (p && !*text)
+        fail(r, "empty_agent_prompt", "prompt text is empty");
+    else if (p && !is_agent(p))
+        fail(r, "agent_not_ready", "no agent in the foreground");
+    else if (p && !strcmp(status_of(p), "blocked"))
+        fail(r, "agent_blocked", "agent is waiting for approval");
+    if (!r->ecode && !apply_behaviour(r, b))
+        p = NULL;
+    if (r->ecode) {
+        log_input(r, "agent.prompt", target, text, NULL, r->ecode);
+        return NULL;
+    }
+    if (!p)
+        return NULL; /* hang or close: nothing typed */
+    log_input(r, "agent.prompt", target, text, NULL, NULL);
+    if (b.kind == B_STALLED && wait && !json_is_null(wait)) {
+        fail(r, "agent_prompt_stalled", "agent did not start");
+        return NULL;
+    }
+    if (b.kind != B_STALLED && after) {
+        json_object_set_new(p, "agent_status", json_string(after));
+        save_state(r);
+    }
+    return json_pack("{s:s, s:o}", "type", "agent_prompted", "agent", agent_info(p));
 }
 
 static bool valid_key(const char *k)
 {
-	static const char *const names[] = {
-		"enter", "tab", "esc", "escape", "backspace", "delete", "space",
-		"up", "down", "left", "right", "home", "end", "pageup",
-		"pagedown",
-	};
+    static const char *const names[] = {
+        "enter", "tab",  "esc",   "escape", "backspace", "delete", "space",    "up",
+        "down",  "left", "right", "home",   "end",       "pageup", "pagedown",
+    };
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(k, names[i]))
-			return true;
-	return !strncmp(k, "ctrl+", 5) && k[5] >= 'a' && k[5] <= 'z' && !k[6];
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(k, names[i]))
+            return true;
+    return !strncmp(k, "ctrl+", 5) && k[5] >= 'a' && k[5] <= 'z' && !k[6];
 }
 
 static json_t *m_send_input(req *r)
 {
-	const char *id = param(r, "pane_id");
-	json_t *tv = json_object_get(r->params, "text");
-	json_t *keys = json_object_get(r->params, "keys"), *k;
-	const char *text = json_string_value(tv);
-	size_t i;
+    const char *id = param(r, "pane_id");
+    json_t *tv = json_object_get(r->params, "text");
+    json_t *keys = json_object_get(r->params, "keys"), *k;
+    const char *text = json_string_value(tv);
+    size_t i;
 
-	if (!id)
-		return NULL;
-	if ((tv && !json_is_null(tv) && !text) ||
-	    (keys && !json_is_null(keys) && !json_is_array(keys))) {
-		fail(r, "invalid_request", "malformed text or keys");
-		return NULL;
-	}
-	json_array_foreach(keys, i, k)
-		if (!json_is_string(k) || !valid_key(json_string_value(k)))
-			fail(r, "invalid_key", "unknown key name");
-	if (!r->ecode && !find_pane(r, id))
-		fail(r, "pane_not_found", "no such pane");
-	if (!r->ecode &&
-	    !apply_behaviour(r, get_behaviour(r->state, "send_input")) &&
-	    !r->ecode)
-		return NULL; /* hang or close: nothing typed */
-	if (r->ecode) {
-		log_input(r, "pane.send_input", id, text, keys, r->ecode);
-		return NULL;
-	}
-	log_input(r, "pane.send_input", id, text,
-		  json_is_array(keys) ? keys : NULL, NULL);
-	return json_pack("{s:s}", "type", "ok");
+    if (!id)
+        return NULL;
+    if ((tv && !json_is_null(tv) && !text) ||
+        (keys && !json_is_null(keys) && !json_is_array(keys))) {
+        fail(r, "invalid_request", "malformed text or keys");
+        return NULL;
+    }
+    json_array_foreach(keys, i, k) if (!json_is_string(k) || !valid_key(json_string_value(k)))
+        fail(r, "invalid_key", "unknown key name");
+    if (!r->ecode && !find_pane(r, id))
+        fail(r, "pane_not_found", "no such pane");
+    if (!r->ecode && !apply_behaviour(r, get_behaviour(r->state, "send_input")) && !r->ecode)
+        return NULL; /* hang or close: nothing typed */
+    if (r->ecode) {
+        log_input(r, "pane.send_input", id, text, keys, r->ecode);
+        return NULL;
+    }
+    log_input(r, "pane.send_input", id, text, json_is_array(keys) ? keys : NULL, NULL);
+    return json_pack("{s:s}", "type", "ok");
 }
 
 static const struct {
-	const char *name;
-	json_t *(*fn)(req *);
+    const char *name;
+    json_t *(*fn)(req *);
 } methods[] = {
-	{ "ping", m_ping },
-	{ "pane.list", m_pane_list },
-	{ "pane.get", m_pane_get },
-	{ "agent.get", m_agent_get },
-	{ "agent.list", m_agent_list },
-	{ "agent.prompt", m_agent_prompt },
-	{ "pane.send_input", m_send_input },
+    {"ping", m_ping},
+    {"pane.list", m_pane_list},
+    {"pane.get", m_pane_get},
+    {"agent.get", m_agent_get},
+    {"agent.list", m_agent_list},
+    {"agent.prompt", m_agent_prompt},
+    {"pane.send_input", m_send_input},
 };
 
 /* ------------------------------------------------------------- dispatch */
 
-static char *envelope(const char *id, json_t *result, const char *code,
-		      const char *msg)
+static char *envelope(const char *id, json_t *result, const char *code, const char *msg)
 {
-	json_t *o = result
-		? json_pack("{s:s, s:o}", "id", id, "result", result)
-		: json_pack("{s:s, s:{s:s, s:s}}", "id", id, "error",
-			    "code", code, "message", msg);
-	char *s = json_dumps(o, JSON_COMPACT);
+    json_t *o =
+        result ? json_pack("{s:s, s:o}", "id", id, "result", result)
+               : json_pack("{s:s, s:{s:s, s:s}}", "id", id, "error", "code", code, "message", msg);
+    char *s = json_dumps(o, JSON_COMPACT);
 
-	json_decref(o);
-	return s;
+    json_decref(o);
+    return s;
 }
 
 static void handle_locked(const fh_config *cfg, json_t *root, fh_outcome *out)
 {
-	const char *id = sfield(root, "id");
-	const char *method = sfield(root, "method");
-	json_t *params = json_object_get(root, "params"), *res = NULL;
-	json_error_t jerr;
-	req r = { .cfg = cfg, .out = out, .params = params };
-	behaviour all;
-	size_t i;
+    const char *id = sfield(root, "id");
+    const char *method = sfield(root, "method");
+    json_t *params = json_object_get(root, "params"), *res = NULL;
+    json_error_t jerr;
+    req r = {.cfg = cfg, .out = out, .params = params};
+    behaviour all;
+    size_t i;
 
-	if (!id || !method || !json_is_object(params)) {
-		out->reply = envelope("", NULL, "invalid_request",
-				      "malformed request");
-		return;
-	}
-	r.state = json_load_file(cfg->state_path, 0, &jerr);
-	if (!json_is_object(r.state)) {
-		out->reply = envelope(id, NULL, "internal_error",
-				      "fake-herdr: statefile unreadable");
-		json_decref(r.state);
-		return;
-	}
-	all = get_behaviour(r.state, "all");
-	if (all.kind == B_HANG || all.kind == B_CLOSE) {
-		out->action = all.kind == B_HANG ? FH_HANG : FH_CLOSE;
-	} else if (all.kind == B_GARBAGE) {
-		out->reply = strdup("herdr says: this is not {json");
-	} else {
-		for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-			if (!strcmp(method, methods[i].name))
-				break;
-		if (i == sizeof(methods) / sizeof(methods[0]))
-			fail(&r, "invalid_request", "unknown method");
-		else
-			res = methods[i].fn(&r);
-		if (r.ecode)
-			out->reply = envelope(strcmp(r.ecode, "invalid_request")
-					      ? id : "", NULL, r.ecode, r.emsg);
-		else if (res)
-			out->reply = envelope(id, res, NULL, NULL);
-	}
-	json_decref(r.state);
+    if (!id || !method || !json_is_object(params)) {
+        out->reply = envelope("", NULL, "invalid_request", "malformed request");
+        return;
+    }
+    r.state = json_load_file(cfg->state_path, 0, &jerr);
+    if (!json_is_object(r.state)) {
+        out->reply = envelope(id, NULL, "internal_error", "fake-herdr: statefile unreadable");
+        json_decref(r.state);
+        return;
+    }
+    all = get_behaviour(r.state, "all");
+    if (all.kind == B_HANG || all.kind == B_CLOSE) {
+        out->action = all.kind == B_HANG ? FH_HANG : FH_CLOSE;
+    } else if (all.kind == B_GARBAGE) {
+        out->reply = strdup("herdr says: this is not {json");
+    } else {
+        for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+            if (!strcmp(method, methods[i].name))
+                break;
+        if (i == sizeof(methods) / sizeof(methods[0]))
+            fail(&r, "invalid_request", "unknown method");
+        else
+            res = methods[i].fn(&r);
+        if (r.ecode)
+            out->reply =
+                envelope(strcmp(r.ecode, "invalid_request") ? id : "", NULL, r.ecode, r.emsg);
+        else if (res)
+            out->reply = envelope(id, res, NULL, NULL);
+    }
+    json_decref(r.state);
 }
 
-void fh_handle(const fh_config *cfg, const char *line, size_t len,
-	       fh_outcome *out)
+void fh_handle(const fh_config *cfg, const char *line, size_t len, fh_outcome *out)
 {
-	json_t *root = json_loadb(line, len, 0, NULL);
+    json_t *root = json_loadb(line, len, 0, NULL);
 
-	memset(out, 0, sizeof(*out));
-	if (!json_is_object(root)) {
-		out->reply = envelope("", NULL, "invalid_request",
-				      "not a JSON object");
-	} else {
-		pthread_mutex_lock(&world_lock);
-		handle_locked(cfg, root, out);
-		pthread_mutex_unlock(&world_lock);
-	}
-	json_decref(root);
-	if (out->action == FH_REPLY && !out->reply)
-		out->action = FH_CLOSE;
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(root)) {
+        out->reply = envelope("", NULL, "invalid_request", "not a JSON object");
+    } else {
+        pthread_mutex_lock(&world_lock);
+        handle_locked(cfg, root, out);
+        pthread_mutex_unlock(&world_lock);
+    }
+    json_decref(root);
+    if (out->action == FH_REPLY && !out->reply)
+        out->action = FH_CLOSE;
 }

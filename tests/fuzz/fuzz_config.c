@@ -20,74 +20,73 @@ static int fz_fd = -1;
 
 static void fz_cleanup(void)
 {
-	unlink(fz_path);
+    unlink(fz_path);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	(void)argc;
-	(void)argv;
-	fz_fd = g_file_open_tmp("fuzz-config-XXXXXX.conf", &fz_path, NULL);
-	if (fz_fd < 0)
-		abort();
-	atexit(fz_cleanup);
-	return 0;
+    (void)argc;
+    (void)argv;
+    fz_fd = g_file_open_tmp("fuzz-config-XXXXXX.conf", &fz_path, NULL);
+    if (fz_fd < 0)
+        abort();
+    atexit(fz_cleanup);
+    return 0;
 }
 
 static void fz_write(const uint8_t *data, size_t size)
 {
-	size_t off = 0;
-	ssize_t n;
+    size_t off = 0;
+    ssize_t n;
 
-	if (ftruncate(fz_fd, 0) < 0)
-		abort();
-	while (off < size) {
-		n = pwrite(fz_fd, data + off, size - off, (off_t)off);
-		if (n <= 0)
-			abort();
-		off += (size_t)n;
-	}
+    if (ftruncate(fz_fd, 0) < 0)
+        abort();
+    while (off < size) {
+        n = pwrite(fz_fd, data + off, size - off, (off_t)off);
+        if (n <= 0)
+            abort();
+        off += (size_t)n;
+    }
 }
 
 static void fz_option_line(const char *text)
 {
-	char *line = g_strndup(text, strcspn(text, "\n"));
-	char *eq = strchr(line, '='), *err = NULL;
-	fs_opts o;
+    char *line = g_strndup(text, strcspn(text, "\n"));
+    char *eq = strchr(line, '='), *err = NULL;
+    fs_opts o;
 
-	opts_init(&o);
-	if (eq != NULL) {
-		*eq = '\0';
-		if (opts_known(line) && opts_set(&o, line, eq + 1, &err) < 0 &&
-		    err == NULL)
-			abort(); /* a refusal always says why */
-		g_free(err);
-	}
-	opts_free(&o);
-	g_free(line);
+    opts_init(&o);
+    if (eq != NULL) {
+        *eq = '\0';
+        if (opts_known(line) && opts_set(&o, line, eq + 1, &err) < 0 && err == NULL)
+            abort(); /* a refusal always says why */
+        g_free(err);
+    }
+    opts_free(&o);
+    g_free(line);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text, *red, **uris;
-	char *err = NULL;
-	fs_opts o;
+    char *text, *red, **uris;
+    char *err = NULL;
+    fs_opts o;
 
-	fz_write(data, size);
-	opts_init(&o);
-	if (opts_load_file(&o, fz_path, true, &err) < 0 && err == NULL)
-		abort();
-	g_free(err);
-	opts_free(&o);
+    fz_write(data, size);
+    opts_init(&o);
+    if (opts_load_file(&o, fz_path, true, &err) < 0 && err == NULL)
+        abort();
+    g_free(err);
+    opts_free(&o);
 
-	text = g_strndup((const char *)data, size);
-	fz_option_line(text);
-	red = uri_redact(text);
-	if (red != NULL && uri_has_password(text) && strstr(red, ":***@") == NULL)
-		abort();
-	g_free(red);
-	uris = uri_split(text);
-	g_strfreev(uris);
-	g_free(text);
-	return 0;
+    text = g_strndup((const char *)data, size);
+    fz_option_line(text);
+    red = uri_redact(text);
+    if (red != NULL && uri_has_password(text) && strstr(red, ":***@") == NULL)
+        abort();
+    g_free(red);
+    uris = uri_split(text);
+    g_strfreev(uris);
+    g_free(text);
+    return 0;
 }

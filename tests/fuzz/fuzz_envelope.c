@@ -18,68 +18,66 @@
 
 static void fz_same_str(const char *what, const char *a, const char *b)
 {
-	if (strcmp(a, b) != 0) {
-		fprintf(stderr, "round trip changed %s: \"%s\" -> \"%s\"\n",
-			what, a, b);
-		abort();
-	}
+    if (strcmp(a, b) != 0) {
+        fprintf(stderr, "round trip changed %s: \"%s\" -> \"%s\"\n", what, a, b);
+        abort();
+    }
 }
 
 static void fz_same(const envelope *a, const envelope *b)
 {
-	if (a->v != b->v)
-		abort();
-	fz_same_str("type", a->type, b->type);
-	fz_same_str("msgId", a->msgId, b->msgId);
-	fz_same_str("from", a->from, b->from);
-	fz_same_str("to", a->to, b->to);
-	fz_same_str("sentAt", a->sentAt, b->sentAt);
-	fz_same_str("expiresAt", a->expiresAt, b->expiresAt);
-	fz_same_str("replyTo", a->replyTo, b->replyTo);
-	fz_same_str("ref", a->ref, b->ref);
-	fz_same_str("state", a->state, b->state);
-	fz_same_str("detail", a->detail, b->detail);
-	fz_same_str("sig", a->sig, b->sig);
-	if (a->body_len != b->body_len ||
-	    memcmp(a->body, b->body, a->body_len) != 0) {
-		fprintf(stderr, "round trip changed the body\n");
-		abort();
-	}
+    if (a->v != b->v)
+        abort();
+    fz_same_str("type", a->type, b->type);
+    fz_same_str("msgId", a->msgId, b->msgId);
+    fz_same_str("from", a->from, b->from);
+    fz_same_str("to", a->to, b->to);
+    fz_same_str("sentAt", a->sentAt, b->sentAt);
+    fz_same_str("expiresAt", a->expiresAt, b->expiresAt);
+    fz_same_str("replyTo", a->replyTo, b->replyTo);
+    fz_same_str("ref", a->ref, b->ref);
+    fz_same_str("state", a->state, b->state);
+    fz_same_str("detail", a->detail, b->detail);
+    fz_same_str("sig", a->sig, b->sig);
+    if (a->body_len != b->body_len || memcmp(a->body, b->body, a->body_len) != 0) {
+        fprintf(stderr, "round trip changed the body\n");
+        abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *copy = malloc(size > 0 ? size : 1);
-	envelope e, d;
-	char why[128];
-	size_t len = 0;
-	char *js;
+    char *copy = malloc(size > 0 ? size : 1);
+    envelope e, d;
+    char why[128];
+    size_t len = 0;
+    char *js;
 
-	if (copy == NULL)
-		return 0;
-	if (size > 0)
-		memcpy(copy, data, size);
-	if (env_decode(copy, size, FZ_MAX_BODY, &e, why, sizeof(why)) != 0) {
-		if (why[0] == '\0' || e.body != NULL)
-			abort(); /* a refusal always says why and frees */
-		free(copy);
-		return 0;
-	}
-	if (e.body == NULL || e.body[e.body_len] != '\0')
-		abort();
-	js = env_encode(&e, &len);
-	if (js == NULL) {
-		fprintf(stderr, "accepted envelope cannot be encoded\n");
-		abort();
-	}
-	if (env_decode(js, len, FZ_MAX_BODY, &d, why, sizeof(why)) != 0) {
-		fprintf(stderr, "re-encoded envelope refused: %s\n%s\n", why, js);
-		abort();
-	}
-	fz_same(&e, &d);
-	env_free(&d);
-	env_free(&e);
-	free(js);
-	free(copy);
-	return 0;
+    if (copy == NULL)
+        return 0;
+    if (size > 0)
+        memcpy(copy, data, size);
+    if (env_decode(copy, size, FZ_MAX_BODY, &e, why, sizeof(why)) != 0) {
+        if (why[0] == '\0' || e.body != NULL)
+            abort(); /* a refusal always says why and frees */
+        free(copy);
+        return 0;
+    }
+    if (e.body == NULL || e.body[e.body_len] != '\0')
+        abort();
+    js = env_encode(&e, &len);
+    if (js == NULL) {
+        fprintf(stderr, "accepted envelope cannot be encoded\n");
+        abort();
+    }
+    if (env_decode(js, len, FZ_MAX_BODY, &d, why, sizeof(why)) != 0) {
+        fprintf(stderr, "re-encoded envelope refused: %s\n%s\n", why, js);
+        abort();
+    }
+    fz_same(&e, &d);
+    env_free(&d);
+    env_free(&e);
+    free(js);
+    free(copy);
+    return 0;
 }

@@ -60,8 +60,8 @@ static void test_torn_and_garbage_lines_are_skipped(void **state)
     GPtrArray *lines;
     jlog *j;
     (void)state;
-    assert_true(g_file_set_contents(path, "{\"ok\":1}\nnot json\n[1,2]\n{\"ok\":2}\n{\"torn\":", -1,
-                                    NULL));
+    assert_true(
+        g_file_set_contents(path, "{\"ok\":1}\nnot json\n[1,2]\n{\"ok\":2}\n{\"torn\":", -1, NULL));
     j = jlog_open(path, &lines);
     assert_int_equal(lines->len, 2);
     assert_string_equal(lines->pdata[1], "{\"ok\":2}");

@@ -16,522 +16,525 @@
 
 static void set_ok(fs_opts *o, const char *key, const char *value)
 {
-	char *err = NULL;
+    char *err = NULL;
 
-	if (opts_set(o, key, value, &err) != 0)
-		fail_msg("%s=%s refused: %s", key, value, err);
-	assert_null(err);
+    if (opts_set(o, key, value, &err) != 0)
+        fail_msg("%s=%s refused: %s", key, value, err);
+    assert_null(err);
 }
 
 /* Refused, with a message that names the key and contains want. */
-static void set_bad(fs_opts *o, const char *key, const char *value,
-		    const char *want)
+static void set_bad(fs_opts *o, const char *key, const char *value, const char *want)
 {
-	char *err = NULL;
+    char *err = NULL;
 
-	if (opts_set(o, key, value, &err) != -1)
-		fail_msg("%s=%s accepted", key, value);
-	assert_non_null(err);
-	if (strstr(err, key) == NULL || strstr(err, want) == NULL)
-		fail_msg("message '%s' lacks '%s' or '%s'", err, key, want);
-	g_free(err);
+    if (opts_set(o, key, value, &err) != -1)
+        fail_msg("%s=%s accepted", key, value);
+    assert_non_null(err);
+    if (strstr(err, key) == NULL || strstr(err, want) == NULL)
+        fail_msg("message '%s' lacks '%s' or '%s'", err, key, want);
+    g_free(err);
 }
 
 static void test_defaults(void **state)
 {
-	fs_opts o;
-	char host[256];
+    fs_opts o;
+    char host[256];
 
-	(void)state;
-	opts_init(&o);
-	if (o.coord_id != NULL) {
-		assert_true(name_valid(o.coord_id));
-		gethostname(host, sizeof(host));
-		assert_int_equal(g_ascii_strncasecmp(host, o.coord_id, strlen(o.coord_id)), 0);
-	}
-	assert_non_null(o.peers);
-	assert_null(o.peers[0]);
-	assert_string_equal(o.broker_uri_env, "FLEET_BROKER_URI");
-	assert_null(o.broker_uri);
-	assert_null(o.vhost);
-	assert_string_equal(o.queue_type, "classic");
-	assert_int_equal(o.max_length, 10000);
-	assert_int_equal(o.message_ttl_ms, 7LL * 24 * 3600 * 1000);
-	assert_int_equal(o.prefetch, 64);
-	assert_int_equal(o.max_message, 65536);
-	assert_int_equal(o.send_timeout_ms, 5000);
-	assert_int_equal(o.probe_timeout_ms, 2000);
-	assert_null(o.state_dir);
-	assert_string_equal(o.inject, "auto");
-	assert_null(o.inject_target);
-	assert_null(o.key);
-	assert_null(o.trusted_keys);
-	assert_null(o.ca);
-	assert_null(o.config);
-	assert_false(o.insecure);
-	opts_free(&o);
-	assert_null(o.coord_id);
-	opts_free(&o); /* safe twice */
+    (void)state;
+    opts_init(&o);
+    if (o.coord_id != NULL) {
+        assert_true(name_valid(o.coord_id));
+        gethostname(host, sizeof(host));
+        assert_int_equal(g_ascii_strncasecmp(host, o.coord_id, strlen(o.coord_id)), 0);
+    }
+    assert_non_null(o.peers);
+    assert_null(o.peers[0]);
+    assert_string_equal(o.broker_uri_env, "FLEET_BROKER_URI");
+    assert_null(o.broker_uri);
+    assert_null(o.vhost);
+    assert_string_equal(o.queue_type, "classic");
+    assert_int_equal(o.max_length, 10000);
+    assert_int_equal(o.message_ttl_ms, 7LL * 24 * 3600 * 1000);
+    assert_int_equal(o.prefetch, 64);
+    assert_int_equal(o.max_message, 65536);
+    assert_int_equal(o.send_timeout_ms, 5000);
+    assert_int_equal(o.probe_timeout_ms, 2000);
+    assert_null(o.state_dir);
+    assert_string_equal(o.inject, "auto");
+    assert_null(o.inject_target);
+    assert_null(o.key);
+    assert_null(o.trusted_keys);
+    assert_null(o.ca);
+    assert_null(o.config);
+    assert_false(o.insecure);
+    opts_free(&o);
+    assert_null(o.coord_id);
+    opts_free(&o); /* safe twice */
 }
 
 static void test_finish(void **state)
 {
-	fs_opts o;
-	char *err = NULL;
+    fs_opts o;
+    char *err = NULL;
 
-	(void)state;
-	opts_init(&o);
-	set_ok(&o, "coord_id", "mac");
-	setenv("XDG_STATE_HOME", "/tmp/xdgstate", 1);
-	assert_int_equal(opts_finish(&o, &err), 0);
-	assert_string_equal(o.state_dir, "/tmp/xdgstate/fleetfs/mac");
-	g_free(o.state_dir);
-	o.state_dir = NULL;
-	unsetenv("XDG_STATE_HOME");
-	setenv("HOME", "/home/tester", 1);
-	assert_int_equal(opts_finish(&o, &err), 0);
-	assert_string_equal(o.state_dir, "/home/tester/.local/state/fleetfs/mac");
-	/* an explicit state_dir is kept */
-	set_ok(&o, "state_dir", "/var/lib/fleetfs");
-	assert_int_equal(opts_finish(&o, &err), 0);
-	assert_string_equal(o.state_dir, "/var/lib/fleetfs");
-	/* no coord_id: a clear error asking for -o coord_id= */
-	g_free(o.coord_id);
-	o.coord_id = NULL;
-	assert_int_equal(opts_finish(&o, &err), -1);
-	assert_non_null(strstr(err, "-o coord_id="));
-	g_free(err);
-	opts_free(&o);
+    (void)state;
+    opts_init(&o);
+    set_ok(&o, "coord_id", "mac");
+    setenv("XDG_STATE_HOME", "/tmp/xdgstate", 1);
+    assert_int_equal(opts_finish(&o, &err), 0);
+    assert_string_equal(o.state_dir, "/tmp/xdgstate/fleetfs/mac");
+    g_free(o.state_dir);
+    o.state_dir = NULL;
+    unsetenv("XDG_STATE_HOME");
+    setenv("HOME", "/home/tester", 1);
+    assert_int_equal(opts_finish(&o, &err), 0);
+    assert_string_equal(o.state_dir, "/home/tester/.local/state/fleetfs/mac");
+    /* an explicit state_dir is kept */
+    set_ok(&o, "state_dir", "/var/lib/fleetfs");
+    assert_int_equal(opts_finish(&o, &err), 0);
+    assert_string_equal(o.state_dir, "/var/lib/fleetfs");
+    /* no coord_id: a clear error asking for -o coord_id= */
+    g_free(o.coord_id);
+    o.coord_id = NULL;
+    assert_int_equal(opts_finish(&o, &err), -1);
+    assert_non_null(strstr(err, "-o coord_id="));
+    g_free(err);
+    opts_free(&o);
 }
 
 static void test_names_and_peers(void **state)
 {
-	fs_opts o;
+    fs_opts o;
 
-	(void)state;
-	opts_init(&o);
-	set_ok(&o, "coord_id", "fleet01");
-	assert_string_equal(o.coord_id, "fleet01");
-	set_bad(&o, "coord_id", "Fleet01", "[a-z0-9]");
-	set_bad(&o, "coord_id", "", "got ''");
-	set_bad(&o, "coord_id", "../etc", "lead name");
-	assert_string_equal(o.coord_id, "fleet01"); /* unchanged by refusals */
+    (void)state;
+    opts_init(&o);
+    set_ok(&o, "coord_id", "fleet01");
+    assert_string_equal(o.coord_id, "fleet01");
+    set_bad(&o, "coord_id", "Fleet01", "[a-z0-9]");
+    set_bad(&o, "coord_id", "", "got ''");
+    set_bad(&o, "coord_id", "../etc", "lead name");
+    assert_string_equal(o.coord_id, "fleet01"); /* unchanged by refusals */
 
-	set_ok(&o, "peers", "mac:fleet02:fleet01");
-	assert_int_equal(g_strv_length(o.peers), 3);
-	assert_string_equal(o.peers[0], "mac");
-	assert_string_equal(o.peers[2], "fleet01"); /* own id allowed */
-	set_ok(&o, "peers", "solo");
-	assert_int_equal(g_strv_length(o.peers), 1);
-	set_ok(&o, "peers", "");
-	assert_null(o.peers[0]);
-	set_bad(&o, "peers", "a::b", "empty");
-	set_bad(&o, "peers", ":a", "empty");
-	set_bad(&o, "peers", "a:", "empty");
-	set_bad(&o, "peers", "a:B", "'B' is not a lead name");
-	set_bad(&o, "peers", "a:b:a", "'a' is listed twice");
-	set_bad(&o, "peers", "a,b", "not a lead name");
-	assert_null(o.peers[0]);
-	opts_free(&o);
+    set_ok(&o, "peers", "mac:fleet02:fleet01");
+    assert_int_equal(g_strv_length(o.peers), 3);
+    assert_string_equal(o.peers[0], "mac");
+    assert_string_equal(o.peers[2], "fleet01"); /* own id allowed */
+    set_ok(&o, "peers", "solo");
+    assert_int_equal(g_strv_length(o.peers), 1);
+    set_ok(&o, "peers", "");
+    assert_null(o.peers[0]);
+    set_bad(&o, "peers", "a::b", "empty");
+    set_bad(&o, "peers", ":a", "empty");
+    set_bad(&o, "peers", "a:", "empty");
+    set_bad(&o, "peers", "a:B", "'B' is not a lead name");
+    set_bad(&o, "peers", "a:b:a", "'a' is listed twice");
+    set_bad(&o, "peers", "a,b", "not a lead name");
+    assert_null(o.peers[0]);
+    opts_free(&o);
 }
 
 static void test_broker(void **state)
 {
-	fs_opts o;
-	char *err = NULL;
+    fs_opts o;
+    char *err = NULL;
 
-	(void)state;
-	opts_init(&o);
-	set_ok(&o, "broker_uri", "amqp://rabbit.example:5672/%2fcoord");
-	assert_string_equal(o.broker_uri, "amqp://rabbit.example:5672/%2fcoord");
-	set_ok(&o, "broker_uri", "amqps://fleet@rabbit.example/coord");
-	set_ok(&o, "broker_uri", "amqp://n1 amqp://n2,amqps://n3");
-	set_bad(&o, "broker_uri", "http://rabbit", "amqp://");
-	set_bad(&o, "broker_uri", "rabbit:5672", "amqp://");
-	set_bad(&o, "broker_uri", "", "amqp");
-	set_bad(&o, "broker_uri", "amqp://n1 ftp://n2", "amqp");
+    (void)state;
+    opts_init(&o);
+    set_ok(&o, "broker_uri", "amqp://rabbit.example:5672/%2fcoord");
+    assert_string_equal(o.broker_uri, "amqp://rabbit.example:5672/%2fcoord");
+    set_ok(&o, "broker_uri", "amqps://fleet@rabbit.example/coord");
+    set_ok(&o, "broker_uri", "amqp://n1 amqp://n2,amqps://n3");
+    set_bad(&o, "broker_uri", "http://rabbit", "amqp://");
+    set_bad(&o, "broker_uri", "rabbit:5672", "amqp://");
+    set_bad(&o, "broker_uri", "", "amqp");
+    set_bad(&o, "broker_uri", "amqp://n1 ftp://n2", "amqp");
 
-	set_ok(&o, "broker_uri_env", "MY_BROKER");
-	assert_string_equal(o.broker_uri_env, "MY_BROKER");
-	set_bad(&o, "broker_uri_env", "1BAD", "environment variable");
-	set_bad(&o, "broker_uri_env", "A-B", "environment variable");
-	set_bad(&o, "broker_uri_env", "", "environment variable");
+    set_ok(&o, "broker_uri_env", "MY_BROKER");
+    assert_string_equal(o.broker_uri_env, "MY_BROKER");
+    set_bad(&o, "broker_uri_env", "1BAD", "environment variable");
+    set_bad(&o, "broker_uri_env", "A-B", "environment variable");
+    set_bad(&o, "broker_uri_env", "", "environment variable");
 
-	/* a password is refused, the message points at the env variable and
+    /* a password is refused, the message points at the env variable and
 	 * never repeats the password */
-	assert_int_equal(opts_set(&o, "broker_uri", "amqp://fleet:s3cret@rabbit/coord", &err), -1);
-	assert_non_null(strstr(err, "broker_uri"));
-	assert_non_null(strstr(err, "password"));
-	assert_non_null(strstr(err, "MY_BROKER"));
-	assert_null(strstr(err, "s3cret"));
-	g_free(err);
-	assert_int_equal(opts_set(&o, "broker_uri", "amqp://n1 amqps://u:p%40ss/w@n2", &err), -1);
-	assert_null(strstr(err, "p%40ss"));
-	g_free(err);
-	set_bad(&o, "broker_uri", "amqp://fleet:@rabbit", "password");
-	assert_string_equal(o.broker_uri, "amqp://n1 amqp://n2,amqps://n3");
+    assert_int_equal(opts_set(&o, "broker_uri", "amqp://fleet:s3cret@rabbit/coord", &err), -1);
+    assert_non_null(strstr(err, "broker_uri"));
+    assert_non_null(strstr(err, "password"));
+    assert_non_null(strstr(err, "MY_BROKER"));
+    assert_null(strstr(err, "s3cret"));
+    g_free(err);
+    assert_int_equal(opts_set(&o, "broker_uri", "amqp://n1 amqps://u:p%40ss/w@n2", &err), -1);
+    assert_null(strstr(err, "p%40ss"));
+    g_free(err);
+    set_bad(&o, "broker_uri", "amqp://fleet:@rabbit", "password");
+    assert_string_equal(o.broker_uri, "amqp://n1 amqp://n2,amqps://n3");
 
-	set_ok(&o, "vhost", "/coord");
-	assert_string_equal(o.vhost, "/coord");
-	set_bad(&o, "vhost", "", "vhost");
-	set_bad(&o, "vhost", "a\nb", "printable");
-	opts_free(&o);
+    set_ok(&o, "vhost", "/coord");
+    assert_string_equal(o.vhost, "/coord");
+    set_bad(&o, "vhost", "", "vhost");
+    set_bad(&o, "vhost", "a\nb", "printable");
+    opts_free(&o);
 }
 
 static void test_choices_and_flags(void **state)
 {
-	fs_opts o;
+    fs_opts o;
 
-	(void)state;
-	opts_init(&o);
-	set_ok(&o, "queue_type", "quorum");
-	assert_string_equal(o.queue_type, "quorum");
-	set_ok(&o, "queue_type", "classic");
-	set_bad(&o, "queue_type", "stream", "classic|quorum");
-	set_bad(&o, "queue_type", "", "classic|quorum");
-	set_bad(&o, "queue_type", "Classic", "classic|quorum");
-	set_bad(&o, "queue_type", "classic|quorum", "classic|quorum");
+    (void)state;
+    opts_init(&o);
+    set_ok(&o, "queue_type", "quorum");
+    assert_string_equal(o.queue_type, "quorum");
+    set_ok(&o, "queue_type", "classic");
+    set_bad(&o, "queue_type", "stream", "classic|quorum");
+    set_bad(&o, "queue_type", "", "classic|quorum");
+    set_bad(&o, "queue_type", "Classic", "classic|quorum");
+    set_bad(&o, "queue_type", "classic|quorum", "classic|quorum");
 
-	set_ok(&o, "inject", "herdr");
-	assert_string_equal(o.inject, "herdr");
-	set_ok(&o, "inject", "tmux");
-	set_ok(&o, "inject", "none");
-	set_ok(&o, "inject", "auto");
-	set_bad(&o, "inject", "screen", "auto|herdr|tmux|none");
+    set_ok(&o, "inject", "herdr");
+    assert_string_equal(o.inject, "herdr");
+    set_ok(&o, "inject", "tmux");
+    set_ok(&o, "inject", "none");
+    set_ok(&o, "inject", "auto");
+    set_bad(&o, "inject", "screen", "auto|herdr|tmux|none");
 
-	set_ok(&o, "inject_target", "lead pane");
-	assert_string_equal(o.inject_target, "lead pane");
-	set_bad(&o, "inject_target", "", "inject_target");
-	set_bad(&o, "inject_target", "\x1b[2J", "printable");
+    set_ok(&o, "inject_target", "lead pane");
+    assert_string_equal(o.inject_target, "lead pane");
+    set_bad(&o, "inject_target", "", "inject_target");
+    set_bad(&o, "inject_target", "\x1b[2J", "printable");
 
-	set_ok(&o, "insecure", "");
-	assert_true(o.insecure);
-	set_ok(&o, "insecure", "false");
-	assert_false(o.insecure);
-	set_ok(&o, "insecure", "1");
-	assert_true(o.insecure);
-	set_ok(&o, "insecure", "0");
-	assert_false(o.insecure);
-	set_ok(&o, "insecure", "true");
-	assert_true(o.insecure);
-	set_bad(&o, "insecure", "yes", "true");
-	set_ok(&o, "insecure", NULL);
-	assert_true(o.insecure);
-	opts_free(&o);
+    set_ok(&o, "insecure", "");
+    assert_true(o.insecure);
+    set_ok(&o, "insecure", "false");
+    assert_false(o.insecure);
+    set_ok(&o, "insecure", "1");
+    assert_true(o.insecure);
+    set_ok(&o, "insecure", "0");
+    assert_false(o.insecure);
+    set_ok(&o, "insecure", "true");
+    assert_true(o.insecure);
+    set_bad(&o, "insecure", "yes", "true");
+    set_ok(&o, "insecure", NULL);
+    assert_true(o.insecure);
+    opts_free(&o);
 }
 
 static void test_numbers(void **state)
 {
-	fs_opts o;
+    fs_opts o;
 
-	(void)state;
-	opts_init(&o);
-	set_ok(&o, "max_length", "1");
-	assert_int_equal(o.max_length, 1);
-	set_ok(&o, "max_length", "1000000000");
-	assert_int_equal(o.max_length, 1000000000);
-	set_bad(&o, "max_length", "0", "1..1000000000");
-	set_bad(&o, "max_length", "1000000001", "1..1000000000");
-	set_bad(&o, "max_length", "-5", "integer");
-	set_bad(&o, "max_length", "1e3", "integer");
-	set_bad(&o, "max_length", "99999999999999999999999", "integer");
+    (void)state;
+    opts_init(&o);
+    set_ok(&o, "max_length", "1");
+    assert_int_equal(o.max_length, 1);
+    set_ok(&o, "max_length", "1000000000");
+    assert_int_equal(o.max_length, 1000000000);
+    set_bad(&o, "max_length", "0", "1..1000000000");
+    set_bad(&o, "max_length", "1000000001", "1..1000000000");
+    set_bad(&o, "max_length", "-5", "integer");
+    set_bad(&o, "max_length", "1e3", "integer");
+    set_bad(&o, "max_length", "99999999999999999999999", "integer");
 
-	set_ok(&o, "prefetch", "1");
-	set_ok(&o, "prefetch", "65535");
-	assert_int_equal(o.prefetch, 65535);
-	set_bad(&o, "prefetch", "x", "prefetch: expected an integer 1..65535, got 'x'");
-	set_bad(&o, "prefetch", "0", "1..65535");
-	set_bad(&o, "prefetch", "65536", "1..65535");
-	set_bad(&o, "prefetch", " 5", "1..65535");
-	set_bad(&o, "prefetch", "", "1..65535");
-	opts_free(&o);
+    set_ok(&o, "prefetch", "1");
+    set_ok(&o, "prefetch", "65535");
+    assert_int_equal(o.prefetch, 65535);
+    set_bad(&o, "prefetch", "x", "prefetch: expected an integer 1..65535, got 'x'");
+    set_bad(&o, "prefetch", "0", "1..65535");
+    set_bad(&o, "prefetch", "65536", "1..65535");
+    set_bad(&o, "prefetch", " 5", "1..65535");
+    set_bad(&o, "prefetch", "", "1..65535");
+    opts_free(&o);
 }
 
 static void test_durations(void **state)
 {
-	static const struct { const char *s; int64_t ms; } good[] = {
-		{ "5", 5000 }, { "5s", 5000 }, { "1500ms", 1500 }, { "1.5s", 1500 },
-		{ "2m", 120000 }, { "1h", 3600000 }, { "7d", 604800000 },
-		{ "0.5", 500 }, { "1ms", 1 }, { "0.001", 1 }, { "3650d", 315360000000LL },
-	};
-	static const char *const bad[] = {
-		"", "0", "0s", "0.0001s", "-1s", "s", "5x", "5 s", " 5", "1e3", "inf",
-		"nan", "0x10", "1.", ".5", "1.5.5s", "5S", "3651d", "5sec",
-	};
-	fs_opts o;
-	int64_t ms;
-	size_t i;
+    static const struct {
+        const char *s;
+        int64_t ms;
+    } good[] = {
+        {"5", 5000},    {"5s", 5000},    {"1500ms", 1500},          {"1.5s", 1500},
+        {"2m", 120000}, {"1h", 3600000}, {"7d", 604800000},         {"0.5", 500},
+        {"1ms", 1},     {"0.001", 1},    {"3650d", 315360000000LL},
+    };
+    static const char *const bad[] = {
+        "",    "0",   "0s",   "0.0001s", "-1s", "s",      "5x", "5 s",   " 5",   "1e3",
+        "inf", "nan", "0x10", "1.",      ".5",  "1.5.5s", "5S", "3651d", "5sec",
+    };
+    fs_opts o;
+    int64_t ms;
+    size_t i;
 
-	(void)state;
-	for (i = 0; i < G_N_ELEMENTS(good); i++) {
-		assert_int_equal(opts_parse_duration(good[i].s, &ms), 0);
-		assert_int_equal(ms, good[i].ms);
-	}
-	for (i = 0; i < G_N_ELEMENTS(bad); i++) {
-		if (opts_parse_duration(bad[i], &ms) == 0)
-			fail_msg("duration '%s' accepted", bad[i]);
-	}
-	opts_init(&o);
-	set_ok(&o, "message_ttl", "1d");
-	assert_int_equal(o.message_ttl_ms, 86400000);
-	set_ok(&o, "send_timeout", "1.5s");
-	assert_int_equal(o.send_timeout_ms, 1500);
-	set_ok(&o, "probe_timeout", "250ms");
-	assert_int_equal(o.probe_timeout_ms, 250);
-	set_bad(&o, "message_ttl", "forever", "duration");
-	set_bad(&o, "send_timeout", "0", "ms|s|m|h|d");
-	set_bad(&o, "probe_timeout", "-2s", "duration");
-	assert_int_equal(o.probe_timeout_ms, 250);
-	opts_free(&o);
+    (void)state;
+    for (i = 0; i < G_N_ELEMENTS(good); i++) {
+        assert_int_equal(opts_parse_duration(good[i].s, &ms), 0);
+        assert_int_equal(ms, good[i].ms);
+    }
+    for (i = 0; i < G_N_ELEMENTS(bad); i++) {
+        if (opts_parse_duration(bad[i], &ms) == 0)
+            fail_msg("duration '%s' accepted", bad[i]);
+    }
+    opts_init(&o);
+    set_ok(&o, "message_ttl", "1d");
+    assert_int_equal(o.message_ttl_ms, 86400000);
+    set_ok(&o, "send_timeout", "1.5s");
+    assert_int_equal(o.send_timeout_ms, 1500);
+    set_ok(&o, "probe_timeout", "250ms");
+    assert_int_equal(o.probe_timeout_ms, 250);
+    set_bad(&o, "message_ttl", "forever", "duration");
+    set_bad(&o, "send_timeout", "0", "ms|s|m|h|d");
+    set_bad(&o, "probe_timeout", "-2s", "duration");
+    assert_int_equal(o.probe_timeout_ms, 250);
+    opts_free(&o);
 }
 
 static void test_sizes(void **state)
 {
-	fs_opts o;
-	uint64_t b;
+    fs_opts o;
+    uint64_t b;
 
-	(void)state;
-	assert_int_equal(opts_parse_size("100", &b), 0);
-	assert_int_equal(b, 100);
-	assert_int_equal(opts_parse_size("64K", &b), 0);
-	assert_int_equal(b, 65536);
-	assert_int_equal(opts_parse_size("64KiB", &b), 0);
-	assert_int_equal(b, 65536);
-	assert_int_equal(opts_parse_size("2M", &b), 0);
-	assert_int_equal(b, 2097152);
-	assert_int_equal(opts_parse_size("2MiB", &b), 0);
-	assert_int_equal(opts_parse_size("2G", &b), -1);
-	assert_int_equal(opts_parse_size("K", &b), -1);
-	assert_int_equal(opts_parse_size("1.5K", &b), -1);
-	assert_int_equal(opts_parse_size("-1", &b), -1);
+    (void)state;
+    assert_int_equal(opts_parse_size("100", &b), 0);
+    assert_int_equal(b, 100);
+    assert_int_equal(opts_parse_size("64K", &b), 0);
+    assert_int_equal(b, 65536);
+    assert_int_equal(opts_parse_size("64KiB", &b), 0);
+    assert_int_equal(b, 65536);
+    assert_int_equal(opts_parse_size("2M", &b), 0);
+    assert_int_equal(b, 2097152);
+    assert_int_equal(opts_parse_size("2MiB", &b), 0);
+    assert_int_equal(opts_parse_size("2G", &b), -1);
+    assert_int_equal(opts_parse_size("K", &b), -1);
+    assert_int_equal(opts_parse_size("1.5K", &b), -1);
+    assert_int_equal(opts_parse_size("-1", &b), -1);
 
-	opts_init(&o);
-	set_ok(&o, "max_message", "1");
-	assert_int_equal(o.max_message, 1);
-	set_ok(&o, "max_message", "16MiB");
-	assert_int_equal(o.max_message, 16 * 1024 * 1024);
-	set_ok(&o, "max_message", "128K");
-	assert_int_equal(o.max_message, 131072);
-	set_bad(&o, "max_message", "0", "1..16MiB");
-	set_bad(&o, "max_message", "17M", "1..16MiB");
-	set_bad(&o, "max_message", "16777217", "1..16MiB");
-	set_bad(&o, "max_message", "64kb", "KiB");
-	set_bad(&o, "max_message", "99999999999999999999K", "KiB");
-	assert_int_equal(o.max_message, 131072);
-	opts_free(&o);
+    opts_init(&o);
+    set_ok(&o, "max_message", "1");
+    assert_int_equal(o.max_message, 1);
+    set_ok(&o, "max_message", "16MiB");
+    assert_int_equal(o.max_message, 16 * 1024 * 1024);
+    set_ok(&o, "max_message", "128K");
+    assert_int_equal(o.max_message, 131072);
+    set_bad(&o, "max_message", "0", "1..16MiB");
+    set_bad(&o, "max_message", "17M", "1..16MiB");
+    set_bad(&o, "max_message", "16777217", "1..16MiB");
+    set_bad(&o, "max_message", "64kb", "KiB");
+    set_bad(&o, "max_message", "99999999999999999999K", "KiB");
+    assert_int_equal(o.max_message, 131072);
+    opts_free(&o);
 }
 
 static void test_paths(void **state)
 {
-	fs_opts o;
-	char *cwd = g_get_current_dir();
-	char *want = g_build_filename(cwd, "keys", "host.key", NULL);
+    fs_opts o;
+    char *cwd = g_get_current_dir();
+    char *want = g_build_filename(cwd, "keys", "host.key", NULL);
 
-	(void)state;
-	opts_init(&o);
-	set_ok(&o, "state_dir", "/var/lib/fleetfs/");
-	assert_string_equal(o.state_dir, "/var/lib/fleetfs");
-	set_ok(&o, "key", "keys/host.key");
-	assert_string_equal(o.key, want);
-	set_ok(&o, "trusted_keys", "/etc/fleetfs/trusted");
-	assert_string_equal(o.trusted_keys, "/etc/fleetfs/trusted");
-	set_ok(&o, "ca", "/etc/ssl/ca.pem");
-	assert_string_equal(o.ca, "/etc/ssl/ca.pem");
-	set_ok(&o, "config", "/etc/fleetfs/other.conf");
-	assert_string_equal(o.config, "/etc/fleetfs/other.conf");
-	set_bad(&o, "key", "~/host.key", "'~' is not expanded");
-	set_bad(&o, "state_dir", "", "path");
-	set_bad(&o, "ca", "a\tb", "path");
-	opts_free(&o);
-	g_free(want);
-	g_free(cwd);
+    (void)state;
+    opts_init(&o);
+    set_ok(&o, "state_dir", "/var/lib/fleetfs/");
+    assert_string_equal(o.state_dir, "/var/lib/fleetfs");
+    set_ok(&o, "key", "keys/host.key");
+    assert_string_equal(o.key, want);
+    set_ok(&o, "trusted_keys", "/etc/fleetfs/trusted");
+    assert_string_equal(o.trusted_keys, "/etc/fleetfs/trusted");
+    set_ok(&o, "ca", "/etc/ssl/ca.pem");
+    assert_string_equal(o.ca, "/etc/ssl/ca.pem");
+    set_ok(&o, "config", "/etc/fleetfs/other.conf");
+    assert_string_equal(o.config, "/etc/fleetfs/other.conf");
+    set_bad(&o, "key", "~/host.key", "'~' is not expanded");
+    set_bad(&o, "state_dir", "", "path");
+    set_bad(&o, "ca", "a\tb", "path");
+    opts_free(&o);
+    g_free(want);
+    g_free(cwd);
 }
 
 static void test_unknown_and_known(void **state)
 {
-	fs_opts o;
-	char *err = NULL;
-	static const char *const keys[] = {
-		"coord_id", "peers", "broker_uri_env", "broker_uri", "vhost",
-		"queue_type", "max_length", "message_ttl", "prefetch", "max_message",
-		"send_timeout", "probe_timeout", "state_dir", "inject",
-		"inject_target", "key", "trusted_keys", "ca", "config", "insecure",
-	};
-	const char *help = opts_help();
-	size_t i;
+    fs_opts o;
+    char *err = NULL;
+    static const char *const keys[] = {
+        "coord_id",     "peers",       "broker_uri_env", "broker_uri",
+        "vhost",        "queue_type",  "max_length",     "message_ttl",
+        "prefetch",     "max_message", "send_timeout",   "probe_timeout",
+        "state_dir",    "inject",      "inject_target",  "key",
+        "trusted_keys", "ca",          "config",         "insecure",
+    };
+    const char *help = opts_help();
+    size_t i;
 
-	(void)state;
-	opts_init(&o);
-	assert_int_equal(opts_set(&o, "colour", "blue", &err), -1);
-	assert_string_equal(err, "unknown option 'colour' (see fleetfs --help)");
-	g_free(err);
-	assert_int_equal(opts_set(&o, "password", "x", &err), -1);
-	g_free(err);
-	assert_false(opts_known("colour"));
-	assert_false(opts_known(""));
-	assert_false(opts_known(NULL));
-	assert_false(opts_known("Coord_id"));
-	for (i = 0; i < G_N_ELEMENTS(keys); i++) {
-		char *line = g_strdup_printf("    %s ", keys[i]);
+    (void)state;
+    opts_init(&o);
+    assert_int_equal(opts_set(&o, "colour", "blue", &err), -1);
+    assert_string_equal(err, "unknown option 'colour' (see fleetfs --help)");
+    g_free(err);
+    assert_int_equal(opts_set(&o, "password", "x", &err), -1);
+    g_free(err);
+    assert_false(opts_known("colour"));
+    assert_false(opts_known(""));
+    assert_false(opts_known(NULL));
+    assert_false(opts_known("Coord_id"));
+    for (i = 0; i < G_N_ELEMENTS(keys); i++) {
+        char *line = g_strdup_printf("    %s ", keys[i]);
 
-		assert_true(opts_known(keys[i]));
-		if (strstr(help, line) == NULL)
-			fail_msg("--help lacks %s", keys[i]);
-		g_free(line);
-	}
-	assert_non_null(strstr(help, "(default: 10000)"));
-	assert_non_null(strstr(help, "(default: FLEET_BROKER_URI)"));
-	opts_free(&o);
+        assert_true(opts_known(keys[i]));
+        if (strstr(help, line) == NULL)
+            fail_msg("--help lacks %s", keys[i]);
+        g_free(line);
+    }
+    assert_non_null(strstr(help, "(default: 10000)"));
+    assert_non_null(strstr(help, "(default: FLEET_BROKER_URI)"));
+    opts_free(&o);
 }
 
 static char *write_conf(const char *text)
 {
-	GError *ge = NULL;
-	char *path = NULL;
-	int fd = g_file_open_tmp("fleetfs-test-XXXXXX.conf", &path, &ge);
+    GError *ge = NULL;
+    char *path = NULL;
+    int fd = g_file_open_tmp("fleetfs-test-XXXXXX.conf", &path, &ge);
 
-	assert_true(fd >= 0);
-	close(fd);
-	assert_true(g_file_set_contents(path, text, -1, &ge));
-	return path;
+    assert_true(fd >= 0);
+    close(fd);
+    assert_true(g_file_set_contents(path, text, -1, &ge));
+    return path;
 }
 
 static void load_bad(const char *text, const char *want)
 {
-	fs_opts o;
-	char *err = NULL;
-	char *path = write_conf(text);
+    fs_opts o;
+    char *err = NULL;
+    char *path = write_conf(text);
 
-	opts_init(&o);
-	assert_int_equal(opts_load_file(&o, path, true, &err), -1);
-	assert_non_null(err);
-	if (strstr(err, path) == NULL || strstr(err, want) == NULL)
-		fail_msg("message '%s' lacks the path or '%s'", err, want);
-	g_free(err);
-	opts_free(&o);
-	unlink(path);
-	g_free(path);
+    opts_init(&o);
+    assert_int_equal(opts_load_file(&o, path, true, &err), -1);
+    assert_non_null(err);
+    if (strstr(err, path) == NULL || strstr(err, want) == NULL)
+        fail_msg("message '%s' lacks the path or '%s'", err, want);
+    g_free(err);
+    opts_free(&o);
+    unlink(path);
+    g_free(path);
 }
 
 static void test_config_file(void **state)
 {
-	fs_opts o;
-	char *err = NULL;
-	char *path = write_conf("# fleet settings\n[fleetfs]\ncoord_id = mac\n"
-				"peers = fleet01:fleet02\nqueue_type=quorum\n"
-				"send_timeout = 2.5s\nmax_message = 32KiB\ninsecure = true\n");
+    fs_opts o;
+    char *err = NULL;
+    char *path = write_conf("# fleet settings\n[fleetfs]\ncoord_id = mac\n"
+                            "peers = fleet01:fleet02\nqueue_type=quorum\n"
+                            "send_timeout = 2.5s\nmax_message = 32KiB\ninsecure = true\n");
 
-	(void)state;
-	opts_init(&o);
-	assert_int_equal(opts_load_file(&o, path, true, &err), 0);
-	assert_null(err);
-	assert_string_equal(o.coord_id, "mac");
-	assert_int_equal(g_strv_length(o.peers), 2);
-	assert_string_equal(o.queue_type, "quorum");
-	assert_int_equal(o.send_timeout_ms, 2500);
-	assert_int_equal(o.max_message, 32768);
-	assert_true(o.insecure);
-	/* -o after the file wins */
-	set_ok(&o, "queue_type", "classic");
-	assert_string_equal(o.queue_type, "classic");
-	opts_free(&o);
-	unlink(path);
-	g_free(path);
+    (void)state;
+    opts_init(&o);
+    assert_int_equal(opts_load_file(&o, path, true, &err), 0);
+    assert_null(err);
+    assert_string_equal(o.coord_id, "mac");
+    assert_int_equal(g_strv_length(o.peers), 2);
+    assert_string_equal(o.queue_type, "quorum");
+    assert_int_equal(o.send_timeout_ms, 2500);
+    assert_int_equal(o.max_message, 32768);
+    assert_true(o.insecure);
+    /* -o after the file wins */
+    set_ok(&o, "queue_type", "classic");
+    assert_string_equal(o.queue_type, "classic");
+    opts_free(&o);
+    unlink(path);
+    g_free(path);
 
-	load_bad("[fleetfs]\ncoord_id = mac\ncolour = blue\n", "unknown option 'colour'");
-	load_bad("[fleetfs]\ncoord_id = mac\n[extra]\nx = 1\n", "unknown group [extra]");
-	load_bad("[global]\ncoord_id = mac\n", "unknown group [global]");
-	load_bad("[fleetfs]\nprefetch = lots\n", "prefetch: expected an integer 1..65535");
-	load_bad("[fleetfs]\nbroker_uri = amqp://u:hunter2@h/\n", "password");
-	load_bad("[fleetfs]\nconfig = /etc/other.conf\n", "config");
-	load_bad("coord_id = mac\n", "");
-	load_bad("[fleetfs\n", "");
+    load_bad("[fleetfs]\ncoord_id = mac\ncolour = blue\n", "unknown option 'colour'");
+    load_bad("[fleetfs]\ncoord_id = mac\n[extra]\nx = 1\n", "unknown group [extra]");
+    load_bad("[global]\ncoord_id = mac\n", "unknown group [global]");
+    load_bad("[fleetfs]\nprefetch = lots\n", "prefetch: expected an integer 1..65535");
+    load_bad("[fleetfs]\nbroker_uri = amqp://u:hunter2@h/\n", "password");
+    load_bad("[fleetfs]\nconfig = /etc/other.conf\n", "config");
+    load_bad("coord_id = mac\n", "");
+    load_bad("[fleetfs\n", "");
 
-	/* missing file: fine unless it must exist */
-	opts_init(&o);
-	assert_int_equal(opts_load_file(&o, "/nonexistent/fleetfs.conf", false, &err), 0);
-	assert_null(err);
-	assert_int_equal(opts_load_file(&o, "/nonexistent/fleetfs.conf", true, &err), -1);
-	assert_non_null(strstr(err, "/nonexistent/fleetfs.conf"));
-	g_free(err);
-	opts_free(&o);
+    /* missing file: fine unless it must exist */
+    opts_init(&o);
+    assert_int_equal(opts_load_file(&o, "/nonexistent/fleetfs.conf", false, &err), 0);
+    assert_null(err);
+    assert_int_equal(opts_load_file(&o, "/nonexistent/fleetfs.conf", true, &err), -1);
+    assert_non_null(strstr(err, "/nonexistent/fleetfs.conf"));
+    g_free(err);
+    opts_free(&o);
 }
 
 static void redacts(const char *in, const char *want)
 {
-	char *out = uri_redact(in);
+    char *out = uri_redact(in);
 
-	assert_string_equal(out, want);
-	g_free(out);
+    assert_string_equal(out, want);
+    g_free(out);
 }
 
 static void test_uri_redact(void **state)
 {
-	(void)state;
-	redacts("amqp://user:secret@h:5672/v", "amqp://user:***@h:5672/v");
-	redacts("amqps://user:secret@h/%2fcoord", "amqps://user:***@h/%2fcoord");
-	redacts("amqp://h:5672/v", "amqp://h:5672/v");
-	redacts("amqp://user@h/v", "amqp://user@h/v");
-	redacts("amqp://", "amqp://");
-	redacts("", "");
-	redacts("amqp://u:p@ss@h/v", "amqp://u:***@h/v");     /* '@' in password */
-	redacts("amqp://u:pa/ss@h/v", "amqp://u:***@h/v");    /* '/' in password */
-	redacts("amqp://u:@h", "amqp://u:***@h");
-	redacts("u:secret@h", "u:***@h");                     /* no scheme */
-	redacts("amqp://:secret@h", "amqp://:***@h");
-	assert_null(uri_redact(NULL));
-	{
-		char *out = uri_redact("amqp://u:top?secret#x@h/v?q=1");
+    (void)state;
+    redacts("amqp://user:secret@h:5672/v", "amqp://user:***@h:5672/v");
+    redacts("amqps://user:secret@h/%2fcoord", "amqps://user:***@h/%2fcoord");
+    redacts("amqp://h:5672/v", "amqp://h:5672/v");
+    redacts("amqp://user@h/v", "amqp://user@h/v");
+    redacts("amqp://", "amqp://");
+    redacts("", "");
+    redacts("amqp://u:p@ss@h/v", "amqp://u:***@h/v");  /* '@' in password */
+    redacts("amqp://u:pa/ss@h/v", "amqp://u:***@h/v"); /* '/' in password */
+    redacts("amqp://u:@h", "amqp://u:***@h");
+    redacts("u:secret@h", "u:***@h"); /* no scheme */
+    redacts("amqp://:secret@h", "amqp://:***@h");
+    assert_null(uri_redact(NULL));
+    {
+        char *out = uri_redact("amqp://u:top?secret#x@h/v?q=1");
 
-		assert_null(strstr(out, "secret"));
-		g_free(out);
-	}
-	assert_true(uri_has_password("amqp://u:p@h"));
-	assert_false(uri_has_password("amqp://u@h:5672"));
-	assert_false(uri_has_password("amqp://h:5672/v"));
-	assert_false(uri_has_password(NULL));
+        assert_null(strstr(out, "secret"));
+        g_free(out);
+    }
+    assert_true(uri_has_password("amqp://u:p@h"));
+    assert_false(uri_has_password("amqp://u@h:5672"));
+    assert_false(uri_has_password("amqp://h:5672/v"));
+    assert_false(uri_has_password(NULL));
 }
 
 static void test_uri_split(void **state)
 {
-	char **v;
+    char **v;
 
-	(void)state;
-	v = uri_split("amqp://a, amqp://b\tamqps://c\n,,amqp://d");
-	assert_int_equal(g_strv_length(v), 4);
-	assert_string_equal(v[0], "amqp://a");
-	assert_string_equal(v[1], "amqp://b");
-	assert_string_equal(v[2], "amqps://c");
-	assert_string_equal(v[3], "amqp://d");
-	g_strfreev(v);
-	v = uri_split("  , ");
-	assert_null(v[0]);
-	g_strfreev(v);
-	v = uri_split(NULL);
-	assert_null(v[0]);
-	g_strfreev(v);
-	v = uri_split("amqp://only");
-	assert_int_equal(g_strv_length(v), 1);
-	g_strfreev(v);
+    (void)state;
+    v = uri_split("amqp://a, amqp://b\tamqps://c\n,,amqp://d");
+    assert_int_equal(g_strv_length(v), 4);
+    assert_string_equal(v[0], "amqp://a");
+    assert_string_equal(v[1], "amqp://b");
+    assert_string_equal(v[2], "amqps://c");
+    assert_string_equal(v[3], "amqp://d");
+    g_strfreev(v);
+    v = uri_split("  , ");
+    assert_null(v[0]);
+    g_strfreev(v);
+    v = uri_split(NULL);
+    assert_null(v[0]);
+    g_strfreev(v);
+    v = uri_split("amqp://only");
+    assert_int_equal(g_strv_length(v), 1);
+    g_strfreev(v);
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_finish),
-		cmocka_unit_test(test_names_and_peers),
-		cmocka_unit_test(test_broker),
-		cmocka_unit_test(test_choices_and_flags),
-		cmocka_unit_test(test_numbers),
-		cmocka_unit_test(test_durations),
-		cmocka_unit_test(test_sizes),
-		cmocka_unit_test(test_paths),
-		cmocka_unit_test(test_unknown_and_known),
-		cmocka_unit_test(test_config_file),
-		cmocka_unit_test(test_uri_redact),
-		cmocka_unit_test(test_uri_split),
-	};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_finish),
+        cmocka_unit_test(test_names_and_peers),
+        cmocka_unit_test(test_broker),
+        cmocka_unit_test(test_choices_and_flags),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_unknown_and_known),
+        cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_uri_redact),
+        cmocka_unit_test(test_uri_split),
+    };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,635 +31,669 @@
 /* A scratch directory with keys for alpha and beta and a trust dir holding
  * both public keys. */
 struct fx {
-	char *dir;
-	char *alpha;   /* alpha's secret key path */
-	char *beta;
-	char *trust;   /* trusted_keys directory */
-	sig_key *ka, *kb;
-	sig_trust *t;
+    char *dir;
+    char *alpha; /* alpha's secret key path */
+    char *beta;
+    char *trust; /* trusted_keys directory */
+    sig_key *ka, *kb;
+    sig_trust *t;
 };
 
 static char *fx_path(struct fx *f, const char *name)
 {
-	return g_build_filename(f->dir, name, NULL);
+    return g_build_filename(f->dir, name, NULL);
 }
 
 static void put_file(const char *path, const char *text, mode_t mode)
 {
-	assert_true(g_file_set_contents(path, text, -1, NULL));
-	assert_int_equal(chmod(path, mode), 0);
+    assert_true(g_file_set_contents(path, text, -1, NULL));
+    assert_int_equal(chmod(path, mode), 0);
 }
 
 static void copy_pub(const char *secret, const char *trust, const char *name)
 {
-	char *src = g_strdup_printf("%s.pub", secret), *text = NULL;
-	char *dst = g_build_filename(trust, name, NULL);
+    char *src = g_strdup_printf("%s.pub", secret), *text = NULL;
+    char *dst = g_build_filename(trust, name, NULL);
 
-	assert_true(g_file_get_contents(src, &text, NULL, NULL));
-	put_file(dst, text, 0644);
-	g_free(text);
-	g_free(src);
-	g_free(dst);
+    assert_true(g_file_get_contents(src, &text, NULL, NULL));
+    put_file(dst, text, 0644);
+    g_free(text);
+    g_free(src);
+    g_free(dst);
 }
 
 static void rm_tree(const char *dir)
 {
-	GDir *d = g_dir_open(dir, 0, NULL);
-	const char *n;
-	char *p;
+    GDir *d = g_dir_open(dir, 0, NULL);
+    const char *n;
+    char *p;
 
-	if (d == NULL) {
-		g_remove(dir);
-		return;
-	}
-	while ((n = g_dir_read_name(d)) != NULL) {
-		p = g_build_filename(dir, n, NULL);
-		if (g_file_test(p, G_FILE_TEST_IS_DIR) &&
-		    !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
-			rm_tree(p);
-		else
-			g_remove(p);
-		g_free(p);
-	}
-	g_dir_close(d);
-	g_rmdir(dir);
+    if (d == NULL) {
+        g_remove(dir);
+        return;
+    }
+    while ((n = g_dir_read_name(d)) != NULL) {
+        p = g_build_filename(dir, n, NULL);
+        if (g_file_test(p, G_FILE_TEST_IS_DIR) && !g_file_test(p, G_FILE_TEST_IS_SYMLINK))
+            rm_tree(p);
+        else
+            g_remove(p);
+        g_free(p);
+    }
+    g_dir_close(d);
+    g_rmdir(dir);
 }
 
 static int setup(void **state)
 {
-	struct fx *f = g_new0(struct fx, 1);
-	char *err = NULL;
+    struct fx *f = g_new0(struct fx, 1);
+    char *err = NULL;
 
-	f->dir = g_dir_make_tmp("fleetfs-sign-XXXXXX", NULL);
-	assert_non_null(f->dir);
-	f->alpha = fx_path(f, "alpha.key");
-	f->beta = fx_path(f, "beta.key");
-	f->trust = fx_path(f, "trusted");
-	assert_int_equal(g_mkdir(f->trust, 0755), 0);
-	assert_int_equal(sig_keygen(f->alpha, &err), 0);
-	assert_int_equal(sig_keygen(f->beta, &err), 0);
-	copy_pub(f->alpha, f->trust, "alpha.pub");
-	copy_pub(f->beta, f->trust, "beta.pub");
-	f->ka = sig_load_secret(f->alpha, &err);
-	assert_non_null(f->ka);
-	f->kb = sig_load_secret(f->beta, &err);
-	assert_non_null(f->kb);
-	f->t = sig_trust_load(f->trust, &err);
-	assert_non_null(f->t);
-	*state = f;
-	return 0;
+    f->dir = g_dir_make_tmp("fleetfs-sign-XXXXXX", NULL);
+    assert_non_null(f->dir);
+    f->alpha = fx_path(f, "alpha.key");
+    f->beta = fx_path(f, "beta.key");
+    f->trust = fx_path(f, "trusted");
+    assert_int_equal(g_mkdir(f->trust, 0755), 0);
+    assert_int_equal(sig_keygen(f->alpha, &err), 0);
+    assert_int_equal(sig_keygen(f->beta, &err), 0);
+    copy_pub(f->alpha, f->trust, "alpha.pub");
+    copy_pub(f->beta, f->trust, "beta.pub");
+    f->ka = sig_load_secret(f->alpha, &err);
+    assert_non_null(f->ka);
+    f->kb = sig_load_secret(f->beta, &err);
+    assert_non_null(f->kb);
+    f->t = sig_trust_load(f->trust, &err);
+    assert_non_null(f->t);
+    *state = f;
+    return 0;
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
+    struct fx *f = *state;
 
-	sig_key_free(f->ka);
-	sig_key_free(f->kb);
-	sig_trust_free(f->t);
-	rm_tree(f->dir);
-	g_free(f->dir);
-	g_free(f->alpha);
-	g_free(f->beta);
-	g_free(f->trust);
-	g_free(f);
-	return 0;
+    sig_key_free(f->ka);
+    sig_key_free(f->kb);
+    sig_trust_free(f->t);
+    rm_tree(f->dir);
+    g_free(f->dir);
+    g_free(f->alpha);
+    g_free(f->beta);
+    g_free(f->trust);
+    g_free(f);
+    return 0;
 }
 
 static void make_coord(envelope *e, const char *from, const char *to)
 {
-	memset(e, 0, sizeof(*e));
-	e->v = 1;
-	strcpy(e->type, "coord");
-	strcpy(e->msgId, ID1);
-	strcpy(e->from, from);
-	strcpy(e->to, to);
-	strcpy(e->sentAt, T1);
-	strcpy(e->expiresAt, T2);
-	e->body = strdup("I take the parser, you take codegen");
-	e->body_len = strlen(e->body);
+    memset(e, 0, sizeof(*e));
+    e->v = 1;
+    strcpy(e->type, "coord");
+    strcpy(e->msgId, ID1);
+    strcpy(e->from, from);
+    strcpy(e->to, to);
+    strcpy(e->sentAt, T1);
+    strcpy(e->expiresAt, T2);
+    e->body = strdup("I take the parser, you take codegen");
+    e->body_len = strlen(e->body);
 }
 
 static void make_receipt(envelope *e, const char *from, const char *to)
 {
-	memset(e, 0, sizeof(*e));
-	e->v = 1;
-	strcpy(e->type, "receipt");
-	strcpy(e->msgId, ID2);
-	strcpy(e->from, from);
-	strcpy(e->to, to);
-	strcpy(e->sentAt, T1);
-	strcpy(e->expiresAt, T2);
-	strcpy(e->ref, ID1);
-	strcpy(e->state, "injected");
+    memset(e, 0, sizeof(*e));
+    e->v = 1;
+    strcpy(e->type, "receipt");
+    strcpy(e->msgId, ID2);
+    strcpy(e->from, from);
+    strcpy(e->to, to);
+    strcpy(e->sentAt, T1);
+    strcpy(e->expiresAt, T2);
+    strcpy(e->ref, ID1);
+    strcpy(e->state, "injected");
 }
 
 /* A deep copy, so one mutation never leaks into the next case. */
 static void copy_env(envelope *dst, const envelope *src)
 {
-	*dst = *src;
-	dst->body = src->body != NULL ? g_memdup2(src->body, src->body_len + 1)
-				      : NULL;
+    *dst = *src;
+    dst->body = src->body != NULL ? g_memdup2(src->body, src->body_len + 1) : NULL;
 }
 
 static mode_t mode_of(const char *path)
 {
-	struct stat st;
+    struct stat st;
 
-	assert_int_equal(stat(path, &st), 0);
-	return st.st_mode & 07777;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_mode & 07777;
 }
 
 /* ---- keys --------------------------------------------------------------- */
 
 static void test_keygen_files(void **state)
 {
-	struct fx *f = *state;
-	char *key = fx_path(f, "new.key"), *pub = fx_path(f, "new.key.pub");
-	char *text = NULL, *err = NULL;
-	mode_t old = umask(0);
+    struct fx *f = *state;
+    char *key = fx_path(f, "new.key"), *pub = fx_path(f, "new.key.pub");
+    char *text = NULL, *err = NULL;
+    mode_t old = umask(0);
 
-	/* A lax umask must not widen the secret's mode, a strict one must not
+    /* A lax umask must not widen the secret's mode, a strict one must not
 	 * narrow the public key's. */
-	assert_int_equal(sig_keygen(key, &err), 0);
-	assert_null(err);
-	umask(0277);
-	g_remove(key);
-	g_remove(pub);
-	assert_int_equal(sig_keygen(key, &err), 0);
-	umask(old);
-	assert_int_equal(mode_of(key), 0600);
-	assert_int_equal(mode_of(pub), 0644);
+    assert_int_equal(sig_keygen(key, &err), 0);
+    assert_null(err);
+    umask(0277);
+    g_remove(key);
+    g_remove(pub);
+    assert_int_equal(sig_keygen(key, &err), 0);
+    umask(old);
+    assert_int_equal(mode_of(key), 0600);
+    assert_int_equal(mode_of(pub), 0644);
 
-	assert_true(g_file_get_contents(key, &text, NULL, NULL));
-	assert_true(g_str_has_prefix(text, "ed25519-secret "));
-	assert_int_equal(strlen(text), strlen("ed25519-secret ") + 88 + 1);
-	assert_int_equal(text[strlen(text) - 1], '\n');
-	g_free(text);
-	assert_true(g_file_get_contents(pub, &text, NULL, NULL));
-	assert_true(g_str_has_prefix(text, "ed25519 "));
-	assert_int_equal(strlen(text), strlen("ed25519 ") + 44 + 1);
-	assert_int_equal(text[strlen(text) - 1], '\n');
-	g_free(text);
-	g_free(key);
-	g_free(pub);
+    assert_true(g_file_get_contents(key, &text, NULL, NULL));
+    assert_true(g_str_has_prefix(text, "ed25519-secret "));
+    assert_int_equal(strlen(text), strlen("ed25519-secret ") + 88 + 1);
+    assert_int_equal(text[strlen(text) - 1], '\n');
+    g_free(text);
+    assert_true(g_file_get_contents(pub, &text, NULL, NULL));
+    assert_true(g_str_has_prefix(text, "ed25519 "));
+    assert_int_equal(strlen(text), strlen("ed25519 ") + 44 + 1);
+    assert_int_equal(text[strlen(text) - 1], '\n');
+    g_free(text);
+    g_free(key);
+    g_free(pub);
 }
 
 static void test_keygen_refuses_overwrite(void **state)
 {
-	struct fx *f = *state;
-	char *pub = g_strdup_printf("%s.pub", f->alpha);
-	char *before = NULL, *after = NULL, *err = NULL;
-	char *lone = fx_path(f, "lone.key"), *lonepub = fx_path(f, "lone.key.pub");
+    struct fx *f = *state;
+    char *pub = g_strdup_printf("%s.pub", f->alpha);
+    char *before = NULL, *after = NULL, *err = NULL;
+    char *lone = fx_path(f, "lone.key"), *lonepub = fx_path(f, "lone.key.pub");
 
-	assert_true(g_file_get_contents(f->alpha, &before, NULL, NULL));
-	assert_int_equal(sig_keygen(f->alpha, &err), -1);
-	assert_non_null(err);
-	assert_non_null(strstr(err, "already exists"));
-	g_free(err);
-	assert_true(g_file_get_contents(f->alpha, &after, NULL, NULL));
-	assert_string_equal(before, after);
-	g_free(before);
-	g_free(after);
+    assert_true(g_file_get_contents(f->alpha, &before, NULL, NULL));
+    assert_int_equal(sig_keygen(f->alpha, &err), -1);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "already exists"));
+    g_free(err);
+    assert_true(g_file_get_contents(f->alpha, &after, NULL, NULL));
+    assert_string_equal(before, after);
+    g_free(before);
+    g_free(after);
 
-	/* Only PATH.pub exists: refused, and no secret is left behind that
+    /* Only PATH.pub exists: refused, and no secret is left behind that
 	 * would not match the old public key. */
-	put_file(lonepub, "ed25519 something\n", 0644);
-	err = NULL;
-	assert_int_equal(sig_keygen(lone, &err), -1);
-	assert_non_null(strstr(err, "already exists"));
-	g_free(err);
-	assert_false(g_file_test(lone, G_FILE_TEST_EXISTS));
+    put_file(lonepub, "ed25519 something\n", 0644);
+    err = NULL;
+    assert_int_equal(sig_keygen(lone, &err), -1);
+    assert_non_null(strstr(err, "already exists"));
+    g_free(err);
+    assert_false(g_file_test(lone, G_FILE_TEST_EXISTS));
 
-	/* A dangling symlink at PATH is not followed. */
-	g_remove(lonepub);
-	assert_int_equal(symlink("/nonexistent/fleetfs-target", lone), 0);
-	err = NULL;
-	assert_int_equal(sig_keygen(lone, &err), -1);
-	g_free(err);
-	assert_false(g_file_test(lonepub, G_FILE_TEST_EXISTS));
-	g_free(pub);
-	g_free(lone);
-	g_free(lonepub);
+    /* A dangling symlink at PATH is not followed. */
+    g_remove(lonepub);
+    assert_int_equal(symlink("/nonexistent/fleetfs-target", lone), 0);
+    err = NULL;
+    assert_int_equal(sig_keygen(lone, &err), -1);
+    g_free(err);
+    assert_false(g_file_test(lonepub, G_FILE_TEST_EXISTS));
+    g_free(pub);
+    g_free(lone);
+    g_free(lonepub);
 }
 
 static void test_load_refuses_open_modes(void **state)
 {
-	struct fx *f = *state;
-	static const mode_t bad[] = { 0644, 0640, 0604, 0660, 0601, 0610 };
-	char *err = NULL;
-	sig_key *k;
-	size_t i;
+    struct fx *f = *state;
+    static const mode_t bad[] = {0644, 0640, 0604, 0660, 0601, 0610};
+    char *err = NULL;
+    sig_key *k;
+    size_t i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(chmod(f->alpha, bad[i]), 0);
-		k = sig_load_secret(f->alpha, &err);
-		assert_null(k);
-		assert_non_null(err);
-		assert_non_null(strstr(err, "chmod 600"));
-		g_free(err);
-		err = NULL;
-	}
-	assert_int_equal(chmod(f->alpha, 0400), 0);
-	k = sig_load_secret(f->alpha, &err);
-	assert_non_null(k);
-	sig_key_free(k);
-	assert_int_equal(chmod(f->alpha, 0600), 0);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(chmod(f->alpha, bad[i]), 0);
+        k = sig_load_secret(f->alpha, &err);
+        assert_null(k);
+        assert_non_null(err);
+        assert_non_null(strstr(err, "chmod 600"));
+        g_free(err);
+        err = NULL;
+    }
+    assert_int_equal(chmod(f->alpha, 0400), 0);
+    k = sig_load_secret(f->alpha, &err);
+    assert_non_null(k);
+    sig_key_free(k);
+    assert_int_equal(chmod(f->alpha, 0600), 0);
 }
 
 static void test_load_refuses_bad_content(void **state)
 {
-	struct fx *f = *state;
-	char *p = fx_path(f, "bad.key"), *text = NULL, *err = NULL;
-	char *pub = g_strdup_printf("%s.pub", f->alpha);
-	static const char *const bad[] = {
-		"",
-		"ed25519-secret\n",
-		"ed25519-secret \n",
-		"ed25519-secret AAAA\n",
-		"ed25519-secret !!!!\n",
-		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG\n",
-	};
-	size_t i;
+    struct fx *f = *state;
+    char *p = fx_path(f, "bad.key"), *text = NULL, *err = NULL;
+    char *pub = g_strdup_printf("%s.pub", f->alpha);
+    static const char *const bad[] = {
+        "",
+        "ed25519-secret\n",
+        "ed25519-secret \n",
+        "ed25519-secret AAAA\n",
+        "ed25519-secret !!!!\n",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG\n",
+    };
+    size_t i;
 
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		g_remove(p);
-		put_file(p, bad[i], 0600);
-		assert_null(sig_load_secret(p, &err));
-		assert_non_null(err);
-		g_free(err);
-		err = NULL;
-	}
-	/* A public key where the secret should be. */
-	assert_true(g_file_get_contents(pub, &text, NULL, NULL));
-	g_remove(p);
-	put_file(p, text, 0600);
-	assert_null(sig_load_secret(p, &err));
-	g_free(err);
-	err = NULL;
-	g_free(text);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        g_remove(p);
+        put_file(p, bad[i], 0600);
+        assert_null(sig_load_secret(p, &err));
+        assert_non_null(err);
+        g_free(err);
+        err = NULL;
+    }
+    /* A public key where the secret should be. */
+    assert_true(g_file_get_contents(pub, &text, NULL, NULL));
+    g_remove(p);
+    put_file(p, text, 0600);
+    assert_null(sig_load_secret(p, &err));
+    g_free(err);
+    err = NULL;
+    g_free(text);
 
-	/* A secret whose public half was altered. */
-	assert_true(g_file_get_contents(f->alpha, &text, NULL, NULL));
-	text[strlen("ed25519-secret ") + 60] =
-		text[strlen("ed25519-secret ") + 60] == 'A' ? 'B' : 'A';
-	g_remove(p);
-	put_file(p, text, 0600);
-	assert_null(sig_load_secret(p, &err));
-	g_free(err);
-	err = NULL;
-	g_free(text);
+    /* A secret whose public half was altered. */
+    assert_true(g_file_get_contents(f->alpha, &text, NULL, NULL));
+    text[strlen("ed25519-secret ") + 60] = text[strlen("ed25519-secret ") + 60] == 'A' ? 'B' : 'A';
+    g_remove(p);
+    put_file(p, text, 0600);
+    assert_null(sig_load_secret(p, &err));
+    g_free(err);
+    err = NULL;
+    g_free(text);
 
-	/* Missing, and a directory. */
-	g_remove(p);
-	assert_null(sig_load_secret(p, &err));
-	g_free(err);
-	err = NULL;
-	assert_null(sig_load_secret(f->trust, &err));
-	g_free(err);
-	g_free(p);
-	g_free(pub);
+    /* Missing, and a directory. */
+    g_remove(p);
+    assert_null(sig_load_secret(p, &err));
+    g_free(err);
+    err = NULL;
+    assert_null(sig_load_secret(f->trust, &err));
+    g_free(err);
+    g_free(p);
+    g_free(pub);
 }
 
 /* ---- signatures --------------------------------------------------------- */
 
 static void test_round_trip(void **state)
 {
-	struct fx *f = *state;
-	envelope e, d;
-	char why[128], *js;
-	size_t len;
+    struct fx *f = *state;
+    envelope e, d;
+    char why[128], *js;
+    size_t len;
 
-	make_coord(&e, "alpha", "beta");
-	assert_int_equal(sig_sign(f->ka, &e), 0);
-	assert_int_equal(strlen(e.sig), 88);
-	assert_int_equal(sig_verify(f->t, &e), SIG_OK);
-	strcpy(e.replyTo, ID2);
-	assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
-	assert_int_equal(sig_sign(f->ka, &e), 0);
-	assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+    make_coord(&e, "alpha", "beta");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    assert_int_equal(strlen(e.sig), 88);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+    strcpy(e.replyTo, ID2);
+    assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
 
-	/* Through JSON and back: the signature covers fields, not text. */
-	js = env_encode(&e, &len);
-	assert_non_null(js);
-	assert_int_equal(env_decode(js, len, 65536, &d, why, sizeof(why)), 0);
-	assert_int_equal(sig_verify(f->t, &d), SIG_OK);
-	free(js);
-	env_free(&d);
-	env_free(&e);
+    /* Through JSON and back: the signature covers fields, not text. */
+    js = env_encode(&e, &len);
+    assert_non_null(js);
+    assert_int_equal(env_decode(js, len, 65536, &d, why, sizeof(why)), 0);
+    assert_int_equal(sig_verify(f->t, &d), SIG_OK);
+    free(js);
+    env_free(&d);
+    env_free(&e);
 
-	make_receipt(&e, "beta", "alpha");
-	assert_int_equal(sig_sign(f->kb, &e), 0);
-	assert_int_equal(sig_verify(f->t, &e), SIG_OK);
-	env_free(&e);
+    make_receipt(&e, "beta", "alpha");
+    assert_int_equal(sig_sign(f->kb, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+    env_free(&e);
 }
 
 typedef void (*mutator)(envelope *e);
 
-static void mut_v(envelope *e) { e->v = 2; }
-static void mut_type(envelope *e) { strcpy(e->type, "coorD"); }
-static void mut_msgid(envelope *e) { e->msgId[31] = e->msgId[31] == '0' ? '1' : '0'; }
-static void mut_from(envelope *e) { strcpy(e->from, e->from[0] == 'a' ? "beta" : "alpha"); }
-static void mut_to(envelope *e) { strcat(e->to, "x"); }
-static void mut_sent(envelope *e) { e->sentAt[5] = '0'; e->sentAt[6] = '1'; }
-static void mut_expires(envelope *e) { strcpy(e->expiresAt, "2099-01-01T00:00:00.000Z"); }
-static void mut_reply(envelope *e) { strcpy(e->replyTo, ID2); }
-static void mut_body(envelope *e) { e->body[0] ^= 0x20; }
-static void mut_body_len(envelope *e) { e->body_len--; }
-static void mut_ref(envelope *e) { strcpy(e->ref, ID2); }
-static void mut_state(envelope *e) { strcpy(e->state, "confirmed"); }
+static void mut_v(envelope *e)
+{
+    e->v = 2;
+}
+static void mut_type(envelope *e)
+{
+    strcpy(e->type, "coorD");
+}
+static void mut_msgid(envelope *e)
+{
+    e->msgId[31] = e->msgId[31] == '0' ? '1' : '0';
+}
+static void mut_from(envelope *e)
+{
+    strcpy(e->from, e->from[0] == 'a' ? "beta" : "alpha");
+}
+static void mut_to(envelope *e)
+{
+    strcat(e->to, "x");
+}
+static void mut_sent(envelope *e)
+{
+    e->sentAt[5] = '0';
+    e->sentAt[6] = '1';
+}
+static void mut_expires(envelope *e)
+{
+    strcpy(e->expiresAt, "2099-01-01T00:00:00.000Z");
+}
+static void mut_reply(envelope *e)
+{
+    strcpy(e->replyTo, ID2);
+}
+static void mut_body(envelope *e)
+{
+    e->body[0] ^= 0x20;
+}
+static void mut_body_len(envelope *e)
+{
+    e->body_len--;
+}
+static void mut_ref(envelope *e)
+{
+    strcpy(e->ref, ID2);
+}
+static void mut_state(envelope *e)
+{
+    strcpy(e->state, "confirmed");
+}
 /* Bytes moved across a field boundary: length prefixes must catch it. */
 static void mut_shift(envelope *e)
 {
-	size_t n = strlen(e->sentAt);
-	char moved = e->sentAt[n - 1];
+    size_t n = strlen(e->sentAt);
+    char moved = e->sentAt[n - 1];
 
-	e->sentAt[n - 1] = '\0';
-	memmove(e->expiresAt + 1, e->expiresAt, strlen(e->expiresAt) + 1);
-	e->expiresAt[0] = moved;
+    e->sentAt[n - 1] = '\0';
+    memmove(e->expiresAt + 1, e->expiresAt, strlen(e->expiresAt) + 1);
+    e->expiresAt[0] = moved;
 }
 
-static void check_mutations(struct fx *f, const envelope *signed_e,
-			    const mutator *muts, size_t n)
+static void check_mutations(struct fx *f, const envelope *signed_e, const mutator *muts, size_t n)
 {
-	envelope m;
-	size_t i;
+    envelope m;
+    size_t i;
 
-	for (i = 0; i < n; i++) {
-		copy_env(&m, signed_e);
-		muts[i](&m);
-		/* mut_from may make the sender unknown or another trusted
+    for (i = 0; i < n; i++) {
+        copy_env(&m, signed_e);
+        muts[i](&m);
+        /* mut_from may make the sender unknown or another trusted
 		 * lead; either way it must not verify. */
-		if (sig_verify(f->t, &m) == SIG_OK)
-			fail_msg("mutation %zu still verifies", i);
-		env_free(&m);
-	}
+        if (sig_verify(f->t, &m) == SIG_OK)
+            fail_msg("mutation %zu still verifies", i);
+        env_free(&m);
+    }
 }
 
 static void test_every_field_is_covered(void **state)
 {
-	static const mutator coord[] = {
-		mut_v, mut_type, mut_msgid, mut_from, mut_to, mut_sent,
-		mut_expires, mut_reply, mut_body, mut_body_len, mut_shift,
-	};
-	static const mutator receipt[] = {
-		mut_v, mut_type, mut_msgid, mut_from, mut_to, mut_sent,
-		mut_expires, mut_reply, mut_ref, mut_state, mut_shift,
-	};
-	struct fx *f = *state;
-	envelope e;
+    static const mutator coord[] = {
+        mut_v,       mut_type,  mut_msgid, mut_from,     mut_to,    mut_sent,
+        mut_expires, mut_reply, mut_body,  mut_body_len, mut_shift,
+    };
+    static const mutator receipt[] = {
+        mut_v,       mut_type,  mut_msgid, mut_from,  mut_to,    mut_sent,
+        mut_expires, mut_reply, mut_ref,   mut_state, mut_shift,
+    };
+    struct fx *f = *state;
+    envelope e;
 
-	make_coord(&e, "alpha", "beta");
-	assert_int_equal(sig_sign(f->ka, &e), 0);
-	check_mutations(f, &e, coord, sizeof(coord) / sizeof(coord[0]));
-	env_free(&e);
+    make_coord(&e, "alpha", "beta");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    check_mutations(f, &e, coord, sizeof(coord) / sizeof(coord[0]));
+    env_free(&e);
 
-	make_receipt(&e, "alpha", "beta");
-	e.body = strdup("");
-	assert_int_equal(sig_sign(f->ka, &e), 0);
-	assert_int_equal(sig_verify(f->t, &e), SIG_OK);
-	check_mutations(f, &e, receipt, sizeof(receipt) / sizeof(receipt[0]));
-	/* A receipt with a body: the body is covered there too. */
-	free(e.body);
-	e.body = strdup("note");
-	e.body_len = 4;
-	assert_int_equal(sig_sign(f->ka, &e), 0);
-	mut_body(&e);
-	assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
-	env_free(&e);
+    make_receipt(&e, "alpha", "beta");
+    e.body = strdup("");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+    check_mutations(f, &e, receipt, sizeof(receipt) / sizeof(receipt[0]));
+    /* A receipt with a body: the body is covered there too. */
+    free(e.body);
+    e.body = strdup("note");
+    e.body_len = 4;
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    mut_body(&e);
+    assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
+    env_free(&e);
 }
 
 static void test_unsigned_and_unknown(void **state)
 {
-	struct fx *f = *state;
-	char *err = NULL;
-	char *empty = fx_path(f, "empty");
-	sig_trust *none;
-	envelope e;
+    struct fx *f = *state;
+    char *err = NULL;
+    char *empty = fx_path(f, "empty");
+    sig_trust *none;
+    envelope e;
 
-	make_coord(&e, "alpha", "beta");
-	assert_int_equal(sig_verify(f->t, &e), SIG_UNSIGNED);
-	assert_int_equal(sig_sign(f->ka, &e), 0);
-	strcpy(e.from, "gamma");
-	assert_int_equal(sig_verify(f->t, &e), SIG_UNKNOWN_KEY);
-	assert_int_equal(sig_verify(NULL, &e), SIG_UNKNOWN_KEY);
-	e.sig[0] = '\0';
-	assert_int_equal(sig_verify(f->t, &e), SIG_UNSIGNED);
+    make_coord(&e, "alpha", "beta");
+    assert_int_equal(sig_verify(f->t, &e), SIG_UNSIGNED);
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    strcpy(e.from, "gamma");
+    assert_int_equal(sig_verify(f->t, &e), SIG_UNKNOWN_KEY);
+    assert_int_equal(sig_verify(NULL, &e), SIG_UNKNOWN_KEY);
+    e.sig[0] = '\0';
+    assert_int_equal(sig_verify(f->t, &e), SIG_UNSIGNED);
 
-	/* An empty trust directory trusts nobody. */
-	assert_int_equal(g_mkdir(empty, 0755), 0);
-	none = sig_trust_load(empty, &err);
-	assert_non_null(none);
-	assert_int_equal(sig_trust_count(none), 0);
-	strcpy(e.from, "alpha");
-	assert_int_equal(sig_sign(f->ka, &e), 0);
-	assert_int_equal(sig_verify(none, &e), SIG_UNKNOWN_KEY);
-	sig_trust_free(none);
-	env_free(&e);
-	g_free(empty);
+    /* An empty trust directory trusts nobody. */
+    assert_int_equal(g_mkdir(empty, 0755), 0);
+    none = sig_trust_load(empty, &err);
+    assert_non_null(none);
+    assert_int_equal(sig_trust_count(none), 0);
+    strcpy(e.from, "alpha");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    assert_int_equal(sig_verify(none, &e), SIG_UNKNOWN_KEY);
+    sig_trust_free(none);
+    env_free(&e);
+    g_free(empty);
 }
 
 static void test_hostile_sig_strings(void **state)
 {
-	struct fx *f = *state;
-	static const char b64[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	static const char *const bad[] = {
-		"x", "====", "!!!!", "AAAA", "AAAA====",
-		/* 63 bytes, 65 bytes, 64 zero bytes, and unpadded 64 bytes */
-		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
-		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA===",
-		"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA A==",
-		"-_-_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
-	};
-	envelope e, m;
-	char good[100];
-	size_t i, pos;
+    struct fx *f = *state;
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char *const bad[] = {
+        "x",
+        "====",
+        "!!!!",
+        "AAAA",
+        "AAAA====",
+        /* 63 bytes, 65 bytes, 64 zero bytes, and unpadded 64 bytes */
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA===",
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA A==",
+        "-_-_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==",
+    };
+    envelope e, m;
+    char good[100];
+    size_t i, pos;
 
-	make_coord(&e, "alpha", "beta");
-	assert_int_equal(sig_sign(f->ka, &e), 0);
-	strcpy(good, e.sig);
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		g_strlcpy(e.sig, bad[i], sizeof(e.sig));
-		assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
-	}
-	/* The field filled to the last byte with no terminator. */
-	memset(e.sig, 'A', sizeof(e.sig));
-	assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
-	/* Overlong: the good signature with more after it. */
-	snprintf(e.sig, sizeof(e.sig), "%sAAAA", good);
-	assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
-	/* Every other spelling of every character of the good signature,
+    make_coord(&e, "alpha", "beta");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    strcpy(good, e.sig);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        g_strlcpy(e.sig, bad[i], sizeof(e.sig));
+        assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
+    }
+    /* The field filled to the last byte with no terminator. */
+    memset(e.sig, 'A', sizeof(e.sig));
+    assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
+    /* Overlong: the good signature with more after it. */
+    snprintf(e.sig, sizeof(e.sig), "%sAAAA", good);
+    assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
+    /* Every other spelling of every character of the good signature,
 	 * including the padding bits of the last group: one signature, one
 	 * spelling. */
-	for (pos = 0; pos < strlen(good); pos++) {
-		for (i = 0; i < 64; i++) {
-			if (b64[i] == good[pos])
-				continue;
-			copy_env(&m, &e);
-			strcpy(m.sig, good);
-			m.sig[pos] = b64[i];
-			if (sig_verify(f->t, &m) != SIG_BAD)
-				fail_msg("sig with [%zu]='%c' accepted", pos, b64[i]);
-			env_free(&m);
-		}
-	}
-	strcpy(e.sig, good);
-	assert_int_equal(sig_verify(f->t, &e), SIG_OK);
-	env_free(&e);
+    for (pos = 0; pos < strlen(good); pos++) {
+        for (i = 0; i < 64; i++) {
+            if (b64[i] == good[pos])
+                continue;
+            copy_env(&m, &e);
+            strcpy(m.sig, good);
+            m.sig[pos] = b64[i];
+            if (sig_verify(f->t, &m) != SIG_BAD)
+                fail_msg("sig with [%zu]='%c' accepted", pos, b64[i]);
+            env_free(&m);
+        }
+    }
+    strcpy(e.sig, good);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+    env_free(&e);
 }
 
 static void test_key_cannot_sign_for_another_lead(void **state)
 {
-	struct fx *f = *state;
-	envelope e;
+    struct fx *f = *state;
+    envelope e;
 
-	/* alpha's key, claiming to be beta. */
-	make_coord(&e, "beta", "alpha");
-	assert_int_equal(sig_sign(f->ka, &e), 0);
-	assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
-	assert_int_equal(sig_sign(f->kb, &e), 0);
-	assert_int_equal(sig_verify(f->t, &e), SIG_OK);
-	env_free(&e);
+    /* alpha's key, claiming to be beta. */
+    make_coord(&e, "beta", "alpha");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
+    assert_int_equal(sig_sign(f->kb, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+    env_free(&e);
 
-	assert_true(sig_key_matches(f->t, "alpha", f->ka));
-	assert_false(sig_key_matches(f->t, "beta", f->ka));
-	assert_false(sig_key_matches(f->t, "gamma", f->ka));
-	assert_false(sig_key_matches(NULL, "alpha", f->ka));
+    assert_true(sig_key_matches(f->t, "alpha", f->ka));
+    assert_false(sig_key_matches(f->t, "beta", f->ka));
+    assert_false(sig_key_matches(f->t, "gamma", f->ka));
+    assert_false(sig_key_matches(NULL, "alpha", f->ka));
 }
 
 /* ---- trust directory ---------------------------------------------------- */
 
 static void test_trust_dir(void **state)
 {
-	struct fx *f = *state;
-	char *pubtext = NULL, *err = NULL, *p;
-	sig_trust *t;
-	struct {
-		const char *name;
-		const char *text; /* NULL: alpha's public key */
-		mode_t mode;
-	} files[] = {
-		{ "Upper.pub", NULL, 0644 },        /* invalid lead name */
-		{ "-dash.pub", NULL, 0644 },
-		{ ".pub", NULL, 0644 },
-		{ "a b.pub", NULL, 0644 },
-		{ "gamma.txt", NULL, 0644 },        /* not .pub */
-		{ "gamma.pub.bak", NULL, 0644 },
-		{ "delta.pub", "ed25519 not-base64\n", 0644 },
-		{ "eps.pub", "ed25519 AAAA\n", 0644 },
-		{ "zeta.pub", "", 0644 },
-		{ "eta.pub", "ssh-ed25519 AAAA\n", 0644 },
-		{ "iota.pub", NULL, 0666 },         /* writable by anyone */
-		{ "kappa.pub", "\x1b]0;pwned\x07", 0644 },
-		{ "crlf.pub", "", 0644 },           /* filled below: trailing \r\n */
-		{ "nonl.pub", "", 0644 },           /* filled below: no newline */
-	};
-	size_t i;
+    struct fx *f = *state;
+    char *pubtext = NULL, *err = NULL, *p;
+    sig_trust *t;
+    struct {
+        const char *name;
+        const char *text; /* NULL: alpha's public key */
+        mode_t mode;
+    } files[] = {
+        {"Upper.pub", NULL, 0644}, /* invalid lead name */
+        {"-dash.pub", NULL, 0644},
+        {".pub", NULL, 0644},
+        {"a b.pub", NULL, 0644},
+        {"gamma.txt", NULL, 0644}, /* not .pub */
+        {"gamma.pub.bak", NULL, 0644},
+        {"delta.pub", "ed25519 not-base64\n", 0644},
+        {"eps.pub", "ed25519 AAAA\n", 0644},
+        {"zeta.pub", "", 0644},
+        {"eta.pub", "ssh-ed25519 AAAA\n", 0644},
+        {"iota.pub", NULL, 0666}, /* writable by anyone */
+        {"kappa.pub", "\x1b]0;pwned\x07", 0644},
+        {"crlf.pub", "", 0644}, /* filled below: trailing \r\n */
+        {"nonl.pub", "", 0644}, /* filled below: no newline */
+    };
+    size_t i;
 
-	p = g_strdup_printf("%s.pub", f->alpha);
-	assert_true(g_file_get_contents(p, &pubtext, NULL, NULL));
-	g_free(p);
-	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		char *text = files[i].text ? g_strdup(files[i].text)
-					   : g_strdup(pubtext);
+    p = g_strdup_printf("%s.pub", f->alpha);
+    assert_true(g_file_get_contents(p, &pubtext, NULL, NULL));
+    g_free(p);
+    for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        char *text = files[i].text ? g_strdup(files[i].text) : g_strdup(pubtext);
 
-		if (strcmp(files[i].name, "crlf.pub") == 0) {
-			g_free(text);
-			text = g_strdup_printf("%.*s\r\n",
-					       (int)strlen(pubtext) - 1, pubtext);
-		} else if (strcmp(files[i].name, "nonl.pub") == 0) {
-			g_free(text);
-			text = g_strndup(pubtext, strlen(pubtext) - 1);
-		}
-		p = g_build_filename(f->trust, files[i].name, NULL);
-		put_file(p, text, files[i].mode);
-		g_free(p);
-		g_free(text);
-	}
-	p = g_build_filename(f->trust, "theta.pub", NULL);
-	assert_int_equal(g_mkdir(p, 0755), 0); /* a directory */
-	g_free(p);
-	p = g_build_filename(f->trust, "lambda.pub", NULL);
-	assert_int_equal(symlink("/nonexistent/x.pub", p), 0);
-	g_free(p);
-	/* A secret key in the trust dir is not a public key. */
-	p = g_build_filename(f->trust, "mu.pub", NULL);
-	{
-		char *sec = NULL;
+        if (strcmp(files[i].name, "crlf.pub") == 0) {
+            g_free(text);
+            text = g_strdup_printf("%.*s\r\n", (int)strlen(pubtext) - 1, pubtext);
+        } else if (strcmp(files[i].name, "nonl.pub") == 0) {
+            g_free(text);
+            text = g_strndup(pubtext, strlen(pubtext) - 1);
+        }
+        p = g_build_filename(f->trust, files[i].name, NULL);
+        put_file(p, text, files[i].mode);
+        g_free(p);
+        g_free(text);
+    }
+    p = g_build_filename(f->trust, "theta.pub", NULL);
+    assert_int_equal(g_mkdir(p, 0755), 0); /* a directory */
+    g_free(p);
+    p = g_build_filename(f->trust, "lambda.pub", NULL);
+    assert_int_equal(symlink("/nonexistent/x.pub", p), 0);
+    g_free(p);
+    /* A secret key in the trust dir is not a public key. */
+    p = g_build_filename(f->trust, "mu.pub", NULL);
+    {
+        char *sec = NULL;
 
-		assert_true(g_file_get_contents(f->alpha, &sec, NULL, NULL));
-		put_file(p, sec, 0600);
-		memset(sec, 0, strlen(sec));
-		g_free(sec);
-	}
-	g_free(p);
+        assert_true(g_file_get_contents(f->alpha, &sec, NULL, NULL));
+        put_file(p, sec, 0600);
+        memset(sec, 0, strlen(sec));
+        g_free(sec);
+    }
+    g_free(p);
 
-	t = sig_trust_load(f->trust, &err);
-	assert_non_null(t);
-	assert_null(err);
-	assert_true(sig_trust_has(t, "alpha"));
-	assert_true(sig_trust_has(t, "beta"));
-	assert_true(sig_trust_has(t, "crlf"));
-	assert_true(sig_trust_has(t, "nonl"));
-	assert_int_equal(sig_trust_count(t), 4);
-	assert_false(sig_trust_has(t, "Upper"));
-	assert_false(sig_trust_has(t, "gamma"));
-	assert_false(sig_trust_has(t, "delta"));
-	assert_false(sig_trust_has(t, "iota"));
-	assert_false(sig_trust_has(t, "mu"));
-	assert_false(sig_trust_has(t, NULL));
-	assert_false(sig_trust_has(NULL, "alpha"));
-	sig_trust_free(t);
+    t = sig_trust_load(f->trust, &err);
+    assert_non_null(t);
+    assert_null(err);
+    assert_true(sig_trust_has(t, "alpha"));
+    assert_true(sig_trust_has(t, "beta"));
+    assert_true(sig_trust_has(t, "crlf"));
+    assert_true(sig_trust_has(t, "nonl"));
+    assert_int_equal(sig_trust_count(t), 4);
+    assert_false(sig_trust_has(t, "Upper"));
+    assert_false(sig_trust_has(t, "gamma"));
+    assert_false(sig_trust_has(t, "delta"));
+    assert_false(sig_trust_has(t, "iota"));
+    assert_false(sig_trust_has(t, "mu"));
+    assert_false(sig_trust_has(t, NULL));
+    assert_false(sig_trust_has(NULL, "alpha"));
+    sig_trust_free(t);
 
-	/* Reloading sees removals. */
-	p = g_build_filename(f->trust, "beta.pub", NULL);
-	g_remove(p);
-	g_free(p);
-	t = sig_trust_load(f->trust, &err);
-	assert_non_null(t);
-	assert_false(sig_trust_has(t, "beta"));
-	assert_true(sig_trust_has(t, "alpha"));
-	sig_trust_free(t);
+    /* Reloading sees removals. */
+    p = g_build_filename(f->trust, "beta.pub", NULL);
+    g_remove(p);
+    g_free(p);
+    t = sig_trust_load(f->trust, &err);
+    assert_non_null(t);
+    assert_false(sig_trust_has(t, "beta"));
+    assert_true(sig_trust_has(t, "alpha"));
+    sig_trust_free(t);
 
-	/* A missing directory is an error with the path in it. */
-	p = fx_path(f, "nope");
-	assert_null(sig_trust_load(p, &err));
-	assert_non_null(err);
-	assert_non_null(strstr(err, p));
-	g_free(err);
-	g_free(p);
-	g_free(pubtext);
+    /* A missing directory is an error with the path in it. */
+    p = fx_path(f, "nope");
+    assert_null(sig_trust_load(p, &err));
+    assert_non_null(err);
+    assert_non_null(strstr(err, p));
+    g_free(err);
+    g_free(p);
+    g_free(pubtext);
 }
 
 static void test_result_names(void **state)
 {
-	(void)state;
-	assert_string_equal(sig_result_name(SIG_OK), "ok");
-	assert_string_equal(sig_result_name(SIG_UNSIGNED), "unsigned");
-	assert_string_equal(sig_result_name(SIG_UNKNOWN_KEY), "unknown-key");
-	assert_string_equal(sig_result_name(SIG_BAD), "bad-signature");
+    (void)state;
+    assert_string_equal(sig_result_name(SIG_OK), "ok");
+    assert_string_equal(sig_result_name(SIG_UNSIGNED), "unsigned");
+    assert_string_equal(sig_result_name(SIG_UNKNOWN_KEY), "unknown-key");
+    assert_string_equal(sig_result_name(SIG_BAD), "bad-signature");
 }
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_keygen_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keygen_refuses_overwrite, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_load_refuses_open_modes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_load_refuses_bad_content, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_every_field_is_covered, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unsigned_and_unknown, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hostile_sig_strings, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_key_cannot_sign_for_another_lead, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_trust_dir, setup, teardown),
-		cmocka_unit_test(test_result_names),
-	};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_keygen_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keygen_refuses_overwrite, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_refuses_open_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_refuses_bad_content, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_field_is_covered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsigned_and_unknown, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hostile_sig_strings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_cannot_sign_for_another_lead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trust_dir, setup, teardown),
+        cmocka_unit_test(test_result_names),
+    };
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }
