@@ -1,38 +1,28 @@
 /* seen.c — the persisted, bounded msgId set behind the replay check.
  *
  * Memory holds exactly the newest cap ids: a hash table for the lookup
- * every delivery makes, and a queue in arrival order for eviction. The file
- * is an append-only log of the same ids, which makes an add one small
- * write with O_APPEND (atomic with respect to other appenders, and never a
- * rewrite of what is already there). Letting the log run to 2 x cap lines
- * before compacting makes the rewrite cost amortised O(1) per add.
- *
- * Compaction writes the newest cap ids to PATH.tmp, syncs it, and renames
- * it over PATH, so a crash at any point leaves either the old log or the
- * new one, both complete. The file is our own, but it is still read as
- * untrusted: lines are length-capped while streaming, so a damaged file
- * cannot make loading allocate without bound, and anything that is not an
- * id is skipped rather than trusted or fatal. A torn last line (a crash
- * mid-append) is skipped and closed with " \n" so the next append does not
- * glue onto it and no later load mistakes it for a complete id. */
+ * every delivery makes, and a queue in arrival order for eviction.  The
+ * file is an applog (APPLOG_WRITE: an add survives a daemon crash) of the
+ * same ids; letting it run to 2 x cap lines before it is rewritten with the
+ * newest cap makes the rewrite cost amortised O(1) per add.  Loading, torn
+ * lines and the crash-safe rewrite are applog's (applog.h); anything that
+ * is not an id is skipped rather than trusted or fatal. */
 #include "fleetfs/seen.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "fleetfs/applog.h"
 
 struct seen_set {
     GMutex lock; /* guards everything below */
-    char *path;
     size_t cap;
     GHashTable *set; /* id -> id; keys borrowed from order */
     GQueue order;    /* owned ids, oldest at the head */
-    int fd;          /* the log, O_APPEND */
-    size_t lines;    /* lines the log holds, corrupt ones included */
+    applog *log;
 };
 
 static bool seen_id_ok(const char *id, size_t n)
@@ -67,120 +57,23 @@ static bool seen_remember(seen_set *s, char *id)
     return true;
 }
 
-static int seen_write_all(int fd, const char *buf, size_t len)
-{
-    ssize_t n;
-
-    while (len > 0) {
-        n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* ---- loading ------------------------------------------------------------ */
-
-struct seen_loader {
-    char line[SEEN_ID_MAX + 1];
-    size_t len;
-    bool overlong;
-};
-
-static void seen_end_line(seen_set *s, struct seen_loader *ld)
-{
-    if (!ld->overlong && seen_id_ok(ld->line, ld->len))
-        seen_remember(s, g_strndup(ld->line, ld->len));
-    s->lines++;
-    ld->len = 0;
-    ld->overlong = false;
-}
-
-/* Streams the log line by line. 0 ok, -1 with errno on a read error. */
-static int seen_load(seen_set *s)
-{
-    struct seen_loader ld = {.len = 0, .overlong = false};
-    char buf[65536];
-    ssize_t n, i;
-
-    for (;;) {
-        n = read(s->fd, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        for (i = 0; i < n; i++) {
-            if (buf[i] == '\n')
-                seen_end_line(s, &ld);
-            else if (ld.len < sizeof(ld.line))
-                ld.line[ld.len++] = buf[i];
-            else
-                ld.overlong = true;
-        }
-    }
-    if (ld.len > 0 || ld.overlong) {
-        /* Torn last line: never trusted. Closing it with " \n" keeps
-		 * the next append off it and, the space being no id byte,
-		 * keeps later loads from taking it for a whole id. */
-        if (seen_write_all(s->fd, " \n", 2) < 0)
-            return -1;
-        s->lines++;
-    }
-    return 0;
-}
-
-/* ---- compaction --------------------------------------------------------- */
-
 static int seen_compact(seen_set *s)
 {
     GString *text = g_string_sized_new(s->cap * 33);
-    char *tmp = g_strdup_printf("%s.tmp", s->path);
-    int fd, newfd, saved;
-    GList *l;
-
-    for (l = s->order.head; l != NULL; l = l->next) {
+    int rc;
+    for (GList *l = s->order.head; l != NULL; l = l->next) {
         g_string_append(text, l->data);
         g_string_append_c(text, '\n');
     }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 || seen_write_all(fd, text->str, text->len) < 0 || fdatasync(fd) < 0 ||
-        close(fd) < 0) {
-        fd = -1;
-        goto fail;
-    }
-    if (rename(tmp, s->path) < 0)
-        goto fail;
-    newfd = open(s->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-    if (newfd < 0)
-        goto fail;
-    close(s->fd);
-    s->fd = newfd;
-    s->lines = g_queue_get_length(&s->order);
+    rc = applog_rewrite(s->log, text, g_queue_get_length(&s->order));
     g_string_free(text, TRUE);
-    g_free(tmp);
-    return 0;
-fail:
-    saved = errno;
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    g_string_free(text, TRUE);
-    g_free(tmp);
-    errno = saved;
-    return -1;
+    return rc;
 }
-
-/* ---- the set ------------------------------------------------------------ */
 
 seen_set *seen_open(const char *path, size_t cap, char **err)
 {
     seen_set *s;
+    GPtrArray *lines = NULL;
 
     *err = NULL;
     if (cap == 0) {
@@ -189,12 +82,24 @@ seen_set *seen_open(const char *path, size_t cap, char **err)
     }
     s = g_new0(seen_set, 1);
     g_mutex_init(&s->lock);
-    s->path = g_strdup(path);
     s->cap = cap;
     s->set = g_hash_table_new(g_str_hash, g_str_equal);
     g_queue_init(&s->order);
-    s->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (s->fd < 0 || seen_load(s) < 0 || (s->lines >= 2 * cap && seen_compact(s) < 0)) {
+    s->log = applog_open(path, APPLOG_WRITE, SEEN_ID_MAX, &lines, err);
+    if (!s->log) {
+        char *e = *err;
+        *err = g_strdup_printf("seen-set %s", e);
+        g_free(e);
+        seen_close(s);
+        return NULL;
+    }
+    for (guint i = 0; i < lines->len; i++) {
+        const char *id = lines->pdata[i];
+        if (seen_id_ok(id, strlen(id)))
+            seen_remember(s, g_strdup(id));
+    }
+    g_ptr_array_free(lines, TRUE);
+    if (applog_lines(s->log) >= 2 * cap && seen_compact(s) < 0) {
         *err = g_strdup_printf("seen-set %s: %s", path, g_strerror(errno));
         seen_close(s);
         return NULL;
@@ -230,10 +135,10 @@ int seen_add(seen_set *s, const char *id)
         return 1;
     }
     memcpy(line, id, n);
-    line[n] = '\n';
-    if (seen_write_all(s->fd, line, n + 1) < 0)
+    line[n] = '\0';
+    if (applog_append(s->log, line) < 0)
         rc = -1;
-    else if (++s->lines >= 2 * s->cap)
+    else if (applog_lines(s->log) >= 2 * s->cap)
         rc = seen_compact(s);
     g_mutex_unlock(&s->lock);
     return rc;
@@ -253,11 +158,9 @@ void seen_close(seen_set *s)
 {
     if (s == NULL)
         return;
-    if (s->fd >= 0)
-        close(s->fd);
+    applog_close(s->log);
     g_hash_table_destroy(s->set);
     g_queue_clear_full(&s->order, g_free);
-    g_free(s->path);
     g_mutex_clear(&s->lock);
     g_free(s);
 }

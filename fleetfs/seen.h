@@ -14,7 +14,7 @@
  * file holds 2 x cap lines it is rewritten (temp file + rename) with the
  * newest cap entries. Lines that are not an id (empty, too long, control
  * bytes, a torn last line) are skipped when loading. An add is written with
- * one write(2) before seen_add returns, so it survives a crash of the
+ * one write(2) before seen_add returns (an applog, see applog.h), so it survives a crash of the
  * daemon; it is not fsync'd, so a power loss may forget the last few.
  *
  * Ownership: a seen_set is shared by every thread that handles deliveries;

@@ -1,0 +1,174 @@
+/* fleetfs/applog.c — see applog.h for the durability rules. */
+#include "fleetfs/applog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+struct applog {
+    char *path;
+    applog_sync sync;
+    int fd;       /* O_APPEND */
+    size_t lines; /* lines the file holds, skipped ones included */
+};
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Streams the file; complete lines of at most max_line bytes go to out. */
+static int load(applog *a, size_t max_line, GPtrArray *out)
+{
+    GString *line = g_string_new(NULL);
+    bool overlong = false, nul = false;
+    char buf[65536];
+    int rc = 0;
+
+    for (;;) {
+        ssize_t n = read(a->fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = -1;
+            break;
+        }
+        if (n == 0)
+            break;
+        for (ssize_t i = 0; i < n; i++) {
+            if (buf[i] != '\n') {
+                nul = nul || buf[i] == '\0';
+                if (line->len < max_line)
+                    g_string_append_c(line, buf[i]);
+                else
+                    overlong = true;
+                continue;
+            }
+            if (!overlong && !nul && line->len > 0)
+                g_ptr_array_add(out, g_strndup(line->str, line->len));
+            a->lines++;
+            g_string_truncate(line, 0);
+            overlong = nul = false;
+        }
+    }
+    if (rc == 0 && (line->len > 0 || overlong)) {
+        rc = write_all(a->fd, " \n", 2);
+        a->lines++;
+    }
+    g_string_free(line, TRUE);
+    return rc;
+}
+
+applog *applog_open(const char *path, applog_sync sync, size_t max_line, GPtrArray **lines,
+                    char **err)
+{
+    applog *a = g_new0(applog, 1);
+    a->path = g_strdup(path);
+    a->sync = sync;
+    *lines = g_ptr_array_new_with_free_func(g_free);
+    a->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (a->fd < 0 || load(a, max_line, *lines) < 0) {
+        *err = g_strdup_printf("%s: %s", path, g_strerror(errno));
+        g_ptr_array_free(*lines, TRUE);
+        *lines = NULL;
+        applog_close(a);
+        return NULL;
+    }
+    return a;
+}
+
+int applog_append(applog *a, const char *line)
+{
+    size_t len = strlen(line);
+    char *buf = g_malloc(len + 1);
+    int rc;
+    memcpy(buf, line, len);
+    buf[len] = '\n';
+    rc = write_all(a->fd, buf, len + 1); /* one write: a line is never torn by us */
+    g_free(buf);
+    if (rc == 0 && a->sync == APPLOG_FSYNC && fdatasync(a->fd) < 0)
+        rc = -1;
+    if (rc == 0)
+        a->lines++;
+    return rc;
+}
+
+bool applog_wants_compact(const applog *a, size_t live)
+{
+    return a->lines > 64 && a->lines >= 2 * live;
+}
+
+static int sync_dir(const char *path)
+{
+    char *dir = g_path_get_dirname(path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = -1;
+    g_free(dir);
+    if (fd >= 0) {
+        rc = fsync(fd);
+        close(fd);
+    }
+    return rc;
+}
+
+int applog_rewrite(applog *a, const GString *content, size_t live)
+{
+    char *tmp = g_strconcat(a->path, ".tmp", NULL);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600), nfd, saved;
+    if (fd < 0)
+        goto fail;
+    if (write_all(fd, content->str, content->len) < 0 || fdatasync(fd) < 0) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+        goto fail;
+    }
+    if (close(fd) < 0 || rename(tmp, a->path) < 0)
+        goto fail;
+    /* the rename itself must be durable before the old lines are gone */
+    sync_dir(a->path);
+    nfd = open(a->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    if (nfd < 0)
+        goto fail;
+    close(a->fd);
+    a->fd = nfd;
+    a->lines = live;
+    g_free(tmp);
+    return 0;
+fail:
+    saved = errno;
+    unlink(tmp);
+    g_free(tmp);
+    errno = saved;
+    return -1;
+}
+
+size_t applog_lines(const applog *a)
+{
+    return a->lines;
+}
+
+const char *applog_path(const applog *a)
+{
+    return a->path;
+}
+
+void applog_close(applog *a)
+{
+    if (!a)
+        return;
+    if (a->fd >= 0)
+        close(a->fd);
+    g_free(a->path);
+    g_free(a);
+}
