@@ -1014,7 +1014,7 @@ static gpointer broker_main(gpointer data)
     return NULL;
 }
 
-br_conn *br_start(const br_config *cfg, const br_callbacks *cb)
+br_conn *br_new(const br_config *cfg, const br_callbacks *cb)
 {
     br_conn *c = g_new0(br_conn, 1);
     c->cfg = *cfg;
@@ -1035,19 +1035,38 @@ br_conn *br_start(const br_config *cfg, const br_callbacks *cb)
     c->st.link = BR_CONNECTING;
     c->st.since_ms = env_now_ms();
     c->backoff_ms = BACKOFF_MIN_MS;
+    return c;
+}
+
+void br_run(br_conn *c)
+{
     c->thread = g_thread_new("broker", broker_main, c);
+}
+
+br_conn *br_start(const br_config *cfg, const br_callbacks *cb)
+{
+    br_conn *c = br_new(cfg, cb);
+    br_run(c);
     return c;
 }
 
 void br_stop(br_conn *c)
 {
     br_req *r;
-    if (!c)
+    if (!c || !c->thread)
         return;
     r = req_new(RQ_STOP);
     submit(c, r);
     g_thread_join(c->thread);
+    c->thread = NULL;
     req_unref(r);
+}
+
+void br_free(br_conn *c)
+{
+    if (!c)
+        return;
+    br_stop(c);
     g_async_queue_unref(c->requests);
     close(c->wakefd);
     g_hash_table_destroy(c->probes);
@@ -1151,6 +1170,29 @@ void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const cha
     r->fire_and_forget = true;
     submit(c, r);
     req_unref(r);
+}
+
+fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
+                           size_t len, int64_t timeout_ms, char *detail, size_t dlen)
+{
+    br_req *r;
+    fe_code res;
+    if (!link_up(c, detail, dlen))
+        return FE_NOT_CONNECTED;
+    r = req_new(RQ_PUBLISH);
+    g_strlcpy(r->peer, peer, sizeof r->peer);
+    snprintf(r->queue, sizeof r->queue, "lead.%s.receipts", peer);
+    g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
+    r->body = g_memdup2(body, len);
+    r->len = len;
+    r->may_create = true;
+    r->receipt = true;
+    submit(c, r);
+    res = wait_req(r, timeout_ms);
+    if (res != FE_TIMEOUT && detail)
+        g_strlcpy(detail, r->detail, dlen);
+    req_unref(r);
+    return res;
 }
 
 static fe_code ack_or_reject(br_conn *c, rq_kind kind, uint64_t epoch, uint64_t tag, bool flag,

@@ -85,8 +85,17 @@ typedef struct {
     char detail[256];
 } br_probe;
 
+/* br_new sets everything up without a thread, so the owner can wire its
+ * callbacks' targets before any callback can run; br_run starts the
+ * thread.  br_start is both. */
+br_conn *br_new(const br_config *cfg, const br_callbacks *cb);
+void br_run(br_conn *c);
 br_conn *br_start(const br_config *cfg, const br_callbacks *cb);
+/* br_stop ends the thread and closes the connection (the broker takes
+ * back what we held, unacked); status calls still work after it.  br_free
+ * stops (if needed) and frees. */
 void br_stop(br_conn *c);
+void br_free(br_conn *c);
 
 void br_get_status(br_conn *c, br_status *st);
 /* Blocks until the first connect attempt finished (either way) or timeout. */
@@ -103,6 +112,12 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
  * (declared when absent; failures are logged). */
 void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
                      size_t len);
+
+/* Publish a receipt to lead.<peer>.receipts (declared when absent) and
+ * wait for the broker's confirm: the receipts outbox keeps an entry until
+ * this says FE_OK. */
+fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
+                           size_t len, int64_t timeout_ms, char *detail, size_t dlen);
 
 fe_code br_ack(br_conn *c, uint64_t epoch, uint64_t tag, bool multiple, int64_t timeout_ms);
 fe_code br_reject(br_conn *c, uint64_t epoch, uint64_t tag, bool requeue, int64_t timeout_ms);

@@ -1,9 +1,12 @@
 /* fleetfs/mailbox.h — the mailbox model: held messages, open inbox views,
- * the sent log, history and counters, behind one lock (mailbox.lock).
+ * the sent log, history, receipts and counters, behind one lock.  The
+ * files that implement it, one concern each, and the ownership rule for a
+ * held message are described in mb_int.h.
  *
- * Threads: mb_deliver and mb_late_confirm run on the broker thread; the
- * rest on FUSE threads and the notifier.  No function here holds the lock
- * while it waits on the broker.
+ * Threads: mb_deliver, mb_receipt and mb_late_confirm run on the broker
+ * thread; the receipts outbox has its own thread (mb_start / mb_stop); the
+ * rest run on FUSE threads, the injector and the notifier.  No function
+ * here holds the lock while it waits on the broker.
  */
 #ifndef FLEETFS_MAILBOX_H
 #define FLEETFS_MAILBOX_H
@@ -17,6 +20,7 @@
 
 #include "broker/conn.h"
 #include "fleetfs/envelope.h"
+#include "fleetfs/mb_broker.h"
 #include "fleetfs/errors.h"
 #include "fleetfs/options.h"
 
@@ -37,12 +41,17 @@ typedef struct {
 
 typedef struct {
     uint64_t sent, received, injected, acked, rejected, dead_lettered;
+    uint64_t receipts_pending; /* in the outbox, not yet confirmed by the broker */
 } mb_counters;
 
 typedef enum { MB_INBOX, MB_SENT, MB_HISTORY, MB__FILES } mb_file;
 
-mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks);
-void mb_set_broker(mailbox *mb, br_conn *br);
+/* br: the broker seam (mb_broker.h), copied. */
+mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br);
+/* Start / stop the receipts outbox thread (after the broker is wired; stop
+ * before the broker stops). */
+void mb_start(mailbox *mb);
+void mb_stop(mailbox *mb);
 /* Load the signing key, the trusted keys and the seen-set (state_dir);
  * without -o insecure a key and a trust directory are required. */
 int mb_set_security(mailbox *mb, char **err);
@@ -53,18 +62,20 @@ void mb_free(mailbox *mb);
 /* broker callbacks */
 br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
                      size_t len);
-void mb_late_confirm(mailbox *mb, const char *peer, const char *msg_id, fe_code res, bool unread);
+void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread);
 
 /* broker callback for lead.<me>.receipts */
 br_action mb_receipt(mailbox *mb, const char *body, size_t len);
-/* Tell orig's sender what happened to it (async; logged on failure). */
+/* Tell orig's sender what happened to it: queued in the durable outbox,
+ * sent when the broker is reachable. */
 void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const char *detail);
 
 /* The injector's side.  next: a copy (env_free it) of the oldest held
- * message that nobody is acking or typing.  claim: mark it (or unmark)
- * as being typed so the ack file keeps its hands off; false if it is gone
- * or already in that state.  consume: ack it at the broker, record it in
- * history as `how` (injected / uncertain), send the receipt. */
+ * message nobody has claimed, from the current consumer generation.
+ * claim: take it (or give it back) so the ack file keeps its hands off;
+ * false if it is gone or already in that state.  consume (requires the
+ * claim, else FE_NOT_HELD): record it in history as `how` (injected /
+ * uncertain), queue the receipt, remove it, ack the broker copy. */
 bool mb_next_for_injection(mailbox *mb, envelope *out);
 bool mb_claim(mailbox *mb, const char *msg_id, bool claim);
 fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char *detail);
@@ -79,7 +90,11 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, cha
  * (never back).  False when there is no such entry or it is further along. */
 bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const char *state,
                     const char *detail);
-/* One write to the ack file: msgIds one per line, or "all". */
+/* One write to the ack file: msgIds one per line, or "all".  Returns once
+ * the messages are consumed here (history written, receipts queued); the
+ * broker copies are acked right after, or on their redelivery when the
+ * connection dropped first.  FE_NOT_CONNECTED (nothing done) while the
+ * broker is not connected. */
 fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen);
 
 /* Open inbox readers: what was pending at open, then every later arrival. */

@@ -265,7 +265,36 @@ static void cb_changed(void *ud)
 static void cb_late(void *ud, const char *peer, const char *msg_id, fe_code res, bool unread)
 {
     fleet *f = ud;
-    mb_late_confirm(f->mb, peer, msg_id, res, unread);
+    (void)peer;
+    mb_late_confirm(f->mb, msg_id, res, unread);
+}
+
+/* The broker connection, set up without its thread: everything its
+ * callbacks reach is wired before br_run starts it. */
+static br_conn *broker_new(fleet *f)
+{
+    br_config bc;
+    br_callbacks cb = {.deliver = cb_deliver,
+                       .receipt = cb_receipt,
+                       .changed = cb_changed,
+                       .late_confirm = cb_late,
+                       .ud = f};
+    char **uris = broker_uris(f->opts);
+    br_conn *c;
+
+    memset(&bc, 0, sizeof bc);
+    bc.uris = uris;
+    bc.vhost = f->opts->vhost;
+    bc.coord_id = f->opts->coord_id;
+    bc.queue_type = f->opts->queue_type;
+    bc.max_length = f->opts->max_length;
+    bc.message_ttl_ms = f->opts->message_ttl_ms;
+    bc.prefetch = f->opts->prefetch;
+    bc.ca = f->opts->ca;
+    bc.host = f->host;
+    c = br_new(&bc, &cb);
+    g_strfreev(uris);
+    return c;
 }
 
 /* Daemon mode: the parent exits with the child's verdict. */
@@ -334,46 +363,29 @@ static int fatal_consumer(fleet *f)
     return -1;
 }
 
-static int serve(cmdline *cl, fleet *f)
+/* Shutdown, producers before consumers: the injector (it consumes and
+ * acks), the receipts outbox, the broker thread (it delivers into the
+ * mailbox and, through it, kicks the injector and the notifier; stopping
+ * it also closes the connection, so a remount is not refused as a second
+ * consumer), then the mount and the notifier.  Nothing is freed until
+ * every thread that could reach it has ended. */
+static void stop_all(fleet *f, struct fuse *fuse)
+{
+    inj_stop(g_atomic_pointer_get(&f->inj));
+    mb_stop(f->mb);
+    br_stop(f->br);
+    if (fuse)
+        fuse_unmount(fuse);
+    nt_stop(g_atomic_pointer_get(&f->nt));
+    g_atomic_pointer_set(&f->nt, NULL);
+    inj_free(g_atomic_pointer_get(&f->inj));
+    g_atomic_pointer_set(&f->inj, NULL);
+}
+
+static struct fuse *mount_tree(cmdline *cl, fleet *f)
 {
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
     struct fuse *fuse;
-    struct fuse_loop_config lc = {.clone_fd = 0, .max_idle_threads = 16};
-    br_config bc;
-    br_callbacks cb = {.deliver = cb_deliver,
-                       .receipt = cb_receipt,
-                       .changed = cb_changed,
-                       .late_confirm = cb_late,
-                       .ud = f};
-    char **uris = broker_uris(f->opts);
-    br_status st;
-    int rc = 1;
-
-    memset(&bc, 0, sizeof bc);
-    bc.uris = uris;
-    bc.vhost = f->opts->vhost;
-    bc.coord_id = f->opts->coord_id;
-    bc.queue_type = f->opts->queue_type;
-    bc.max_length = f->opts->max_length;
-    bc.message_ttl_ms = f->opts->message_ttl_ms;
-    bc.prefetch = f->opts->prefetch;
-    bc.ca = f->opts->ca;
-    bc.host = f->host;
-    f->br = br_start(&bc, &cb);
-    g_strfreev(uris);
-    mb_set_broker(f->mb, f->br);
-
-    br_wait_first_attempt(f->br, FIRST_CONNECT_WAIT_MS);
-    if (fatal_consumer(f) < 0)
-        goto out;
-    if (f->opts->insecure)
-        log_warn("security: INSECURE (-o insecure): messages are neither signed nor checked; "
-                 "anyone with broker access can type into this lead's pane");
-    br_get_status(f->br, &st);
-    if (st.link != BR_CONNECTED)
-        log_warn("broker not connected yet (%s); serving the tree anyway, sends fail with ECOMM "
-                 "until it is",
-                 st.reason[0] ? st.reason : "still trying");
 
     fuse_opt_add_arg(&args, "fleetfs");
     fuse_opt_add_arg(&args, "-o");
@@ -386,17 +398,47 @@ static int serve(cmdline *cl, fleet *f)
     fuse_opt_free_args(&args);
     if (!fuse) {
         report(0, "cannot set up FUSE (see the messages above)");
-        goto out;
+        return NULL;
     }
     if (fuse_mount(fuse, f->mountpoint) != 0) {
         report(0, "cannot mount (is the mount point an empty directory, not already mounted?)");
         fuse_destroy(fuse);
-        goto out;
+        return NULL;
     }
     if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0) {
         fuse_unmount(fuse);
         fuse_destroy(fuse);
-        goto out;
+        return NULL;
+    }
+    return fuse;
+}
+
+static int serve(cmdline *cl, fleet *f)
+{
+    struct fuse *fuse;
+    struct fuse_loop_config lc = {.clone_fd = 0, .max_idle_threads = 16};
+    br_status st;
+    int rc;
+
+    br_run(f->br);
+    mb_start(f->mb);
+    br_wait_first_attempt(f->br, FIRST_CONNECT_WAIT_MS);
+    if (fatal_consumer(f) < 0) {
+        stop_all(f, NULL);
+        return 1;
+    }
+    if (f->opts->insecure)
+        log_warn("security: INSECURE (-o insecure): messages are neither signed nor checked; "
+                 "anyone with broker access can type into this lead's pane");
+    br_get_status(f->br, &st);
+    if (st.link != BR_CONNECTED)
+        log_warn("broker not connected yet (%s); serving the tree anyway, sends fail with ECOMM "
+                 "until it is",
+                 st.reason[0] ? st.reason : "still trying");
+    fuse = mount_tree(cl, f);
+    if (!fuse) {
+        stop_all(f, NULL);
+        return 1;
     }
     g_atomic_pointer_set(&f->nt, nt_start(f));
     g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb));
@@ -406,18 +448,9 @@ static int serve(cmdline *cl, fleet *f)
     rc = cl->single ? fuse_loop(fuse) : fuse_loop_mt(fuse, &lc);
     rc = rc == 0 || rc == SIGINT || rc == SIGTERM ? 0 : 1;
     fuse_remove_signal_handlers(fuse_get_session(fuse));
-    inj_stop(g_atomic_pointer_get(&f->inj));
-    g_atomic_pointer_set(&f->inj, NULL);
-    fuse_unmount(fuse);
-    nt_stop(g_atomic_pointer_get(&f->nt));
-    g_atomic_pointer_set(&f->nt, NULL);
-    br_stop(f->br);
-    f->br = NULL;
+    stop_all(f, fuse);
     fuse_destroy(fuse);
     log_info("unmounted %s", f->mountpoint);
-out:
-    br_stop(f->br);
-    mb_free(f->mb);
     return rc;
 }
 
@@ -483,11 +516,15 @@ int main(int argc, char **argv)
         mb_hooks hooks = {
             .changed = hook_changed, .poll_wake = hook_poll, .arrived = hook_arrived, .ud = &f};
         char *err = NULL;
-        f.mb = mb_new(&o, &hooks);
+        mb_broker seam;
+        f.br = broker_new(&f);
+        seam = mb_broker_of(f.br);
+        f.mb = mb_new(&o, &hooks, &seam);
         if (mb_set_security(f.mb, &err) < 0) {
             fprintf(stderr, "fleetfs: %s\n", err);
             g_free(err);
             mb_free(f.mb);
+            br_free(f.br);
             rc = 2;
             goto done;
         }
@@ -501,6 +538,8 @@ int main(int argc, char **argv)
         quiet_stdio();
     }
     rc = serve(&cl, &f);
+    mb_free(f.mb);
+    br_free(f.br);
 done:
     opts_free(&o);
     g_free(cl.mountpoint);

@@ -168,13 +168,13 @@ char *inj_render(const envelope *e)
     return text;
 }
 
+/* The claim is held: consume (history, receipt, broker ack). */
 static void finish(injector *in, const envelope *e, const char *how, const char *detail)
 {
     fe_code r = mb_consume(in->mb, e->msgId, how, detail);
     if (r != FE_OK)
-        log_warn("inject: %s %s, but acking it failed (%s); it stays held and is acked on the "
-                 "next try without being typed again",
-                 how, e->msgId, fe_hint(r));
+        log_err("inject: %s %s, but it was no longer ours to consume (%s)", how, e->msgId,
+                fe_hint(r));
     else
         log_info("inject: %s from %s: %s (%s)", e->msgId, e->from, how, detail);
 }
@@ -225,13 +225,16 @@ static void deliver(injector *in, const envelope *e)
     ib_typed typed;
     char *text;
 
-    if (last && (!strcmp(last, "injecting") || !strcmp(last, "uncertain"))) {
-        finish(in, e, "uncertain",
-               "fleetfs stopped while typing it; it is not typed again (at most once)");
-        return;
-    }
-    if (last && !strcmp(last, "injected")) {
-        finish(in, e, "injected", "typed before fleetfs restarted; not typed again");
+    if (last && strcmp(last, "not-typed") != 0) {
+        /* the journal knows it: consume it without typing, holding the
+         * claim like any consumer (the ack file may want it too) */
+        if (!mb_claim(in->mb, e->msgId, true))
+            return;
+        if (!strcmp(last, "injected"))
+            finish(in, e, "injected", "typed before fleetfs restarted; not typed again");
+        else
+            finish(in, e, "uncertain",
+                   "fleetfs stopped while typing it; it is not typed again (at most once)");
         return;
     }
     memset(&t, 0, sizeof t);
@@ -266,7 +269,15 @@ static void deliver(injector *in, const envelope *e)
     typed = in->be->type(in->be, &t, text, why, sizeof why);
     g_free(text);
     if (typed == IT_REFUSED) {
-        journal_write(in, "not-typed", e->msgId);
+        /* nothing reached the pane: the journal must say so before the
+         * message is offered again, or a crash would make it uncertain */
+        while (!journal_write(in, "not-typed", e->msgId) && !g_atomic_int_get(&in->stopping)) {
+            snprintf(words, sizeof words,
+                     "stalled: cannot record in %s that %s was not typed (%s); retrying",
+                     in->journal_path, e->msgId, in->journal_err);
+            say(in, words);
+            nap(in, RETRY_WAIT_MS);
+        }
         mb_claim(in->mb, e->msgId, false);
         snprintf(words, sizeof words, "waiting: %s", why);
         say(in, words);
@@ -363,11 +374,19 @@ void inj_kick(injector *in)
 
 void inj_stop(injector *in)
 {
-    if (!in)
+    if (!in || !in->thread)
         return;
     g_atomic_int_set(&in->stopping, 1);
     inj_kick(in);
     g_thread_join(in->thread);
+    in->thread = NULL;
+}
+
+void inj_free(injector *in)
+{
+    if (!in)
+        return;
+    inj_stop(in);
     in->be->free(in->be);
     if (in->journal_fd >= 0)
         close(in->journal_fd);

@@ -55,7 +55,9 @@ typedef struct injector injector;
 /* NULL when o->inject resolves to none (status says so). */
 injector *inj_start(const fs_opts *o, mailbox *mb);
 void inj_kick(injector *in);
+/* inj_stop ends the thread (inj_kick stays safe); inj_free frees. */
 void inj_stop(injector *in);
+void inj_free(injector *in);
 
 /* The text typed for a message: header line + sanitised body (g_free). */
 char *inj_render(const envelope *e);

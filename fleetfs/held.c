@@ -1,0 +1,412 @@
+/* fleetfs/held.c — held messages: what the broker delivered to us and we
+ * have not consumed (at most `prefetch` of them).
+ *
+ * Each carries the consumer generation and delivery tag of its latest
+ * delivery.  Delivery tags belong to one consumer channel, and the broker
+ * thread gives every channel open its own generation: a message that comes
+ * again on a new generation is a redelivery (same message, new tag; an open
+ * `tail -f inbox` does not print it twice), the same msgId twice on one
+ * generation is a second publish.  Messages of an old generation that are
+ * not redelivered within STALE_GRACE_MS of a working consumer are forgotten
+ * (consumed elsewhere).
+ *
+ * Ownership (mb_int.h): a message is FREE or claimed by the injector
+ * (TYPING).  The ack file consumes FREE messages only; the injector
+ * consumes only what it claimed; a redelivery changes the tag, never the
+ * owner.  Consuming happens under the lock in one step — history written,
+ * receipt queued durably, message removed — and the broker ack follows
+ * after unlocking.  If that ack is lost (the connection or channel went
+ * down first), the broker redelivers the message, its msgId is in the
+ * consumed set, and the redelivery is acked instead of shown.
+ */
+#include "fleetfs/mb_int.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fleetfs/log.h"
+#include "fleetfs/names.h"
+
+static void held_free(held_msg *m)
+{
+    env_free(&m->env);
+    g_free(m->line);
+    g_free(m);
+}
+
+/* The one place a held message leaves `held`. */
+void held_remove_locked(mailbox *mb, held_msg *m)
+{
+    assert(mb->held_bytes >= m->line_len);
+    g_queue_remove(&mb->held, m);
+    g_hash_table_remove(mb->held_ids, m->env.msgId);
+    mb->held_bytes -= m->line_len;
+    assert(mb->held.length > 0 || mb->held_bytes == 0);
+    held_free(m);
+    mb_touch_locked(mb, MB_INBOX);
+}
+
+void held_free_all(mailbox *mb)
+{
+    held_msg *m;
+    while ((m = g_queue_pop_head(&mb->held)))
+        held_free(m);
+    g_hash_table_remove_all(mb->held_ids);
+    mb->held_bytes = 0;
+}
+
+static bool link_ok(const br_status *st)
+{
+    return st->link == BR_CONNECTED && st->consumer == BR_CONS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* arrivals                                                            */
+
+/* Lock held, and released here: count, log once and dead-letter e. */
+static br_action refuse_locked(mailbox *mb, envelope *e, const char *reason, const char *why)
+{
+    mb_count_rejection_locked(mb, reason);
+    g_mutex_unlock(&mb->lock);
+    log_warn("inbox: rejected %s from %s (%s: %s); it goes to fleet.dlq", e->msgId, e->from, reason,
+             why);
+    env_free(e);
+    mb_changed(mb, "status");
+    return BR_REJECT;
+}
+
+static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag,
+                            bool redelivered)
+{
+    held_msg *m = g_new0(held_msg, 1);
+    m->env = *e;
+    m->gen = gen;
+    m->tag = tag;
+    m->redelivered = redelivered;
+    env_time_format(env_now_ms(), m->received_at);
+    m->line = env_inbox_line(&m->env, m->received_at, redelivered, &m->line_len);
+    g_queue_push_tail(&mb->held, m);
+    g_hash_table_insert(mb->held_ids, m->env.msgId, m);
+    mb->held_bytes += m->line_len;
+    mb->n.received++;
+    mb_touch_locked(mb, MB_INBOX);
+    views_append_locked(mb, m->line, m->line_len);
+}
+
+br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, const char *body,
+                     size_t len)
+{
+    envelope e;
+    char why[300];
+    const char *reason;
+    bool verified;
+    held_msg *m;
+
+    if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0) {
+        g_mutex_lock(&mb->lock);
+        mb_count_rejection_locked(mb, "malformed");
+        g_mutex_unlock(&mb->lock);
+        log_warn("inbox: rejected a message (malformed: %s); it goes to fleet.dlq", why);
+        mb_changed(mb, "status");
+        return BR_REJECT;
+    }
+    g_mutex_lock(&mb->lock);
+    reason = accept_check_locked(mb, &e, &verified, why, sizeof why);
+    if (reason) {
+        /* history and a receipt only for what a verified sender sent us
+         * (an unverified sender's bytes are not worth keeping), and never
+         * about a receipt; the receipt's detail starts with the reason
+         * word, so a peer can act on it */
+        if (verified && !strcmp(e.type, ENV_TYPE_COORD)) {
+            char now[40], detail[400];
+            env_time_format(env_now_ms(), now);
+            snprintf(detail, sizeof detail, "%s: %s", reason, why);
+            history_add_locked(mb, &e, now, "rejected", reason);
+            outbox_queue_locked(mb, &e, "rejected", detail);
+        }
+        return refuse_locked(mb, &e, reason, why);
+    }
+    m = g_hash_table_lookup(mb->held_ids, e.msgId);
+    if (m && m->gen == gen)
+        return refuse_locked(mb, &e, "duplicate", "a second copy while the first is held");
+    if (m) {
+        /* a redelivery on a new consumer channel: same message, new tag;
+         * whoever owns it keeps it */
+        m->gen = gen;
+        m->tag = tag;
+        g_mutex_unlock(&mb->lock);
+        env_free(&e);
+        return BR_KEEP;
+    }
+    if (redelivered && history_consumed_locked(mb, e.msgId)) {
+        g_mutex_unlock(&mb->lock);
+        log_info("inbox: %s was already consumed (its ack was lost with a connection or "
+                 "channel); acking the redelivery",
+                 e.msgId);
+        env_free(&e);
+        return BR_ACK;
+    }
+    /* seen before and not a broker redelivery: someone published it again */
+    if (!accept_first_time_locked(mb, e.msgId) && !redelivered)
+        return refuse_locked(mb, &e, "replayed", "this msgId was received before");
+    held_add_locked(mb, &e, gen, tag, redelivered);
+    g_mutex_unlock(&mb->lock);
+    mb_changed(mb, mb->inbox_path);
+    mb_changed(mb, mb->lead_status_path);
+    mb_changed(mb, "status");
+    if (mb->hooks.arrived)
+        mb->hooks.arrived(mb->hooks.ud);
+    return BR_KEEP;
+}
+
+/* ------------------------------------------------------------------ */
+/* consuming                                                           */
+
+typedef struct {
+    char msg_id[ENV_ID_LEN + 1];
+    uint64_t gen, tag;
+} ack_item;
+
+/* Lock held: record m as consumed (`how`), queue its receipt, remove it;
+ * returns what the broker must be told. */
+static ack_item consume_locked(mailbox *mb, held_msg *m, const char *how, const char *detail)
+{
+    ack_item it;
+    g_strlcpy(it.msg_id, m->env.msgId, sizeof it.msg_id);
+    it.gen = m->gen;
+    it.tag = m->tag;
+    history_add_locked(mb, &m->env, m->received_at, how, detail);
+    outbox_queue_locked(mb, &m->env, how, detail);
+    if (!strcmp(how, "injected"))
+        mb->n.injected++;
+    else if (!strcmp(how, "acked"))
+        mb->n.acked++;
+    held_remove_locked(mb, m);
+    return it;
+}
+
+/* No lock: ack the broker copies; a failure is logged, never retried
+ * here: the redelivery is acked (consumed set). */
+static void ack_broker(mailbox *mb, const ack_item *items, guint n)
+{
+    fe_code first = FE_OK;
+    guint failed = 0;
+    for (guint i = 0; i < n; i++) {
+        fe_code r = mb->br.ack(mb->br.b, items[i].gen, items[i].tag, mb->o->send_timeout_ms);
+        if (r != FE_OK && !failed++)
+            first = r;
+    }
+    if (failed)
+        log_warn("ack: %u of %u broker acks did not go through (%s: %s); those messages are "
+                 "consumed here and their redelivery will be acked",
+                 failed, n, fe_name(first), fe_hint(first));
+}
+
+static void consumed_changed(mailbox *mb)
+{
+    mb_changed(mb, mb->inbox_path);
+    mb_changed(mb, mb->lead_status_path);
+    mb_changed(mb, "status");
+}
+
+/* Lock held: the messages one write to `ack` names, or why not. */
+static fe_code collect_acks(mailbox *mb, gchar **lines, const br_status *st, GPtrArray *out,
+                            char *detail, size_t dlen)
+{
+    bool all = false;
+    unsigned n = 0;
+    for (gchar **l = lines; *l; l++) {
+        held_msg *m;
+        if (!**l)
+            continue;
+        n++;
+        if (strcmp(*l, "all") == 0) {
+            all = true;
+            continue;
+        }
+        if (!env_id_valid(*l)) {
+            snprintf(detail, dlen, "'%.40s' is neither a msgId (32 hex digits) nor 'all'", *l);
+            return FE_BAD_INPUT;
+        }
+        m = g_hash_table_lookup(mb->held_ids, *l);
+        if (!m) {
+            snprintf(detail, dlen, "%s is not held in the inbox (already acked?)", *l);
+            return FE_NOT_HELD;
+        }
+        if (m->owner != HELD_FREE) {
+            snprintf(detail, dlen, "%s is being typed into the pane right now", *l);
+            return FE_NOT_HELD;
+        }
+        if (m->gen != st->epoch) {
+            snprintf(detail, dlen,
+                     "%s was held on a lost connection; ack it again once the broker has "
+                     "redelivered it",
+                     *l);
+            return FE_NOT_CONNECTED;
+        }
+        if (!g_ptr_array_find(out, m, NULL))
+            g_ptr_array_add(out, m);
+    }
+    if (n == 0) {
+        snprintf(detail, dlen, "write one msgId per line, or 'all'");
+        return FE_BAD_INPUT;
+    }
+    if (all) {
+        g_ptr_array_set_size(out, 0);
+        for (GList *l = mb->held.head; l; l = l->next) {
+            held_msg *m = l->data;
+            /* being typed: its owner finishes it; an old generation's
+             * copy: acked once redelivered */
+            if (m->owner == HELD_FREE && m->gen == st->epoch)
+                g_ptr_array_add(out, m);
+        }
+    }
+    return FE_OK;
+}
+
+fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen)
+{
+    gchar *text;
+    gchar **lines;
+    GPtrArray *pick;
+    GArray *acks;
+    br_status st;
+    fe_code res;
+
+    detail[0] = '\0';
+    if (memchr(data, '\0', len) || !text_utf8_valid(data, len)) {
+        snprintf(detail, dlen, "the ack file takes text: msgIds or 'all'");
+        log_warn("ack: %s: %s", fe_name(FE_BAD_INPUT), detail);
+        return FE_BAD_INPUT;
+    }
+    text = g_strndup(data, len);
+    lines = g_strsplit(text, "\n", -1);
+    for (gchar **l = lines; *l; l++)
+        g_strstrip(*l);
+    pick = g_ptr_array_new();
+    acks = g_array_new(FALSE, FALSE, sizeof(ack_item));
+    mb->br.status(mb->br.b, &st);
+    g_mutex_lock(&mb->lock);
+    if (!link_ok(&st)) {
+        res = FE_NOT_CONNECTED;
+        snprintf(detail, dlen, "the broker is not connected: nothing was acked");
+    } else {
+        res = collect_acks(mb, lines, &st, pick, detail, dlen);
+    }
+    if (res == FE_OK) {
+        for (guint i = 0; i < pick->len; i++) {
+            ack_item it = consume_locked(mb, pick->pdata[i], "acked",
+                                         "consumed through the ack file, not typed");
+            g_array_append_val(acks, it);
+        }
+        mb->trim = mb->trim || pick->len >= 64;
+    }
+    g_mutex_unlock(&mb->lock);
+    if (res == FE_OK) {
+        ack_broker(mb, (ack_item *)acks->data, acks->len);
+        if (acks->len)
+            consumed_changed(mb);
+    } else {
+        log_warn("ack: %s: %s", fe_name(res), detail);
+    }
+    g_array_free(acks, TRUE);
+    g_ptr_array_free(pick, TRUE);
+    g_strfreev(lines);
+    g_free(text);
+    return res;
+}
+
+/* ------------------------------------------------------------------ */
+/* the injector's side                                                 */
+
+bool mb_next_for_injection(mailbox *mb, envelope *out)
+{
+    held_msg *m = NULL;
+    br_status st;
+    mb->br.status(mb->br.b, &st);
+    g_mutex_lock(&mb->lock);
+    for (GList *l = mb->held.head; l; l = l->next) {
+        held_msg *h = l->data;
+        if (h->owner == HELD_FREE && h->gen == st.epoch) {
+            m = h;
+            break;
+        }
+    }
+    if (m) {
+        *out = m->env;
+        out->body = g_memdup2(m->env.body, m->env.body_len + 1);
+    }
+    g_mutex_unlock(&mb->lock);
+    return m != NULL;
+}
+
+bool mb_claim(mailbox *mb, const char *msg_id, bool claim)
+{
+    held_msg *m;
+    bool ok = false;
+    g_mutex_lock(&mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    if (m && claim && m->owner == HELD_FREE) {
+        m->owner = HELD_TYPING;
+        ok = true;
+    } else if (m && !claim && m->owner == HELD_TYPING) {
+        m->owner = HELD_FREE;
+        ok = true;
+    }
+    g_mutex_unlock(&mb->lock);
+    return ok;
+}
+
+fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char *detail)
+{
+    held_msg *m;
+    ack_item it;
+
+    g_mutex_lock(&mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    if (!m || m->owner != HELD_TYPING) {
+        /* consuming requires the claim: without it the ack file may be
+         * consuming the same message */
+        g_mutex_unlock(&mb->lock);
+        return FE_NOT_HELD;
+    }
+    it = consume_locked(mb, m, how, detail);
+    g_mutex_unlock(&mb->lock);
+    ack_broker(mb, &it, 1);
+    consumed_changed(mb);
+    return FE_OK;
+}
+
+/* ------------------------------------------------------------------ */
+
+/* Lock held: forget FREE messages of an old generation that the broker
+ * did not redeliver within the grace of a working consumer.  True when
+ * something was dropped. */
+bool held_tick_locked(mailbox *mb, const br_status *st, int64_t now)
+{
+    bool dropped = false;
+    if (!link_ok(st)) {
+        mb->ok_gen = 0;
+        return false;
+    }
+    if (mb->ok_gen != st->epoch) {
+        mb->ok_gen = st->epoch;
+        mb->ok_since = now;
+        return false;
+    }
+    if (now - mb->ok_since < STALE_GRACE_MS)
+        return false;
+    for (GList *l = mb->held.head, *next; l; l = next) {
+        held_msg *m = l->data;
+        next = l->next;
+        if (m->gen == st->epoch || m->owner != HELD_FREE)
+            continue;
+        log_info("inbox: forgetting %s: held on a lost connection and not redelivered "
+                 "(consumed elsewhere?)",
+                 m->env.msgId);
+        held_remove_locked(mb, m);
+        dropped = true;
+    }
+    return dropped;
+}

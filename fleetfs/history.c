@@ -1,0 +1,140 @@
+/* fleetfs/history.c — the last HISTORY_MAX consumed messages, in order,
+ * and the set of their msgIds (the consumed set), which lets held.c tell a
+ * redelivery of something already consumed (its ack was lost) from a new
+ * message.  Persisted as JSON Lines in state_dir/history.jsonl (an applog,
+ * APPLOG_WRITE).  An entry is added to memory first and then appended, and
+ * a rewrite renders memory, so the rewrite always includes the newest
+ * entry.  Consumers write history before they ack the broker copy.
+ */
+#include "fleetfs/mb_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fleetfs/log.h"
+
+#define HISTORY_LINE_MAX (4 * 1024 * 1024)
+
+static char *line_msgid(const char *line)
+{
+    json_t *j = json_loads(line, 0, NULL);
+    const char *id = json_string_value(json_object_get(j, "msgId"));
+    char *r = id ? g_strdup(id) : NULL;
+    json_decref(j);
+    return r;
+}
+
+/* Takes line (g_malloc'd, no newline). */
+static void history_push(mailbox *mb, char *line)
+{
+    char *id = line_msgid(line);
+    if (id)
+        g_hash_table_add(mb->consumed, id);
+    g_queue_push_tail(&mb->history, line);
+    mb->history_bytes += strlen(line) + 1;
+    while (mb->history.length > HISTORY_MAX) {
+        char *old = g_queue_pop_head(&mb->history);
+        char *oid = line_msgid(old);
+        mb->history_bytes -= strlen(old) + 1;
+        if (oid)
+            g_hash_table_remove(mb->consumed, oid);
+        g_free(oid);
+        g_free(old);
+    }
+}
+
+void history_load(mailbox *mb)
+{
+    GPtrArray *lines = NULL;
+    char *err = NULL;
+    char *path = g_build_filename(mb->o->state_dir, "history.jsonl", NULL);
+    mb->history_log = applog_open(path, APPLOG_WRITE, HISTORY_LINE_MAX, &lines, &err);
+    if (!mb->history_log) {
+        log_warn("history: cannot open %s; history will not survive a restart", err);
+        g_free(err);
+    } else {
+        for (guint i = 0; i < lines->len; i++) {
+            json_t *o = json_loads(lines->pdata[i], 0, NULL);
+            if (json_is_object(o))
+                history_push(mb, g_strdup(lines->pdata[i]));
+            json_decref(o);
+        }
+        g_ptr_array_free(lines, TRUE);
+    }
+    g_free(path);
+}
+
+void history_close(mailbox *mb)
+{
+    char *s;
+    while ((s = g_queue_pop_head(&mb->history)))
+        g_free(s);
+    applog_close(mb->history_log);
+}
+
+GString *history_render_locked(mailbox *mb)
+{
+    GString *s = g_string_sized_new(mb->history_bytes + 1);
+    for (GList *l = mb->history.head; l; l = l->next) {
+        g_string_append(s, l->data);
+        g_string_append_c(s, '\n');
+    }
+    return s;
+}
+
+bool history_consumed_locked(mailbox *mb, const char *msg_id)
+{
+    return g_hash_table_contains(mb->consumed, msg_id);
+}
+
+static void history_persist_locked(mailbox *mb, const char *line)
+{
+    int rc = -1;
+    if (mb->history_log) {
+        rc = applog_append(mb->history_log, line);
+        if (rc == 0 && applog_wants_compact(mb->history_log, mb->history.length)) {
+            GString *all = history_render_locked(mb);
+            rc = applog_rewrite(mb->history_log, all, mb->history.length);
+            g_string_free(all, TRUE);
+        }
+    }
+    if (rc < 0 && !mb->history_warned)
+        log_warn("history: cannot write %s/history.jsonl; consumed messages will not survive "
+                 "a restart: free space or fix permissions",
+                 mb->o->state_dir);
+    mb->history_warned = rc < 0;
+}
+
+void history_add_locked(mailbox *mb, const envelope *e, const char *received_at, const char *how,
+                        const char *detail)
+{
+    char now[40];
+    json_t *j = json_object();
+    char *line;
+    env_time_format(env_now_ms(), now);
+    json_object_set_new(j, "msgId", json_string(e->msgId));
+    json_object_set_new(j, "from", json_string(e->from));
+    json_object_set_new(j, "to", json_string(e->to));
+    json_object_set_new(j, "sentAt", json_string(e->sentAt));
+    json_object_set_new(j, "receivedAt", json_string(received_at));
+    json_object_set_new(j, "consumedAt", json_string(now));
+    json_object_set_new(j, "consumed", json_string(how));
+    if (e->replyTo[0])
+        json_object_set_new(j, "replyTo", json_string(e->replyTo));
+    if (detail && *detail)
+        json_object_set_new(j, "detail", json_string(detail));
+    if (e->body)
+        json_object_set_new(j, "body", json_stringn(e->body, e->body_len));
+    line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    if (!line)
+        return;
+    /* memory first: a rewrite renders memory, so it keeps this entry */
+    history_push(mb, g_strdup(line));
+    history_persist_locked(mb, line);
+    free(line);
+    mb_touch_locked(mb, MB_HISTORY);
+    mb_changed(mb, mb->history_path);
+}

@@ -1,0 +1,34 @@
+/* fleetfs/mb_broker.h — the seam between the mailbox model and the broker.
+ *
+ * The mailbox never calls br_* directly: it calls this small table, which
+ * mb_broker_of() fills with the real broker (broker/conn.h) and the unit
+ * tests fill with a fake that records acks and answers publishes as told.
+ * Every function may be called from any thread without the mailbox lock.
+ */
+#ifndef FLEETFS_MB_BROKER_H
+#define FLEETFS_MB_BROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/conn.h"
+#include "fleetfs/errors.h"
+
+typedef struct {
+    void *b;
+    /* link, consumer state and the consumer generation (br_status.epoch) */
+    void (*status)(void *b, br_status *st);
+    fe_code (*publish)(void *b, const char *peer, bool may_create, const char *msg_id,
+                       const char *body, size_t len, int64_t timeout_ms, bool *unread,
+                       char *detail, size_t dlen);
+    fe_code (*publish_receipt)(void *b, const char *peer, const char *msg_id, const char *body,
+                               size_t len, int64_t timeout_ms, char *detail, size_t dlen);
+    /* ack one delivery of consumer generation gen */
+    fe_code (*ack)(void *b, uint64_t gen, uint64_t tag, int64_t timeout_ms);
+} mb_broker;
+
+/* The table for a real broker connection. */
+mb_broker mb_broker_of(br_conn *c);
+
+#endif

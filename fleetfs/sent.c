@@ -1,0 +1,334 @@
+/* fleetfs/sent.c — sending, and the sent log's state machine (SPEC 4).
+ *
+ * One write to peers/<id>/send becomes one signed envelope, published and
+ * confirmed (or not) within send_timeout.  Every message whose fate is not
+ * "nothing was published" gets an entry: published / published-unread on
+ * a confirm, unconfirmed when the state is unknown (no confirm in time, or
+ * the connection was lost after the publish left).  Receipts move an entry
+ * forward, never back (state_rank); no receipt by expiresAt → expired.
+ * The newest SENT_MAX entries are kept, persisted as JSON Lines in
+ * state_dir/sent.jsonl (an applog; the newest line of a msgId wins).
+ */
+#include "fleetfs/mb_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fleetfs/log.h"
+#include "fleetfs/names.h"
+
+#define SENT_LINE_MAX 8192
+
+typedef struct {
+    char msg_id[ENV_ID_LEN + 1];
+    char to[64];
+    char sent_at[40];
+    char expires_at[40];
+    char state[24];
+    int64_t state_at;
+    char detail[256];
+    char *line; /* rendered, "\n"-terminated: getattr and open cost no JSON */
+    size_t line_len;
+} sent_entry;
+
+static sent_entry *sent_find(mailbox *mb, const char *msg_id)
+{
+    return g_hash_table_lookup(mb->sent_ids, msg_id);
+}
+
+static char *sent_json(const sent_entry *se)
+{
+    char at[40];
+    json_t *j = json_object();
+    char *line;
+    env_time_format(se->state_at, at);
+    json_object_set_new(j, "msgId", json_string(se->msg_id));
+    json_object_set_new(j, "to", json_string(se->to));
+    json_object_set_new(j, "sentAt", json_string(se->sent_at));
+    json_object_set_new(j, "expiresAt", json_string(se->expires_at));
+    json_object_set_new(j, "state", json_string(se->state));
+    json_object_set_new(j, "stateAt", json_string(at));
+    json_object_set_new(j, "detail", json_string(se->detail));
+    line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    return line;
+}
+
+/* Re-render se's line after it changed. */
+static void sent_render_entry(mailbox *mb, sent_entry *se)
+{
+    char *json = sent_json(se);
+    mb->sent_bytes -= se->line_len;
+    g_free(se->line);
+    se->line = g_strdup_printf("%s\n", json ? json : "{}");
+    se->line_len = strlen(se->line);
+    mb->sent_bytes += se->line_len;
+    free(json);
+}
+
+GString *sent_render_locked(mailbox *mb)
+{
+    GString *s = g_string_sized_new(mb->sent_bytes + 1);
+    for (GList *l = mb->sent.head; l; l = l->next) {
+        sent_entry *se = l->data;
+        g_string_append_len(s, se->line, (gssize)se->line_len);
+    }
+    return s;
+}
+
+static void sent_free(sent_entry *se)
+{
+    g_free(se->line);
+    g_free(se);
+}
+
+/* se->msg_id must be set: it is the index key. */
+static void sent_push(mailbox *mb, sent_entry *se)
+{
+    g_queue_push_tail(&mb->sent, se);
+    g_hash_table_insert(mb->sent_ids, se->msg_id, se);
+    while (mb->sent.length > SENT_MAX) {
+        sent_entry *old = g_queue_pop_head(&mb->sent);
+        g_hash_table_remove(mb->sent_ids, old->msg_id);
+        mb->sent_bytes -= old->line_len;
+        sent_free(old);
+    }
+}
+
+static void sent_load_line(mailbox *mb, const char *line)
+{
+    json_t *j = json_loads(line, 0, NULL);
+    const char *id = json_string_value(json_object_get(j, "msgId"));
+    const char *at = json_string_value(json_object_get(j, "stateAt"));
+    sent_entry *se;
+    int64_t ms = 0;
+    if (!id || !env_id_valid(id)) {
+        json_decref(j);
+        return;
+    }
+    se = sent_find(mb, id);
+    if (!se) {
+        se = g_new0(sent_entry, 1);
+        g_strlcpy(se->msg_id, id, sizeof se->msg_id);
+        sent_push(mb, se);
+    }
+#define COPY(field, key) \
+    g_strlcpy(se->field, json_string_value(json_object_get(j, key)) ?: "", sizeof se->field)
+    COPY(to, "to");
+    COPY(sent_at, "sentAt");
+    COPY(expires_at, "expiresAt");
+    COPY(state, "state");
+    COPY(detail, "detail");
+#undef COPY
+    if (at && env_time_parse(at, &ms) == 0)
+        se->state_at = ms;
+    json_decref(j);
+    sent_render_entry(mb, se);
+}
+
+void sent_load(mailbox *mb)
+{
+    GPtrArray *lines = NULL;
+    char *err = NULL;
+    char *path = g_build_filename(mb->o->state_dir, "sent.jsonl", NULL);
+    mb->sent_log = applog_open(path, APPLOG_WRITE, SENT_LINE_MAX, &lines, &err);
+    if (!mb->sent_log) {
+        log_warn("sent: cannot open %s; the sent log will not survive a restart", err);
+        g_free(err);
+    } else {
+        for (guint i = 0; i < lines->len; i++)
+            sent_load_line(mb, lines->pdata[i]);
+        g_ptr_array_free(lines, TRUE);
+    }
+    g_free(path);
+}
+
+void sent_close(mailbox *mb)
+{
+    sent_entry *se;
+    while ((se = g_queue_pop_head(&mb->sent)))
+        sent_free(se);
+    applog_close(mb->sent_log);
+}
+
+/* se changed (or is new): persist and tell watchers. */
+static void sent_changed_locked(mailbox *mb, sent_entry *se)
+{
+    int rc = -1;
+    sent_render_entry(mb, se);
+    if (mb->sent_log) {
+        se->line[se->line_len - 1] = '\0';
+        rc = applog_append(mb->sent_log, se->line);
+        se->line[se->line_len - 1] = '\n';
+        if (rc == 0 && applog_wants_compact(mb->sent_log, mb->sent.length)) {
+            GString *all = sent_render_locked(mb);
+            rc = applog_rewrite(mb->sent_log, all, mb->sent.length);
+            g_string_free(all, TRUE);
+        }
+    }
+    if (rc < 0 && !mb->sent_warned)
+        log_warn("sent: cannot write %s/sent.jsonl; delivery states will not survive a "
+                 "restart: free space or fix permissions",
+                 mb->o->state_dir);
+    mb->sent_warned = rc < 0;
+    mb_touch_locked(mb, MB_SENT);
+    mb_changed(mb, mb->sent_path);
+}
+
+/* How far along a delivery state is; a receipt never moves one back. */
+static int state_rank(const char *state)
+{
+    static const char *order[] = {"unconfirmed", "published", "published-unread",
+                                  "expired",     "injected",  "confirmed",
+                                  "acked",       "uncertain", "rejected"};
+    static const int rank[] = {0, 1, 1, 2, 3, 4, 4, 4, 4};
+    for (size_t i = 0; i < G_N_ELEMENTS(order); i++)
+        if (strcmp(order[i], state) == 0)
+            return rank[i];
+    return -1;
+}
+
+static void sent_record(mailbox *mb, const envelope *e, const char *state, const char *detail)
+{
+    sent_entry *se;
+    g_mutex_lock(&mb->lock);
+    se = sent_find(mb, e->msgId);
+    if (!se) {
+        se = g_new0(sent_entry, 1);
+        g_strlcpy(se->msg_id, e->msgId, sizeof se->msg_id);
+        g_strlcpy(se->to, e->to, sizeof se->to);
+        g_strlcpy(se->sent_at, e->sentAt, sizeof se->sent_at);
+        g_strlcpy(se->expires_at, e->expiresAt, sizeof se->expires_at);
+        sent_push(mb, se);
+        if (strcmp(state, "unconfirmed") != 0)
+            mb->n.sent++;
+    }
+    g_strlcpy(se->state, state, sizeof se->state);
+    g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
+    se->state_at = env_now_ms();
+    sent_changed_locked(mb, se);
+    g_mutex_unlock(&mb->lock);
+    mb_changed(mb, "status");
+}
+
+bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const char *state,
+                    const char *detail)
+{
+    sent_entry *se;
+    bool applied = false;
+    g_mutex_lock(&mb->lock);
+    se = sent_find(mb, msg_id);
+    if (se && strcmp(se->to, from) == 0 && state_rank(state) > state_rank(se->state)) {
+        g_strlcpy(se->state, state, sizeof se->state);
+        g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
+        se->state_at = env_now_ms();
+        sent_changed_locked(mb, se);
+        applied = true;
+    }
+    g_mutex_unlock(&mb->lock);
+    return applied;
+}
+
+void sent_expire_locked(mailbox *mb)
+{
+    int64_t now = env_now_ms(), exp;
+    for (GList *l = mb->sent.head; l; l = l->next) {
+        sent_entry *se = l->data;
+        if (state_rank(se->state) > 1 || env_time_parse(se->expires_at, &exp) < 0 || exp > now)
+            continue;
+        g_strlcpy(se->state, "expired", sizeof se->state);
+        g_strlcpy(se->detail, "no receipt from the peer before expiresAt", sizeof se->detail);
+        se->state_at = now;
+        sent_changed_locked(mb, se);
+    }
+}
+
+static bool is_configured_peer(const mailbox *mb, const char *peer)
+{
+    for (char **p = mb->o->peers; p && *p; p++)
+        if (strcmp(*p, peer) == 0)
+            return true;
+    return false;
+}
+
+/* The checks a write gets before anything is published. */
+static fe_code send_input_ok(const mailbox *mb, const char *peer, const char *data, size_t len)
+{
+    if (len == 0)
+        return FE_EMPTY;
+    if (len > mb->o->max_message)
+        return FE_TOO_BIG;
+    if (!text_utf8_valid(data, len))
+        return FE_BAD_UTF8;
+    if (!name_valid(peer))
+        return FE_NO_PEER;
+    return FE_OK;
+}
+
+fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, char *detail,
+                size_t dlen)
+{
+    envelope e;
+    char *json;
+    size_t jlen;
+    bool unread = false;
+    fe_code res;
+    int64_t now = env_now_ms();
+
+    detail[0] = '\0';
+    if (len > 0 && data[len - 1] == '\n')
+        len--; /* echo's newline is not part of the message */
+    if ((res = send_input_ok(mb, peer, data, len)) != FE_OK)
+        return res;
+
+    memset(&e, 0, sizeof e);
+    e.v = 1;
+    g_strlcpy(e.type, ENV_TYPE_COORD, sizeof e.type);
+    env_new_msgid(e.msgId);
+    g_strlcpy(e.from, mb->o->coord_id, sizeof e.from);
+    g_strlcpy(e.to, peer, sizeof e.to);
+    env_time_format(now, e.sentAt);
+    env_time_format(now + mb->o->message_ttl_ms, e.expiresAt);
+    e.body = (char *)data;
+    e.body_len = len;
+    if (mb->key && sig_sign(mb->key, &e) < 0)
+        return FE_INTERNAL;
+    json = env_encode(&e, &jlen);
+    if (!json)
+        return FE_INTERNAL;
+    res = mb->br.publish(mb->br.b, peer, is_configured_peer(mb, peer), e.msgId, json, jlen,
+                         mb->o->send_timeout_ms, &unread, detail, dlen);
+    free(json);
+    if (res == FE_OK)
+        sent_record(mb, &e, unread ? "published-unread" : "published",
+                    unread ? "the mailbox had no consumer when the broker took it" : "");
+    else if (res == FE_TIMEOUT)
+        sent_record(mb, &e, "unconfirmed",
+                    detail[0] ? detail
+                              : "no confirm within send_timeout (the write returned ETIMEDOUT); "
+                                "the broker may still take it");
+    if (res != FE_OK)
+        log_warn("send %s to %s: %s (%s)%s%s", e.msgId, peer, fe_name(res), fe_hint(res),
+                 detail[0] ? ": " : "", detail);
+    return res;
+}
+
+void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread)
+{
+    sent_entry *se;
+    g_mutex_lock(&mb->lock);
+    se = sent_find(mb, msg_id);
+    if (se && strcmp(se->state, "unconfirmed") == 0) {
+        if (res == FE_OK) {
+            g_strlcpy(se->state, unread ? "published-unread" : "published", sizeof se->state);
+            mb->n.sent++;
+        }
+        snprintf(se->detail, sizeof se->detail, "%s after the write had returned ETIMEDOUT",
+                 res == FE_OK ? "confirmed by the broker" : fe_hint(res));
+        se->state_at = env_now_ms();
+        sent_changed_locked(mb, se);
+    }
+    g_mutex_unlock(&mb->lock);
+}

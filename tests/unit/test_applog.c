@@ -1,0 +1,157 @@
+/* Unit tests for fleetfs/applog.c: the one append-only log under history,
+ * sent, the seen set, the injector's journal and the receipts outbox —
+ * append, reload, torn and hostile lines, the crash-safe rewrite. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib.h>
+
+#include "fleetfs/applog.h"
+
+static char *tmpfile_path(void)
+{
+    char *dir = g_dir_make_tmp("applog-XXXXXX", NULL);
+    char *p = g_build_filename(dir, "log", NULL);
+    g_free(dir);
+    return p;
+}
+
+static char *slurp(const char *path)
+{
+    gchar *text = NULL;
+    assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    return text;
+}
+
+static applog *open_ok(const char *path, applog_sync sync, GPtrArray **lines)
+{
+    char *err = NULL;
+    applog *a = applog_open(path, sync, 100, lines, &err);
+    assert_non_null(a);
+    assert_null(err);
+    return a;
+}
+
+static void test_append_and_reload(void **state)
+{
+    char *path = tmpfile_path();
+    GPtrArray *lines;
+    applog *a = open_ok(path, APPLOG_WRITE, &lines);
+    (void)state;
+    assert_int_equal(lines->len, 0);
+    g_ptr_array_free(lines, TRUE);
+    assert_int_equal(applog_append(a, "one"), 0);
+    assert_int_equal(applog_append(a, "two"), 0);
+    assert_int_equal(applog_lines(a), 2);
+    applog_close(a);
+    a = open_ok(path, APPLOG_FSYNC, &lines);
+    assert_int_equal(lines->len, 2);
+    assert_string_equal(lines->pdata[0], "one");
+    assert_string_equal(lines->pdata[1], "two");
+    assert_int_equal(applog_append(a, "three"), 0);
+    applog_close(a);
+    char *text = slurp(path);
+    assert_string_equal(text, "one\ntwo\nthree\n");
+    g_free(text);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    g_ptr_array_free(lines, TRUE);
+    g_free(path);
+}
+
+static void test_torn_and_hostile_lines_are_skipped(void **state)
+{
+    char *path = tmpfile_path();
+    GString *g = g_string_new("ok1\n\n");
+    GPtrArray *lines;
+    applog *a;
+    (void)state;
+    for (int i = 0; i < 5000; i++)
+        g_string_append_c(g, 'x'); /* over max_line (100) */
+    g_string_append(g, "\nok2\n");
+    g_string_append_len(g, "nul\0byte\n", 9);
+    g_string_append(g, "torn");
+    assert_true(g_file_set_contents(path, g->str, (gssize)g->len, NULL));
+    g_string_free(g, TRUE);
+    a = open_ok(path, APPLOG_WRITE, &lines);
+    assert_int_equal(lines->len, 2);
+    assert_string_equal(lines->pdata[0], "ok1");
+    assert_string_equal(lines->pdata[1], "ok2");
+    g_ptr_array_free(lines, TRUE);
+    /* the torn line is closed off: "new" is its own line */
+    assert_int_equal(applog_append(a, "new"), 0);
+    applog_close(a);
+    a = open_ok(path, APPLOG_WRITE, &lines);
+    assert_int_equal(lines->len, 4);
+    assert_string_equal(lines->pdata[2], "torn ");
+    assert_string_equal(lines->pdata[3], "new");
+    g_ptr_array_free(lines, TRUE);
+    applog_close(a);
+    g_free(path);
+}
+
+static void test_rewrite_bounds_the_file(void **state)
+{
+    char *path = tmpfile_path();
+    GPtrArray *lines;
+    applog *a = open_ok(path, APPLOG_WRITE, &lines);
+    GString *live = g_string_new(NULL);
+    (void)state;
+    g_ptr_array_free(lines, TRUE);
+    for (int i = 0; i < 200; i++) {
+        char line[32];
+        snprintf(line, sizeof line, "n%d", i);
+        assert_int_equal(applog_append(a, line), 0);
+        if (applog_wants_compact(a, 10)) {
+            g_string_truncate(live, 0);
+            for (int k = i - 9; k <= i; k++)
+                g_string_append_printf(live, "n%d\n", k);
+            assert_int_equal(applog_rewrite(a, live, 10), 0);
+            assert_int_equal(applog_lines(a), 10);
+        }
+        assert_true(applog_lines(a) <= 65);
+    }
+    applog_close(a);
+    a = open_ok(path, APPLOG_WRITE, &lines);
+    assert_true(lines->len <= 65);
+    assert_string_equal(lines->pdata[lines->len - 1], "n199");
+    char *tmp = g_strconcat(path, ".tmp", NULL);
+    assert_false(g_file_test(tmp, G_FILE_TEST_EXISTS));
+    g_free(tmp);
+    g_ptr_array_free(lines, TRUE);
+    g_string_free(live, TRUE);
+    applog_close(a);
+    g_free(path);
+}
+
+static void test_open_errors(void **state)
+{
+    GPtrArray *lines = NULL;
+    char *err = NULL;
+    (void)state;
+    assert_null(applog_open("/nonexistent-dir/x/log", APPLOG_WRITE, 100, &lines, &err));
+    assert_non_null(err);
+    assert_non_null(strstr(err, "/nonexistent-dir/x/log"));
+    assert_null(lines);
+    g_free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_append_and_reload),
+        cmocka_unit_test(test_torn_and_hostile_lines_are_skipped),
+        cmocka_unit_test(test_rewrite_bounds_the_file),
+        cmocka_unit_test(test_open_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
