@@ -99,8 +99,7 @@ sig_result accept_verify_locked(mailbox *mb, const envelope *e)
     return r;
 }
 
-const char *accept_check_locked(mailbox *mb, const envelope *e, bool *verified, char *why,
-                                size_t n)
+const char *accept_check_locked(mailbox *mb, const envelope *e, bool *verified, char *why, size_t n)
 {
     int64_t exp, sent;
     *verified = mb->o->insecure;

@@ -76,8 +76,7 @@ static br_action refuse_locked(mailbox *mb, envelope *e, const char *reason, con
     return BR_REJECT;
 }
 
-static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag,
-                            bool redelivered)
+static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag, bool redelivered)
 {
     held_msg *m = g_new0(held_msg, 1);
     m->env = *e;
@@ -198,9 +197,9 @@ static void ack_broker(mailbox *mb, const ack_item *items, guint n)
             first = r;
     }
     if (failed)
-        log_warn("ack: %u of %u broker acks did not go through (%s: %s); those messages are "
-                 "consumed here and their redelivery will be acked",
-                 failed, n, fe_name(first), fe_hint(first));
+        log_warn("ack: %u of %u broker acks did not go through (%s); those messages are "
+                 "consumed here, and the broker's redelivery of them will be acked",
+                 failed, n, fe_name(first));
 }
 
 static void consumed_changed(mailbox *mb)

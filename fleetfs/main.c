@@ -8,10 +8,13 @@
  * now, loudly; an unreachable broker is not — the tree is served and the
  * broker thread keeps trying.
  *
+ * Wiring before threads: the broker connection is created without its
+ * thread (br_new), the mailbox gets it through its seam, and only then do
+ * the broker thread (br_run) and the receipts outbox (mb_start) start.
+ *
  * Shutdown (SIGINT/SIGTERM via libfuse's handlers, or fusermount3 -u):
- * leave the FUSE loop, unmount, stop the notifier (its truncates fail fast
- * once unmounted), stop the broker thread (held messages go back to the
- * mailbox unacked), free.
+ * leave the FUSE loop, then stop_all: producers before consumers, nothing
+ * freed while a thread that could reach it still runs (see stop_all).
  */
 #include <errno.h>
 #include <fuse.h>

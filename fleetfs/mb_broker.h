@@ -20,8 +20,8 @@ typedef struct {
     /* link, consumer state and the consumer generation (br_status.epoch) */
     void (*status)(void *b, br_status *st);
     fe_code (*publish)(void *b, const char *peer, bool may_create, const char *msg_id,
-                       const char *body, size_t len, int64_t timeout_ms, bool *unread,
-                       char *detail, size_t dlen);
+                       const char *body, size_t len, int64_t timeout_ms, bool *unread, char *detail,
+                       size_t dlen);
     fe_code (*publish_receipt)(void *b, const char *peer, const char *msg_id, const char *body,
                                size_t len, int64_t timeout_ms, char *detail, size_t dlen);
     /* ack one delivery of consumer generation gen */

@@ -148,8 +148,7 @@ void outbox_start(mailbox *mb);
 void outbox_stop(mailbox *mb);
 void outbox_free(mailbox *mb);
 /* Durably queue a receipt about orig for its sender (lock held). */
-void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state,
-                         const char *detail);
+void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, const char *detail);
 size_t outbox_pending(mailbox *mb);
 
 #endif

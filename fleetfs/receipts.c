@@ -120,8 +120,7 @@ static void rewrite_locked(mb_outbox *ob)
     g_string_free(s, TRUE);
 }
 
-void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state,
-                         const char *detail)
+void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, const char *detail)
 {
     mb_outbox *ob = mb->outbox;
     envelope r;
@@ -211,8 +210,8 @@ static gpointer outbox_main(gpointer p)
         g_mutex_unlock(&mb->lock);
         mb->br.status(mb->br.b, &st);
         if (st.link == BR_CONNECTED)
-            r = mb->br.publish_receipt(mb->br.b, to, id, json, strlen(json),
-                                       mb->o->send_timeout_ms, detail, sizeof detail);
+            r = mb->br.publish_receipt(mb->br.b, to, id, json, strlen(json), mb->o->send_timeout_ms,
+                                       detail, sizeof detail);
         g_free(json);
         g_mutex_lock(&mb->lock);
         if (g_queue_peek_head(&ob->items) != it)

@@ -78,10 +78,11 @@ GString *st_root(fleet *f)
     g_string_append_printf(s, "uptime: %llds\n", (long long)up);
     g_string_append_printf(s,
                            "sent: %llu\nreceived: %llu\nheld: %u\ninjected: %llu\nacked: %llu\n"
-                           "rejected: %llu\ndead_lettered: %llu\n",
+                           "rejected: %llu\ndead_lettered: %llu\nreceipts_waiting: %llu\n",
                            (unsigned long long)n.sent, (unsigned long long)n.received, held,
                            (unsigned long long)n.injected, (unsigned long long)n.acked,
-                           (unsigned long long)n.rejected, (unsigned long long)n.dead_lettered);
+                           (unsigned long long)n.rejected, (unsigned long long)n.dead_lettered,
+                           (unsigned long long)n.receipts_pending);
     rej = mb_render_rejections(f->mb);
     g_string_append(s, rej->str);
     g_string_free(rej, TRUE);
@@ -186,7 +187,10 @@ void st_probe(fleet *f, const char *id)
     char queue[96];
     br_probe p;
     br_inbox_queue(id, queue, sizeof queue);
-    br_probe_queue(f->br, queue, PROBE_MAX_AGE_MS - 100, f->opts->probe_timeout_ms, &p);
+    /* timeout 0: hand the probe to the broker thread and go on; its answer
+     * lands in the cache the status files read.  The notifier that calls
+     * this never waits on the broker. */
+    br_probe_queue(f->br, queue, PROBE_MAX_AGE_MS - 100, 0, &p);
 }
 
 const char *st_readme(void)

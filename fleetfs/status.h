@@ -16,8 +16,9 @@ GString *st_lead(fleet *f, bool fresh);
 GString *st_peer(fleet *f, const char *peer, bool fresh);
 const char *st_readme(void);
 
-/* Ask the broker about lead id's mailbox (answers younger than a second
- * are reused); used by the notifier's tick. */
+/* Ask the broker about lead id's mailbox without waiting for the answer
+ * (it lands in the probe cache; answers younger than a second are reused);
+ * used by the notifier's tick. */
 void st_probe(fleet *f, const char *id);
 
 #endif

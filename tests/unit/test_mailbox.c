@@ -1,0 +1,422 @@
+/* Unit tests for the mailbox model (fleetfs/held.c, history.c, sent.c,
+ * views.c, receipts.c) behind a fake broker (the mb_broker seam): arrival,
+ * duplicate, redelivery while claimed, the ack file against the injector,
+ * a timed-out ack, the history bound across a restart, expiry, unconfirmed
+ * sends, the receipts outbox, and the memory bound of an open inbox. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <glib.h>
+
+#include "fleetfs/mailbox.h"
+#include "fleetfs/options.h"
+
+/* ------------------------------------------------------------------ */
+/* the fake broker                                                     */
+
+typedef struct {
+    uint64_t gen, tag;
+} fake_ack;
+
+typedef struct {
+    GMutex m;
+    br_status st;
+    GArray *acks; /* fake_ack */
+    fe_code ack_result, publish_result, receipt_result;
+    unsigned receipts_published;
+} fake;
+
+static void f_status(void *b, br_status *st)
+{
+    fake *f = b;
+    g_mutex_lock(&f->m);
+    *st = f->st;
+    g_mutex_unlock(&f->m);
+}
+
+static fe_code f_publish(void *b, const char *peer, bool may_create, const char *msg_id,
+                         const char *body, size_t len, int64_t timeout_ms, bool *unread,
+                         char *detail, size_t dlen)
+{
+    fake *f = b;
+    (void)peer, (void)may_create, (void)msg_id, (void)body, (void)len, (void)timeout_ms;
+    (void)detail, (void)dlen;
+    *unread = false;
+    return f->publish_result;
+}
+
+static fe_code f_receipt(void *b, const char *peer, const char *msg_id, const char *body,
+                         size_t len, int64_t timeout_ms, char *detail, size_t dlen)
+{
+    fake *f = b;
+    fe_code r;
+    (void)peer, (void)msg_id, (void)body, (void)len, (void)timeout_ms, (void)detail, (void)dlen;
+    g_mutex_lock(&f->m);
+    r = f->receipt_result;
+    if (r == FE_OK)
+        f->receipts_published++;
+    g_mutex_unlock(&f->m);
+    return r;
+}
+
+static fe_code f_ack(void *b, uint64_t gen, uint64_t tag, int64_t timeout_ms)
+{
+    fake *f = b;
+    fake_ack a = {gen, tag};
+    (void)timeout_ms;
+    g_mutex_lock(&f->m);
+    g_array_append_val(f->acks, a);
+    g_mutex_unlock(&f->m);
+    return f->ack_result;
+}
+
+/* ------------------------------------------------------------------ */
+/* fixture                                                             */
+
+typedef struct {
+    fake fk;
+    mb_broker seam;
+    fs_opts o;
+    mailbox *mb;
+    char *dir;
+} fx;
+
+static mailbox *open_mb(fx *x)
+{
+    mb_hooks hooks = {0};
+    char *err = NULL;
+    mailbox *mb = mb_new(&x->o, &hooks, &x->seam);
+    assert_int_equal(mb_set_security(mb, &err), 0);
+    return mb;
+}
+
+static int setup(void **state)
+{
+    fx *x = g_new0(fx, 1);
+    g_mutex_init(&x->fk.m);
+    x->fk.acks = g_array_new(FALSE, FALSE, sizeof(fake_ack));
+    x->fk.st.link = BR_CONNECTED;
+    x->fk.st.consumer = BR_CONS_OK;
+    x->fk.st.epoch = 1;
+    x->seam = (mb_broker){.b = &x->fk,
+                          .status = f_status,
+                          .publish = f_publish,
+                          .publish_receipt = f_receipt,
+                          .ack = f_ack};
+    opts_init(&x->o);
+    g_free(x->o.coord_id);
+    x->o.coord_id = g_strdup("beta");
+    x->o.insecure = true;
+    x->dir = g_dir_make_tmp("mbtest-XXXXXX", NULL);
+    x->o.state_dir = g_strdup(x->dir);
+    x->mb = open_mb(x);
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx *x = *state;
+    mb_free(x->mb);
+    opts_free(&x->o);
+    g_array_free(x->fk.acks, TRUE);
+    g_mutex_clear(&x->fk.m);
+    char *cmd = g_strdup_printf("rm -rf '%s'", x->dir);
+    assert_int_equal(system(cmd), 0);
+    g_free(cmd);
+    g_free(x->dir);
+    g_free(x);
+    return 0;
+}
+
+/* A coord envelope from alpha to beta (insecure: unsigned), JSON. */
+static char *msg(const char *id, const char *body, size_t *len)
+{
+    envelope e;
+    int64_t now = env_now_ms();
+    memset(&e, 0, sizeof e);
+    e.v = 1;
+    g_strlcpy(e.type, ENV_TYPE_COORD, sizeof e.type);
+    g_strlcpy(e.msgId, id, sizeof e.msgId);
+    g_strlcpy(e.from, "alpha", sizeof e.from);
+    g_strlcpy(e.to, "beta", sizeof e.to);
+    env_time_format(now, e.sentAt);
+    env_time_format(now + 3600 * 1000, e.expiresAt);
+    e.body = (char *)body;
+    e.body_len = strlen(body);
+    return env_encode(&e, len);
+}
+
+static br_action deliver(fx *x, const char *id, uint64_t gen, uint64_t tag, bool redelivered)
+{
+    size_t len;
+    char *json = msg(id, "hello", &len);
+    br_action a = mb_deliver(x->mb, gen, tag, redelivered, json, len);
+    free(json);
+    return a;
+}
+
+static unsigned held(fx *x)
+{
+    mb_counters n;
+    unsigned h;
+    mb_counters_get(x->mb, &n, &h);
+    return h;
+}
+
+static unsigned count(const char *hay, const char *needle)
+{
+    unsigned n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+static fe_code ack_write(fx *x, const char *text)
+{
+    char detail[256];
+    return mb_ack(x->mb, text, strlen(text), detail, sizeof detail);
+}
+
+#define ID1 "11111111111111111111111111111111"
+#define ID2 "22222222222222222222222222222222"
+
+/* ------------------------------------------------------------------ */
+
+static void test_arrival_and_duplicate(void **state)
+{
+    fx *x = *state;
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(held(x), 1);
+    assert_true(mb_size(x->mb, MB_INBOX) > 0);
+    /* the same msgId again on the same consumer generation: a second publish */
+    assert_int_equal(deliver(x, ID1, 1, 2, false), BR_REJECT);
+    assert_int_equal(held(x), 1);
+    GString *r = mb_render_rejections(x->mb);
+    assert_non_null(strstr(r->str, "rejected_duplicate: 1"));
+    g_string_free(r, TRUE);
+}
+
+static void test_redelivery_on_new_generation_is_not_a_duplicate(void **state)
+{
+    fx *x = *state;
+    assert_int_equal(deliver(x, ID1, 1, 5, false), BR_KEEP);
+    x->fk.st.epoch = 2; /* the consumer channel alone was reopened */
+    assert_int_equal(deliver(x, ID1, 2, 1, true), BR_KEEP);
+    assert_int_equal(held(x), 1);
+    GString *r = mb_render_rejections(x->mb);
+    assert_null(strstr(r->str, "duplicate"));
+    g_string_free(r, TRUE);
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    assert_int_equal(x->fk.acks->len, 1);
+    assert_int_equal(g_array_index(x->fk.acks, fake_ack, 0).gen, 2);
+    assert_int_equal(g_array_index(x->fk.acks, fake_ack, 0).tag, 1);
+}
+
+static void test_redelivery_while_claimed_keeps_the_claim(void **state)
+{
+    fx *x = *state;
+    envelope e;
+    assert_int_equal(deliver(x, ID1, 1, 5, false), BR_KEEP);
+    assert_true(mb_next_for_injection(x->mb, &e));
+    assert_string_equal(e.msgId, ID1);
+    env_free(&e);
+    assert_true(mb_claim(x->mb, ID1, true));
+    x->fk.st.epoch = 2;
+    assert_int_equal(deliver(x, ID1, 2, 3, true), BR_KEEP);
+    /* the ack file must keep its hands off a claimed message */
+    assert_int_equal(ack_write(x, ID1), FE_NOT_HELD);
+    assert_int_equal(ack_write(x, "all"), FE_OK);
+    assert_int_equal(x->fk.acks->len, 0);
+    assert_false(mb_next_for_injection(x->mb, &e));
+    /* the injector consumes it: exactly one ack, with the new tag */
+    assert_int_equal(mb_consume(x->mb, ID1, "injected", "typed"), FE_OK);
+    assert_int_equal(x->fk.acks->len, 1);
+    assert_int_equal(g_array_index(x->fk.acks, fake_ack, 0).tag, 3);
+    assert_int_equal(held(x), 0);
+    assert_int_equal(mb_consume(x->mb, ID1, "injected", "typed"), FE_NOT_HELD);
+    assert_int_equal(x->fk.acks->len, 1);
+}
+
+static void test_consume_requires_the_claim(void **state)
+{
+    fx *x = *state;
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(mb_consume(x->mb, ID1, "injected", "typed"), FE_NOT_HELD);
+    assert_int_equal(x->fk.acks->len, 0);
+    assert_int_equal(held(x), 1);
+    /* acked through the file first: the injector's claim then fails */
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    assert_false(mb_claim(x->mb, ID1, true));
+    assert_int_equal(x->fk.acks->len, 1);
+}
+
+static void test_ack_all_skips_old_generation_and_claims(void **state)
+{
+    fx *x = *state;
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(deliver(x, ID2, 1, 2, false), BR_KEEP);
+    x->fk.st.epoch = 2; /* reconnected, nothing redelivered yet */
+    assert_int_equal(ack_write(x, ID1), FE_NOT_CONNECTED);
+    assert_int_equal(ack_write(x, "all"), FE_OK);
+    assert_int_equal(x->fk.acks->len, 0);
+    assert_int_equal(held(x), 2);
+    x->fk.st.link = BR_UNREACHABLE;
+    assert_int_equal(ack_write(x, "all"), FE_NOT_CONNECTED);
+}
+
+static void test_timed_out_ack_consumes_once(void **state)
+{
+    fx *x = *state;
+    envelope e;
+    assert_int_equal(deliver(x, ID1, 1, 7, false), BR_KEEP);
+    x->fk.ack_result = FE_TIMEOUT;
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    assert_int_equal(held(x), 0);
+    assert_false(mb_next_for_injection(x->mb, &e)); /* never offered for typing */
+    /* the broker did not get the ack and redelivers it on a new channel */
+    x->fk.st.epoch = 2;
+    assert_int_equal(deliver(x, ID1, 2, 1, true), BR_ACK);
+    assert_int_equal(held(x), 0);
+    GString *h = mb_render(x->mb, MB_HISTORY);
+    assert_int_equal(count(h->str, ID1), 1);
+    g_string_free(h, TRUE);
+}
+
+static void test_history_keeps_the_newest_1000_across_restart(void **state)
+{
+    fx *x = *state;
+    char id[40], prev[40] = "";
+    for (int i = 0; i < 2500; i++) {
+        snprintf(id, sizeof id, "%032x", i + 1);
+        assert_int_equal(deliver(x, id, 1, (uint64_t)i + 1, false), BR_KEEP);
+        assert_int_equal(ack_write(x, id), FE_OK);
+    }
+    for (int round = 0; round < 2; round++) {
+        GString *h = mb_render(x->mb, MB_HISTORY);
+        gchar **lines = g_strsplit(h->str, "\n", -1);
+        assert_int_equal(g_strv_length(lines), 1001); /* 1000 + the empty tail */
+        for (int i = 0; i < 1000; i++) {
+            snprintf(id, sizeof id, "%032x", 1501 + i);
+            assert_non_null(strstr(lines[i], id));
+        }
+        g_strfreev(lines);
+        g_string_free(h, TRUE);
+        /* restart: the same state_dir */
+        mb_free(x->mb);
+        x->mb = open_mb(x);
+    }
+    /* the newest is in the consumed set after the restart too */
+    snprintf(prev, sizeof prev, "%032x", 2500);
+    assert_int_equal(deliver(x, prev, 2, 1, true), BR_ACK);
+}
+
+static void test_unconfirmed_then_late_confirm_and_expiry(void **state)
+{
+    fx *x = *state;
+    char detail[256];
+    x->fk.publish_result = FE_TIMEOUT;
+    assert_int_equal(mb_send(x->mb, "gamma", "hi", 2, detail, sizeof detail), FE_TIMEOUT);
+    GString *s = mb_render(x->mb, MB_SENT);
+    assert_non_null(strstr(s->str, "\"state\":\"unconfirmed\""));
+    char id[40];
+    const char *p = strstr(s->str, "\"msgId\":\"") + 9;
+    g_strlcpy(id, p, 33);
+    g_string_free(s, TRUE);
+    /* a receipt moves an unconfirmed entry on */
+    assert_true(mb_sent_update(x->mb, id, "gamma", "injected", "typed"));
+    assert_false(mb_sent_update(x->mb, id, "gamma", "published", ""));
+    s = mb_render(x->mb, MB_SENT);
+    assert_non_null(strstr(s->str, "\"state\":\"injected\""));
+    g_string_free(s, TRUE);
+    /* expiry: a message with a 1 ms lifetime and no receipt */
+    x->o.message_ttl_ms = 1;
+    x->fk.publish_result = FE_OK;
+    assert_int_equal(mb_send(x->mb, "gamma", "bye", 3, detail, sizeof detail), FE_OK);
+    g_usleep(5000);
+    mb_tick(x->mb);
+    s = mb_render(x->mb, MB_SENT);
+    assert_non_null(strstr(s->str, "\"state\":\"expired\""));
+    g_string_free(s, TRUE);
+}
+
+static void test_receipts_outbox_survives_restart_and_drains(void **state)
+{
+    fx *x = *state;
+    mb_counters n;
+    x->fk.receipt_result = FE_NOT_CONNECTED;
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 1);
+    mb_free(x->mb); /* a crash or restart before the receipt went out */
+    x->mb = open_mb(x);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 1);
+    g_mutex_lock(&x->fk.m);
+    x->fk.receipt_result = FE_OK;
+    g_mutex_unlock(&x->fk.m);
+    mb_start(x->mb);
+    for (int i = 0; i < 200 && n.receipts_pending; i++) {
+        g_usleep(10000);
+        mb_counters_get(x->mb, &n, NULL);
+    }
+    mb_stop(x->mb);
+    assert_int_equal(n.receipts_pending, 0);
+    assert_int_equal(x->fk.receipts_published, 1);
+    mb_free(x->mb);
+    x->mb = open_mb(x);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 0);
+}
+
+static void test_open_inbox_memory_is_bounded(void **state)
+{
+    fx *x = *state;
+    mb_view *v = mb_view_open(x->mb, 42);
+    char id[40], buf[65536];
+    size_t off = 0;
+    for (int i = 0; i < 20000; i++) {
+        snprintf(id, sizeof id, "%032x", i + 1);
+        assert_int_equal(deliver(x, id, 1, (uint64_t)i + 1, false), BR_KEEP);
+        assert_int_equal(ack_write(x, id), FE_OK);
+        size_t n;
+        while ((n = mb_view_read(x->mb, v, buf, sizeof buf, (off_t)off)) > 0)
+            off += n;
+    }
+    /* every arrival was shown once, in order, and the start is gone */
+    assert_int_equal(mb_inbox_size(x->mb, 42), off);
+    assert_true(off > 4 * 1024 * 1024);
+    assert_int_equal(mb_view_read(x->mb, v, buf, sizeof buf, 0), 0);
+    mb_view_close(x->mb, v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_arrival_and_duplicate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redelivery_on_new_generation_is_not_a_duplicate, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_redelivery_while_claimed_keeps_the_claim, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_consume_requires_the_claim, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ack_all_skips_old_generation_and_claims, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_timed_out_ack_consumes_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_history_keeps_the_newest_1000_across_restart, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unconfirmed_then_late_confirm_and_expiry, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_receipts_outbox_survives_restart_and_drains, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_open_inbox_memory_is_bounded, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
