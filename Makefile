@@ -4,6 +4,8 @@
 #   make test       unit + integration tests, then again under ASan/UBSan
 #   make run        install deps, start a local broker, mount ./fleet
 #   make san        the ASan/UBSan build only (build/san/)
+#   make install    install the daemon, man page, systemd units and docs
+#                   (PREFIX=/usr/local, DESTDIR=; make uninstall removes them)
 #   make clean
 
 PKGS    := fuse3 librabbitmq jansson libsodium glib-2.0
@@ -30,7 +32,7 @@ FAKESRC := $(wildcard tests/fake_herdr/*.c)
 BENCHSRC := $(wildcard tests/bench/*.c)
 BENCHBIN := $(BENCHSRC:tests/bench/%.c=$(B)/bench-bin/%)
 
-.PHONY: all san test unit integration run demo bench clean fuzz
+.PHONY: all san test unit integration run demo bench clean fuzz install uninstall
 all: $(B)/fleetfs $(UNITBIN) $(TOOLBIN) $(if $(FAKESRC),$(B)/fake-herdr)
 
 $(B)/obj/%.o: %.c $(wildcard */*.h) Makefile
@@ -88,6 +90,47 @@ run:
 # Two leads on one machine; a message from alpha typed into beta's tmux pane.
 demo: $(B)/fleetfs
 	@FLEETFS_BUILD=$(B) scripts/demo
+
+# ---- install ------------------------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=...]: everything below goes to
+# $(DESTDIR)$(PREFIX)/...; the units name $(BINDIR) and $(SYSCONFDIR) as
+# they will be on the target (without DESTDIR). systemd looks for units in
+# /usr/local/lib/systemd/{system,user} as well as /usr/lib/systemd/...
+# mount.fuse3 (from fuse3) runs `fleetfs` for `-t fuse.fleetfs` through
+# /bin/sh with mount(8)'s cleared PATH, so PREFIX must be /usr/local or
+# /usr for fstab mounts (fleetfs(1), FILES).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
+DOCDIR     ?= $(PREFIX)/share/doc/fleetfs
+SYSCONFDIR ?= /etc
+SYSTEMD_SYSTEM_DIR ?= $(PREFIX)/lib/systemd/system
+SYSTEMD_USER_DIR   ?= $(PREFIX)/lib/systemd/user
+UNITS_SYSTEM := fleetfs@.service
+UNITS_USER   := fleetfs.service
+DOCS       := README $(wildcard doc/*.md)
+SUBST      := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+              -e 's|@DOCDIR@|$(DOCDIR)|g'
+
+install: $(B)/fleetfs
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
+	    $(DESTDIR)$(SYSTEMD_SYSTEM_DIR) $(DESTDIR)$(SYSTEMD_USER_DIR)
+	install -m 0755 $(B)/fleetfs $(DESTDIR)$(BINDIR)/fleetfs
+	install -m 0644 doc/fleetfs.1 $(DESTDIR)$(MANDIR)/man1/fleetfs.1
+	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	$(foreach u,$(UNITS_SYSTEM),$(SUBST) scripts/systemd/$(u).in >$(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/$(u) && \
+	    chmod 0644 $(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/$(u) &&) true
+	$(foreach u,$(UNITS_USER),$(SUBST) scripts/systemd/$(u).in >$(DESTDIR)$(SYSTEMD_USER_DIR)/$(u) && \
+	    chmod 0644 $(DESTDIR)$(SYSTEMD_USER_DIR)/$(u) &&) true
+
+# Removes exactly what install puts there (and the doc directory, which is
+# fleetfs's own); shared directories such as bin/ stay.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/fleetfs $(DESTDIR)$(MANDIR)/man1/fleetfs.1
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
+	-rmdir $(DESTDIR)$(DOCDIR)
+	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/,$(UNITS_SYSTEM))
+	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_USER_DIR)/,$(UNITS_USER))
 
 clean:
 	rm -rf build

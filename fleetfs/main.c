@@ -33,6 +33,7 @@
 #include "fleetfs/mailbox.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
+#include "fleetfs/sdnotify.h"
 #include "fleetfs/sign.h"
 #include "fleetfs/tree.h"
 
@@ -44,7 +45,39 @@ static const char *fuse_passthrough[] = {"allow_other",      "allow_root", "defa
                                          "noatime",          "nodev",      "nosuid",
                                          "max_idle_threads", NULL};
 
+/* ---- mount(8) and /etc/fstab ------------------------------------------
+ * mount -t fuse.fleetfs SOURCE DIR -o OPTS runs mount.fuse3, which runs
+ * `fleetfs SOURCE DIR -o OPTS` (SOURCE: the first field of the fstab
+ * line, e.g. "fleetfs"; it is accepted and not used).  OPTS then carry
+ * the kernel's generic mount flags (mount.fuse3 adds dev,suid itself;
+ * `user` makes mount(8) add noexec,nosuid,nodev): libfuse applies them.
+ * The options for mount(8) and systemd only (_netdev, nofail, x-systemd.*,
+ * ...) are removed by mount(8) or mount.fuse3 before fleetfs runs; should
+ * one still arrive it is ignored here, never an error.  Anything else
+ * unknown stays an error. */
+static const char *mount_flags[] = {"rw",     "ro",      "dev",     "nodev", "suid",
+                                    "nosuid", "exec",    "noexec",  "async", "sync",
+                                    "atime",  "noatime", "dirsync", NULL};
+static const char *mount_only[] = {"defaults", "auto",  "noauto",  "user",   "nouser", "users",
+                                   "owner",    "group", "_netdev", "nofail", NULL};
+
+static bool in_list(const char **list, const char *item, size_t len)
+{
+    for (const char **p = list; *p; p++)
+        if (strlen(*p) == len && strncmp(*p, item, len) == 0)
+            return true;
+    return false;
+}
+
+static bool is_mount_only(const char *item)
+{
+    return in_list(mount_only, item, strlen(item)) || g_str_has_prefix(item, "x-") ||
+           g_str_has_prefix(item, "comment=");
+}
+/* ---- end mount(8) ------------------------------------------------------ */
+
 typedef struct {
+    char *source; /* mount.fuse3's first argument, unused */
     char *mountpoint;
     bool foreground;
     bool debug;
@@ -56,7 +89,7 @@ typedef struct {
 static void usage(FILE *to)
 {
     fprintf(to,
-            "usage: fleetfs MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
+            "usage: fleetfs [SOURCE] MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
             "       fleetfs keygen PATH\n"
             "       fleetfs --help | --version\n"
             "\n"
@@ -66,7 +99,11 @@ static void usage(FILE *to)
             "\n"
             "%s"
             "FUSE options passed through: allow_other, allow_root, default_permissions,\n"
-            "  auto_unmount, fsname=, subtype=, noatime, nodev, nosuid, max_idle_threads=\n"
+            "  auto_unmount, fsname=, subtype=, noatime, nodev, nosuid, max_idle_threads=,\n"
+            "  and the generic mount flags rw, ro, dev, suid, exec, noexec, sync, ...\n"
+            "mount(8): mount -t fuse.fleetfs fleetfs MOUNTPOINT -o opts, or an fstab line\n"
+            "  (SOURCE is ignored; fstab-only options such as _netdev, nofail, x-systemd.*\n"
+            "  are ignored)\n"
             "\n"
             "The broker URI (with credentials) is read from the environment variable named\n"
             "by broker_uri_env (default FLEET_BROKER_URI); several URIs separated by spaces\n"
@@ -77,10 +114,7 @@ static void usage(FILE *to)
 static bool is_passthrough(const char *item)
 {
     size_t klen = strcspn(item, "=");
-    for (const char **p = fuse_passthrough; *p; p++)
-        if (strlen(*p) == klen && strncmp(*p, item, klen) == 0)
-            return true;
-    return false;
+    return in_list(fuse_passthrough, item, klen) || in_list(mount_flags, item, strlen(item));
 }
 
 static int add_o(cmdline *cl, const char *list)
@@ -98,6 +132,8 @@ static int add_o(cmdline *cl, const char *list)
         } else if (is_passthrough(*it)) {
             g_ptr_array_add(cl->fuse_opts, g_strdup("-o"));
             g_ptr_array_add(cl->fuse_opts, g_strdup(*it));
+        } else if (is_mount_only(*it)) {
+            continue; /* for mount(8) and systemd, not for us */
         } else {
             fprintf(stderr, "fleetfs: unknown option '%s' (see fleetfs --help)\n", key);
             rc = -1;
@@ -137,8 +173,15 @@ static int parse_cmdline(int argc, char **argv, cmdline *cl)
         } else if (a[0] == '-') {
             fprintf(stderr, "fleetfs: unknown flag '%s' (see fleetfs --help)\n", a);
             return -1;
+        } else if (cl->mountpoint && !cl->source) {
+            /* mount.fuse3: fleetfs SOURCE MOUNTPOINT */
+            cl->source = cl->mountpoint;
+            cl->mountpoint = g_strdup(a);
         } else if (cl->mountpoint) {
-            fprintf(stderr, "fleetfs: one mount point only ('%s' and '%s')\n", cl->mountpoint, a);
+            fprintf(stderr,
+                    "fleetfs: one mount point only (got '%s', '%s' and '%s'; usage: fleetfs "
+                    "[SOURCE] MOUNTPOINT)\n",
+                    cl->source, cl->mountpoint, a);
             return -1;
         } else {
             cl->mountpoint = g_strdup(a);
@@ -256,10 +299,37 @@ static br_action cb_deliver(void *ud, uint64_t epoch, uint64_t tag, bool redeliv
     return mb_deliver(f->mb, epoch, tag, redelivered, body, len);
 }
 
+/* ---- service manager status (sdnotify.c) --------------------------------
+ * STATUS= follows the broker line of the status file, URI redacted (the
+ * broker thread keeps it so).  sd_br is set before br_run starts the
+ * broker thread and cleared before br_stop. */
+static br_conn *sd_br;
+
+static void sd_broker_status(void)
+{
+    br_conn *b = g_atomic_pointer_get(&sd_br);
+    br_status st;
+    char text[1200];
+
+    if (!sdn_enabled() || b == NULL)
+        return;
+    br_get_status(b, &st);
+    if (st.link == BR_CONNECTED)
+        st.reason[0] = '\0';
+    if (st.uri[0] && strstr(st.reason, st.uri)) /* the reason names it already */
+        st.uri[0] = '\0';
+    snprintf(text, sizeof text, "broker: %s%s%s%s%s%s", br_link_name(st.link),
+             st.reason[0] ? ": " : "", st.reason, st.uri[0] ? " (" : "", st.uri,
+             st.uri[0] ? ")" : "");
+    sdn_status(text);
+}
+/* ---- end service manager status ------------------------------------------ */
+
 static void cb_changed(void *ud)
 {
     fleet *f = ud;
     char path[128];
+    sd_broker_status();
     hook_changed(ud, "status");
     snprintf(path, sizeof path, "leads/%s/status", f->opts->coord_id);
     hook_changed(ud, path);
@@ -363,6 +433,11 @@ static int fatal_consumer(fleet *f)
         return 0;
     fprintf(stderr, "fleetfs: not mounting: %s\n", st.consumer_reason);
     report(0, st.consumer_reason);
+    {
+        char *text = g_strdup_printf("not mounting: %s", st.consumer_reason);
+        sdn_status(text);
+        g_free(text);
+    }
     return -1;
 }
 
@@ -376,6 +451,7 @@ static void stop_all(fleet *f, struct fuse *fuse)
 {
     inj_stop(g_atomic_pointer_get(&f->inj));
     mb_stop(f->mb);
+    g_atomic_pointer_set(&sd_br, NULL);
     br_stop(f->br);
     if (fuse)
         fuse_unmount(fuse);
@@ -423,7 +499,9 @@ static int serve(cmdline *cl, fleet *f)
     br_status st;
     int rc;
 
+    g_atomic_pointer_set(&sd_br, f->br); /* STATUS= from here on */
     br_run(f->br);
+    sd_broker_status();
     mb_start(f->mb);
     br_wait_first_attempt(f->br, FIRST_CONNECT_WAIT_MS);
     if (fatal_consumer(f) < 0) {
@@ -448,8 +526,10 @@ static int serve(cmdline *cl, fleet *f)
     log_info("mounted %s as lead %s (peers: %s)", f->mountpoint, f->opts->coord_id,
              f->opts->peers && *f->opts->peers ? "configured" : "none configured");
     report(1, NULL);
+    sdn_start(f->mountpoint); /* READY=1 once the loop answers, then WATCHDOG=1 */
     rc = cl->single ? fuse_loop(fuse) : fuse_loop_mt(fuse, &lc);
     rc = rc == 0 || rc == SIGINT || rc == SIGTERM ? 0 : 1;
+    sdn_stopping(); /* STOPPING=1, probes ended */
     fuse_remove_signal_handlers(fuse_get_session(fuse));
     stop_all(f, fuse);
     fuse_destroy(fuse);
@@ -489,6 +569,8 @@ int main(int argc, char **argv)
         return keygen(argc, argv);
     /* a closed pipe (the notifier's poker gone) is an error, not a death */
     signal(SIGPIPE, SIG_IGN);
+    /* NOTIFY_SOCKET & co. are read and unset before any thread or child */
+    sdn_init();
     cl.ours = g_ptr_array_new_with_free_func(g_free);
     cl.fuse_opts = g_ptr_array_new_with_free_func(g_free);
     opts_init(&o);
@@ -546,6 +628,7 @@ int main(int argc, char **argv)
 done:
     opts_free(&o);
     g_free(cl.mountpoint);
+    g_free(cl.source);
     g_ptr_array_free(cl.ours, TRUE);
     g_ptr_array_free(cl.fuse_opts, TRUE);
     return rc;

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# make install / make uninstall into a temporary DESTDIR: what lands where,
+# the installed daemon working (--version, keygen, a real mount), the units
+# naming the installed paths (and passing systemd-analyze verify when it is
+# there), uninstall taking away every file install put there.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_use_shared
+FLEET_VHOST=t0900
+new_vhost $FLEET_VHOST
+
+D=$TEST_DIR/root
+# the build under test (FLEETFS_BUILD=build/san installs the ASan binary)
+B=${FLEETFS_BUILD:-build}
+export D B
+
+test_expect_success 'make install DESTDIR=... puts each file in its place' '
+    make -s -C "$FLEET_ROOT" install B="$B" DESTDIR="$D" >install.out 2>&1 &&
+    (cd "$D" && find . -type f | sort) >files &&
+    {
+        echo ./usr/local/bin/fleetfs
+        echo ./usr/local/lib/systemd/system/fleetfs@.service
+        echo ./usr/local/lib/systemd/user/fleetfs.service
+        echo ./usr/local/share/doc/fleetfs/README
+        (cd "$FLEET_ROOT/doc" && ls *.md) | sed "s|^|./usr/local/share/doc/fleetfs/|"
+        echo ./usr/local/share/man/man1/fleetfs.1
+    } | sort >want &&
+    test_cmp want files &&
+    test "$(stat -c %a "$D/usr/local/bin/fleetfs")" = 755 &&
+    test "$(stat -c %a "$D/usr/local/share/man/man1/fleetfs.1")" = 644 &&
+    cmp "$FLEETFS" "$D/usr/local/bin/fleetfs"
+'
+
+test_expect_success 'PREFIX moves everything' '
+    make -s -C "$FLEET_ROOT" install B="$B" DESTDIR="$TEST_DIR/root2" PREFIX=/opt/ff >/dev/null &&
+    test -x "$TEST_DIR/root2/opt/ff/bin/fleetfs" &&
+    test -f "$TEST_DIR/root2/opt/ff/share/man/man1/fleetfs.1" &&
+    grep -q "^ExecStart=/opt/ff/bin/fleetfs " "$TEST_DIR/root2/opt/ff/lib/systemd/system/fleetfs@.service" &&
+    test -z "$(find "$TEST_DIR/root2" -type f ! -path "*/opt/ff/*")"
+'
+
+test_expect_success 'the installed fleetfs runs: --version, --help, keygen' '
+    "$D/usr/local/bin/fleetfs" --version >v &&
+    test "$(cat v)" = "fleetfs $(cat "$FLEET_ROOT/VERSION")" &&
+    "$D/usr/local/bin/fleetfs" --help | grep -q "fuse.fleetfs" &&
+    "$D/usr/local/bin/fleetfs" keygen "$TEST_DIR/k" >out &&
+    test "$(stat -c %a k)" = 600 && grep -q "^ed25519 " k.pub
+'
+
+test_expect_success 'the installed fleetfs mounts and sends' '
+    FLEETFS=$D/usr/local/bin/fleetfs mount_fleet inst1 peers=inst2 &&
+    FLEETFS=$D/usr/local/bin/fleetfs mount_fleet inst2 peers=inst1 &&
+    grep -q "^broker: connected$" inst1/status &&
+    echo "from the installed binary" >inst1/peers/inst2/send &&
+    wait_for 5 "grep -q \"from the installed binary\" inst2/leads/inst2/inbox" &&
+    unmount_fleet inst1 && unmount_fleet inst2
+'
+
+test_expect_success 'the man page is installed where man finds it, with fstab and systemd' '
+    MANPATH=$D/usr/local/share/man man -P cat fleetfs >man.txt 2>/dev/null &&
+    grep -q "fuse.fleetfs" man.txt &&
+    grep -q "fleetfs@.service" man.txt &&
+    grep -q "NOTIFY_SOCKET" man.txt
+'
+
+test_expect_success 'the units name the installed binary and the /etc files' '
+    u=$D/usr/local/lib/systemd/system/fleetfs@.service &&
+    grep -q "^ExecStart=/usr/local/bin/fleetfs /run/fleet/%i -f -o coord_id=%i," "$u" &&
+    grep -q "^EnvironmentFile=/etc/fleetfs/%i.env$" "$u" &&
+    grep -q "^Type=notify$" "$u" &&
+    grep -q "^ExecStart=/usr/local/bin/fleetfs %h/fleet -f$" "$D/usr/local/lib/systemd/user/fleetfs.service" &&
+    ! grep -q "@[A-Z]*@" "$u" "$D/usr/local/lib/systemd/user/fleetfs.service"
+'
+
+# systemd-analyze verify checks that ExecStart= exists: run it in a private
+# mount namespace where the DESTDIR's bin/ is /usr/local/bin.
+if command -v systemd-analyze >/dev/null && unshare -m --propagation private true 2>/dev/null; then
+    test_expect_success 'systemd-analyze verify: both units are clean' '
+        mkdir -p xdg && chmod 700 xdg &&
+        unshare -m --propagation private bash -c "
+            mount --bind \"\$D/usr/local/bin\" /usr/local/bin &&
+            systemd-analyze verify --man=no \"\$D/usr/local/lib/systemd/system/fleetfs@.service\" &&
+            XDG_RUNTIME_DIR=$TEST_DIR/xdg systemd-analyze verify --user --man=no \
+                \"\$D/usr/local/lib/systemd/user/fleetfs.service\"" >verify.out 2>&1 &&
+        cat verify.out &&
+        test ! -s verify.out
+    '
+else
+    echo "# systemd-analyze or unshare -m not available: units not verified"
+fi
+
+test_expect_success 'make uninstall removes every file install put there' '
+    make -s -C "$FLEET_ROOT" uninstall B="$B" DESTDIR="$D" >uninstall.out 2>&1 &&
+    find "$D" -type f >left &&
+    test_cmp /dev/null left &&
+    test ! -e "$D/usr/local/share/doc/fleetfs" &&
+    make -s -C "$FLEET_ROOT" uninstall B="$B" DESTDIR="$TEST_DIR/root2" PREFIX=/opt/ff >/dev/null &&
+    test -z "$(find "$TEST_DIR/root2" -type f)"
+'
+
+test_done
