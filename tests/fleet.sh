@@ -11,6 +11,7 @@
 #   fleet_gone NAME             true once the daemon has exited
 #   msgids FILE                 the msgIds of a JSON Lines file, one per line
 #   broker_count QUEUE          messages ready + unacked in QUEUE per rabbitmqctl
+#                               (nothing for no such queue; fails if rabbitmqctl fails)
 
 # fleet_key NAME: a key pair for lead NAME in $TEST_DIR/keys, its public half
 # in the shared trust directory $TEST_DIR/trust (every test mount trusts
@@ -77,6 +78,10 @@ unmount_fleet() {
     grep -A30 -E 'Sanitizer|runtime error' "$TEST_DIR/$name.log" >&2
     rc=1
   fi
+  if mountpoint -q "$TEST_DIR/$name"; then
+    echo "unmount_fleet $name: $TEST_DIR/$name is still mounted (fusermount3: ${err:-ok})" >&2
+    rc=1
+  fi
   rm -f "$TEST_DIR/.harness/pid.$name"
   return $rc
 }
@@ -84,17 +89,26 @@ unmount_fleet() {
 kill_fleet() {
   local name=$1 pid
   pid=$(cat "$TEST_DIR/.harness/pid.$name" 2>/dev/null) || return 1
-  kill -9 "$pid"
-  wait_for 5 "fleet_gone $name"
-  fusermount3 -uz "$TEST_DIR/$name" 2>/dev/null || umount -l "$TEST_DIR/$name"
-  rm -f "$TEST_DIR/.harness/pid.$name"
+  kill -9 "$pid" &&
+    wait_for 5 "fleet_gone $name" &&
+    { fusermount3 -uz "$TEST_DIR/$name" 2>/dev/null || umount -l "$TEST_DIR/$name"; } &&
+    rm -f "$TEST_DIR/.harness/pid.$name"
 }
 
 msgids() {
   jq -r .msgId "$1"
 }
 
+# Prints nothing (status 0) for a queue that does not exist; when
+# rabbitmqctl itself fails it says why on stderr and returns 1 (so a
+# broken count never reads as zero or as "absent": use
+# `n=$(broker_count Q) && test ...` where the status matters).
 broker_count() {
-  rmqctl list_queues -q -p "${FLEET_VHOST:-/}" name messages 2>/dev/null |
-    awk -v q="$1" '$1 == q { print $2 }'
+  local out err=$TEST_DIR/.harness/broker_count.err
+  out=$(rmqctl list_queues -q -p "${FLEET_VHOST:-/}" name messages 2>"$err") || {
+    echo "broker_count $1: rabbitmqctl list_queues failed:" >&2
+    cat "$err" >&2
+    return 1
+  }
+  awk -v q="$1" '$1 == q { print $2 }' <<<"$out"
 }

@@ -7,6 +7,9 @@
 #   herdr_set JQ-FILTER  edit the state with jq, e.g. '.panes[0].agent_status="working"'
 #   prompts              number of texts the fake accepted (typed)
 #   refused              number of prompts the fake refused
+#   herdr_calls          number of requests the fake answered (any method)
+#   herdr_looked_again N  true once fleetfs made N more requests than now:
+#                        `n=$(herdr_calls) && test_absent 10 "herdr_looked_again 2 $n" ...`
 #   pane NAME STATUS [LABEL]  a PaneInfo JSON object for herdr_state
 
 FAKE_HERDR=$FLEET_ROOT/${FLEETFS_BUILD:-build}/fake-herdr
@@ -40,6 +43,14 @@ prompts() {
 
 refused() {
   if [[ -f $HERDR_LOG.refused ]]; then wc -l <"$HERDR_LOG.refused"; else echo 0; fi
+}
+
+herdr_calls() {
+  if [[ -f $HERDR_LOG.calls ]]; then wc -l <"$HERDR_LOG.calls"; else echo 0; fi
+}
+
+herdr_looked_again() {
+  (( $(herdr_calls) >= $2 + $1 ))
 }
 
 pane() {

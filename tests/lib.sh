@@ -18,6 +18,11 @@
 #   whole snippet, i.e. of its LAST command. There is no `set -e`: chain every
 #   command with && so a failure anywhere fails the test. A line without &&
 #   silently discards the status of the line before it.
+# - Chain-lint (as git's t/): before a snippet runs, "(exit 117) && SNIPPET"
+#   is evaluated; if the && chain is broken anywhere (a line without &&, a
+#   stray `;` or `&` between commands), the test FAILS with "chain-lint"
+#   and its body is not run. Put a background job in braces: `{ cmd & } &&`;
+#   use `if ...; then ...; fi &&` where a status must be kept for later.
 # - A subshell: variables set in one snippet do not reach the next one or the
 #   file. Keep state in files under $TEST_DIR, or set it up outside snippets.
 #   Cleanups registered with at_exit and brokers started with
@@ -34,6 +39,8 @@
 #   test_cmp EXPECTED ACTUAL           diff -u, fails if the files differ
 #   test_must_fail CMD...              succeeds only if CMD exits non-zero (not by a signal)
 #   wait_for TIMEOUT_S CONDITION       poll CONDITION (shell code) every 0.1 s; 1 on timeout
+#   test_absent TIMEOUT_S MARKER EVENT wait for MARKER (proof that the window passed), then
+#                                      fail if EVENT (the unwanted thing) holds
 #   at_exit CMD                        run CMD (shell code) at exit, in reverse order of registration
 #   broker_use_shared                  use the run's shared broker ($FLEET_TEST_BROKER_ENV);
 #                                      without it, start a private one
@@ -48,6 +55,10 @@
 #   rmqctl ARGS...                     rabbitmqctl -n NODE ARGS... against the current broker
 #   new_vhost NAME                     create vhost NAME with full rights for guest; prints nothing
 #   broker_uri [VHOST]                 print amqp://guest:guest@127.0.0.1:PORT/<vhost, url-encoded>
+#   cluster_start_own [N]              an N-node cluster (default 3) in $TEST_DIR/cluster, used
+#                                      from then on (FLEET_BROKER_URI lists every node)
+#   cluster_kill I, cluster_stop_node I, cluster_start_node I, cluster_ctl I ARGS...,
+#   cluster_running I                  node I of that cluster (1-based)
 #
 # Variables: FLEET_ROOT (repository), TEST_NAME, TEST_DIR, FLEETFS (the daemon
 # binary: $FLEET_ROOT/${FLEETFS_BUILD:-build}/fleetfs unless already set), and
@@ -93,12 +104,18 @@ test_expect_success() {
   _test_count=$((_test_count + 1))
   out=$TEST_DIR/.harness/out.$_test_count
   t0=$(_test_now)
-  (
-    broker_load 2>/dev/null
-    cd "$TEST_DIR" || exit 1
-    eval "$snippet"
-  ) </dev/null >"$out" 2>&1
-  rc=$?
+  if ! _test_chain_lint "$snippet"; then
+    rc=117
+    echo "chain-lint: broken &&-chain (a command is not joined by && to the one after it," \
+      "so a failure there would be ignored); fix the snippet" >"$out"
+  else
+    (
+      broker_load 2>/dev/null
+      cd "$TEST_DIR" || exit 1
+      eval "$snippet"
+    ) </dev/null >"$out" 2>&1
+    rc=$?
+  fi
   t1=$(_test_now)
   el=$(( (t1 - t0) / 10000 ))
   el=$(printf '%d.%02d s' $((el / 100)) $((el % 100)))
@@ -124,6 +141,24 @@ test_expect_success() {
     fi
   fi
   return 0
+}
+
+# git's chain-lint: evaluate "(exit 117) && SNIPPET" followed by a line that
+# exits with the status so far. With every command chained by &&, the
+# first false short-circuits everything and the status is 117; a line that
+# is not joined (a missing &&, a stray ; or &) runs on its own and changes
+# it. Caveat, as in git: the commands after such a break do run once here
+# (output discarded); the test then fails without running its body.
+_test_chain_lint() {
+  local rc
+  (
+    broker_load 2>/dev/null
+    cd "$TEST_DIR" || exit 1
+    eval "(exit 117) && $1
+(exit \$?)"
+  ) </dev/null >/dev/null 2>&1
+  rc=$?
+  [[ $rc -eq 117 ]]
 }
 
 test_done() {
@@ -175,6 +210,31 @@ wait_for() {
   done
 }
 
+# test_absent TIMEOUT MARKER EVENT: proves that something did NOT happen.
+# A bare sleep before checking for an absence passes on a slow machine
+# without proving anything; instead wait (up to TIMEOUT s) for MARKER, a
+# condition that can only come true after the window in which EVENT would
+# have happened (a later message arriving, the injector having looked
+# again, a receipt for a later message), then fail if EVENT (shell code,
+# true when the unwanted thing happened) holds. No MARKER in time is a
+# failure too: an absence proven by nothing is no proof.
+test_absent() {
+  if [[ $# -ne 3 ]]; then
+    echo "bug in the test script: test_absent takes TIMEOUT MARKER EVENT, got $# args" >&2
+    return 2
+  fi
+  local timeout=$1 marker=$2 event=$3
+  wait_for "$timeout" "$marker" || {
+    echo "test_absent: the marker never came, so the absence proves nothing: $marker" >&2
+    return 1
+  }
+  if eval "$event"; then
+    echo "test_absent: it happened: $event" >&2
+    return 1
+  fi
+  return 0
+}
+
 # ---------------------------------------------------------------- cleanup
 
 # Registered commands live in files, so a registration made inside a test
@@ -201,6 +261,14 @@ _test_cleanup() {
       "$FLEET_ROOT/scripts/broker" stop --dir "$TEST_DIR/broker" >/dev/null 2>&1
     else
       "$FLEET_ROOT/scripts/broker" kill --dir "$TEST_DIR/broker" >/dev/null 2>&1
+    fi
+  fi
+  # a cluster started by this file (cluster_start_own)
+  if [[ -s $TEST_DIR/cluster/node1/node.conf ]]; then
+    if [[ -n ${KEEP:-} ]]; then
+      "$FLEET_ROOT/scripts/broker" cluster stop --dir "$TEST_DIR/cluster" >/dev/null 2>&1
+    else
+      "$FLEET_ROOT/scripts/broker" cluster kill-all --dir "$TEST_DIR/cluster" >/dev/null 2>&1
     fi
   fi
   if [[ -n ${KEEP:-} ]]; then
@@ -350,4 +418,43 @@ broker_start_own_tls() {
     return 1
   }
   _broker_select "$TEST_DIR/broker/env"
+}
+
+# ---------------------------------------------------------------- cluster
+
+# cluster_start_own [N]: an N-node (default 3) RabbitMQ cluster of private
+# nodes in $TEST_DIR/cluster (scripts/broker cluster), used from now on:
+# FLEET_BROKER_URI lists every node's URI (node 1 first), CLUSTER_URI_I,
+# CLUSTER_PORT_I and CLUSTER_NODE_I name node I, and rmqctl talks to node 1.
+# Every node is killed when the file ends.
+cluster_start_own() {
+  local n=${1:-3} log=$TEST_DIR/.harness/cluster-start.log
+  "$FLEET_ROOT/scripts/broker" cluster start --nodes "$n" --dir "$TEST_DIR/cluster" \
+    >/dev/null 2>"$log" || {
+    echo "scripts/broker cluster start --nodes $n failed:" >&2
+    cat "$log" >&2
+    return 1
+  }
+  _broker_select "$TEST_DIR/cluster/env"
+}
+
+# cluster_kill I / cluster_stop_node I / cluster_start_node I: node I of the
+# own cluster: kill -9 (data kept), stop cleanly, (re)start (it rejoins)
+cluster_kill() { "$FLEET_ROOT/scripts/broker" cluster kill "$1" --dir "$TEST_DIR/cluster" 2>/dev/null; }
+cluster_stop_node() { "$FLEET_ROOT/scripts/broker" cluster stop-node "$1" --dir "$TEST_DIR/cluster" 2>/dev/null; }
+cluster_start_node() {
+  "$FLEET_ROOT/scripts/broker" cluster start-node "$1" --dir "$TEST_DIR/cluster" >/dev/null 2>&1 ||
+    "$FLEET_ROOT/scripts/broker" cluster start-node "$1" --dir "$TEST_DIR/cluster" >/dev/null
+}
+
+# cluster_ctl I ARGS...: rabbitmqctl against node I
+cluster_ctl() {
+  local i=$1
+  shift
+  "$FLEET_ROOT/scripts/broker" cluster ctl "$i" --dir "$TEST_DIR/cluster" -- "$@"
+}
+
+# cluster_running I: the running members as node I sees them, sorted, one a line
+cluster_running() {
+  cluster_ctl "$1" cluster_status --formatter json | jq -r '.running_nodes[]' | sort
 }

@@ -11,6 +11,7 @@ typedef struct {
     const char *state_path;
     const char *log_path;     /* accepted prompts and inputs */
     const char *refused_path; /* log_path + ".refused" */
+    const char *calls_path;   /* log_path + ".calls": every request's method, one a line */
 } fh_config;
 
 typedef enum {

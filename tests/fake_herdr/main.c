@@ -250,7 +250,7 @@ int main(int argc, char **argv)
     };
     const char *sock = NULL, *method = NULL, *params = NULL;
     fh_config cfg = {0};
-    char *refused = NULL;
+    char *refused = NULL, *calls = NULL;
     int timeout = 2000, o, rc;
 
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -287,7 +287,11 @@ int main(int argc, char **argv)
     if (asprintf(&refused, "%s.refused", cfg.log_path) < 0)
         return 1;
     cfg.refused_path = refused;
+    if (asprintf(&calls, "%s.calls", cfg.log_path) < 0)
+        return 1;
+    cfg.calls_path = calls;
     rc = serve(sock, &cfg);
     free(refused);
+    free(calls);
     return rc;
 }

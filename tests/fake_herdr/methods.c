@@ -25,7 +25,9 @@
  * prompt log as {"method","target","text","at"} (send_input adds "keys");
  * one it refuses is appended to <log>.refused with its "code". "stalled"
  * counts as typed (herdr wrote the text, the agent never started); "hang"
- * and "close" type nothing. After a successful prompt the pane's
+ * and "close" type nothing. Every request's method is appended to
+ * <log>.calls (one a line), so a test can wait until fleetfs has looked
+ * again before it asserts that nothing was typed. After a successful prompt the pane's
  * agent_status becomes after_prompt_status and the statefile is written
  * back (temp file + rename). One mutex serialises all of this. */
 #include "tests/fake_herdr/fake_herdr.h"
@@ -217,6 +219,17 @@ static void append_log(const char *path, json_t *entry)
         close(fd);
     free(line);
     json_decref(entry);
+}
+
+static void log_call(const fh_config *cfg, const char *method)
+{
+    int fd = open(cfg->calls_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+
+    if (fd < 0)
+        return;
+    if (dprintf(fd, "%s\n", method) < 0)
+        perror("fake-herdr: calls log");
+    close(fd);
 }
 
 static void log_input(const req *r, const char *method, const char *target, const char *text,
@@ -459,6 +472,7 @@ static void handle_locked(const fh_config *cfg, json_t *root, fh_outcome *out)
         out->reply = envelope("", NULL, "invalid_request", "malformed request");
         return;
     }
+    log_call(cfg, method);
     r.state = json_load_file(cfg->state_path, 0, &jerr);
     if (!json_is_object(r.state)) {
         out->reply = envelope(id, NULL, "internal_error", "fake-herdr: statefile unreadable");

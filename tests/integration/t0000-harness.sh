@@ -30,7 +30,7 @@ test_expect_success 'the queue is in that vhost only, and now empty' '
 '
 
 test_expect_success 'wait_for succeeds when the condition comes true, fails on timeout' '
-	(sleep 0.3 && touch flag) &
+	{ (sleep 0.3 && touch flag) & } &&
 	wait_for 5 "test -e flag" &&
 	test_must_fail wait_for 0.3 "test -e no-such-file"
 '
@@ -70,6 +70,40 @@ test_expect_success 'cleanups run in reverse order and the temp dir is removed' 
 	dir=$(sed -n "s/^dir=//p" nested.out) &&
 	test -n "$dir" &&
 	! test -e "$dir"
+'
+
+# Chain-lint: a snippet whose && chain is broken fails even when its last
+# command succeeds (without the lint the "false" would be lost silently).
+test_expect_success 'chain-lint: a broken &&-chain fails the test' '
+	test_must_fail env TEST_NAME=nested3 bash -c "
+		. \"\$FLEET_ROOT/tests/lib.sh\"
+		test_expect_success \"broken by a newline\" \"false
+			true\"
+		test_expect_success \"broken by a semicolon\" \"false; true\"
+		test_expect_success \"broken by a background job\" \"sleep 0 &
+			true\"
+		test_expect_success \"whole chains pass\" \"true &&
+			{ sleep 0 & } &&
+			if false; then false; fi &&
+			for i in 1 2; do true; done\"
+		test_done
+	" >out3 2>&1 &&
+	grep "^not ok 1 - broken by a newline (.*exit 117)" out3 &&
+	grep -q "chain-lint: broken &&-chain" out3 &&
+	grep "^not ok 2 - broken by a semicolon" out3 &&
+	grep "^not ok 3 - broken by a background job" out3 &&
+	grep "^ok 4 - whole chains pass" out3 &&
+	grep -x "# nested3: 1 passed, 3 failed" out3
+'
+
+test_expect_success 'test_absent: needs its marker, then fails if the event happened' '
+	touch marker &&
+	test_absent 1 "test -e marker" "test -e event" &&
+	test_must_fail test_absent 0.3 "test -e no-marker" "test -e event" 2>err &&
+	grep -q "the marker never came" err &&
+	touch event &&
+	test_must_fail test_absent 1 "test -e marker" "test -e event" 2>err &&
+	grep -q "it happened" err
 '
 
 test_expect_success 'an all-passing file exits 0' '

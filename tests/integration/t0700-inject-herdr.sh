@@ -38,14 +38,15 @@ test_expect_success 'the sender sees published -> injected -> confirmed; receipt
     test ! -s beta/leads/beta/inbox &&
     grep "$id" beta/leads/beta/history | jq -e ".consumed == \"injected\"" >/dev/null &&
     grep -q "^injected: 1$" beta/status &&
-    test "$(broker_count lead.beta.inbox)" = 0
+    n=$(broker_count lead.beta.inbox) && test "$n" = 0
 '
 
 test_expect_success 'a working agent gets nothing until it is idle again' '
     herdr_set ".panes[0].agent_status=\"working\"" &&
     echo "second thought" >alpha/peers/beta/send &&
     wait_for 5 "grep -q \"^injector: waiting: agent beta (w1:p2) is working\" beta/leads/beta/status" &&
-    sleep 1.5 && test $(prompts) = 1 &&
+    n=$(herdr_calls) &&
+    test_absent 10 "herdr_looked_again 3 $n" "test \$(prompts) != 1" &&
     herdr_set ".panes[0].agent_status=\"done\"" &&
     wait_for 5 "test \$(prompts) = 2" &&
     jq -r .text "$HERDR_LOG" | grep -q "second thought"
@@ -55,8 +56,8 @@ test_expect_success 'a blocked agent gets no keystroke at all, then the message 
     herdr_set ".panes[0].agent_status=\"blocked\"" &&
     echo "do not press enter on a modal" >alpha/peers/beta/send &&
     wait_for 5 "grep -q \"^injector: waiting: agent beta (w1:p2) is blocked\" beta/leads/beta/status" &&
-    sleep 2 &&
-    test $(prompts) = 2 && test $(refused) = 0 &&
+    n=$(herdr_calls) &&
+    test_absent 10 "herdr_looked_again 3 $n" "test \$(prompts) != 2 || test \$(refused) != 0" &&
     test $(wc -l <beta/leads/beta/inbox) = 1 &&
     herdr_set ".panes[0].agent_status=\"idle\"" &&
     wait_for 5 "test \$(prompts) = 3" &&
@@ -68,7 +69,8 @@ test_expect_success 'no agent or pane named beta: nothing typed, status says how
     echo "anyone there?" >alpha/peers/beta/send &&
     wait_for 5 "grep -q \"^injector: stalled: no herdr agent named beta and no pane labelled beta\" beta/leads/beta/status" &&
     grep -q "stalled: no herdr agent named beta" beta/status &&
-    sleep 1 && test $(prompts) = 3 &&
+    n=$(herdr_calls) &&
+    test_absent 10 "herdr_looked_again 2 $n" "test \$(prompts) != 3" &&
     state_with "$AGENT" &&
     wait_for 5 "test \$(prompts) = 4"
 '
@@ -79,7 +81,8 @@ test_expect_success 'two panes labelled beta: stall, never guess; renaming one f
     state_with "$P1,$P2" &&
     echo "which one of you?" >alpha/peers/beta/send &&
     wait_for 5 "grep -q \"^injector: stalled: 2 panes labelled beta; rename one or set -o inject_target\" beta/leads/beta/status" &&
-    sleep 1 && test $(prompts) = 4 &&
+    n=$(herdr_calls) &&
+    test_absent 10 "herdr_looked_again 2 $n" "test \$(prompts) != 4" &&
     herdr_set ".panes[1].label=\"beta-old\"" &&
     wait_for 5 "test \$(prompts) = 5" &&
     test "$(tail -n1 "$HERDR_LOG" | jq -r .target)" = w1:p3
@@ -115,8 +118,8 @@ test_expect_success 'escapes, paste terminators and control bytes never reach he
 '
 
 test_expect_success 'crash after typing, before the ack: restarted beta does not type it again' '
+    wait_for 5 "test ! -s beta/leads/beta/inbox" &&
     unmount_fleet beta &&
-    test ! -s beta/leads/beta/inbox 2>/dev/null;
     herdr_set ".panes[0].agent_status=\"idle\"" &&
     FLEETFS_TEST_DIE_AFTER_TYPING=1 mount_fleet beta peers=alpha inject=herdr &&
     echo "typed just before a crash" >alpha/peers/beta/send &&
@@ -128,8 +131,7 @@ test_expect_success 'crash after typing, before the ack: restarted beta does not
     mount_fleet beta peers=alpha inject=herdr &&
     wait_for 10 "grep -q $id beta/leads/beta/history" &&
     grep $id beta/leads/beta/history | jq -e ".consumed == \"injected\"" >/dev/null &&
-    sleep 1 && test $(prompts) = 9 &&
-    wait_for 10 "test \"\$(state_of $id)\" = injected"
+    test_absent 10 "test \"\$(state_of $id)\" = injected" "test \$(prompts) != 9"
 '
 
 test_expect_success 'crash during a hanging prompt: not typed again, the sender sees uncertain' '
@@ -142,7 +144,7 @@ test_expect_success 'crash during a hanging prompt: not typed again, the sender 
     mount_fleet beta peers=alpha inject=herdr &&
     wait_for 10 "test \"\$(state_of $id)\" = uncertain" &&
     grep $id beta/leads/beta/history | jq -e ".consumed == \"uncertain\"" >/dev/null &&
-    sleep 1 && test $(prompts) = 10
+    test_absent 10 "test \"\$(state_of $id)\" = uncertain" "test \$(prompts) != 10"
 '
 
 test_expect_success 'acked through the ack file: the sender sees acked, nothing typed' '
@@ -152,8 +154,10 @@ test_expect_success 'acked through the ack file: the sender sees acked, nothing 
     wait_for 5 "grep -q $id beta/leads/beta/inbox" &&
     echo $id >beta/leads/beta/ack &&
     wait_for 10 "test \"\$(state_of $id)\" = acked" &&
-    herdr_set ".panes[0].agent_status=\"idle\"" && sleep 1.5 &&
-    test $(prompts) = 10
+    herdr_set ".panes[0].agent_status=\"idle\"" &&
+    echo "sent after the acked one" >alpha/peers/beta/send &&
+    test_absent 10 "test \$(prompts) -ge 11" "grep -q \"read it yourself\" \"$HERDR_LOG\"" &&
+    test $(prompts) = 11 && jq -r .text "$HERDR_LOG" | tail -n1 | grep -qx "sent after the acked one"
 '
 
 test_expect_success 'no receipt before expiresAt: the sender sees expired' '

@@ -23,6 +23,22 @@ export TMUX_TMPDIR=$TEST_DIR/tmux
 mkdir -p "$TMUX_TMPDIR"
 at_exit "tmux kill-server 2>/dev/null || true"
 
+# every tmux command fleetfs runs goes through this wrapper, which counts
+# the list-panes it does once per look at the panes: a test waits for
+# fleetfs to have looked again before it asserts that nothing was typed
+REAL_TMUX=$(command -v tmux)
+mkdir -p "$TEST_DIR/bin"
+cat >"$TEST_DIR/bin/tmux" <<EOF
+#!/bin/sh
+case " \$* " in *" list-panes "*) echo x >>"$TEST_DIR/tmux-looks" ;; esac
+exec "$REAL_TMUX" "\$@"
+EOF
+chmod +x "$TEST_DIR/bin/tmux"
+export PATH=$TEST_DIR/bin:$PATH
+looks() { if [[ -f $TEST_DIR/tmux-looks ]]; then wc -l <"$TEST_DIR/tmux-looks"; else echo 0; fi; }
+# looked_again N BASE: fleetfs listed the panes N more times than BASE
+looked_again() { (( $(looks) >= $2 + $1 )); }
+
 cat >recorder <<'EOF'
 #!/usr/bin/env bash
 # recorder FILE: show and record exactly what arrives on this terminal
@@ -73,10 +89,9 @@ test_expect_success 'it arrived as one bracketed paste (then Enter), not as loos
 '
 
 test_expect_success 'alpha sees injected (tmux cannot tell a turn started: never confirmed); beta consumed it' '
-    id=$(last_id) &&
+    id=$(last_id) && echo $id >first.id &&
     wait_for 10 "test \"\$(state_of $id)\" = injected" &&
     grep "$id" alpha/leads/alpha/sent | jq -e ".detail | startswith(\"typed into tmux pane titled beta\")" &&
-    sleep 2 && test "$(state_of $id)" = injected &&
     grep "$id" beta/leads/beta/history | jq -e ".consumed == \"injected\"" &&
     test ! -s beta/leads/beta/inbox &&
     grep -q "^injected: 1$" beta/status
@@ -97,13 +112,20 @@ test_expect_success 'escape sequences, paste terminators, BEL, C1 and DEL never 
     wait_for 10 "test \"\$(state_of $id)\" = injected"
 '
 
+# beta handles one message at a time and sends its receipts in order: the
+# receipt for this later message came after any "confirmed" for the first
+test_expect_success 'the first message stayed injected: never confirmed (tmux knows no agent status)' '
+    test "$(state_of $(cat first.id))" = injected
+'
+
 test_expect_success 'a pane in copy mode gets nothing; leaving copy mode delivers it' '
     tmux copy-mode -t "$(P1)" &&
     n=$(lines_of typed) &&
     echo "while you scroll" >alpha/peers/beta/send &&
     id=$(last_id) &&
     wait_for 5 "inj | grep -q \"^waiting: tmux pane titled beta ($(P1)) is in copy mode\"" &&
-    sleep 1.5 && test "$(lines_of typed)" = "$n" &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test \$(lines_of typed) != $n" &&
     grep -q "$id" beta/leads/beta/inbox &&
     tmux send-keys -t "$(P1)" -X cancel &&
     wait_for 10 "grep -q \"while you scroll\" typed" &&
@@ -118,7 +140,8 @@ test_expect_success 'no pane titled beta: nothing typed, status says how to fix 
     id=$(last_id) &&
     wait_for 5 "inj | grep -qxF \"stalled: no tmux pane titled beta; set its title (tmux select-pane -T beta) or -o inject_target\"" &&
     grep -q "^injector: stalled: no tmux pane titled beta" beta/status &&
-    sleep 1.5 && test "$(lines_of typed)" = "$n" &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test \$(lines_of typed) != $n" &&
     grep -q "$id" beta/leads/beta/inbox &&
     test "$(state_of $id)" = published &&
     tmux select-pane -t "$(P1)" -T beta &&
@@ -134,7 +157,8 @@ test_expect_success 'two panes titled beta: stall, never guess; renaming one del
     echo "which one of you?" >alpha/peers/beta/send &&
     id=$(last_id) &&
     wait_for 5 "inj | grep -qxF \"stalled: 2 tmux panes titled beta; rename one or set -o inject_target\"" &&
-    sleep 1.5 && test "$(lines_of typed)" = "$n" && test "$(lines_of typed2)" = 0 &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test \$(lines_of typed) != $n || test \$(lines_of typed2) != 0" &&
     tmux select-pane -t "$(P2)" -T spare &&
     wait_for 10 "grep -q \"which one of you?\" typed" &&
     test "$(lines_of typed2)" = 0 &&
@@ -145,10 +169,10 @@ test_expect_success 'an inject_target naming no pane: nothing typed anywhere, st
     unmount_fleet beta &&
     mount_fleet beta peers=alpha inject=tmux inject_target=%999 &&
     echo "to nowhere yet" >alpha/peers/beta/send &&
-    sleep 2 && inj &&
-    ! grep -q "to nowhere yet" typed typed2 &&
-    grep -q "to nowhere yet" beta/leads/beta/inbox &&
-    wait_for 5 "inj | grep -q \"^stalled: tmux target .%999. names no pane.*fix -o inject_target\""
+    wait_for 5 "inj | grep -q \"^stalled: tmux target .%999. names no pane.*fix -o inject_target\"" &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "grep -q \"to nowhere yet\" typed typed2" &&
+    grep -q "to nowhere yet" beta/leads/beta/inbox
 '
 
 test_expect_success 'inject_target=%N types into that pane even though another is titled beta' '
@@ -170,7 +194,8 @@ test_expect_success 'an unwritable journal: nothing is typed, status says why, a
     mount_fleet beta peers=alpha inject=tmux "inject_target=$(P2)" &&
     echo "only with a journal" >alpha/peers/beta/send &&
     wait_for 5 "inj | grep -q \"^stalled: cannot record deliveries in .*inject.journal\"" &&
-    sleep 1 && ! grep -q "only with a journal" typed typed2 &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "grep -q \"only with a journal\" typed typed2" &&
     grep -q "only with a journal" beta/leads/beta/inbox &&
     unmount_fleet beta && rmdir state/beta/inject.journal &&
     mount_fleet beta peers=alpha inject=tmux "inject_target=$(P2)" &&
