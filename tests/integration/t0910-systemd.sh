@@ -64,7 +64,7 @@ test_expect_success 'READY=1 comes after the tree is readable, from the main pro
 '
 
 test_expect_success 'WATCHDOG=1 every WATCHDOG_USEC/2 while the loop answers' '
-    sleep 3.5 &&
+    wait_for 10 "test \$(grep -c WATCHDOG=1 wd.notify) -ge 8" &&
     r=$(awk "/READY=1/ { print \$1; exit }" wd.notify) &&
     gaps wd "$r" 1000 >g &&
     cat g &&
@@ -75,9 +75,8 @@ test_expect_success 'WATCHDOG=1 every WATCHDOG_USEC/2 while the loop answers' '
 
 test_expect_success 'a stop: STOPPING=1, then no more pings, exit 0' '
     unmount_fleet wd &&
-    grep -q "STOPPING=1" wd.notify &&
-    sleep 1.2 &&
-    test -z "$(sed -n "/STOPPING=1/,\$p" wd.notify | grep WATCHDOG)" &&
+    test_absent 10 "fleet_gone wd && grep -q STOPPING=1 wd.notify" \
+        "sed -n \"/STOPPING=1/,\\\$p\" wd.notify | grep -q WATCHDOG" &&
     grep -q "unmounted" wd.log
 '
 
@@ -87,16 +86,18 @@ test_expect_success 'an abstract NOTIFY_SOCKET (@name) works too; no WATCHDOG_US
     start_fleet abs "" NOTIFY_SOCKET="$addr" &&
     wait_for 15 "grep -q READY=1 abs.notify" &&
     grep -q "CHECK ok" abs.notify &&
-    sleep 1 && ! grep -q WATCHDOG abs.notify &&
-    unmount_fleet abs && grep -q STOPPING=1 abs.notify
+    cat abs/status >/dev/null && sleep 0.5 &&
+    unmount_fleet abs &&
+    test_absent 10 "grep -q STOPPING=1 abs.notify" "grep -q WATCHDOG abs.notify"
 '
 
 test_expect_success 'WATCHDOG_PID naming another process: no pings' '
     listen other "$TEST_DIR/other.sock" &&
     start_fleet other "" NOTIFY_SOCKET="$TEST_DIR/other.sock" WATCHDOG_USEC=200000 WATCHDOG_PID=1 &&
     wait_for 15 "grep -q READY=1 other.notify" &&
-    sleep 1 && ! grep -q WATCHDOG other.notify &&
-    unmount_fleet other
+    cat other/status >/dev/null && sleep 0.5 &&
+    unmount_fleet other &&
+    test_absent 10 "grep -q STOPPING=1 other.notify" "grep -q WATCHDOG other.notify"
 '
 
 # A broker reached through a socat relay this test controls: absent at
@@ -122,9 +123,10 @@ test_expect_success 'a FUSE loop stuck in a request: no pings until it answers a
     kill -STOP $(cat relay.pid) &&
     t=$(awk "\$3 == \"WATCHDOG=1\" { t = \$1 } END { print t }" st.notify) &&
     { { bash -c "echo stuck >st/peers/nobody/send" 2>send.err; echo $? >send.rc; } & } &&
-    sleep 0.3 && wait_for 10 "test -s send.rc" &&
+    wait_for 10 "test -s send.rc" &&
     cat send.err && grep -q "timed out" send.err &&
-    sleep 1.5 &&
+    wait_for 5 "grep -q \"watchdog: the FUSE loop answers again\" st.log" &&
+    wait_for 5 "test \$(gaps st $t 1000 | wc -l) -ge 1" &&
     gaps st "$t" 1000 >g &&
     cat g &&
     awk "{ if (\$1 > max) max = \$1 } END { print \"max\", max; exit !(max > 2.5) }" g &&

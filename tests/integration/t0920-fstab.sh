@@ -33,7 +33,7 @@ test_expect_success 'set-up: installed fleetfs on the default PATH of a private 
     { unshare -m --propagation private sleep 100000 & } &&
     echo $! >ns.pid &&
     at_exit "in_ns sh -c \"grep -o \\\" $TEST_DIR/[^ ]*\\\" /proc/self/mounts | sort -r | xargs -r -n1 umount -l\"; kill $(cat ns.pid); true" &&
-    sleep 0.2 &&
+    wait_for 5 "test \"\$(readlink /proc/$(cat ns.pid)/ns/mnt)\" != \"\$(readlink /proc/self/ns/mnt)\"" &&
     in_ns mount --bind "$D/usr/local/bin" /usr/local/bin &&
     in_ns env -i /bin/sh -c "command -v fleetfs" >where &&
     test "$(cat where)" = /usr/local/bin/fleetfs &&
