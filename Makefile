@@ -3,6 +3,8 @@
 #   make            build the daemon (build/fleetfs)
 #   make test       unit + integration tests, then again under ASan/UBSan
 #   make run        install deps, start a local broker, mount ./fleet
+#                   (FLEET_CLUSTER=3 make run: a local three-node cluster instead)
+#   make demo-fleet three hosts as network namespaces exchanging messages
 #   make san        the ASan/UBSan build only (build/san/)
 #   make install    install the daemon, man page, systemd units and docs
 #                   (PREFIX=/usr/local, DESTDIR=; make uninstall removes them)
@@ -32,7 +34,7 @@ FAKESRC := $(wildcard tests/fake_herdr/*.c)
 BENCHSRC := $(wildcard tests/bench/*.c)
 BENCHBIN := $(BENCHSRC:tests/bench/%.c=$(B)/bench-bin/%)
 
-.PHONY: all san test unit integration run demo bench clean fuzz install uninstall
+.PHONY: all san test unit integration run demo demo-fleet bench clean fuzz install uninstall
 all: $(B)/fleetfs $(UNITBIN) $(TOOLBIN) $(if $(FAKESRC),$(B)/fake-herdr)
 
 $(B)/obj/%.o: %.c $(wildcard */*.h) Makefile
@@ -131,6 +133,10 @@ uninstall:
 	-rmdir $(DESTDIR)$(DOCDIR)
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/,$(UNITS_SYSTEM))
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_USER_DIR)/,$(UNITS_USER))
+
+# Three hosts (network namespaces) alpha, beta, gamma on one broker (needs root).
+demo-fleet: $(B)/fleetfs
+	@FLEETFS_BUILD=$(B) scripts/demo-fleet
 
 clean:
 	rm -rf build

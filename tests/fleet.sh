@@ -36,7 +36,10 @@ mount_fleet() {
   fi
   for o in "$@"; do opts="$opts,$o"; done
   mkdir -p "$TEST_DIR/$name"
-  "$FLEETFS" "$TEST_DIR/$name" -f -o "$opts" </dev/null >>"$TEST_DIR/$name.log" 2>&1 &
+  # a host in a network namespace (tests/netns.sh) runs it through nsenter
+  local prefix=()
+  [[ -s $TEST_DIR/.harness/exec.$name ]] && read -ra prefix <"$TEST_DIR/.harness/exec.$name"
+  "${prefix[@]}" "$FLEETFS" "$TEST_DIR/$name" -f -o "$opts" </dev/null >>"$TEST_DIR/$name.log" 2>&1 &
   echo $! >"$TEST_DIR/.harness/pid.$name"
   at_exit "unmount_fleet $name >/dev/null 2>&1"
   wait_for 15 "mountpoint -q '$TEST_DIR/$name' && test -r '$TEST_DIR/$name/status'" || {

@@ -44,7 +44,8 @@
 #   at_exit CMD                        run CMD (shell code) at exit, in reverse order of registration
 #   broker_use_shared                  use the run's shared broker ($FLEET_TEST_BROKER_ENV);
 #                                      without it, start a private one
-#   broker_start_own                   start a private broker in $TEST_DIR/broker and use it
+#   broker_start_own [--bind ADDR]     start a private broker in $TEST_DIR/broker and use it
+#                                      (--bind: also listen on ADDR, see scripts/broker)
 #   broker_start_own_tls CERTDIR       the same with a TLS listener too (CERTDIR: ca.pem,
 #                                      server.pem, server.key; see tests/tls.sh)
 #   broker_kill                        kill -9 the private broker (data kept)
@@ -342,16 +343,17 @@ _broker_own_only() {
 
 # scripts/broker start, quiet unless it fails
 _broker_start() {
-  local log=$TEST_DIR/.harness/broker-start.log
-  "$FLEET_ROOT/scripts/broker" start --dir "$1" >/dev/null 2>"$log" || {
-    echo "scripts/broker start --dir $1 failed:" >&2
+  local log=$TEST_DIR/.harness/broker-start.log dir=$1
+  shift
+  "$FLEET_ROOT/scripts/broker" start --dir "$dir" "$@" >/dev/null 2>"$log" || {
+    echo "scripts/broker start --dir $dir $* failed:" >&2
     cat "$log" >&2
     return 1
   }
 }
 
 broker_start_own() {
-  _broker_start "$TEST_DIR/broker" || return 1
+  _broker_start "$TEST_DIR/broker" "$@" || return 1
   _broker_select "$TEST_DIR/broker/env"
 }
 
