@@ -614,6 +614,10 @@ int main(int argc, char **argv)
             goto done;
         }
     }
+    if (!cl.foreground && sdn_enabled())
+        log_warn("sd_notify: NOTIFY_SOCKET is set but fleetfs detaches (no -f); a service manager "
+                 "that listens to the main process only (NotifyAccess=main) ignores the "
+                 "detached daemon: run it with -f");
     if (!cl.foreground) {
         if (daemonize() < 0) {
             fprintf(stderr, "fleetfs: cannot daemonize: %s\n", strerror(errno));

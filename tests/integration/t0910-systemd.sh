@@ -143,6 +143,17 @@ test_expect_success 'the relay gone: STATUS leaves connected, with the reason' '
     unmount_fleet st && grep -q STOPPING=1 st.notify
 '
 
+test_expect_success 'without -f: a warning that systemd will not hear the detached daemon' '
+    listen bg "$TEST_DIR/bg.sock" "$TEST_DIR/bg/status" &&
+    fleet_key bg && mkdir -p bg &&
+    NOTIFY_SOCKET=$TEST_DIR/bg.sock "$FLEETFS" "$TEST_DIR/bg" -o "coord_id=bg,state_dir=$TEST_DIR/state/bg,vhost=$FLEET_VHOST,key=$TEST_DIR/keys/bg.key,trusted_keys=$TEST_DIR/trust" 2>bg.log &&
+    at_exit "fusermount3 -u -z $TEST_DIR/bg 2>/dev/null; true" &&
+    grep -q "NOTIFY_SOCKET is set but fleetfs detaches (no -f).*run it with -f" bg.log &&
+    wait_for 10 "grep -q READY=1 bg.notify" &&
+    fusermount3 -u bg &&
+    wait_for 10 "grep -q unmounted bg.log"
+'
+
 # The installed unit, run the way systemd runs fleetfs@unit1: %i expanded,
 # the EnvironmentFile read, RuntimeDirectory/StateDirectory made, the
 # absolute paths under a DESTDIR root, NOTIFY_SOCKET and WATCHDOG_USEC set
