@@ -12,21 +12,23 @@
 #include <glib.h>
 
 #include "fleetfs/log.h"
-#include "herdr/inject.h"
-
-#define CALL_MS 3000
-#define PROMPT_MS 10000
+#include "herdr/backend.h"
 
 typedef struct {
+    ib_config *cfg;
     hd_client *c;
     bool pinged;
 } hb;
+
+#define CFG(b) ((const ib_config *)((hb *)(b)->priv)->cfg)
+#define CALL_MS(b) (CFG(b)->call_ms > 0 ? CFG(b)->call_ms : 3000)
+#define PROMPT_MS(b) (CFG(b)->prompt_ms > 0 ? CFG(b)->prompt_ms : 10000)
 
 static hd_client *client(inj_backend *b)
 {
     hb *h = b->priv;
     if (!h->c)
-        h->c = hd_client_new(NULL);
+        h->c = hd_client_new(h->cfg->herdr_socket);
     return h->c;
 }
 
@@ -52,7 +54,7 @@ static void hello(inj_backend *b)
     hd_reply rep = {0};
     if (h->pinged)
         return;
-    if (hd_ping(client(b), CALL_MS, &v, &rep) == HD_OK) {
+    if (hd_ping(client(b), CALL_MS(b), &v, &rep) == HD_OK) {
         log_info("inject: talking to %s at %s", v.text, hd_client_path(client(b)));
         h->pinged = true;
     }
@@ -61,18 +63,18 @@ static void hello(inj_backend *b)
 
 static ib_verdict by_target(inj_backend *b, ib_target *t, char *why, size_t n)
 {
-    const char *target = b->o->inject_target;
+    const char *target = CFG(b)->inject_target;
     hd_agent a;
     hd_pane p;
     hd_reply rep = {0};
     ib_verdict v = IB_OK;
 
-    if (hd_agent_get(client(b), target, CALL_MS, &a, &rep) == HD_OK && a.pane_id[0]) {
+    if (hd_agent_get(client(b), target, CALL_MS(b), &a, &rep) == HD_OK && a.pane_id[0]) {
         g_strlcpy(t->id, a.pane_id, sizeof t->id);
         snprintf(t->name, sizeof t->name, "agent %s (%s)", a.name[0] ? a.name : target, a.pane_id);
     } else if (rep.kind == HD_ERR_REMOTE || rep.kind == HD_OK) {
         hd_reply_clear(&rep);
-        if (hd_pane_get(client(b), target, CALL_MS, &p, &rep) == HD_OK) {
+        if (hd_pane_get(client(b), target, CALL_MS(b), &p, &rep) == HD_OK) {
             g_strlcpy(t->id, p.pane_id, sizeof t->id);
             snprintf(t->name, sizeof t->name, "pane %s", p.pane_id);
         } else if (rep.kind == HD_ERR_REMOTE) {
@@ -93,7 +95,7 @@ static ib_verdict by_target(inj_backend *b, ib_target *t, char *why, size_t n)
 
 static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
 {
-    const char *me = b->o->coord_id;
+    const char *me = CFG(b)->coord_id;
     hd_agent *agents = NULL;
     hd_pane *panes = NULL;
     size_t na = 0, np = 0, hits = 0, hit = 0;
@@ -105,9 +107,9 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
         return IB_WAIT;
     }
     hello(b);
-    if (b->o->inject_target)
+    if (CFG(b)->inject_target)
         return by_target(b, t, why, n);
-    if (hd_agent_list(client(b), CALL_MS, &agents, &na, &rep) != HD_OK) {
+    if (hd_agent_list(client(b), CALL_MS(b), &agents, &na, &rep) != HD_OK) {
         v = down(b, &rep, why, n);
         goto out;
     }
@@ -118,7 +120,7 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
             goto out;
         }
     hd_reply_clear(&rep);
-    if (hd_pane_list(client(b), CALL_MS, &panes, &np, &rep) != HD_OK) {
+    if (hd_pane_list(client(b), CALL_MS(b), &panes, &np, &rep) != HD_OK) {
         v = down(b, &rep, why, n);
         goto out;
     }
@@ -154,7 +156,7 @@ static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char
     hd_agent a;
     hd_reply rep = {0};
     ib_verdict v = IB_OK;
-    if (hd_agent_get(client(b), t->id, CALL_MS, &a, &rep) == HD_OK) {
+    if (hd_agent_get(client(b), t->id, CALL_MS(b), &a, &rep) == HD_OK) {
         *st = a.status;
     } else if (rep.kind == HD_ERR_REMOTE) {
         snprintf(why, n, "waiting: %s runs no agent herdr knows (%s)", t->name, rep.code);
@@ -184,7 +186,7 @@ static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char 
     hd_agent a;
     hd_reply rep = {0};
     ib_typed r;
-    int k = hd_agent_prompt(client(b), t->id, text, NULL, 0, PROMPT_MS, &a, &rep);
+    int k = hd_agent_prompt(client(b), t->id, text, NULL, 0, PROMPT_MS(b), &a, &rep);
     if (k == HD_OK) {
         r = IT_TYPED;
     } else if (k == HD_ERR_REMOTE && !strcmp(rep.code, "agent_prompt_stalled")) {
@@ -210,12 +212,14 @@ static void hb_free(inj_backend *b)
 {
     hb *h = b->priv;
     hd_client_free(h->c);
+    ib_config_free(h->cfg);
     g_free(h);
     g_free(b);
 }
 
-inj_backend *inj_backend_herdr(const fs_opts *o)
+inj_backend *inj_backend_herdr(const ib_config *cfg)
 {
+    hb *h = g_new0(hb, 1);
     inj_backend *b = g_new0(inj_backend, 1);
     b->name = "herdr";
     b->has_status = true;
@@ -223,7 +227,7 @@ inj_backend *inj_backend_herdr(const fs_opts *o)
     b->status = status;
     b->type = type;
     b->free = hb_free;
-    b->o = o;
-    b->priv = g_new0(hb, 1);
+    h->cfg = ib_config_copy(cfg);
+    b->priv = h;
     return b;
 }

@@ -17,7 +17,9 @@
 #include <glib.h>
 
 #include "fleetfs/log.h"
-#include "herdr/inject.h"
+#include "herdr/backend.h"
+
+#define CFG(b) ((const ib_config *)(b)->priv)
 
 /* Runs tmux ARGS; stdout in *out (g_free).  false with why on failure. */
 static bool tmux(const char *const *args, char **out, char *why, size_t n)
@@ -51,16 +53,16 @@ static bool tmux(const char *const *args, char **out, char *why, size_t n)
 
 static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
 {
-    const char *me = b->o->coord_id;
+    const char *me = CFG(b)->coord_id;
     char err[256], *out = NULL;
     unsigned hits = 0;
 
-    if (b->o->inject_target) {
+    if (CFG(b)->inject_target) {
         /* tmux resolves a target that names nothing to some other pane (or
          * to nothing, silently): look it up ourselves and never guess */
         const char *args[] = {"list-panes", "-a", "-F",
                               "#{pane_id}\t#{session_name}:#{window_index}.#{pane_index}", NULL};
-        const char *want = b->o->inject_target;
+        const char *want = CFG(b)->inject_target;
         if (!tmux(args, &out, err, sizeof err)) {
             snprintf(why, n, "waiting: no tmux server to type into (%s)", err);
             return IB_WAIT;
@@ -144,7 +146,7 @@ static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char
 
 static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char *why, size_t n)
 {
-    char *path = g_build_filename(b->o->state_dir, "tmux-paste", NULL);
+    char *path = g_build_filename(CFG(b)->state_dir, "tmux-paste", NULL);
     char buf[64], err[256];
     ib_typed r = IT_TYPED;
 
@@ -170,10 +172,11 @@ static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char 
 
 static void tb_free(inj_backend *b)
 {
+    ib_config_free(b->priv);
     g_free(b);
 }
 
-inj_backend *inj_backend_tmux(const fs_opts *o)
+inj_backend *inj_backend_tmux(const ib_config *cfg)
 {
     inj_backend *b = g_new0(inj_backend, 1);
     b->name = "tmux";
@@ -182,6 +185,6 @@ inj_backend *inj_backend_tmux(const fs_opts *o)
     b->status = status;
     b->type = type;
     b->free = tb_free;
-    b->o = o;
+    b->priv = ib_config_copy(cfg);
     return b;
 }
