@@ -1,10 +1,18 @@
 /* herdr/backend_herdr.c — the injector's herdr backend.
  *
  * Target: inject_target when set (an agent name or a pane id), else the
- * agent named after the coord_id, else the one pane labelled so.  Zero or
- * several matches never guess: the injector stalls with words that say
- * how to fix it.  Every call is one connection (HERDR-PROTOCOL.md) with a
- * client-side timeout; a herdr that is down or restarting makes us wait.
+ * agent named after the coord_id, else the one pane labelled so that runs
+ * an agent.  Zero or several matches never guess: the injector stalls with
+ * words that say how to fix it.  Every call is one connection
+ * (HERDR-PROTOCOL.md) with a client-side timeout; a herdr that is down or
+ * restarting makes us wait.
+ *
+ * Never into a shell (issue 12): a pane is typed into only while herdr
+ * reports an agent in it (AgentInfo "agent" set) with a known status; a
+ * labelled pane without one (a plain shell, or an agent that exited:
+ * agent_status unknown) is not a candidate, and agent.prompt itself
+ * refuses a pane with no agent in the foreground (agent_not_ready,
+ * agent_not_running), which counts as nothing typed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -98,7 +106,7 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
     const char *me = CFG(b)->coord_id;
     hd_agent *agents = NULL;
     hd_pane *panes = NULL;
-    size_t na = 0, np = 0, hits = 0, hit = 0;
+    size_t na = 0, np = 0, hits = 0, hit = 0, shells = 0, shell = 0;
     hd_reply rep = {0};
     ib_verdict v = IB_OK;
 
@@ -124,12 +132,26 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
         v = down(b, &rep, why, n);
         goto out;
     }
+    /* only a pane that runs an agent herdr knows: a labelled shell is
+     * never a candidate, however it is labelled */
     for (size_t i = 0; i < np; i++)
         if (!strcmp(panes[i].label, me)) {
+            if (!panes[i].agent[0] || panes[i].status == HD_UNKNOWN) {
+                if (!shells++)
+                    shell = i;
+                continue;
+            }
             hits++;
             hit = i;
         }
-    if (hits == 1) {
+    if (hits == 0 && shells > 0) {
+        snprintf(why, n,
+                 "stalled: pane labelled %s (%s) runs no agent herdr knows (a shell, or its "
+                 "agent exited): start the agent there, or name the lead's agent %s "
+                 "(herdr agent rename)",
+                 me, panes[shell].pane_id, me);
+        v = IB_STALL;
+    } else if (hits == 1) {
         g_strlcpy(t->id, panes[hit].pane_id, sizeof t->id);
         snprintf(t->name, sizeof t->name, "pane labelled %s (%s)", me, panes[hit].pane_id);
     } else if (hits == 0) {
@@ -158,6 +180,13 @@ static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char
     ib_verdict v = IB_OK;
     if (hd_agent_get(client(b), t->id, CALL_MS(b), &a, &rep) == HD_OK) {
         *st = a.status;
+        if (!a.agent[0] || a.status == HD_UNKNOWN) {
+            snprintf(why, n,
+                     "stalled: %s runs no agent herdr knows (agent_status %s: a shell, or the "
+                     "agent exited): nothing is typed until an agent runs there",
+                     t->name, hd_status_name(a.status));
+            v = IB_STALL;
+        }
     } else if (rep.kind == HD_ERR_REMOTE) {
         snprintf(why, n, "waiting: %s runs no agent herdr knows (%s)", t->name, rep.code);
         v = IB_WAIT;

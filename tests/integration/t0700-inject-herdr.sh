@@ -177,6 +177,65 @@ test_expect_success 'sent survives a restart of the sender' '
     test "$(jq -r .state alpha/leads/alpha/sent | sort | uniq -c | awk "{print \$2}" | sort | tr "\n" " ")" = "acked confirmed injected uncertain " 
 '
 
+# Issue 12: never type into a shell. herdr knows which panes run an agent;
+# a pane without one (a plain shell, or an agent that exited) is never a
+# target, whatever its label, and herdr's own refusals count as not typed.
+SHELLPANE='{"pane_id":"w1:p8","workspace_id":"w1","tab_id":"w1:t1","label":"beta","agent_status":"unknown"}'
+GONEPANE='{"pane_id":"w1:p10","workspace_id":"w1","tab_id":"w1:t1","label":"beta","agent":"claude","agent_status":"unknown"}'
+CODEXPANE='{"pane_id":"w1:p9","workspace_id":"w1","tab_id":"w1:t1","label":"beta","agent":"codex","agent_status":"idle"}'
+
+test_expect_success 'an agent herdr still lists but whose process is gone (agent_status unknown): nothing typed, status says so' '
+    state_with "$AGENT" && herdr_set ".panes[0].agent_status=\"unknown\"" &&
+    n=$(prompts) && r=$(refused) &&
+    echo "are you still there?" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 5 "grep -qF \"injector: stalled: agent beta (w1:p2) runs no agent herdr knows (agent_status unknown\" beta/leads/beta/status" &&
+    sleep 1.5 && test $(prompts) = $n && test $(refused) = $r &&
+    grep -q $id beta/leads/beta/inbox &&
+    herdr_set ".panes[0].agent_status=\"idle\"" &&
+    wait_for 5 "test \$(prompts) = $((n + 1))" &&
+    tail -n1 "$HERDR_LOG" | jq -r .text | grep -qx "are you still there?"
+'
+
+test_expect_success 'agent_not_running from agent.prompt (the agent left between check and prompt): nothing typed, retried' '
+    state_with "$AGENT" && herdr_set ".behaviour.prompt=\"error:agent_not_running\"" &&
+    n=$(prompts) && r=$(refused) &&
+    echo "just as it exits" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 5 "test \$(refused) -ge $((r + 2))" &&
+    tail -n1 "$HERDR_LOG.refused" | jq -e ".code == \"agent_not_running\"" >/dev/null &&
+    grep -q "herdr refused to type into agent beta (w1:p2) (agent_not_running" beta.log &&
+    test $(prompts) = $n &&
+    grep -q $id beta/leads/beta/inbox && test "$(state_of $id)" = published &&
+    herdr_set "del(.behaviour) | .panes[0].agent_status=\"idle\"" &&
+    wait_for 5 "test \$(prompts) = $((n + 1))" &&
+    wait_for 10 "test \"\$(state_of $id)\" = confirmed"
+'
+
+test_expect_success 'a pane labelled beta that runs a plain shell is never typed into; an agent started there gets it' '
+    state_with "$SHELLPANE" &&
+    n=$(prompts) && r=$(refused) &&
+    echo "touch $TEST_DIR/pwned" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 5 "grep -qF \"injector: stalled: pane labelled beta (w1:p8) runs no agent herdr knows (a shell, or its agent exited): start the agent there\" beta/leads/beta/status" &&
+    sleep 1.5 && test $(prompts) = $n && test $(refused) = $r &&
+    grep -q $id beta/leads/beta/inbox && test "$(state_of $id)" = published &&
+    herdr_set ".panes[0].agent=\"claude\" | .panes[0].agent_status=\"idle\"" &&
+    wait_for 5 "test \$(prompts) = $((n + 1))" &&
+    test "$(tail -n1 "$HERDR_LOG" | jq -r .target)" = w1:p8
+'
+
+test_expect_success 'a label match never picks a shell or an exited agent: beside them, the one agent labelled beta gets it' '
+    state_with "$SHELLPANE,$GONEPANE,$CODEXPANE" &&
+    n=$(prompts) && r=$(refused) &&
+    echo "to the agent, not the shell" >alpha/peers/beta/send &&
+    wait_for 5 "test \$(prompts) = $((n + 1))" &&
+    test "$(tail -n1 "$HERDR_LOG" | jq -r .target)" = w1:p9 &&
+    tail -n +$((n + 1)) "$HERDR_LOG" | jq -r .target >targets &&
+    test "$(cat targets)" = w1:p9 &&
+    sleep 1 && test $(prompts) = $((n + 1)) && test $(refused) = $r
+'
+
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
 '
