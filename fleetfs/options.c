@@ -15,6 +15,7 @@
  * working directory to /. */
 #include "fleetfs/options.h"
 #include "fleetfs/names.h"
+#include "herdr/foreground.h"
 
 #include <glib.h>
 #include <stddef.h>
@@ -344,6 +345,32 @@ static int opts_set_flag(fs_opts *o, const struct opts_def *d, const char *value
     return 0;
 }
 
+/* inject_commands (issue 12): program names separated by ':', none a shell
+ * (herdr/foreground.h says what counts as one, and why never). */
+static int opts_set_commands(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    char **items = g_strsplit(value, ":", -1);
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && items[i] != NULL; i++) {
+        char *q = opts_quote(items[i]);
+        if (fg_is_shell(items[i]))
+            *err = g_strdup_printf("%s: '%s' is a shell: a message typed into a shell runs as a "
+                                   "command, so fleetfs never types into one",
+                                   d->key, q);
+        else if (!fg_command_ok(items[i]))
+            *err = g_strdup_printf("%s: expected program names ([A-Za-z0-9._+-], as "
+                                   "#{pane_current_command} shows them) separated by ':', got '%s'",
+                                   d->key, q);
+        rc = *err ? -1 : 0;
+        g_free(q);
+    }
+    g_strfreev(items);
+    if (rc == 0)
+        opts_replace(&o->inject_commands, g_strdup(value));
+    return rc;
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 #define OFF(f) offsetof(fs_opts, f)
@@ -376,6 +403,8 @@ static const struct opts_def opts_table[] = {
      "how arrived messages reach the local pane; auto: herdr when its socket exists, else none"},
     {"inject_target", opts_set_text, OFF(inject_target), NULL, "coord_id",
      "agent or pane to type into"},
+    {"inject_commands", opts_set_commands, 0, NULL, FG_DEFAULT_COMMANDS,
+     "tmux: programs that count as an agent (':'-separated); never a shell"},
     {"key", opts_set_path, OFF(key), NULL, "none",
      "this host's ed25519 secret key file (fleetfs keygen PATH)"},
     {"trusted_keys", opts_set_path, OFF(trusted_keys), NULL, "none",
@@ -480,6 +509,7 @@ void opts_init(fs_opts *o)
     o->send_timeout_ms = 5000;
     o->probe_timeout_ms = 2000;
     o->inject = g_strdup("auto");
+    o->inject_commands = g_strdup(FG_DEFAULT_COMMANDS);
     o->insecure = false;
 }
 
@@ -529,6 +559,7 @@ void opts_free(fs_opts *o)
     g_free(o->state_dir);
     g_free(o->inject);
     g_free(o->inject_target);
+    g_free(o->inject_commands);
     g_free(o->key);
     g_free(o->trusted_keys);
     g_free(o->ca);

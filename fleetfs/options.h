@@ -25,6 +25,7 @@ typedef struct {
     char *state_dir;
     char *inject; /* herdr | tmux | none */
     char *inject_target;
+    char *inject_commands; /* ':'-separated programs the tmux backend types into */
     char *key;
     char *trusted_keys;
     char *ca;

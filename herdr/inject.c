@@ -337,14 +337,18 @@ injector *inj_start(const fs_opts *o, mailbox *mb)
     const char *mode = o->inject;
 
     /* the backends' plain values (herdr/backend.h): they never see fs_opts */
-    ib_config cfg = {
-        .coord_id = o->coord_id, .inject_target = o->inject_target, .state_dir = o->state_dir};
+    char **commands = g_strsplit(o->inject_commands ? o->inject_commands : "", ":", -1);
+    ib_config cfg = {.coord_id = o->coord_id,
+                     .inject_target = o->inject_target,
+                     .state_dir = o->state_dir,
+                     .inject_commands = (const char *const *)commands};
     if (!strcmp(mode, "auto"))
         mode = herdr_socket_present() ? "herdr" : "none";
     if (!strcmp(mode, "herdr"))
         be = inj_backend_herdr(&cfg);
     else if (!strcmp(mode, "tmux"))
         be = inj_backend_tmux(&cfg);
+    g_strfreev(commands);
     if (!be) {
         mb_set_injector(mb, !strcmp(o->inject, "auto")
                                 ? "off (inject=auto found no herdr socket: messages wait in "

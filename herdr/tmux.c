@@ -3,14 +3,18 @@
  *
  * Target: inject_target as a tmux target (e.g. "work:0.1" or "%3"), else
  * the one pane whose title is the coord_id (printf '\033]2;beta\033\\' in
- * the pane, or `tmux select-pane -T beta`).  tmux knows nothing of agents:
- * the gate is only that the pane exists, is alive and not in copy mode,
- * and nothing is ever "confirmed".  Typing is a bracketed paste (the
- * program sees one paste, not keystrokes) followed by Enter.  tmux runs
- * with an argv, never through a shell; TMUX_TMPDIR picks the server.
+ * the pane, or `tmux select-pane -T beta`).  tmux knows nothing of agents,
+ * so the gate is: the pane exists, is alive, is not in copy mode, and what
+ * runs in its foreground is an agent on the allow-list (inject_commands),
+ * never a shell (herdr/foreground.h) — checked when deciding, right before
+ * typing, and once more between loading the paste buffer and pasting it.
+ * Nothing is ever "confirmed".  Typing is a bracketed paste (the program
+ * sees one paste, not keystrokes) followed by Enter.  tmux runs with an
+ * argv, never through a shell; TMUX_TMPDIR picks the server.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +22,7 @@
 
 #include "fleetfs/log.h"
 #include "herdr/backend.h"
+#include "herdr/foreground.h"
 
 #define CFG(b) ((const ib_config *)(b)->priv)
 
@@ -121,27 +126,82 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
     return IB_STALL;
 }
 
-static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char *why, size_t n)
+/* The pane for people, by how it was found: "tmux pane %3 titled beta". */
+static void describe(inj_backend *b, const ib_target *t, char *out, size_t n)
 {
-    const char *args[] = {
-        "display-message", "-p", "-t", t->id, "#{pane_dead} #{pane_in_mode}", NULL};
+    if (CFG(b)->inject_target)
+        snprintf(out, n, "tmux pane %s (inject_target %s)", t->id, CFG(b)->inject_target);
+    else
+        snprintf(out, n, "tmux pane %s titled %s", t->id, CFG(b)->coord_id);
+}
+
+/* What runs in the pane's foreground: IB_OK for an agent on the
+ * allow-list, else IB_STALL with the words (herdr/foreground.h). */
+static ib_verdict agent_runs(inj_backend *b, const ib_target *t, const char *pid_s, const char *tty,
+                             const char *cmd, char *why, size_t n)
+{
+    fg_proc *procs = NULL;
+    size_t np = 0;
+    int leader = 0;
+    char pane[200];
+    fg_verdict v;
+
+    if (fg_read(atoi(pid_s), tty, &procs, &np, &leader) < 0)
+        np = 0; /* judge tmux's name alone */
+    v = fg_judge(cmd, procs, np, leader, CFG(b)->inject_commands);
+    fg_free(procs, np);
+    if (v.kind == FG_AGENT)
+        return IB_OK;
+    describe(b, t, pane, sizeof pane);
+    fg_explain(&v, pane, why, n);
+    return IB_STALL;
+}
+
+/* One look at the pane: alive, not in a mode, an agent in front. */
+static ib_verdict look(inj_backend *b, const ib_target *t, char *why, size_t n)
+{
+    const char *args[] = {"display-message",
+                          "-p",
+                          "-t",
+                          t->id,
+                          "#{pane_dead}\t#{pane_in_mode}\t#{pane_pid}\t#{pane_tty}\t"
+                          "#{pane_current_command}",
+                          NULL};
     char err[256], *out = NULL;
-    (void)b;
+    gchar **f;
+    ib_verdict v = IB_WAIT;
+
     if (!tmux(args, &out, err, sizeof err)) {
         snprintf(why, n, "waiting: %s is gone (%s)", t->name, err);
         return IB_WAIT;
     }
-    g_strstrip(out);
-    if (out[0] == '1')
-        snprintf(why, n, "waiting: %s is dead", t->name);
-    else if (!strcmp(out, "0 1"))
-        snprintf(why, n, "waiting: %s is in copy mode", t->name);
-    else if (strcmp(out, "0 0") != 0)
+    g_strchomp(out);
+    f = g_strsplit(out, "\t", 5);
+    if (g_strv_length(f) != 5)
         snprintf(why, n, "waiting: %s is gone", t->name);
-    *st = HD_IDLE;
-    bool ok = !strcmp(out, "0 0");
+    else if (!strcmp(f[0], "1")) {
+        char pane[200];
+        describe(b, t, pane, sizeof pane);
+        snprintf(why, n,
+                 "stalled: %s runs nothing (its program exited; the pane stays open): start "
+                 "the agent there",
+                 pane);
+        v = IB_STALL;
+    } else if (strcmp(f[1], "0") != 0)
+        snprintf(why, n, "waiting: %s is in copy mode", t->name);
+    else if (strcmp(f[0], "0") != 0)
+        snprintf(why, n, "waiting: %s is gone", t->name);
+    else
+        v = agent_runs(b, t, f[2], f[3], f[4], why, n);
+    g_strfreev(f);
     g_free(out);
-    return ok ? IB_OK : IB_WAIT;
+    return v;
+}
+
+static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char *why, size_t n)
+{
+    *st = HD_IDLE;
+    return look(b, t, why, n);
 }
 
 static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char *why, size_t n)
@@ -159,9 +219,27 @@ static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char 
     const char *load[] = {"load-buffer", "-b", buf, path, NULL};
     const char *paste[] = {"paste-buffer", "-p", "-d", "-b", buf, "-t", t->id, NULL};
     const char *enter[] = {"send-keys", "-t", t->id, "Enter", NULL};
-    if (!tmux(load, NULL, err, sizeof err) || !tmux(paste, NULL, err, sizeof err)) {
+    char words[512];
+    if (!tmux(load, NULL, err, sizeof err)) {
         snprintf(why, n, "tmux refused the paste into %s: %s", t->name, err);
         r = IT_REFUSED;
+    } else if (look(b, t, words, sizeof words) != IB_OK) {
+        /* the last moment: the agent may have exited since the gate */
+        const char *delete[] = {"delete-buffer", "-b", buf, NULL};
+        tmux(delete, NULL, err, sizeof err);
+        snprintf(why, n, "%s", strchr(words, ' ') ? strchr(words, ' ') + 1 : words);
+        r = IT_REFUSED;
+    } else if (!tmux(paste, NULL, err, sizeof err)) {
+        snprintf(why, n, "tmux refused the paste into %s: %s", t->name, err);
+        r = IT_REFUSED;
+    } else if (look(b, t, words, sizeof words) != IB_OK) {
+        /* the agent left while the paste went in: whatever now reads the
+         * terminal (a shell) must not get an Enter that submits the text */
+        snprintf(why, n,
+                 "pasted into %s, but it stopped running an agent before Enter (%s); Enter "
+                 "was not pressed and the text may sit unsubmitted in the pane",
+                 t->name, strchr(words, ' ') ? strchr(words, ' ') + 1 : words);
+        r = IT_UNKNOWN;
     } else if (!tmux(enter, NULL, err, sizeof err)) {
         log_warn("inject: pasted into %s but Enter failed: %s", t->name, err);
     }

@@ -5,10 +5,12 @@
 # waits, a missing or ambiguous pane stalls loudly and recovers, and the
 # sender sees injected (tmux knows no agent status, so never confirmed).
 #
-# The lead's pane runs tests' recorder: the terminal in non-canonical mode
-# with no signals and no echo (so every byte reaches the program as it
-# arrives), bracketed paste requested like an agent's TUI does, and
-# `cat -v` showing each byte visibly, both in the pane and in a file.
+# The lead's pane runs tests/tools/fake-agent, a stand-in for an agent (on
+# inject_commands: fleetfs never types into a shell, see t0720): the
+# terminal in non-canonical mode with no signals and no echo (so every byte
+# reaches the program as it arrives), bracketed paste requested like an
+# agent's TUI does, and each byte shown visibly as `cat -v` does, both in
+# the pane and in a file.
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 command -v tmux >/dev/null || test_skip_all "tmux is not installed"
@@ -39,14 +41,8 @@ looks() { if [[ -f $TEST_DIR/tmux-looks ]]; then wc -l <"$TEST_DIR/tmux-looks"; 
 # looked_again N BASE: fleetfs listed the panes N more times than BASE
 looked_again() { (( $(looks) >= $2 + $1 )); }
 
-cat >recorder <<'EOF'
-#!/usr/bin/env bash
-# recorder FILE: show and record exactly what arrives on this terminal
-stty -echo -icanon -isig -iexten -ixon icrnl min 1 time 0
-printf '\033[?2004h'    # ask for bracketed paste, as agent TUIs do
-cat -v | tee -a "$1"
-EOF
-chmod +x recorder
+AGENT=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/fake-agent
+test -x "$AGENT" || test_skip_all "no $AGENT: build it with make"
 
 state_of() { jq -r "select(.msgId == \"$1\") | .state" alpha/leads/alpha/sent; }
 last_id() { tail -n1 alpha/leads/alpha/sent | jq -r .msgId; }
@@ -61,12 +57,12 @@ P1() { cat "$TEST_DIR/pane1"; }
 P2() { cat "$TEST_DIR/pane2"; }
 
 test_expect_success 'a tmux pane titled beta runs the lead; alpha mounts without injection, beta with tmux' '
-    tmux -f /dev/null new-session -d -s lead -x 200 -y 50 "$TEST_DIR/recorder $TEST_DIR/typed" &&
+    tmux -f /dev/null new-session -d -s lead -x 200 -y 50 "$AGENT $TEST_DIR/typed" &&
     tmux display-message -p -t lead "#{pane_id}" >pane1 &&
     tmux select-pane -t "$(P1)" -T beta &&
     tmux list-panes -a -F "#{pane_id} #{pane_title}" >panes && grep -qx "$(P1) beta" panes &&
     mount_fleet alpha peers=beta inject=none &&
-    mount_fleet beta peers=alpha inject=tmux &&
+    mount_fleet beta peers=alpha inject=tmux inject_commands=fake-agent &&
     wait_for 5 "inj | grep -q \"^ready: nothing to deliver (backend tmux)\""
 '
 
@@ -151,7 +147,7 @@ test_expect_success 'no pane titled beta: nothing typed, status says how to fix 
 '
 
 test_expect_success 'two panes titled beta: stall, never guess; renaming one delivers to the other' '
-    tmux split-window -d -P -F "#{pane_id}" -t "$(P1)" "$TEST_DIR/recorder $TEST_DIR/typed2" >pane2 &&
+    tmux split-window -d -P -F "#{pane_id}" -t "$(P1)" "$AGENT $TEST_DIR/typed2" >pane2 &&
     tmux select-pane -t "$(P2)" -T beta &&
     n=$(lines_of typed) &&
     echo "which one of you?" >alpha/peers/beta/send &&
@@ -167,7 +163,7 @@ test_expect_success 'two panes titled beta: stall, never guess; renaming one del
 
 test_expect_success 'an inject_target naming no pane: nothing typed anywhere, status says so' '
     unmount_fleet beta &&
-    mount_fleet beta peers=alpha inject=tmux inject_target=%999 &&
+    mount_fleet beta peers=alpha inject=tmux inject_commands=fake-agent inject_target=%999 &&
     echo "to nowhere yet" >alpha/peers/beta/send &&
     wait_for 5 "inj | grep -q \"^stalled: tmux target .%999. names no pane.*fix -o inject_target\"" &&
     k=$(looks) &&
@@ -177,7 +173,7 @@ test_expect_success 'an inject_target naming no pane: nothing typed anywhere, st
 
 test_expect_success 'inject_target=%N types into that pane even though another is titled beta' '
     unmount_fleet beta &&
-    mount_fleet beta peers=alpha inject=tmux "inject_target=$(P2)" &&
+    mount_fleet beta peers=alpha inject=tmux inject_commands=fake-agent "inject_target=$(P2)" &&
     echo "straight to the spare pane" >alpha/peers/beta/send &&
     id=$(last_id) &&
     wait_for 10 "grep -q \"straight to the spare pane\" typed2" &&
@@ -191,14 +187,14 @@ test_expect_success 'inject_target=%N types into that pane even though another i
 test_expect_success 'an unwritable journal: nothing is typed, status says why, and it recovers' '
     unmount_fleet beta &&
     rm -f state/beta/inject.journal && mkdir state/beta/inject.journal &&
-    mount_fleet beta peers=alpha inject=tmux "inject_target=$(P2)" &&
+    mount_fleet beta peers=alpha inject=tmux inject_commands=fake-agent "inject_target=$(P2)" &&
     echo "only with a journal" >alpha/peers/beta/send &&
     wait_for 5 "inj | grep -q \"^stalled: cannot record deliveries in .*inject.journal\"" &&
     k=$(looks) &&
     test_absent 10 "looked_again 2 $k" "grep -q \"only with a journal\" typed typed2" &&
     grep -q "only with a journal" beta/leads/beta/inbox &&
     unmount_fleet beta && rmdir state/beta/inject.journal &&
-    mount_fleet beta peers=alpha inject=tmux "inject_target=$(P2)" &&
+    mount_fleet beta peers=alpha inject=tmux inject_commands=fake-agent "inject_target=$(P2)" &&
     wait_for 10 "grep -q \"only with a journal\" typed2"
 '
 
