@@ -190,7 +190,8 @@ test_expect_success 'an agent herdr still lists but whose process is gone (agent
     echo "are you still there?" >alpha/peers/beta/send &&
     id=$(last_id) &&
     wait_for 5 "grep -qF \"injector: stalled: agent beta (w1:p2) runs no agent herdr knows (agent_status unknown\" beta/leads/beta/status" &&
-    sleep 1.5 && test $(prompts) = $n && test $(refused) = $r &&
+    k=$(herdr_calls) &&
+    test_absent 10 "herdr_looked_again 6 $k" "test \$(prompts) != $n || test \$(refused) != $r" &&
     grep -q $id beta/leads/beta/inbox &&
     herdr_set ".panes[0].agent_status=\"idle\"" &&
     wait_for 5 "test \$(prompts) = $((n + 1))" &&
@@ -218,7 +219,8 @@ test_expect_success 'a pane labelled beta that runs a plain shell is never typed
     echo "touch $TEST_DIR/pwned" >alpha/peers/beta/send &&
     id=$(last_id) &&
     wait_for 5 "grep -qF \"injector: stalled: pane labelled beta (w1:p8) runs no agent herdr knows (a shell, or its agent exited): start the agent there\" beta/leads/beta/status" &&
-    sleep 1.5 && test $(prompts) = $n && test $(refused) = $r &&
+    k=$(herdr_calls) &&
+    test_absent 10 "herdr_looked_again 6 $k" "test \$(prompts) != $n || test \$(refused) != $r" &&
     grep -q $id beta/leads/beta/inbox && test "$(state_of $id)" = published &&
     herdr_set ".panes[0].agent=\"claude\" | .panes[0].agent_status=\"idle\"" &&
     wait_for 5 "test \$(prompts) = $((n + 1))" &&
@@ -229,11 +231,12 @@ test_expect_success 'a label match never picks a shell or an exited agent: besid
     state_with "$SHELLPANE,$GONEPANE,$CODEXPANE" &&
     n=$(prompts) && r=$(refused) &&
     echo "to the agent, not the shell" >alpha/peers/beta/send &&
+    id=$(last_id) &&
     wait_for 5 "test \$(prompts) = $((n + 1))" &&
     test "$(tail -n1 "$HERDR_LOG" | jq -r .target)" = w1:p9 &&
     tail -n +$((n + 1)) "$HERDR_LOG" | jq -r .target >targets &&
     test "$(cat targets)" = w1:p9 &&
-    sleep 1 && test $(prompts) = $((n + 1)) && test $(refused) = $r
+    test_absent 10 "test \"\$(state_of $id)\" = confirmed" "test \$(prompts) != $((n + 1)) || test \$(refused) != $r"
 '
 
 test_expect_success 'unmount cleanly' '

@@ -28,6 +28,22 @@ export TMUX_TMPDIR=$TEST_DIR/tmux
 mkdir -p "$TMUX_TMPDIR" bin
 at_exit "tmux kill-server 2>/dev/null || true"
 
+# every tmux command fleetfs runs goes through this wrapper (as in t0710),
+# which counts the list-panes it does once per look at the panes: a test
+# waits for fleetfs to have looked again before it asserts that nothing
+# was typed
+REAL_TMUX=$(command -v tmux)
+cat >"$TEST_DIR/bin/tmux" <<EOF
+#!/bin/sh
+case " \$* " in *" list-panes "*) echo x >>"$TEST_DIR/tmux-looks" ;; esac
+exec "$REAL_TMUX" "\$@"
+EOF
+chmod +x "$TEST_DIR/bin/tmux"
+export PATH=$TEST_DIR/bin:$PATH
+looks() { if [[ -f $TEST_DIR/tmux-looks ]]; then wc -l <"$TEST_DIR/tmux-looks"; else echo 0; fi; }
+# looked_again N BASE: fleetfs listed the panes N more times than BASE
+looked_again() { (( $(looks) >= $2 + $1 )); }
+
 cp "$AGENT" bin/fake-agent
 cp "$AGENT" bin/other-tool
 # an interactive bash that leaves no history behind
@@ -74,8 +90,8 @@ test_expect_success 'nothing is typed into the shell; status and log say why; th
     id=$(last_id) &&
     wait_for 5 "inj | grep -qxF \"\$(shell_words \$(P 1) bash)\"" &&
     grep -qxF "injector: $(shell_words $(P 1) bash)" beta/status &&
-    sleep 1.5 &&
-    test ! -e pwned &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test -e pwned" &&
     screen "$(P 1)" >screen &&
     ! grep -F -e "$id" -e "fleet message" -e "touch" -e "command not found" screen &&
     grep -q "$id" beta/leads/beta/inbox &&
@@ -89,9 +105,11 @@ test_expect_success 'the agent started in that pane gets the message, typed once
     wait_for 10 "grep -q \"msgId $id\" typed" &&
     unbracket typed | grep -qx "touch $TEST_DIR/pwned" &&
     wait_for 10 "test \"\$(state_of $id)\" = injected" &&
-    sleep 1 &&
-    test "$(grep -c "msgId $id" typed)" = 1 &&
-    test ! -e pwned && test ! -s beta/leads/beta/inbox &&
+    echo "a second one" >alpha/peers/beta/send &&
+    test_absent 10 "unbracket typed | grep -qx \"a second one\"" \
+        "test \$(grep -c \"msgId $id\" typed) != 1" &&
+    test ! -e pwned &&
+    wait_for 5 "test ! -s beta/leads/beta/inbox" &&
     wait_for 5 "inj | grep -q \"^ready\""
 '
 
@@ -102,8 +120,8 @@ test_expect_success 'the agent exits back to its shell: the next message is not 
     echo "touch $TEST_DIR/pwned2" >alpha/peers/beta/send &&
     id=$(last_id) &&
     wait_for 5 "inj | grep -qxF \"\$(shell_words \$(P 1) bash)\"" &&
-    sleep 1.5 &&
-    test ! -e pwned2 && test "$(wc -l <typed)" = "$n" &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test -e pwned2 || test \$(wc -l <typed) != $n" &&
     screen "$(P 1)" >screen &&
     ! grep -F -e "$id" -e "pwned2" -e "command not found" screen &&
     grep -q "$id" beta/leads/beta/inbox &&
@@ -115,7 +133,8 @@ test_expect_success 'a program not on inject_commands: stall, nothing typed; lis
     tmux send-keys -t "$(P 1)" "$TEST_DIR/bin/other-tool $TEST_DIR/typed-other" Enter &&
     wait_for 5 "test \"\$(fg_cmd \$(P 1))\" = other-tool" &&
     wait_for 5 "inj | grep -qxF \"stalled: tmux pane $(P 1) titled beta runs other-tool, which is not in inject_commands: start the agent there, or add other-tool to inject_commands if it is one\"" &&
-    sleep 1.5 && test ! -s typed-other &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test -s typed-other" &&
     grep -q "$id" beta/leads/beta/inbox &&
     unmount_fleet beta &&
     mount_fleet beta peers=alpha inject=tmux inject_commands=fake-agent:other-tool &&
@@ -140,8 +159,8 @@ test_expect_success 'a launcher script waiting for its agent is looked through; 
     echo "touch $TEST_DIR/pwned3" >alpha/peers/beta/send &&
     id=$(last_id) &&
     wait_for 5 "inj | grep -qxF \"\$(shell_words \$(P 2) bash)\"" &&
-    sleep 1.5 &&
-    test ! -e pwned3 && ! grep -q pwned3 typed2 &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test -e pwned3 || grep -q pwned3 typed2" &&
     ! screen "$(P 2)" | grep -F -e "$id" -e pwned3 &&
     grep -q "$id" beta/leads/beta/inbox
 '
@@ -153,8 +172,8 @@ test_expect_success 'a shell started under an agent name (exec -a fake-agent bas
     wait_for 5 "test \"\$(fg_cmd \$(P 3))\" = fake-agent" &&
     id=$(last_id) &&
     wait_for 5 "inj | grep -qxF \"\$(shell_words \$(P 3) bash)\"" &&
-    sleep 1.5 &&
-    test ! -e pwned3 &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test -e pwned3" &&
     ! screen "$(P 3)" | grep -F -e "$id" -e pwned3 &&
     grep -q "$id" beta/leads/beta/inbox
 '
