@@ -317,6 +317,16 @@ char *env_inbox_line(const envelope *e, const char *receivedAt, bool redelivered
     return s;
 }
 
+void env_peek(const char *json, size_t len, char id[ENV_ID_LEN + 1], char from[64])
+{
+    json_t *o = json ? json_loadb(json, len, 0, NULL) : NULL;
+    const char *i = json_string_value(json_object_get(o, "msgId"));
+    const char *f = json_string_value(json_object_get(o, "from"));
+    snprintf(id, ENV_ID_LEN + 1, "%s", i && env_id_valid(i) ? i : "?");
+    snprintf(from, 64, "%s", f && name_valid(f) ? f : "?");
+    json_decref(o);
+}
+
 /* ---- decode ------------------------------------------------------------- */
 
 struct env_dec {
@@ -504,6 +514,8 @@ int env_decode(const char *json, size_t len, size_t max_body, envelope *out, cha
     if (dc.root == NULL) {
         if (!text_utf8_valid(json, len))
             return env_fail(&dc, "not JSON (invalid UTF-8 or NUL bytes)");
+        if (strstr(jerr.text, "duplicate"))
+            return env_failk(&dc, "a JSON object with a key given twice (%s)", jerr.text);
         return env_fail(&dc, "not JSON");
     }
     if (!json_is_object(dc.root))

@@ -47,6 +47,9 @@ char *env_encode(const envelope *e, size_t *len);
  * -1 with a short reason in why, out->body NULL. */
 int env_decode(const char *json, size_t len, size_t max_body, envelope *out, char *why,
                size_t whylen);
+/* For a log line about bytes that did not decode: the msgId and claimed
+ * sender when they can be read and are well-formed, else "?". */
+void env_peek(const char *json, size_t len, char id[ENV_ID_LEN + 1], char from[64]);
 /* Frees e->body; safe to call twice. */
 void env_free(envelope *e);
 /* The length-prefixed fields a signature covers (8-byte big-endian length,

@@ -103,10 +103,14 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     held_msg *m;
 
     if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0) {
+        char id[ENV_ID_LEN + 1], from[64];
+        env_peek(body, len, id, from);
         g_mutex_lock(&mb->lock);
         mb_count_rejection_locked(mb, "malformed");
         g_mutex_unlock(&mb->lock);
-        log_warn("inbox: rejected a message (malformed: %s); it goes to fleet.dlq", why);
+        log_warn("inbox: rejected message %s claiming to be from %s (malformed: %s); it goes to "
+                 "fleet.dlq",
+                 id, from, why);
         mb_changed(mb, "status");
         return BR_REJECT;
     }

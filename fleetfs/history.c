@@ -17,11 +17,15 @@
 
 #define HISTORY_LINE_MAX (4 * 1024 * 1024)
 
-static char *line_msgid(const char *line)
+/* msgId (and, when from is not NULL, the sender) of a history line */
+static char *line_msgid(const char *line, char **from)
 {
     json_t *j = json_loads(line, 0, NULL);
     const char *id = json_string_value(json_object_get(j, "msgId"));
+    const char *fr = json_string_value(json_object_get(j, "from"));
     char *r = id ? g_strdup(id) : NULL;
+    if (from)
+        *from = g_strdup(fr ? fr : "");
     json_decref(j);
     return r;
 }
@@ -29,14 +33,17 @@ static char *line_msgid(const char *line)
 /* Takes line (g_malloc'd, no newline). */
 static void history_push(mailbox *mb, char *line)
 {
-    char *id = line_msgid(line);
+    char *from = NULL;
+    char *id = line_msgid(line, &from);
     if (id)
-        g_hash_table_add(mb->consumed, id);
+        g_hash_table_replace(mb->consumed, id, from);
+    else
+        g_free(from);
     g_queue_push_tail(&mb->history, line);
     mb->history_bytes += strlen(line) + 1;
     while (mb->history.length > HISTORY_MAX) {
         char *old = g_queue_pop_head(&mb->history);
-        char *oid = line_msgid(old);
+        char *oid = line_msgid(old, NULL);
         mb->history_bytes -= strlen(old) + 1;
         if (oid)
             g_hash_table_remove(mb->consumed, oid);
@@ -87,6 +94,11 @@ GString *history_render_locked(mailbox *mb)
 bool history_consumed_locked(mailbox *mb, const char *msg_id)
 {
     return g_hash_table_contains(mb->consumed, msg_id);
+}
+
+const char *history_sender_locked(mailbox *mb, const char *msg_id)
+{
+    return g_hash_table_lookup(mb->consumed, msg_id);
 }
 
 static void history_persist_locked(mailbox *mb, const char *line)

@@ -44,7 +44,7 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
     snprintf(mb->lead_status_path, sizeof mb->lead_status_path, "leads/%s/status", o->coord_id);
     mb->held_ids = g_hash_table_new(g_str_hash, g_str_equal);
     mb->sent_ids = g_hash_table_new(g_str_hash, g_str_equal);
-    mb->consumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    mb->consumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mb->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     history_load(mb);
     sent_load(mb);
@@ -107,6 +107,40 @@ char *mb_injector_words(mailbox *mb)
     w = g_strdup(mb->injector_words);
     g_mutex_unlock(&mb->lock);
     return w;
+}
+
+bool mb_known_from(mailbox *mb, const char *msg_id, const char *peer)
+{
+    held_msg *m;
+    const char *from;
+    bool known;
+    if (!env_id_valid(msg_id))
+        return false;
+    g_mutex_lock(&mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    from = m ? m->env.from : history_sender_locked(mb, msg_id);
+    known = from && strcmp(from, peer) == 0;
+    g_mutex_unlock(&mb->lock);
+    return known;
+}
+
+GPtrArray *mb_ids_from(mailbox *mb, const char *peer)
+{
+    GPtrArray *ids = g_ptr_array_new_with_free_func(g_free);
+    GHashTableIter it;
+    gpointer k, v;
+    g_mutex_lock(&mb->lock);
+    for (GList *l = mb->held.head; l; l = l->next) {
+        held_msg *m = l->data;
+        if (!strcmp(m->env.from, peer))
+            g_ptr_array_add(ids, g_strdup(m->env.msgId));
+    }
+    g_hash_table_iter_init(&it, mb->consumed);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        if (!strcmp(v, peer))
+            g_ptr_array_add(ids, g_strdup(k));
+    g_mutex_unlock(&mb->lock);
+    return ids;
 }
 
 GString *mb_render(mailbox *mb, mb_file f)

@@ -83,9 +83,19 @@ fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char 
 void mb_set_injector(mailbox *mb, const char *words);
 char *mb_injector_words(mailbox *mb);
 
-/* One write to peers/<peer>/send: validate, wrap, publish, wait, record. */
-fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, char *detail,
-                size_t dlen);
+/* One write to peers/<peer>/send (reply_to NULL) or to
+ * peers/<peer>/reply/<reply_to>: validate, wrap, sign, publish, wait,
+ * record. */
+fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
+                char *detail, size_t dlen);
+/* One write to leads/<me>/resend: the msgId of an `unconfirmed` entry of
+ * sent; its exact signed envelope (same msgId) is published again.  The
+ * receiver's seen set keeps it to one delivery. */
+fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen);
+/* msg_id is a message peer sent us (held, or in history). */
+bool mb_known_from(mailbox *mb, const char *msg_id, const char *peer);
+/* The msgIds of messages from peer that are held or in history. */
+GPtrArray *mb_ids_from(mailbox *mb, const char *peer);
 /* A receipt from peer `from` about msg_id: move its sent entry forward
  * (never back).  False when there is no such entry or it is further along. */
 bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const char *state,

@@ -522,7 +522,7 @@ static int serve(cmdline *cl, fleet *f)
         return 1;
     }
     g_atomic_pointer_set(&f->nt, nt_start(f));
-    g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb));
+    g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb, f->mountpoint));
     log_info("mounted %s as lead %s (peers: %s)", f->mountpoint, f->opts->coord_id,
              f->opts->peers && *f->opts->peers ? "configured" : "none configured");
     report(1, NULL);

@@ -81,7 +81,7 @@ struct mailbox {
 
     /* history.c */
     GQueue history;       /* char* JSON lines without newline, oldest first */
-    GHashTable *consumed; /* msgIds of the history entries */
+    GHashTable *consumed; /* msgId -> sender, of the history entries */
     size_t history_bytes;
     applog *history_log;
     bool history_warned; /* the last write failed and was logged */
@@ -137,6 +137,8 @@ GString *history_render_locked(mailbox *mb);
 void history_add_locked(mailbox *mb, const envelope *e, const char *received_at, const char *how,
                         const char *detail);
 bool history_consumed_locked(mailbox *mb, const char *msg_id);
+/* The sender of a consumed message, or NULL. */
+const char *history_sender_locked(mailbox *mb, const char *msg_id);
 
 /* views.c */
 void views_append_locked(mailbox *mb, const char *line, size_t len);

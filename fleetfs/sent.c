@@ -11,6 +11,7 @@
  */
 #include "fleetfs/mb_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +30,7 @@ typedef struct {
     char state[24];
     int64_t state_at;
     char detail[256];
+    char *env;  /* while unconfirmed: the signed envelope, for resend */
     char *line; /* rendered, "\n"-terminated: getattr and open cost no JSON */
     size_t line_len;
 } sent_entry;
@@ -80,8 +82,38 @@ GString *sent_render_locked(mailbox *mb)
 
 static void sent_free(sent_entry *se)
 {
+    g_free(se->env);
     g_free(se->line);
     g_free(se);
+}
+
+/* The line sent.jsonl keeps: the rendered one, plus the envelope while it
+ * may be resent (g_free). */
+static char *sent_persist_line(const sent_entry *se)
+{
+    json_t *j;
+    char *out, *tmp;
+    if (!se->env)
+        return g_strndup(se->line, se->line_len - 1);
+    j = json_loadb(se->line, se->line_len, 0, NULL);
+    json_object_set_new(j, "env", json_string(se->env));
+    tmp = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    out = g_strdup(tmp ? tmp : "{}");
+    free(tmp);
+    return out;
+}
+
+static GString *sent_persist_render_locked(mailbox *mb)
+{
+    GString *s = g_string_sized_new(mb->sent_bytes + 1);
+    for (GList *l = mb->sent.head; l; l = l->next) {
+        char *line = sent_persist_line(l->data);
+        g_string_append(s, line);
+        g_string_append_c(s, '\n');
+        g_free(line);
+    }
+    return s;
 }
 
 /* se->msg_id must be set: it is the index key. */
@@ -124,6 +156,11 @@ static void sent_load_line(mailbox *mb, const char *line)
 #undef COPY
     if (at && env_time_parse(at, &ms) == 0)
         se->state_at = ms;
+    g_free(se->env);
+    se->env = g_strcmp0(se->state, "unconfirmed") == 0 &&
+                      json_string_value(json_object_get(j, "env"))
+                  ? g_strdup(json_string_value(json_object_get(j, "env")))
+                  : NULL;
     json_decref(j);
     sent_render_entry(mb, se);
 }
@@ -157,13 +194,17 @@ void sent_close(mailbox *mb)
 static void sent_changed_locked(mailbox *mb, sent_entry *se)
 {
     int rc = -1;
+    if (strcmp(se->state, "unconfirmed") != 0) {
+        g_free(se->env); /* its fate is known: nothing to resend */
+        se->env = NULL;
+    }
     sent_render_entry(mb, se);
     if (mb->sent_log) {
-        se->line[se->line_len - 1] = '\0';
-        rc = applog_append(mb->sent_log, se->line);
-        se->line[se->line_len - 1] = '\n';
+        char *line = sent_persist_line(se);
+        rc = applog_append(mb->sent_log, line);
+        g_free(line);
         if (rc == 0 && applog_wants_compact(mb->sent_log, mb->sent.length)) {
-            GString *all = sent_render_locked(mb);
+            GString *all = sent_persist_render_locked(mb);
             rc = applog_rewrite(mb->sent_log, all, mb->sent.length);
             g_string_free(all, TRUE);
         }
@@ -190,7 +231,9 @@ static int state_rank(const char *state)
     return -1;
 }
 
-static void sent_record(mailbox *mb, const envelope *e, const char *state, const char *detail)
+/* json: the signed envelope, kept while the state is unconfirmed */
+static void sent_record(mailbox *mb, const envelope *e, const char *json, const char *state,
+                        const char *detail)
 {
     sent_entry *se;
     g_mutex_lock(&mb->lock);
@@ -204,10 +247,14 @@ static void sent_record(mailbox *mb, const envelope *e, const char *state, const
         sent_push(mb, se);
         if (strcmp(state, "unconfirmed") != 0)
             mb->n.sent++;
+    } else if (!strcmp(se->state, "unconfirmed") && strcmp(state, "unconfirmed") != 0) {
+        mb->n.sent++; /* a resend got its confirm */
     }
     g_strlcpy(se->state, state, sizeof se->state);
     g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
     se->state_at = env_now_ms();
+    if (!strcmp(state, "unconfirmed") && !se->env)
+        se->env = g_strdup(json);
     sent_changed_locked(mb, se);
     g_mutex_unlock(&mb->lock);
     mb_changed(mb, "status");
@@ -267,13 +314,34 @@ static fe_code send_input_ok(const mailbox *mb, const char *peer, const char *da
     return FE_OK;
 }
 
-fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, char *detail,
-                size_t dlen)
+/* Publish json (e's envelope) and record the outcome. */
+static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *json, size_t jlen,
+                                  char *detail, size_t dlen)
+{
+    bool unread = false;
+    fe_code res = mb->br.publish(mb->br.b, e->to, is_configured_peer(mb, e->to), e->msgId, json,
+                                 jlen, mb->o->send_timeout_ms, &unread, detail, dlen);
+    if (res == FE_OK)
+        sent_record(mb, e, json, unread ? "published-unread" : "published",
+                    unread ? "the mailbox had no consumer when the broker took it" : "");
+    else if (res == FE_TIMEOUT)
+        sent_record(mb, e, json, "unconfirmed",
+                    detail[0] ? detail
+                              : "no confirm within send_timeout (the write returned ETIMEDOUT); "
+                                "the broker may still take it; write its msgId to resend to "
+                                "publish the same message again");
+    if (res != FE_OK)
+        log_warn("send %s to %s: %s (%s)%s%s", e->msgId, e->to, fe_name(res), fe_hint(res),
+                 detail[0] ? ": " : "", detail);
+    return res;
+}
+
+fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
+                char *detail, size_t dlen)
 {
     envelope e;
     char *json;
     size_t jlen;
-    bool unread = false;
     fe_code res;
     int64_t now = env_now_ms();
 
@@ -282,6 +350,8 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, cha
         len--; /* echo's newline is not part of the message */
     if ((res = send_input_ok(mb, peer, data, len)) != FE_OK)
         return res;
+    if (reply_to && !env_id_valid(reply_to))
+        return FE_BAD_INPUT;
 
     memset(&e, 0, sizeof e);
     e.v = 1;
@@ -291,6 +361,8 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, cha
     g_strlcpy(e.to, peer, sizeof e.to);
     env_time_format(now, e.sentAt);
     env_time_format(now + mb->o->message_ttl_ms, e.expiresAt);
+    if (reply_to)
+        g_strlcpy(e.replyTo, reply_to, sizeof e.replyTo);
     e.body = (char *)data;
     e.body_len = len;
     if (mb->key && sig_sign(mb->key, &e) < 0)
@@ -298,20 +370,56 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *data, size_t len, cha
     json = env_encode(&e, &jlen);
     if (!json)
         return FE_INTERNAL;
-    res = mb->br.publish(mb->br.b, peer, is_configured_peer(mb, peer), e.msgId, json, jlen,
-                         mb->o->send_timeout_ms, &unread, detail, dlen);
+    res = publish_and_record(mb, &e, json, jlen, detail, dlen);
     free(json);
-    if (res == FE_OK)
-        sent_record(mb, &e, unread ? "published-unread" : "published",
-                    unread ? "the mailbox had no consumer when the broker took it" : "");
-    else if (res == FE_TIMEOUT)
-        sent_record(mb, &e, "unconfirmed",
-                    detail[0] ? detail
-                              : "no confirm within send_timeout (the write returned ETIMEDOUT); "
-                                "the broker may still take it");
-    if (res != FE_OK)
-        log_warn("send %s to %s: %s (%s)%s%s", e.msgId, peer, fe_name(res), fe_hint(res),
-                 detail[0] ? ": " : "", detail);
+    return res;
+}
+
+fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen)
+{
+    char id[ENV_ID_LEN + 1];
+    char *json = NULL;
+    sent_entry *se;
+    envelope e;
+    char why[200];
+    fe_code res;
+
+    detail[0] = '\0';
+    while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == ' '))
+        len--;
+    if (len != ENV_ID_LEN || memchr(data, '\0', len)) {
+        snprintf(detail, dlen, "write one msgId (32 hex digits) of an unconfirmed entry of sent");
+        return FE_BAD_INPUT;
+    }
+    memcpy(id, data, len);
+    id[len] = '\0';
+    if (!env_id_valid(id)) {
+        snprintf(detail, dlen, "'%s' is not a msgId", id);
+        return FE_BAD_INPUT;
+    }
+    g_mutex_lock(&mb->lock);
+    se = sent_find(mb, id);
+    if (se && se->env)
+        json = g_strdup(se->env);
+    else if (se)
+        snprintf(detail, dlen, "%s is %s, not unconfirmed: there is nothing to resend", id,
+                 se->state);
+    else
+        snprintf(detail, dlen, "%s is not in sent", id);
+    g_mutex_unlock(&mb->lock);
+    if (!json) {
+        log_warn("resend: %s", detail);
+        return se ? FE_BAD_INPUT : FE_NOT_HELD;
+    }
+    if (env_decode(json, strlen(json), SIZE_MAX, &e, why, sizeof why) < 0) {
+        g_free(json);
+        snprintf(detail, dlen, "the kept envelope of %s does not decode: %s", id, why);
+        return FE_INTERNAL;
+    }
+    log_info("resend: publishing %s to %s again (same msgId and signature)", id, e.to);
+    res = publish_and_record(mb, &e, json, strlen(json), detail, dlen);
+    env_free(&e);
+    g_free(json);
     return res;
 }
 

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,11 +44,15 @@ typedef enum {
     N_PEER,
     N_SEND,
     N_PSTATUS,
+    N_REPLYDIR, /* peers/<id>/reply/ */
+    N_REPLY,    /* peers/<id>/reply/<msgId>: a send that answers msgId */
+    N_RESEND,   /* leads/<me>/resend */
 } node_kind;
 
 typedef struct {
     node_kind kind;
-    char name[64]; /* the peer of N_PEER / N_SEND / N_PSTATUS */
+    char name[64]; /* the peer of N_PEER / N_SEND / N_PSTATUS / N_REPLY */
+    char ref[ENV_ID_LEN + 1]; /* the msgId N_REPLY answers */
     GString *snap; /* readable snapshot files */
     mb_view *view; /* inbox */
 } handle;
@@ -87,21 +92,40 @@ static node_kind lead_file(const char *s)
                  {"ack", N_ACK},
                  {"history", N_HISTORY},
                  {"sent", N_SENT},
-                 {"status", N_LSTATUS}};
+                 {"status", N_LSTATUS},
+                 {"resend", N_RESEND}};
     for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
         if (strcmp(s, files[i].name) == 0)
             return files[i].kind;
     return N_NONE;
 }
 
-/* path -> node; name receives the peer where there is one. */
-static node_kind resolve(const fleet *f, const char *path, char name[64])
+static node_kind peer_file(const fleet *f, gchar **c, guint n, char ref[ENV_ID_LEN + 1])
+{
+    if (n == 3)
+        return !strcmp(c[2], "send")     ? N_SEND
+               : !strcmp(c[2], "status") ? N_PSTATUS
+               : !strcmp(c[2], "reply")  ? N_REPLYDIR
+                                         : N_NONE;
+    /* only a message this peer sent us can be answered */
+    if (n == 4 && !strcmp(c[2], "reply") && mb_known_from(f->mb, c[3], c[1])) {
+        g_strlcpy(ref, c[3], ENV_ID_LEN + 1);
+        return N_REPLY;
+    }
+    return N_NONE;
+}
+
+/* path -> node; name receives the peer where there is one, ref the msgId
+ * a reply answers. */
+static node_kind resolve2(const fleet *f, const char *path, char name[64],
+                          char ref[ENV_ID_LEN + 1])
 {
     gchar **c = g_strsplit(path + 1, "/", 0);
     guint n = g_strv_length(c);
     node_kind k = N_NONE;
 
     name[0] = '\0';
+    ref[0] = '\0';
     if (n == 0 || (n == 1 && !c[0][0]))
         k = N_ROOT;
     else if (n == 1)
@@ -115,23 +139,27 @@ static node_kind resolve(const fleet *f, const char *path, char name[64])
         k = n == 2 ? N_LEAD : n == 3 ? lead_file(c[2]) : N_NONE;
     else if (!strcmp(c[0], "peers") && fleet_is_peer(f, c[1])) {
         g_strlcpy(name, c[1], 64);
-        k = n == 2                              ? N_PEER
-            : n == 3 && !strcmp(c[2], "send")   ? N_SEND
-            : n == 3 && !strcmp(c[2], "status") ? N_PSTATUS
-                                                : N_NONE;
+        k = n == 2 ? N_PEER : peer_file(f, c, n, ref);
     }
     g_strfreev(c);
     return k;
 }
 
+static node_kind resolve(const fleet *f, const char *path, char name[64])
+{
+    char ref[ENV_ID_LEN + 1];
+    return resolve2(f, path, name, ref);
+}
+
 static bool is_dir(node_kind k)
 {
-    return k == N_ROOT || k == N_LEADS || k == N_LEAD || k == N_PEERS || k == N_PEER;
+    return k == N_ROOT || k == N_LEADS || k == N_LEAD || k == N_PEERS || k == N_PEER ||
+           k == N_REPLYDIR;
 }
 
 static bool is_writable(node_kind k)
 {
-    return k == N_ACK || k == N_SEND;
+    return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND;
 }
 
 /* A snapshot of a readable file; fresh: may ask the broker. */
@@ -255,7 +283,7 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
         fill(buf, f->opts->coord_id, NULL, 0, 0);
         break;
     case N_LEAD: {
-        static const char *files[] = {"inbox", "ack", "history", "sent", "status"};
+        static const char *files[] = {"inbox", "ack", "history", "sent", "status", "resend"};
         for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
             fill(buf, files[i], NULL, 0, 0);
         break;
@@ -267,7 +295,15 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
     case N_PEER:
         fill(buf, "send", NULL, 0, 0);
         fill(buf, "status", NULL, 0, 0);
+        fill(buf, "reply", NULL, 0, 0);
         break;
+    case N_REPLYDIR: {
+        GPtrArray *ids = mb_ids_from(f->mb, name);
+        for (guint i = 0; i < ids->len; i++)
+            fill(buf, ids->pdata[i], NULL, 0, 0);
+        g_ptr_array_free(ids, TRUE);
+        break;
+    }
     default:
         break;
     }
@@ -277,8 +313,8 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
 static int tree_open(const char *path, struct fuse_file_info *fi)
 {
     fleet *f = F();
-    char name[64];
-    node_kind k = resolve(f, path, name);
+    char name[64], ref[ENV_ID_LEN + 1];
+    node_kind k = resolve2(f, path, name, ref);
     int acc = fi->flags & O_ACCMODE;
     handle *h;
 
@@ -293,6 +329,7 @@ static int tree_open(const char *path, struct fuse_file_info *fi)
     h = g_new0(handle, 1);
     h->kind = k;
     g_strlcpy(h->name, name, sizeof h->name);
+    g_strlcpy(h->ref, ref, sizeof h->ref);
     if (k == N_INBOX)
         h->view = mb_view_open(f->mb, fuse_get_context()->pid);
     else if (!is_writable(k))
@@ -328,8 +365,11 @@ static int tree_write(const char *path, const char *buf, size_t size, off_t off,
     (void)path;
     (void)off;
 
-    if (h->kind == N_SEND)
-        r = mb_send(f->mb, h->name, buf, size, detail, sizeof detail);
+    if (h->kind == N_SEND || h->kind == N_REPLY)
+        r = mb_send(f->mb, h->name, h->kind == N_REPLY ? h->ref : NULL, buf, size, detail,
+                    sizeof detail);
+    else if (h->kind == N_RESEND)
+        r = mb_resend(f->mb, buf, size, detail, sizeof detail);
     else if (h->kind == N_ACK)
         r = mb_ack(f->mb, buf, size, detail, sizeof detail);
     else
@@ -386,8 +426,15 @@ static int tree_poll(const char *path, struct fuse_file_info *fi, struct fuse_po
 
 static int deny_path(const char *path, mode_t mode)
 {
+    char parent[PATH_MAX];
+    const char *slash = strrchr(path, '/');
     (void)mode;
-    return resolve(F(), path, (char[64]){0}) == N_NONE ? -EACCES : -EEXIST;
+    if (resolve(F(), path, (char[64]){0}) != N_NONE)
+        return -EEXIST;
+    /* echo > peers/x/reply/<unknown msgId> creates: there is no such
+     * message to answer */
+    snprintf(parent, sizeof parent, "%.*s", (int)(slash ? slash - path : 0), path);
+    return resolve(F(), parent, (char[64]){0}) == N_REPLYDIR ? -ENOENT : -EACCES;
 }
 
 static int deny_create(const char *path, mode_t mode, struct fuse_file_info *fi)

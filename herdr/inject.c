@@ -39,6 +39,7 @@
 
 struct injector {
     const fs_opts *o;
+    char *mountpoint; /* for the reply command in the header */
     mailbox *mb;
     inj_backend *be;
     GThread *thread;
@@ -158,13 +159,36 @@ static void nap(injector *in, int ms)
         k = g_async_queue_try_pop(in->kicks);
 }
 
-char *inj_render(const envelope *e)
+/* path as a shell word: as it is when it needs no quoting */
+static char *shell_word(const char *path)
+{
+    for (const char *p = path; *p; p++)
+        if (!g_ascii_isalnum(*p) && !strchr("/._-+", *p))
+            return g_shell_quote(path);
+    return g_strdup(path);
+}
+
+char *inj_render(const envelope *e, const char *mountpoint)
 {
     size_t n;
     char *body = san_text(e->body ? e->body : "", e->body_len, &n);
-    char *text = g_strdup_printf("[fleet message from %s, msgId %s]\n%s", e->from, e->msgId,
-                                 body ? body : "");
+    char *path = g_strdup_printf("%s/peers/%s/reply/%s", mountpoint, e->from, e->msgId);
+    char *word = shell_word(path);
+    char *re = e->replyTo[0] ? g_strdup_printf(", in reply to %s", e->replyTo) : g_strdup("");
+    char *head = g_strdup_printf("[fleet message from %s, msgId %s%s - reply: echo '...' > %s]",
+                                 e->from, e->msgId, re, word);
+    /* one line, and nothing in it a terminal would act on */
+    char *safe = san_text(head, strlen(head), &n);
+    for (char *c = safe; c && *c; c++)
+        if (*c == '\n' || *c == '\t')
+            *c = ' ';
+    char *text = g_strdup_printf("%s\n%s", safe ? safe : "", body ? body : "");
+    free(safe);
     free(body);
+    g_free(head);
+    g_free(re);
+    g_free(word);
+    g_free(path);
     return text;
 }
 
@@ -248,7 +272,7 @@ static void deliver(injector *in, const envelope *e)
     }
     if (!mb_claim(in->mb, e->msgId, true))
         return; /* acked through the ack file meanwhile */
-    text = inj_render(e);
+    text = inj_render(e, in->mountpoint);
     /* right before typing, once more: a blocked agent must never get keys */
     v = gate(in, &t, why, sizeof why);
     if (v != IB_OK || !journal_write(in, "injecting", e->msgId)) {
@@ -330,7 +354,7 @@ static bool herdr_socket_present(void)
     return there;
 }
 
-injector *inj_start(const fs_opts *o, mailbox *mb)
+injector *inj_start(const fs_opts *o, mailbox *mb, const char *mountpoint)
 {
     injector *in;
     inj_backend *be = NULL;
@@ -360,6 +384,7 @@ injector *inj_start(const fs_opts *o, mailbox *mb)
     in = g_new0(injector, 1);
     in->o = o;
     in->mb = mb;
+    in->mountpoint = g_strdup(mountpoint);
     in->be = be;
     in->kicks = g_async_queue_new();
     in->journal = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -401,6 +426,7 @@ void inj_free(injector *in)
     g_hash_table_destroy(in->journal);
     g_async_queue_unref(in->kicks);
     g_free(in->journal_path);
+    g_free(in->mountpoint);
     g_free(in->words);
     g_free(in);
 }

@@ -21,13 +21,16 @@
 typedef struct injector injector;
 
 /* NULL when o->inject resolves to none (status says so). */
-injector *inj_start(const fs_opts *o, mailbox *mb);
+/* mountpoint: named in the header's reply command. */
+injector *inj_start(const fs_opts *o, mailbox *mb, const char *mountpoint);
 void inj_kick(injector *in);
 /* inj_stop ends the thread (inj_kick stays safe); inj_free frees. */
 void inj_stop(injector *in);
 void inj_free(injector *in);
 
-/* The text typed for a message: header line + sanitised body (g_free). */
-char *inj_render(const envelope *e);
+/* The text typed for a message: one header line (sender, msgId, what it
+ * answers, and the command that replies to it under mountpoint), then the
+ * sanitised body (g_free). */
+char *inj_render(const envelope *e, const char *mountpoint);
 
 #endif

@@ -115,3 +115,12 @@ broker_count() {
   }
   awk -v q="$1" '$1 == q { print $2 }' <<<"$out"
 }
+
+# fleet_header FROM MSGID MOUNT [REPLYTO]: the header line the injector types
+# above a message from FROM, received by the lead mounted at $TEST_DIR/MOUNT.
+fleet_header() {
+  local re=""
+  [[ -n ${4:-} ]] && re=", in reply to $4"
+  printf "[fleet message from %s, msgId %s%s - reply: echo '...' > %s/peers/%s/reply/%s]\n" \
+    "$1" "$2" "$re" "$TEST_DIR/$3" "$1" "$2"
+}

@@ -26,7 +26,7 @@ test_expect_success 'idle agent: typed once, with a header naming sender and msg
     id=$(last_id) &&
     wait_for 5 "test \$(prompts) = 1" &&
     jq -r .text "$HERDR_LOG" >typed &&
-    printf "[fleet message from alpha, msgId %s]\nplease review the parser\n" "$id" >want &&
+    { fleet_header alpha "$id" beta && echo "please review the parser"; } >want &&
     test_cmp want typed &&
     test "$(jq -r .target "$HERDR_LOG")" = w1:p2
 '
@@ -111,7 +111,7 @@ test_expect_success 'escapes, paste terminators and control bytes never reach he
     tail -n1 "$HERDR_LOG" | jq -r .text >typed &&
     ! LC_ALL=C grep -qP "[\\x00-\\x08\\x0b-\\x1f\\x7f]" typed &&
     ! grep -qP "[\\x{80}-\\x{9f}]" typed &&
-    head -n1 typed | grep -q "^\[fleet message from alpha, msgId [0-9a-f]*\]$" &&
+    head -n1 typed | grep -q "^\[fleet message from alpha, msgId [0-9a-f]* - reply: echo .\.\.\.. > $TEST_DIR/beta/peers/alpha/reply/[0-9a-f]*\]$" &&
     sed -n 2p typed | grep -q "^evil bell del csi" &&
     grep -q "tab	new" typed && grep -q "^line$" typed &&
     ! grep -q pwned typed && ! grep -q "201~" typed && ! grep -q "2J" typed

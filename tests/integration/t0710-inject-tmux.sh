@@ -70,10 +70,10 @@ test_expect_success 'the message appears in the pane and on its terminal: header
     echo "please review the parser" >alpha/peers/beta/send &&
     id=$(last_id) &&
     wait_for 10 "grep -q \"please review the parser\" typed" &&
-    printf "[fleet message from alpha, msgId %s]\nplease review the parser\n" "$id" >want &&
+    { fleet_header alpha "$id" beta && echo "please review the parser"; } >want &&
     msg_lines typed "$id" >got && test_cmp want got &&
     tmux capture-pane -p -J -S - -t "$(P1)" >screen &&
-    grep -F "[fleet message from alpha, msgId $id]" screen &&
+    grep -F "$(fleet_header alpha "$id" beta)" screen &&
     grep -F "please review the parser" screen
 '
 
@@ -179,7 +179,7 @@ test_expect_success 'inject_target=%N types into that pane even though another i
     wait_for 10 "grep -q \"straight to the spare pane\" typed2" &&
     msg_lines typed2 "$id" | grep -qx "straight to the spare pane" &&
     ! grep -q "spare pane" typed &&
-    tmux capture-pane -p -J -S - -t "$(P2)" | grep -F "[fleet message from alpha, msgId $id]" &&
+    tmux capture-pane -p -J -S - -t "$(P2)" | grep -F "$(fleet_header alpha "$id" beta)" &&
     wait_for 10 "test \"\$(state_of $id)\" = injected" &&
     grep "$id" alpha/leads/alpha/sent | jq -e ".detail == \"typed into tmux pane $(P2) ($(P2))\""
 '

@@ -73,7 +73,11 @@ test_expect_success 'not JSON, JSON without fields, 1 MiB, invalid UTF-8: reject
     jq -Rsc "{v:1,type:\"coord\",msgId:\"0123456789abcdef0123456789abcdef\",from:\"alpha\",to:\"beta\",sentAt:\"2026-01-01T00:00:00Z\",expiresAt:\"2099-01-01T00:00:00Z\",body:.}" big.txt >big.json &&
     reject malformed --body-file big.json &&
     printf "{\"v\":1,\"type\":\"coord\",\"msgId\":\"0123456789abcdef0123456789abcdef\",\"from\":\"alpha\",\"to\":\"beta\",\"sentAt\":\"2026-01-01T00:00:00Z\",\"expiresAt\":\"2099-01-01T00:00:00Z\",\"body\":\"caf\\xe9\"}" >latin1.json &&
-    reject malformed --body-file latin1.json
+    reject malformed --body-file latin1.json &&
+    grep -q "rejected message 0123456789abcdef0123456789abcdef claiming to be from alpha (malformed: " beta.log &&
+    printf "{\"v\":1,\"type\":\"coord\",\"msgId\":\"00000000000000000000000000000abc\",\"from\":\"alpha\",\"to\":\"beta\",\"to\":\"gamma\",\"sentAt\":\"2026-01-01T00:00:00Z\",\"expiresAt\":\"2099-01-01T00:00:00Z\",\"body\":\"x\"}" >dupkey.json &&
+    reject malformed --body-file dupkey.json &&
+    grep -q "rejected message 00000000000000000000000000000abc claiming to be from alpha (malformed: a JSON object with a key given twice" beta.log
 '
 
 test_expect_success 'a good message from alpha still arrives, signed' '
@@ -96,9 +100,9 @@ test_expect_success 'nothing refused was typed; history keeps only what a verifi
 '
 
 test_expect_success 'status counts every rejection by reason' '
-    grep -q "^rejected: 11$" beta/status &&
-    grep -q "^dead_lettered: 11$" beta/status &&
-    grep -q "^rejected_malformed: 4$" beta/status
+    grep -q "^rejected: 12$" beta/status &&
+    grep -q "^dead_lettered: 12$" beta/status &&
+    grep -q "^rejected_malformed: 5$" beta/status
 '
 
 test_expect_success 'no receipt went to an unverified sender; the verified alpha got "rejected" ones' '

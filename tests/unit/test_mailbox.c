@@ -323,7 +323,7 @@ static void test_unconfirmed_then_late_confirm_and_expiry(void **state)
     fx *x = *state;
     char detail[256];
     x->fk.publish_result = FE_TIMEOUT;
-    assert_int_equal(mb_send(x->mb, "gamma", "hi", 2, detail, sizeof detail), FE_TIMEOUT);
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_TIMEOUT);
     GString *s = mb_render(x->mb, MB_SENT);
     assert_non_null(strstr(s->str, "\"state\":\"unconfirmed\""));
     char id[40];
@@ -339,7 +339,7 @@ static void test_unconfirmed_then_late_confirm_and_expiry(void **state)
     /* expiry: a message with a 1 ms lifetime and no receipt */
     x->o.message_ttl_ms = 1;
     x->fk.publish_result = FE_OK;
-    assert_int_equal(mb_send(x->mb, "gamma", "bye", 3, detail, sizeof detail), FE_OK);
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "bye", 3, detail, sizeof detail), FE_OK);
     g_usleep(5000);
     mb_tick(x->mb);
     s = mb_render(x->mb, MB_SENT);

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Answering a message from the shell (peers/<id>/reply/<msgId>), and the
+# safe resend of a message whose fate is unknown (leads/<me>/resend): the
+# same signed envelope, same msgId, so the receiver keeps it to one copy.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_start_own
+
+state_of() { grep "$1" alpha/leads/alpha/sent | tail -n1 | jq -r .state; }
+copies() { msgids "$2" | grep -c "^$1$"; }
+
+test_expect_success 'alpha and beta mount' '
+    mount_fleet alpha peers=beta send_timeout=2s inject=none &&
+    mount_fleet beta peers=alpha send_timeout=2s inject=none
+'
+
+test_expect_success 'beta answers alpha through reply/<msgId>; alpha sees replyTo' '
+    echo "which parser?" >alpha/peers/beta/send &&
+    q=$(tail -n1 alpha/leads/alpha/sent | jq -r .msgId) &&
+    wait_for 5 "grep -q $q beta/leads/beta/inbox" &&
+    ls beta/peers/alpha/reply >listed &&
+    grep -qx "$q" listed &&
+    echo "the new one" >beta/peers/alpha/reply/$q &&
+    wait_for 5 "grep -q \"the new one\" alpha/leads/alpha/inbox" &&
+    grep "the new one" alpha/leads/alpha/inbox | jq -e ".replyTo == \"$q\" and .from == \"beta\"" &&
+    echo all >alpha/leads/alpha/ack &&
+    grep "the new one" alpha/leads/alpha/history | jq -e ".replyTo == \"$q\""
+'
+
+test_expect_success 'a consumed message can still be answered; an unknown msgId cannot' '
+    q=$(msgids beta/leads/beta/inbox | tail -n1) &&
+    echo all >beta/leads/beta/ack &&
+    echo "later answer" >beta/peers/alpha/reply/$q &&
+    test_must_fail bash -c "echo x >beta/peers/alpha/reply/0123456789abcdef0123456789abcdef" 2>err &&
+    grep -q "No such file or directory" err &&
+    test_must_fail bash -c "echo x >beta/peers/alpha/reply/not-an-id" 2>err &&
+    grep -q "No such file or directory" err &&
+    mine=$(tail -n1 alpha/leads/alpha/sent | jq -r .msgId) &&
+    test_must_fail bash -c "echo x >alpha/peers/beta/reply/$mine" 2>err
+'
+
+test_expect_success 'resend refuses what is not an unconfirmed entry of sent' '
+    id=$(tail -n1 alpha/leads/alpha/sent | jq -r .msgId) &&
+    test_must_fail bash -c "echo $id >alpha/leads/alpha/resend" 2>err &&
+    grep -q "Invalid argument" err &&
+    test_must_fail bash -c "echo 0123456789abcdef0123456789abcdef >alpha/leads/alpha/resend" 2>err &&
+    grep -q "No such file or directory" err &&
+    test_must_fail bash -c "echo nonsense >alpha/leads/alpha/resend" 2>err &&
+    grep -q "Invalid argument" err
+'
+
+test_expect_success 'a publish lost in a frozen broker stays unconfirmed' '
+    kill -STOP -- -$BROKER_PGID &&
+    test_must_fail bash -c "echo \"lost in the freeze\" >alpha/peers/beta/send" 2>err;
+    grep -q "Connection timed out" err &&
+    broker_kill && broker_restart &&
+    wait_for 30 "grep -q \"^broker: connected\" alpha/status" &&
+    wait_for 30 "grep -q \"^broker: connected\" beta/status" &&
+    lost=$(tail -n1 alpha/leads/alpha/sent | jq -r .msgId) &&
+    test "$(state_of $lost)" = unconfirmed &&
+    echo $lost >lost.id
+'
+
+test_expect_success 'resend publishes it, and beta gets it once' '
+    lost=$(cat lost.id) &&
+    echo $lost >alpha/leads/alpha/resend &&
+    test "$(state_of $lost)" = published &&
+    wait_for 10 "grep -q $lost beta/leads/beta/inbox" &&
+    test "$(copies $lost beta/leads/beta/inbox)" = 1
+'
+
+test_expect_success 'delivered although unconfirmed: the resent copy is refused, beta keeps one' '
+    kill -STOP -- -$BROKER_PGID &&
+    test_must_fail bash -c "echo \"maybe delivered\" >alpha/peers/beta/send" 2>err;
+    grep -q "Connection timed out" err &&
+    id=$(tail -n1 alpha/leads/alpha/sent | jq -r .msgId) &&
+    kill_fleet alpha &&
+    kill -CONT -- -$BROKER_PGID &&
+    wait_for 10 "grep -q $id beta/leads/beta/inbox" &&
+    mount_fleet alpha peers=beta send_timeout=2s inject=none &&
+    wait_for 30 "grep -q \"^broker: connected\" alpha/status" &&
+    test "$(state_of $id)" = unconfirmed &&
+    echo $id >alpha/leads/alpha/resend &&
+    wait_for 10 "grep -q \"^rejected_duplicate: 1$\" beta/status" &&
+    test "$(copies $id beta/leads/beta/inbox)" = 1 &&
+    grep -q "$id from alpha (duplicate" beta.log
+'
+
+test_expect_success 'unmount cleanly' '
+    unmount_fleet alpha && unmount_fleet beta
+'
+
+test_done
