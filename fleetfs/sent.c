@@ -157,10 +157,10 @@ static void sent_load_line(mailbox *mb, const char *line)
     if (at && env_time_parse(at, &ms) == 0)
         se->state_at = ms;
     g_free(se->env);
-    se->env = g_strcmp0(se->state, "unconfirmed") == 0 &&
-                      json_string_value(json_object_get(j, "env"))
-                  ? g_strdup(json_string_value(json_object_get(j, "env")))
-                  : NULL;
+    se->env =
+        g_strcmp0(se->state, "unconfirmed") == 0 && json_string_value(json_object_get(j, "env"))
+            ? g_strdup(json_string_value(json_object_get(j, "env")))
+            : NULL;
     json_decref(j);
     sent_render_entry(mb, se);
 }

@@ -51,10 +51,10 @@ typedef enum {
 
 typedef struct {
     node_kind kind;
-    char name[64]; /* the peer of N_PEER / N_SEND / N_PSTATUS / N_REPLY */
+    char name[64];            /* the peer of N_PEER / N_SEND / N_PSTATUS / N_REPLY */
     char ref[ENV_ID_LEN + 1]; /* the msgId N_REPLY answers */
-    GString *snap; /* readable snapshot files */
-    mb_view *view; /* inbox */
+    GString *snap;            /* readable snapshot files */
+    mb_view *view;            /* inbox */
 } handle;
 
 static fleet *F(void)
@@ -88,12 +88,8 @@ static node_kind lead_file(const char *s)
     static const struct {
         const char *name;
         node_kind kind;
-    } files[] = {{"inbox", N_INBOX},
-                 {"ack", N_ACK},
-                 {"history", N_HISTORY},
-                 {"sent", N_SENT},
-                 {"status", N_LSTATUS},
-                 {"resend", N_RESEND}};
+    } files[] = {{"inbox", N_INBOX}, {"ack", N_ACK},        {"history", N_HISTORY},
+                 {"sent", N_SENT},   {"status", N_LSTATUS}, {"resend", N_RESEND}};
     for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
         if (strcmp(s, files[i].name) == 0)
             return files[i].kind;
@@ -117,8 +113,7 @@ static node_kind peer_file(const fleet *f, gchar **c, guint n, char ref[ENV_ID_L
 
 /* path -> node; name receives the peer where there is one, ref the msgId
  * a reply answers. */
-static node_kind resolve2(const fleet *f, const char *path, char name[64],
-                          char ref[ENV_ID_LEN + 1])
+static node_kind resolve2(const fleet *f, const char *path, char name[64], char ref[ENV_ID_LEN + 1])
 {
     gchar **c = g_strsplit(path + 1, "/", 0);
     guint n = g_strv_length(c);

@@ -181,7 +181,7 @@ static void reject(const char *js, const char *reason)
 #define GOOD "{" HEAD "," TIMES ",\"body\":\"hi\"}"
 #define RHEAD                                                                         \
     "\"v\":1,\"type\":\"receipt\",\"msgId\":\"" ID2 "\",\"from\":\"fleet01\",\"to\":" \
-                                                    "\"mac\"," TIMES
+    "\"mac\"," TIMES
 
 static void test_decode_good_baseline(void **state)
 {
@@ -220,7 +220,7 @@ static void test_decode_rejects_structure(void **state)
     reject("{\"v\":1,\"type\":\"chat\"}", "type");
     reject("{\"v\":1,\"type\":3}", "type is not a string");
     reject("{\"v\":1,\"type\":\"coord\",\"msgId\":\"" ID1 "\",\"msgId\":\"" ID2 "\"}",
-           "not JSON"); /* duplicate key */
+           "key given twice"); /* duplicate key: said so, not "not JSON" */
     reject_n(GOOD, 0, MAXB, "not JSON");
     reject_n(NULL, 0, MAXB, "not JSON");
 }
@@ -277,7 +277,8 @@ static void test_decode_rejects_fields(void **state)
     reject("{" HEAD "," TIMES ",\"body\":\"b\",\"sig\":\"<script>\"}", "sig is not base64");
     reject("{" HEAD "," TIMES ",\"body\":\"b\",\"ref\":\"" ID2 "\"}",
            "ref is only allowed in receipts");
-    reject("{" HEAD "," TIMES ",\"from\":\"x\",\"body\":\"b\"}", "not JSON"); /* duplicate from */
+    reject("{" HEAD "," TIMES ",\"from\":\"x\",\"body\":\"b\"}",
+           "key given twice"); /* duplicate from */
 }
 
 static void test_decode_rejects_body(void **state)
