@@ -12,7 +12,7 @@
 #include "fleetfs/mailbox.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
-#include "herdr/inject.h"
+#include "fleetfs/inject.h"
 
 typedef struct fleet {
     fs_opts *opts;

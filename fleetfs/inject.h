@@ -1,4 +1,4 @@
-/* herdr/inject.h — the injector: types arrived messages into the local
+/* fleetfs/inject.h — the injector: types arrived messages into the local
  * lead's pane, one at a time, oldest first, at most once, only when the
  * agent is ready, and tells the sender what happened (SPEC section 7).
  *
@@ -8,8 +8,8 @@
  * policy: the gate, the at-most-once journal, confirmation, receipts, and
  * the words `status` shows.
  */
-#ifndef FLEETFS_HERDR_INJECT_H
-#define FLEETFS_HERDR_INJECT_H
+#ifndef FLEETFS_INJECT_H
+#define FLEETFS_INJECT_H
 
 #include <stdbool.h>
 #include <stddef.h>

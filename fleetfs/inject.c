@@ -1,4 +1,4 @@
-/* herdr/inject.c — the injector thread (design in inject.h).
+/* fleetfs/inject.c — the injector thread (design in inject.h).
  *
  * At most once.  Before typing, "injecting <msgId>" is appended to
  * state_dir/inject.journal and fsync'd; after the backend took the text,
@@ -17,7 +17,7 @@
  * started) within CONFIRM_MS for a "confirmed" receipt; otherwise the
  * sender keeps "injected" and the log says it was not confirmed.
  */
-#include "herdr/inject.h"
+#include "fleetfs/inject.h"
 
 #include <errno.h>
 #include <fcntl.h>
