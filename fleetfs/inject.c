@@ -28,6 +28,7 @@
 
 #include <glib.h>
 
+#include "fleetfs/applog.h"
 #include "fleetfs/log.h"
 #include "herdr/sanitize.h"
 
@@ -45,14 +46,14 @@ struct injector {
     GThread *thread;
     GAsyncQueue *kicks;
     gint stopping;
-    /* journal: broker-independent record of what was typed */
+    /* journal: broker-independent record of what was typed (an applog,
+     * APPLOG_FSYNC: at most once must survive a power loss too) */
     char *journal_path;
-    int journal_fd;
+    applog *journal_log;   /* NULL when it cannot be opened */
     char journal_err[160]; /* why it cannot be written, for the words */
     GHashTable *journal;   /* msgId -> last word (static string) */
     GQueue journal_order;  /* msgIds, oldest first (owned by the hash table) */
-    guint journal_lines;
-    char *words; /* last state shown, to log changes once */
+    char *words;           /* last state shown, to log changes once */
 };
 
 /* ------------------------------------------------------------------ */
@@ -83,39 +84,36 @@ static void journal_set(injector *in, const char *id, const char *word)
         g_hash_table_remove(in->journal, g_queue_pop_head(&in->journal_order));
 }
 
-static void journal_load(injector *in)
+static void journal_open(injector *in)
 {
-    gchar *text = NULL;
-    if (!g_file_get_contents(in->journal_path, &text, NULL, NULL))
+    GPtrArray *lines = NULL;
+    char *err = NULL;
+    in->journal_log = applog_open(in->journal_path, APPLOG_FSYNC, 128, &lines, &err);
+    if (!in->journal_log) {
+        g_strlcpy(in->journal_err, err, sizeof in->journal_err);
+        g_free(err);
         return;
-    gchar **lines = g_strsplit(text, "\n", -1);
-    for (gchar **l = lines; *l; l++) {
-        gchar **f = g_strsplit(*l, " ", 2);
+    }
+    for (guint i = 0; i < lines->len; i++) {
+        gchar **f = g_strsplit(lines->pdata[i], " ", 2);
         const char *w = f[0] ? journal_word(f[0]) : NULL;
         if (w && f[1] && env_id_valid(f[1]))
             journal_set(in, f[1], w);
-        in->journal_lines++;
         g_strfreev(f);
     }
-    g_strfreev(lines);
-    g_free(text);
+    g_ptr_array_free(lines, TRUE);
 }
 
 /* Rewrite the journal with the last word of each remembered msgId. */
 static void journal_compact(injector *in)
 {
     GString *s = g_string_new(NULL);
-    char *tmp = g_strconcat(in->journal_path, ".tmp", NULL);
     for (GList *l = in->journal_order.head; l; l = l->next)
         g_string_append_printf(s, "%s %s\n", (char *)g_hash_table_lookup(in->journal, l->data),
                                (char *)l->data);
-    if (g_file_set_contents(tmp, s->str, (gssize)s->len, NULL) &&
-        rename(tmp, in->journal_path) == 0) {
-        close(in->journal_fd);
-        in->journal_fd = open(in->journal_path, O_WRONLY | O_APPEND | O_CLOEXEC);
-        in->journal_lines = in->journal_order.length;
-    }
-    g_free(tmp);
+    if (applog_rewrite(in->journal_log, s, in->journal_order.length) < 0)
+        log_warn("inject: cannot rewrite %s (%s); it keeps growing until it can", in->journal_path,
+                 g_strerror(errno));
     g_string_free(s, TRUE);
 }
 
@@ -123,15 +121,14 @@ static void journal_compact(injector *in)
 static bool journal_write(injector *in, const char *word, const char *id)
 {
     char line[64];
-    int n = snprintf(line, sizeof line, "%s %s\n", word, id);
-    if (in->journal_fd < 0 || write(in->journal_fd, line, (size_t)n) != n ||
-        fdatasync(in->journal_fd) < 0) {
-        if (in->journal_fd >= 0)
+    snprintf(line, sizeof line, "%s %s", word, id);
+    if (!in->journal_log || applog_append(in->journal_log, line) < 0) {
+        if (in->journal_log)
             g_strlcpy(in->journal_err, strerror(errno), sizeof in->journal_err);
         return false;
     }
     journal_set(in, id, journal_word(word));
-    if (++in->journal_lines > 4 * JOURNAL_KEEP)
+    if (applog_lines(in->journal_log) > 4 * JOURNAL_KEEP)
         journal_compact(in);
     return true;
 }
@@ -389,10 +386,7 @@ injector *inj_start(const fs_opts *o, mailbox *mb, const char *mountpoint)
     in->kicks = g_async_queue_new();
     in->journal = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     in->journal_path = g_build_filename(o->state_dir, "inject.journal", NULL);
-    journal_load(in);
-    in->journal_fd = open(in->journal_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-    if (in->journal_fd < 0)
-        g_strlcpy(in->journal_err, strerror(errno), sizeof in->journal_err);
+    journal_open(in);
     say(in, "starting");
     in->thread = g_thread_new("injector", inj_main, in);
     return in;
@@ -420,8 +414,7 @@ void inj_free(injector *in)
         return;
     inj_stop(in);
     in->be->free(in->be);
-    if (in->journal_fd >= 0)
-        close(in->journal_fd);
+    applog_close(in->journal_log);
     g_queue_clear(&in->journal_order);
     g_hash_table_destroy(in->journal);
     g_async_queue_unref(in->kicks);

@@ -314,7 +314,8 @@ static int connect_unix(const char *path, long long deadline, hd_reply *r)
         close(fd);
         return -1;
     }
-    set_reply(r, HD_ERR_TIMEOUT, "timeout", "connect timed out");
+    /* nothing was sent: as good as down, never "maybe typed" */
+    set_reply(r, HD_ERR_DOWN, "connect", "connect timed out (herdr accepts no connection)");
     close(fd);
     return -1;
 }

@@ -553,9 +553,50 @@ static void absent_or_refused_is_down(void **state)
     hd_client_free(c);
 }
 
+/* herdr's listen backlog is full: the connect never completes.  Nothing
+ * was sent, so a prompt is "down" (not typed), never "maybe typed". */
+static void connect_timeout_is_down(void **state)
+{
+    char dir[] = "/tmp/hdbacklog-XXXXXX";
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int lfd, fds[64], nf = 0;
+    hd_client *c;
+    hd_reply r = {0};
+    hd_agent a;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/herdr.sock", dir);
+    lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(lfd >= 0);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(lfd, 0), 0);
+    while (nf < 64) { /* fill the backlog, never accepting */
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+            assert_int_equal(errno, EAGAIN);
+            close(fd);
+            break;
+        }
+        fds[nf++] = fd;
+    }
+    assert_true(nf < 64);
+    c = hd_client_new(sa.sun_path);
+    assert_int_equal(hd_agent_prompt(c, "beta", "hello", NULL, 0, 200, &a, &r), HD_ERR_DOWN);
+    assert_string_equal(r.code, "connect");
+    hd_reply_clear(&r);
+    hd_client_free(c);
+    while (nf > 0)
+        close(fds[--nf]);
+    close(lfd);
+    unlink(sa.sun_path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(connect_timeout_is_down),
         cmocka_unit_test(pong_null_caps_suffixed_version),
         cmocka_unit_test(pane_list_tolerant),
         cmocka_unit_test(pane_and_agent_required_fields),
