@@ -247,11 +247,6 @@ static int load_options(cmdline *cl, fs_opts *o)
         g_free(err);
         return -1;
     }
-    if (o->max_message > 1024 * 1024) {
-        fprintf(stderr, "fleetfs: max_message: at most 1 MiB (one write must reach fleetfs as one "
-                        "FUSE request)\n");
-        return -1;
-    }
     return 0;
 }
 

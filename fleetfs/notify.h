@@ -1,15 +1,19 @@
 /* fleetfs/notify.h — the notifier thread.
  *
  * inotify has no kernel hook for changes that start inside a FUSE daemon,
- * so this thread, which is not a FUSE thread, performs a real operation on
- * the changed file through the mount: truncate(path, current size), which
- * the kernel reports as IN_MODIFY and which the tree recognises (by the
- * caller's thread id) as ours and ignores.  It also wakes poll() waiters
- * (fuse_notify_poll).  Doing either from inside a FUSE handler could
- * deadlock, which is why changes are queued here.
+ * so a real operation on the changed file is made through the mount: a
+ * truncate, which the kernel reports as IN_MODIFY and which the tree
+ * recognises as ours (it comes from the notifier's child process, the
+ * "poker", nt_is_self) and ignores.  The thread here coalesces changes
+ * (inbox at once, sent/history/status batched per 100 ms) and hands the
+ * paths to the poker; it also wakes poll() waiters (fuse_notify_poll).
+ * Doing either from inside a FUSE handler could deadlock, which is why
+ * changes are queued here.
  *
- * Once a second it also refreshes the status probes of the own mailbox and
- * the configured peers and reports the status files whose content changed.
+ * Once a second it also asks the broker thread to refresh the status
+ * probes of the own mailbox and the configured peers, without waiting for
+ * the answers (they land in the probe cache), and reports the status files
+ * whose content changed.  It never waits on the broker.
  */
 #ifndef FLEETFS_NOTIFY_H
 #define FLEETFS_NOTIFY_H
@@ -26,7 +30,7 @@ void nt_stop(notifier *nt);
 /* Both only enqueue: safe from any thread, under any lock. */
 void nt_changed(notifier *nt, const char *relpath);
 void nt_poll_wake(notifier *nt, struct fuse_pollhandle *ph);
-/* The notifier's thread id: a truncate from it is a notification. */
+/* tid is the notifier's poker: a truncate from it is a notification. */
 bool nt_is_self(notifier *nt, pid_t tid);
 
 #endif
