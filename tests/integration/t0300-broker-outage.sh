@@ -79,6 +79,7 @@ test_expect_success 'a tail -f reader that spans an outage prints each message o
     wait_for 10 "! grep -q \"^broker: connected\" beta/status" &&
     broker_restart &&
     wait_for 20 "grep -q \"^consumer: ok$\" beta/status" &&
+    wait_for 20 "grep -q \"^broker: connected$\" alpha/status" &&
     echo "post-restart" >alpha/peers/beta/send &&
     wait_for 10 "grep -q post-restart tailed" &&
     echo "the last one" >alpha/peers/beta/send &&
