@@ -48,10 +48,16 @@ enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3, CH_RCPT = 4 };
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 5000
 #define CONSUMER_RETRY_MS 3000
+#define CHANNEL_RETRY_MS 500  /* re-consume after the broker closed or cancelled one consumer */
+#define TAKEOVER_RETRY_MS 500 /* re-try an exclusive consume within takeover_grace */
 #define RPC_TIMEOUT_MS 5000
 #define HEARTBEAT_S 10
 
-typedef enum { RQ_PUBLISH, RQ_ACK, RQ_REJECT, RQ_PROBE, RQ_STOP } rq_kind;
+typedef enum { RQ_PUBLISH, RQ_ACK, RQ_PROBE, RQ_STOP } rq_kind;
+
+/* The two consumers, each on its own channel: index into br_conn.consuming. */
+enum { CONS_INBOX, CONS_RECEIPTS, CONS__COUNT };
+static const amqp_channel_t cons_channel[CONS__COUNT] = {CH_CONS, CH_RCPT};
 
 typedef struct br_req {
     rq_kind kind;
@@ -74,11 +80,10 @@ typedef struct br_req {
     bool unread;
     bool returned;
     uint64_t pub_tag;
-    /* ack / reject */
+    /* ack */
     uint64_t epoch;
     uint64_t tag;
     bool multiple;
-    bool requeue;
     /* probe */
     br_probe probe;
 } br_req;
@@ -103,10 +108,12 @@ struct br_conn {
     unsigned uri_index;
     int64_t next_attempt_ms;
     int64_t backoff_ms;
-    int64_t consumer_retry_ms;
-    uint64_t pub_seq;     /* last delivery tag used on CH_PUB */
-    GQueue inflight;      /* br_req*, ascending pub_tag */
-    GHashTable *declared; /* queues known present on this connection */
+    bool consuming[CONS__COUNT]; /* consume-ok seen on that channel, not cancelled since */
+    int64_t consumer_retry_ms;   /* when to consume what is not consuming; 0: nothing to do */
+    int64_t refused_since_ms;    /* first exclusive-use refusal of the inbox in a row; 0: none */
+    uint64_t pub_seq;            /* last delivery tag used on CH_PUB */
+    GQueue inflight;             /* br_req*, ascending pub_tag */
+    GHashTable *declared;        /* queues known present on this connection */
 };
 
 static int64_t now_ms(void)
@@ -125,11 +132,6 @@ const char *br_link_name(br_link l)
         return "unreachable";
     }
     return "unknown";
-}
-
-void br_inbox_queue(const char *id, char *out, size_t n)
-{
-    snprintf(out, n, "lead.%s.inbox", id);
 }
 
 /* ------------------------------------------------------------------ */
@@ -155,6 +157,8 @@ static void req_unref(br_req *r)
     g_free(r);
 }
 
+/* The caller gave up waiting (FE_TIMEOUT) but the request was carried out
+ * (or failed) afterwards: its owner learns the real outcome. */
 static void late_answer(br_conn *c, br_req *r)
 {
     if (r->kind == RQ_PUBLISH) {
@@ -163,6 +167,12 @@ static void late_answer(br_conn *c, br_req *r)
                  r->msg_id, r->peer, fe_name(r->result));
         if (c->cb.late_confirm)
             c->cb.late_confirm(c->cb.ud, r->peer, r->msg_id, r->result, r->unread);
+    } else if (r->kind == RQ_ACK) {
+        log_warn("ack of delivery %llu (epoch %llu): %s after the caller had given up",
+                 (unsigned long long)r->tag, (unsigned long long)r->epoch,
+                 r->result == FE_OK ? "sent to the broker" : "not sent");
+        if (c->cb.late_ack)
+            c->cb.late_ack(c->cb.ud, r->epoch, r->tag, r->multiple, r->result);
     }
 }
 
@@ -196,8 +206,10 @@ static void submit(br_conn *c, br_req *r)
 }
 
 /* Caller side: wait for the answer until the deadline; on timeout the
- * request is left to the broker thread (it frees it). */
-static fe_code wait_req(br_req *r, int64_t timeout_ms)
+ * request is left to the broker thread (it frees it, and tells the owner the
+ * real outcome through late_confirm or late_ack). *gave_up tells this
+ * FE_TIMEOUT from a FE_TIMEOUT answer (a confirm lost with the link). */
+static fe_code wait_req(br_req *r, int64_t timeout_ms, bool *gave_up)
 {
     gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
     fe_code res;
@@ -205,6 +217,7 @@ static fe_code wait_req(br_req *r, int64_t timeout_ms)
     while (!r->done)
         if (!g_cond_wait_until(&r->cv, &r->m, deadline))
             break;
+    *gave_up = !r->done;
     if (r->done) {
         res = r->result;
     } else {
@@ -232,7 +245,17 @@ static void set_link(br_conn *c, br_link link, const char *reason)
         c->cb.changed(c->cb.ud);
 }
 
-static void set_consumer(br_conn *c, br_cons cons, const char *reason)
+static void first_attempt_done(br_conn *c)
+{
+    g_mutex_lock(&c->lock);
+    c->first_attempt_done = true;
+    g_cond_broadcast(&c->first_cv);
+    g_mutex_unlock(&c->lock);
+}
+
+/* Returns whether anything changed.  Leaving BR_CONS_WAITING also ends the
+ * first attempt (br_wait_first_attempt waits through a takeover). */
+static bool set_consumer(br_conn *c, br_cons cons, const char *reason)
 {
     bool changed;
     g_mutex_lock(&c->lock);
@@ -242,14 +265,9 @@ static void set_consumer(br_conn *c, br_cons cons, const char *reason)
     g_mutex_unlock(&c->lock);
     if (changed && c->cb.changed)
         c->cb.changed(c->cb.ud);
-}
-
-static void first_attempt_done(br_conn *c)
-{
-    g_mutex_lock(&c->lock);
-    c->first_attempt_done = true;
-    g_cond_broadcast(&c->first_cv);
-    g_mutex_unlock(&c->lock);
+    if (cons != BR_CONS_WAITING && cons != BR_CONS_NONE)
+        first_attempt_done(c);
+    return changed;
 }
 
 static void cache_probe(br_conn *c, const char *queue, const br_probe *p)
@@ -270,8 +288,26 @@ static void bytes_to_str(amqp_bytes_t b, char *out, size_t n)
     out[len] = '\0';
 }
 
+static int consumer_index(amqp_channel_t ch)
+{
+    for (int i = 0; i < CONS__COUNT; i++)
+        if (cons_channel[i] == ch)
+            return i;
+    return -1;
+}
+
+/* (Re)open ch.  A fresh channel has no consumer; a fresh consumer channel
+ * starts a new epoch, because delivery tags belong to a channel. */
 static int open_channel(br_conn *c, amqp_channel_t ch)
 {
+    int i = consumer_index(ch);
+    if (i >= 0)
+        c->consuming[i] = false;
+    if (ch == CH_CONS) {
+        g_mutex_lock(&c->lock);
+        c->st.epoch++;
+        g_mutex_unlock(&c->lock);
+    }
     if (!amqp_channel_open(c->amqp, ch))
         return -1;
     if (ch == CH_PUB && !amqp_confirm_select(c->amqp, ch))
@@ -320,7 +356,7 @@ static void drop_connection(br_conn *c, const char *why);
  * channel.  Returns -1 when the connection died. */
 static int declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p)
 {
-    amqp_table_entry_t entries[5];
+    amqp_table_entry_t entries[TOPO_MAILBOX_ARGS];
     amqp_table_t args = passive ? amqp_empty_table : topo_mailbox_args(&c->cfg, entries);
     amqp_queue_declare_ok_t *ok;
     int code;
@@ -360,14 +396,11 @@ static int declare_queue(br_conn *c, const char *queue, bool passive, br_probe *
 
 static void setup_dead_letters(br_conn *c)
 {
-    amqp_table_entry_t e;
-    amqp_table_t args = {1, &e};
+    amqp_table_entry_t e[TOPO_DLQ_ARGS];
+    amqp_table_t args = topo_dlq_args(e);
     int code;
     char text[256];
 
-    e.key = amqp_cstring_bytes("x-max-length");
-    e.value.kind = AMQP_FIELD_KIND_I64;
-    e.value.value.i64 = TOPO_DLQ_MAX_LENGTH;
     if (!amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLX),
                                amqp_cstring_bytes("fanout"), 0, 1, 0, 0, amqp_empty_table) ||
         !amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLQ), 0, 1, 0, 0, args) ||
@@ -390,7 +423,7 @@ static void setup_dead_letters(br_conn *c)
 static int consume_queue(br_conn *c, amqp_channel_t ch, const char *queue, char *text, size_t n,
                          bool *declaring)
 {
-    amqp_table_entry_t entries[5];
+    amqp_table_entry_t entries[TOPO_MAILBOX_ARGS];
     char tag[128];
     int code;
 
@@ -433,41 +466,78 @@ static br_cons consumer_failure(br_conn *c, const char *queue, int code, bool de
     return BR_CONS_ERROR;
 }
 
-/* Become the exclusive consumer of the own mailbox and receipt queue. */
+/* An exclusive-use refusal of the inbox within takeover_grace of the first
+ * one in a row: most likely the daemon that had this coord_id a moment ago
+ * (unmounted, its broker connection not yet closed).  Keep trying. */
+static bool takeover_wait(br_conn *c, const char *queue)
+{
+    char why[256];
+    int64_t now = now_ms();
+    if (!c->refused_since_ms)
+        c->refused_since_ms = now;
+    if (now - c->refused_since_ms >= c->cfg.takeover_grace_ms)
+        return false;
+    snprintf(why, sizeof why,
+             "waiting for the previous consumer of %s to go (up to %lld ms, takeover_grace)", queue,
+             (long long)c->cfg.takeover_grace_ms);
+    if (set_consumer(c, BR_CONS_WAITING, why))
+        log_warn("broker: %s is in exclusive use by another connection; %s", queue, why);
+    c->consumer_retry_ms = now + TAKEOVER_RETRY_MS;
+    return true;
+}
+
+static void consumer_refused(br_conn *c, bool inbox, const char *queue, int code, bool declaring,
+                             const char *text)
+{
+    char why[640];
+    br_cons st;
+    if (inbox && !declaring && code == 403 && takeover_wait(c, queue))
+        return;
+    st = consumer_failure(c, queue, code, declaring, text, why, sizeof why);
+    if (set_consumer(c, st, why))
+        log_err("broker: %s", why);
+    c->consumer_retry_ms = now_ms() + CONSUMER_RETRY_MS;
+}
+
+/* Become the exclusive consumer of the own mailbox, then of the own
+ * receipt queue, each on its own channel.  Only a consumer that is not
+ * running is (re)started: a basic.consume on a channel whose consumer is
+ * still active, with the same tag, is a connection error (530). */
 static void setup_consumer(br_conn *c)
 {
-    static const struct {
-        amqp_channel_t ch;
-        const char *fmt;
-    } queues[] = {{CH_CONS, "lead.%s.inbox"}, {CH_RCPT, "lead.%s.receipts"}};
-    char queue[96], text[384], why[640];
-    bool declaring;
+    char queue[96], text[384];
+    bool declaring, started = false;
 
-    for (size_t i = 0; i < G_N_ELEMENTS(queues); i++) {
+    for (int i = 0; i < CONS__COUNT; i++) {
         int rc;
-        snprintf(queue, sizeof queue, queues[i].fmt, c->cfg.coord_id);
-        rc = consume_queue(c, queues[i].ch, queue, text, sizeof text, &declaring);
+        if (c->consuming[i])
+            continue;
+        topo_consumer_queue(i == CONS_INBOX, c->cfg.coord_id, queue, sizeof queue);
+        rc = consume_queue(c, cons_channel[i], queue, text, sizeof text, &declaring);
         if (rc < 0) {
             drop_connection(c, text);
             return;
         }
         if (rc > 0) {
-            br_cons st = consumer_failure(c, queue, rc, declaring, text, why, sizeof why);
-            log_err("broker: %s", why);
-            set_consumer(c, st, why);
-            c->consumer_retry_ms = now_ms() + CONSUMER_RETRY_MS;
-            /* a half set-up consumer would hold messages nobody can ack */
-            if (i > 0) {
-                amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS);
-                open_channel(c, CH_CONS);
-            }
+            consumer_refused(c, i == CONS_INBOX, queue, rc, declaring, text);
+            /* never hold messages whose receipts we cannot follow: the
+             * broker requeues them when their channel closes */
+            if (i == CONS_RECEIPTS && c->consuming[CONS_INBOX] &&
+                (amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS).reply_type !=
+                     AMQP_RESPONSE_NORMAL ||
+                 open_channel(c, CH_CONS) < 0))
+                drop_connection(c, "cannot close the mailbox consumer");
             return;
         }
+        c->consuming[i] = true;
+        started = true;
     }
     c->consumer_retry_ms = 0;
+    c->refused_since_ms = 0;
     set_consumer(c, BR_CONS_OK, "");
-    log_info("broker: consuming lead.%s.inbox and lead.%s.receipts (exclusive, prefetch %d)",
-             c->cfg.coord_id, c->cfg.coord_id, c->cfg.prefetch);
+    if (started)
+        log_info("broker: consuming lead.%s.inbox and lead.%s.receipts (exclusive, prefetch %d)",
+                 c->cfg.coord_id, c->cfg.coord_id, c->cfg.prefetch);
 }
 
 static int parse_uri(const char *uri, char **buf, struct amqp_connection_info *info)
@@ -517,8 +587,8 @@ static void try_connect(br_conn *c)
     amqp_rpc_reply_t rep;
     char reason[512];
     const char *vhost;
-    amqp_table_entry_t prop[2];
-    amqp_table_t props = {2, prop};
+    amqp_table_entry_t prop[3], cap[1];
+    amqp_table_t props = {3, prop};
     char name[256];
     int rc;
 
@@ -583,6 +653,14 @@ static void try_connect(br_conn *c)
     prop[1].key = amqp_cstring_bytes("product");
     prop[1].value.kind = AMQP_FIELD_KIND_UTF8;
     prop[1].value.value.bytes = amqp_cstring_bytes("fleetfs");
+    /* without it the broker drops a consumer silently (queue deleted,
+     * quorum leader moved) instead of sending basic.cancel */
+    cap[0].key = amqp_cstring_bytes("consumer_cancel_notify");
+    cap[0].value.kind = AMQP_FIELD_KIND_BOOLEAN;
+    cap[0].value.value.boolean = 1;
+    prop[2].key = amqp_cstring_bytes("capabilities");
+    prop[2].value.kind = AMQP_FIELD_KIND_TABLE;
+    prop[2].value.value.table = (amqp_table_t){1, cap};
     rep = amqp_login_with_properties(c->amqp, vhost, 0, 131072, HEARTBEAT_S, &props,
                                      AMQP_SASL_METHOD_PLAIN, info.user, info.password);
     if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
@@ -613,18 +691,18 @@ static void try_connect(br_conn *c)
     c->backoff_ms = BACKOFF_MIN_MS;
     g_hash_table_remove_all(c->declared);
     g_mutex_lock(&c->lock);
-    c->st.epoch++;
     c->st.attempts = 0;
     g_mutex_unlock(&c->lock);
     log_info("broker: connected to %s vhost %s", shown, vhost);
     g_free(shown);
     g_free(buf); /* vhost pointed into it */
+    set_link(c, BR_CONNECTED, "");
     setup_dead_letters(c);
     if (c->connected)
         setup_consumer(c);
-    if (c->connected)
-        set_link(c, BR_CONNECTED, "");
-    first_attempt_done(c);
+    /* a takeover in progress ends the first attempt when it is decided */
+    if (c->st.consumer != BR_CONS_WAITING)
+        first_attempt_done(c);
     return;
 
 fail:
@@ -652,10 +730,11 @@ static void drop_connection(br_conn *c, const char *why)
     if (!c->connected)
         return;
     c->connected = false;
+    /* these left for the broker: their state is unknown (SPEC section 5) */
     while ((r = g_queue_pop_head(&c->inflight)))
-        req_complete(c, r, FE_NOT_CONNECTED,
-                     "the connection was lost before the broker confirmed; the message may or "
-                     "may not be in the mailbox");
+        req_complete(c, r, FE_TIMEOUT,
+                     "the connection was lost after the message left and before the broker "
+                     "confirmed it; it may or may not be in the mailbox");
     amqp_destroy_connection(c->amqp);
     c->amqp = NULL;
     g_mutex_lock(&c->lock);
@@ -721,12 +800,11 @@ static void do_ack(br_conn *c, br_req *r)
     int rc;
     if (r->epoch != c->st.epoch) {
         req_complete(c, r, FE_NOT_CONNECTED,
-                     "the message was delivered on an earlier connection; it will be "
+                     "the message was delivered on an earlier consumer channel; it will be "
                      "redelivered");
         return;
     }
-    rc = r->kind == RQ_ACK ? amqp_basic_ack(c->amqp, CH_CONS, r->tag, r->multiple)
-                           : amqp_basic_reject(c->amqp, CH_CONS, r->tag, r->requeue);
+    rc = amqp_basic_ack(c->amqp, CH_CONS, r->tag, r->multiple);
     if (rc != AMQP_STATUS_OK) {
         req_complete(c, r, FE_NOT_CONNECTED, amqp_error_string2(rc));
         drop_connection(c, amqp_error_string2(rc));
@@ -764,7 +842,6 @@ static void handle_request(br_conn *c, br_req *r)
         do_publish(c, r);
         break;
     case RQ_ACK:
-    case RQ_REJECT:
         do_ack(c, r);
         break;
     case RQ_PROBE:
@@ -835,6 +912,8 @@ static void on_return(br_conn *c, amqp_basic_return_t *ret)
         br_req *r = l->data;
         if (!r->returned && strcmp(r->msg_id, id) == 0) {
             r->returned = true;
+            /* gone (deleted?): the next publish checks again, and may create it */
+            g_hash_table_remove(c->declared, r->queue);
             snprintf(r->detail, sizeof r->detail,
                      "the broker returned the message (%d %s): mailbox %s does not exist",
                      ret->reply_code, text, r->queue);
@@ -884,13 +963,44 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
         return;
     }
     if (ch == CH_PUB) {
+        char why[400];
+        snprintf(why, sizeof why,
+                 "the broker closed the publish channel (%d %s) before it confirmed; the "
+                 "message may or may not be in the mailbox",
+                 m->reply_code, text);
         c->pub_seq = 0;
         while ((r = g_queue_pop_head(&c->inflight)))
-            req_complete(c, r, FE_INTERNAL, text);
-    } else if (ch == CH_CONS) {
+            req_complete(c, r, FE_TIMEOUT, why);
+    } else if (consumer_index(ch) >= 0) {
+        /* only this consumer: the other channels and the connection stay */
         set_consumer(c, BR_CONS_ERROR, text);
-        c->consumer_retry_ms = now_ms() + CONSUMER_RETRY_MS;
+        c->consumer_retry_ms = now_ms() + CHANNEL_RETRY_MS;
     }
+}
+
+/* The broker ended one consumer (its queue was deleted, or a quorum queue
+ * lost its leader): the channel stays open, its unacked deliveries stay
+ * valid; consume again on the same channel, leaving the other alone. */
+static void on_cancel(br_conn *c, amqp_channel_t ch, amqp_basic_cancel_t *m)
+{
+    int i = consumer_index(ch);
+    char tag[128], why[256];
+    if (i < 0)
+        return;
+    bytes_to_str(m->consumer_tag, tag, sizeof tag);
+    if (!m->nowait) {
+        amqp_basic_cancel_ok_t ok = {m->consumer_tag};
+        if (amqp_send_method(c->amqp, ch, AMQP_BASIC_CANCEL_OK_METHOD, &ok) != AMQP_STATUS_OK) {
+            drop_connection(c, "cannot answer a basic.cancel");
+            return;
+        }
+    }
+    c->consuming[i] = false;
+    snprintf(why, sizeof why, "the broker cancelled consumer %s (queue deleted?); consuming again",
+             tag);
+    log_warn("broker: %s", why);
+    set_consumer(c, BR_CONS_ERROR, why);
+    c->consumer_retry_ms = now_ms() + CHANNEL_RETRY_MS;
 }
 
 static void handle_frame(br_conn *c, amqp_frame_t *f)
@@ -915,8 +1025,7 @@ static void handle_frame(br_conn *c, amqp_frame_t *f)
         on_deliver(c, f->channel, f->payload.method.decoded);
         break;
     case AMQP_BASIC_CANCEL_METHOD:
-        set_consumer(c, BR_CONS_ERROR, "the broker cancelled our consumer (mailbox deleted?)");
-        c->consumer_retry_ms = now_ms() + CONSUMER_RETRY_MS;
+        on_cancel(c, f->channel, f->payload.method.decoded);
         break;
     case AMQP_CHANNEL_CLOSE_METHOD:
         on_async_channel_close(c, f->channel, f->payload.method.decoded);
@@ -963,7 +1072,9 @@ static void close_connection(br_conn *c)
     if (!c->connected)
         return;
     while ((r = g_queue_pop_head(&c->inflight)))
-        req_complete(c, r, FE_NOT_CONNECTED, "fleetfs is shutting down");
+        req_complete(c, r, FE_TIMEOUT,
+                     "fleetfs is shutting down before the broker confirmed; the message may or "
+                     "may not be in the mailbox");
     /* a goodbye, not a conversation: a slow broker must not hold up exit */
     amqp_set_rpc_timeout(c->amqp, &(struct timeval){1, 0});
     amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS);
@@ -1120,6 +1231,7 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
 {
     br_req *r;
     fe_code res;
+    bool gave_up;
 
     if (!link_up(c, detail, dlen))
         return FE_NOT_CONNECTED;
@@ -1131,8 +1243,8 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
     r->len = len;
     r->may_create = may_create;
     submit(c, r);
-    res = wait_req(r, timeout_ms);
-    if (res == FE_TIMEOUT) {
+    res = wait_req(r, timeout_ms, &gave_up);
+    if (gave_up) {
         if (detail)
             snprintf(detail, dlen,
                      "no confirm from the broker within %lld ms; the message may "
@@ -1145,6 +1257,8 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
             g_strlcpy(detail, r->detail, dlen);
         if (unread)
             *unread = r->unread;
+        if (res == FE_TIMEOUT)
+            log_warn("publish %s to %s: state unknown: %s", msg_id, peer, r->detail);
     }
     req_unref(r);
     return res;
@@ -1161,7 +1275,7 @@ void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const cha
     }
     r = req_new(RQ_PUBLISH);
     g_strlcpy(r->peer, peer, sizeof r->peer);
-    snprintf(r->queue, sizeof r->queue, "lead.%s.receipts", peer);
+    topo_receipts_queue(peer, r->queue, sizeof r->queue);
     g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
     r->body = g_memdup2(body, len);
     r->len = len;
@@ -1177,50 +1291,44 @@ fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, con
 {
     br_req *r;
     fe_code res;
+    bool gave_up;
     if (!link_up(c, detail, dlen))
         return FE_NOT_CONNECTED;
     r = req_new(RQ_PUBLISH);
     g_strlcpy(r->peer, peer, sizeof r->peer);
-    snprintf(r->queue, sizeof r->queue, "lead.%s.receipts", peer);
+    topo_receipts_queue(peer, r->queue, sizeof r->queue);
     g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
     r->body = g_memdup2(body, len);
     r->len = len;
     r->may_create = true;
     r->receipt = true;
     submit(c, r);
-    res = wait_req(r, timeout_ms);
-    if (res != FE_TIMEOUT && detail)
+    res = wait_req(r, timeout_ms, &gave_up);
+    if (!gave_up && detail)
         g_strlcpy(detail, r->detail, dlen);
-    req_unref(r);
-    return res;
-}
-
-static fe_code ack_or_reject(br_conn *c, rq_kind kind, uint64_t epoch, uint64_t tag, bool flag,
-                             int64_t timeout_ms)
-{
-    br_req *r;
-    fe_code res;
-    if (!link_up(c, NULL, 0))
-        return FE_NOT_CONNECTED;
-    r = req_new(kind);
-    r->epoch = epoch;
-    r->tag = tag;
-    r->multiple = kind == RQ_ACK && flag;
-    r->requeue = kind == RQ_REJECT && flag;
-    submit(c, r);
-    res = wait_req(r, timeout_ms);
     req_unref(r);
     return res;
 }
 
 fe_code br_ack(br_conn *c, uint64_t epoch, uint64_t tag, bool multiple, int64_t timeout_ms)
 {
-    return ack_or_reject(c, RQ_ACK, epoch, tag, multiple, timeout_ms);
-}
-
-fe_code br_reject(br_conn *c, uint64_t epoch, uint64_t tag, bool requeue, int64_t timeout_ms)
-{
-    return ack_or_reject(c, RQ_REJECT, epoch, tag, requeue, timeout_ms);
+    br_req *r;
+    fe_code res;
+    bool gave_up;
+    if (!link_up(c, NULL, 0))
+        return FE_NOT_CONNECTED;
+    r = req_new(RQ_ACK);
+    r->epoch = epoch;
+    r->tag = tag;
+    r->multiple = multiple;
+    submit(c, r);
+    res = wait_req(r, timeout_ms, &gave_up);
+    if (gave_up)
+        log_warn("ack of delivery %llu (epoch %llu): no answer from the broker thread within "
+                 "%lld ms; late_ack will tell whether it was sent",
+                 (unsigned long long)tag, (unsigned long long)epoch, (long long)timeout_ms);
+    req_unref(r);
+    return res;
 }
 
 bool br_probe_cached(br_conn *c, const char *queue, br_probe *out)
@@ -1239,6 +1347,7 @@ fe_code br_probe_queue(br_conn *c, const char *queue, int64_t max_age_ms, int64_
 {
     br_req *r;
     fe_code res;
+    bool gave_up;
 
     memset(out, 0, sizeof *out);
     if (!link_up(c, out->detail, sizeof out->detail))
@@ -1248,8 +1357,8 @@ fe_code br_probe_queue(br_conn *c, const char *queue, int64_t max_age_ms, int64_
     r = req_new(RQ_PROBE);
     g_strlcpy(r->queue, queue, sizeof r->queue);
     submit(c, r);
-    res = wait_req(r, timeout_ms);
-    if (res == FE_TIMEOUT) {
+    res = wait_req(r, timeout_ms, &gave_up);
+    if (gave_up) {
         memset(out, 0, sizeof *out);
         snprintf(out->detail, sizeof out->detail, "probe timed out after %lld ms",
                  (long long)timeout_ms);

@@ -2,7 +2,7 @@
  *
  * rabbitmq-c is not thread-safe, so exactly one thread (started by
  * br_start) touches the amqp_connection_state_t.  Every other thread hands
- * it a request (publish, ack, reject, probe) and waits on a completion with
+ * it a request (publish, ack, probe) and waits on a completion with
  * its own deadline; a caller that gives up leaves the request to the broker
  * thread, which finishes and frees it.  Deliveries on the own mailbox come
  * back through br_callbacks.deliver, called on the broker thread.
@@ -33,6 +33,10 @@ typedef struct {
     int prefetch;
     const char *ca;   /* CA file for amqps:// */
     const char *host; /* for the connection name shown by the broker */
+    /* How long an exclusive-use refusal of the own mailbox is taken for the
+     * previous consumer (a daemon just unmounted) still letting go: the
+     * consume is retried meanwhile (BR_CONS_WAITING).  0: no grace. */
+    int64_t takeover_grace_ms;
 } br_config;
 
 /* What the broker thread should do with a delivery, decided by the owner. */
@@ -47,9 +51,21 @@ typedef struct {
     br_action (*receipt)(void *ud, const char *body, size_t len);
     /* Connection or consumer state changed (status files). */
     void (*changed)(void *ud);
-    /* A publish whose writer gave up (ETIMEDOUT) got its answer after all. */
+    /* A publish whose writer gave up (br_publish returned FE_TIMEOUT) got
+     * its answer after all: FE_OK (in the mailbox), FE_FULL, FE_NO_MAILBOX,
+     * or FE_TIMEOUT again when the connection or channel went away before
+     * the confirm (still unknown: the message may be in the mailbox).
+     * On the broker thread. */
     void (*late_confirm)(void *ud, const char *peer, const char *msg_id, fe_code result,
                          bool unread);
+    /* An ack whose caller gave up (br_ack returned FE_TIMEOUT) was still
+     * carried out by the broker thread afterwards, or not.  result FE_OK:
+     * the ack went to the broker, the message (every tag <= tag when
+     * multiple) is consumed: forget it, never ack it again (a second ack of
+     * a tag closes the consumer channel with 406).  Anything else: no ack
+     * was sent; the message is still held, or will be redelivered (on a
+     * new epoch).  On the broker thread; may be NULL. */
+    void (*late_ack)(void *ud, uint64_t epoch, uint64_t tag, bool multiple, fe_code result);
     void *ud;
 } br_callbacks;
 
@@ -57,6 +73,7 @@ typedef enum { BR_CONNECTING, BR_CONNECTED, BR_UNREACHABLE } br_link;
 typedef enum {
     BR_CONS_NONE,
     BR_CONS_OK,
+    BR_CONS_WAITING, /* refused as in exclusive use, within takeover_grace */
     BR_CONS_EXCLUSIVE,
     BR_CONS_MISMATCH,
     BR_CONS_ERROR
@@ -70,7 +87,12 @@ typedef struct {
     br_cons consumer;
     char consumer_reason[512];
     bool tls;
-    uint64_t epoch;    /* connection generation; delivery tags are per epoch */
+    /* Generation of the consumer channel: it grows every time that channel
+     * is (re)opened, on a new connection or after the broker closed the
+     * channel alone.  Delivery tags belong to a channel, so a tag is only
+     * meaningful with the epoch it was delivered under; the broker requeues
+     * whatever an old epoch held and redelivers it under the new one. */
+    uint64_t epoch;
     int64_t since_ms;  /* when link last changed */
     unsigned attempts; /* connect attempts since the last success */
 } br_status;
@@ -119,8 +141,12 @@ void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const cha
 fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
                            size_t len, int64_t timeout_ms, char *detail, size_t dlen);
 
+/* Ack delivery tag (and every earlier one when multiple) of epoch on the
+ * consumer channel.  FE_NOT_CONNECTED: not sent (no link, or the tag's
+ * channel is gone: the message will be redelivered).  FE_TIMEOUT: the
+ * broker thread did not get to it in time; it still will, and late_ack
+ * tells the outcome. */
 fe_code br_ack(br_conn *c, uint64_t epoch, uint64_t tag, bool multiple, int64_t timeout_ms);
-fe_code br_reject(br_conn *c, uint64_t epoch, uint64_t tag, bool requeue, int64_t timeout_ms);
 
 /* Passive declare of a queue.  A cached answer younger than max_age_ms is
  * returned without asking the broker. */

@@ -6,6 +6,8 @@
  */
 #include "broker/topology.h"
 
+#include <stdio.h>
+
 static amqp_table_entry_t entry_i64(const char *key, int64_t v)
 {
     amqp_table_entry_t e;
@@ -32,7 +34,31 @@ amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries
     entries[2] = entry_i64("x-message-ttl", cfg->message_ttl_ms);
     entries[3] = entry_str("x-dead-letter-exchange", TOPO_DLX);
     entries[4] = entry_str("x-queue-type", cfg->queue_type ? cfg->queue_type : "classic");
-    t.num_entries = 5;
+    t.num_entries = TOPO_MAILBOX_ARGS;
     t.entries = entries;
     return t;
+}
+
+amqp_table_t topo_dlq_args(amqp_table_entry_t *entries)
+{
+    amqp_table_t t;
+    entries[0] = entry_i64("x-max-length", TOPO_DLQ_MAX_LENGTH);
+    t.num_entries = TOPO_DLQ_ARGS;
+    t.entries = entries;
+    return t;
+}
+
+void topo_consumer_queue(bool inbox, const char *id, char *out, size_t n)
+{
+    snprintf(out, n, "lead.%s.%s", id, inbox ? "inbox" : "receipts");
+}
+
+void br_inbox_queue(const char *id, char *out, size_t n)
+{
+    topo_consumer_queue(true, id, out, n);
+}
+
+void topo_receipts_queue(const char *id, char *out, size_t n)
+{
+    topo_consumer_queue(false, id, out, n);
 }

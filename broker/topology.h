@@ -15,7 +15,16 @@
 #define TOPO_DLQ_MAX_LENGTH 10000
 
 /* The mailbox arguments: x-max-length, x-overflow, x-message-ttl,
- * x-dead-letter-exchange, x-queue-type.  entries must hold 5. */
+ * x-dead-letter-exchange, x-queue-type.  entries must hold TOPO_MAILBOX_ARGS. */
+#define TOPO_MAILBOX_ARGS 5
 amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries);
+
+/* The dead-letter queue's arguments.  entries must hold TOPO_DLQ_ARGS. */
+#define TOPO_DLQ_ARGS 1
+amqp_table_t topo_dlq_args(amqp_table_entry_t *entries);
+
+/* "lead.<id>.inbox" or "lead.<id>.receipts". */
+void topo_consumer_queue(bool inbox, const char *id, char *out, size_t n);
+void topo_receipts_queue(const char *id, char *out, size_t n);
 
 #endif

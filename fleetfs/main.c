@@ -360,6 +360,7 @@ static br_conn *broker_new(fleet *f)
     bc.prefetch = f->opts->prefetch;
     bc.ca = f->opts->ca;
     bc.host = f->host;
+    bc.takeover_grace_ms = f->opts->takeover_grace_ms;
     c = br_new(&bc, &cb);
     g_strfreev(uris);
     return c;
@@ -498,7 +499,8 @@ static int serve(cmdline *cl, fleet *f)
     br_run(f->br);
     sd_broker_status();
     mb_start(f->mb);
-    br_wait_first_attempt(f->br, FIRST_CONNECT_WAIT_MS);
+    /* the first attempt includes waiting out a previous consumer (takeover_grace) */
+    br_wait_first_attempt(f->br, FIRST_CONNECT_WAIT_MS + f->opts->takeover_grace_ms);
     if (fatal_consumer(f) < 0) {
         stop_all(f, NULL);
         return 1;

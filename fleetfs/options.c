@@ -401,6 +401,9 @@ static const struct opts_def opts_table[] = {
      "longest a write to send waits for the broker's confirm"},
     {"probe_timeout", opts_set_duration, OFF(probe_timeout_ms), NULL, "2s",
      "longest a status read waits for a broker probe"},
+    {"takeover_grace", opts_set_duration, OFF(takeover_grace_ms), NULL, "15s",
+     "at start, how long the previous consumer of the own mailbox (a daemon just unmounted) "
+     "may take to go before this mount gives up"},
     {"state_dir", opts_set_path, OFF(state_dir), NULL, "$XDG_STATE_HOME/fleetfs/<coord_id>",
      "history, seen ids, injection log"},
     {"inject", opts_set_choice, OFF(inject), "auto|herdr|tmux|none", "auto",
@@ -512,6 +515,7 @@ void opts_init(fs_opts *o)
     o->max_message = 65536;
     o->send_timeout_ms = 5000;
     o->probe_timeout_ms = 2000;
+    o->takeover_grace_ms = 15000;
     o->inject = g_strdup("auto");
     o->inject_commands = g_strdup(FG_DEFAULT_COMMANDS);
     o->insecure = false;

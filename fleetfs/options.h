@@ -22,6 +22,7 @@ typedef struct {
     size_t max_message;
     int64_t send_timeout_ms;
     int64_t probe_timeout_ms;
+    int64_t takeover_grace_ms; /* wait this long for a previous consumer of the inbox to go */
     char *state_dir;
     char *inject; /* herdr | tmux | none */
     char *inject_target;

@@ -21,6 +21,8 @@ static const char *cons_words(const br_status *st)
     switch (st->consumer) {
     case BR_CONS_OK:
         return "ok";
+    case BR_CONS_WAITING:
+        return "waiting";
     case BR_CONS_EXCLUSIVE:
         return "refused";
     case BR_CONS_MISMATCH:

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Faults inside one broker connection (issue 8, broker side): the broker
+# closes or cancels one consumer while the rest of the connection lives on;
+# the link dies between a publish and its confirm; a mount started right
+# after an unmount meets the old daemon still holding its mailbox.
+# A private broker: the test changes broker-wide settings (consumer_timeout).
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_start_own
+
+# rabbit's own delivery-acknowledgement timeout (consumer_timeout, 30 min by
+# default) closes a consumer channel holding a message longer than that:
+# exactly what a lead reading its inbox slowly does. Shortened here, checked
+# every second instead of every minute; channels read it when they open.
+set_consumer_timeout() {
+  rmqctl eval "application:set_env(rabbit, consumer_timeout, $1), \
+               application:set_env(rabbit, channel_tick_interval, 1000)." >/dev/null
+}
+# echo TEXT >FILE in the background; its exit status lands in ./rc, its
+# stderr in ./err
+send_in_background() {
+  rm -f rc err
+  (echo "$2" >"$1" 2>err; echo $? >rc) &
+}
+dlq_count() { broker_count fleet.dlq; }
+# delivered to beta and not acked yet, per the broker
+held_by_broker() {
+  rmqctl list_queues -q name messages_unacknowledged | awk '$1 == "lead.beta.inbox" { print $2 }'
+}
+consuming() { grep -c "broker: consuming lead.beta.inbox" beta.log; }
+closes() { grep -c "channel 2 closed by the broker: 406" beta.log; }
+# fusermount3 -u alone, as a person types it: it returns once the kernel let
+# go of the mount, not when the daemon has finished (EBUSY while a request
+# is in flight is retried, as unmount_fleet does)
+unmount_now() {
+  local try
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    fusermount3 -u "$1" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  fusermount3 -u "$1"
+}
+
+test_expect_success 'alpha and beta mount; beta holds what it gets (inject=none)' '
+    set_consumer_timeout 2000 &&
+    mount_fleet alpha peers=beta &&
+    mount_fleet beta peers=alpha inject=none &&
+    wait_for 10 "grep -q \"^consumer: ok$\" beta/status"
+'
+
+test_expect_success 'the broker closes the consumer channel: nothing is dead-lettered, each message shows once' '
+    for i in 1 2 3 4 5; do echo "held $i" >alpha/peers/beta/send || return 1; done &&
+    wait_for 10 "test \$(wc -l <beta/leads/beta/inbox) = 5" &&
+    msgids beta/leads/beta/inbox | sort >before &&
+    wait_for 15 "test \$(closes) -ge 1" &&
+    wait_for 10 "test \"\$(held_by_broker)\" = 5" &&
+    grep -q "^consumer: ok$" beta/status &&
+    msgids beta/leads/beta/inbox | sort >after &&
+    test_cmp before after &&
+    grep -q "^dead_lettered: 0$" beta/status &&
+    test "$(dlq_count)" = 0
+'
+
+test_expect_success 'a channel-level close stays channel-level: no reconnect, no 530' '
+    ! grep -q "connection lost" beta.log &&
+    ! grep -q "NOT_ALLOWED" beta.log
+'
+
+test_expect_success 'the redelivered messages are acked on the new channel and leave the broker' '
+    set_consumer_timeout 1800000 &&
+    n=$(closes) &&
+    wait_for 15 "test \$(closes) -gt $n" &&
+    wait_for 10 "test \"\$(held_by_broker)\" = 5" &&
+    echo all >beta/leads/beta/ack &&
+    test ! -s beta/leads/beta/inbox &&
+    wait_for 10 "test \"\$(broker_count lead.beta.inbox)\" = 0" &&
+    test "$(dlq_count)" = 0 &&
+    ! grep -q "unknown delivery tag" beta.log
+'
+
+test_expect_success 'mailbox deleted under its consumer: beta consumes the new one, same connection' '
+    n=$(consuming) &&
+    rmqctl delete_queue lead.beta.inbox >/dev/null &&
+    wait_for 10 "grep -q \"cancelled consumer fleetfs.lead.beta.inbox\" beta.log" &&
+    wait_for 10 "test \$(consuming) -gt $n" &&
+    echo "after delete" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q \"after delete\" beta/leads/beta/inbox" &&
+    grep -q "^consumer: ok$" beta/status &&
+    ! grep -q "connection lost" beta.log &&
+    echo all >beta/leads/beta/ack
+'
+
+test_expect_success 'the link lost between publish and confirm: ETIMEDOUT, sent says unconfirmed' '
+    echo warm >alpha/peers/beta/send &&
+    kill -STOP -- -$BROKER_PGID &&
+    send_in_background alpha/peers/beta/send "in flight" &&
+    sleep 0.5 &&
+    broker_kill &&
+    wait_for 10 "test -s rc" &&
+    test "$(cat rc)" != 0 &&
+    grep -q "write error: Connection timed out" err &&
+    jq -r "select(.state == \"unconfirmed\") | .to" alpha/leads/alpha/sent >unconfirmed &&
+    test "$(cat unconfirmed)" = beta &&
+    grep -q "state unknown: the connection was lost after the message left" alpha.log
+'
+
+test_expect_success 'the broker back: both mounts reconnect' '
+    broker_restart &&
+    wait_for 20 "grep -q \"^consumer: ok$\" alpha/status" &&
+    wait_for 20 "grep -q \"^consumer: ok$\" beta/status"
+'
+
+# What systemctl restart and a person at a shell do: unmount, mount again at
+# once, while the old daemon may still hold its broker connection.
+test_expect_success 'unmount and remount the same coord_id at once, five times' '
+    for i in 1 2 3 4 5; do
+        old=$(cat .harness/pid.beta) &&
+        unmount_now beta &&
+        mount_fleet beta peers=alpha inject=none send_timeout=2s &&
+        wait_for 10 "grep -q \"^consumer: ok$\" beta/status" &&
+        wait_for 15 "! kill -0 $old 2>/dev/null" || return 1
+    done &&
+    echo "after remounts" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q \"after remounts\" beta/leads/beta/inbox"
+'
+
+test_expect_success 'a real duplicate waits out takeover_grace, then fails loudly; the first keeps its mailbox' '
+    mkdir -p dup &&
+    start=$(date +%s%N) &&
+    test_must_fail "$FLEETFS" dup -f -o coord_id=beta,insecure,state_dir=$TEST_DIR/state/dup,takeover_grace=2s 2>dup.log &&
+    ms=$(( ($(date +%s%N) - start) / 1000000 )) &&
+    test $ms -ge 2000 && test $ms -le 10000 &&
+    grep -q "waiting for the previous consumer of lead.beta.inbox to go" dup.log &&
+    grep -q "not mounting: another fleetfs is already the consumer of lead.beta.inbox" dup.log &&
+    ! mountpoint -q dup &&
+    grep -q "^consumer: ok$" beta/status &&
+    grep -q "^consumers: 1$" alpha/peers/beta/status
+'
+
+# The broker thread is busy (a publish waiting up to 5 s on a frozen broker)
+# when an ack comes: the ack write gives up after send_timeout (2 s here;
+# the second lets the publish reach the broker thread first), but the ack is
+# still carried out once the broker answers again; its owner is told
+# (late_ack) and the log says so.
+test_expect_success 'an ack that timed out is still sent later, and says so' '
+    echo "to ack late" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q \"to ack late\" beta/leads/beta/inbox" &&
+    kill -STOP -- -$BROKER_PGID &&
+    send_in_background beta/peers/alpha/send "keeps the broker thread busy" &&
+    sleep 1 &&
+    test_must_fail bash -c "echo all >beta/leads/beta/ack" 2>ackerr;
+    kill -CONT -- -$BROKER_PGID &&
+    grep -q "write error: Connection timed out" ackerr &&
+    wait_for 10 "grep -q \"after the caller had given up\" beta.log" &&
+    grep -q "ack of delivery .*: sent to the broker after the caller had given up" beta.log &&
+    wait_for 10 "test \"\$(broker_count lead.beta.inbox)\" = 0"
+'
+
+test_expect_success 'unmount cleanly' '
+    unmount_fleet alpha && unmount_fleet beta
+'
+
+test_done
