@@ -6,9 +6,10 @@
 # into bash would run as a command: here `touch pwned`), status and log say
 # why and what to do, the message waits in inbox, and it is delivered once
 # an agent runs there again. Every way a pane here ends up at a shell is
-# its own test: bash from the start, the agent exiting back to its shell,
-# a launcher script whose agent exits, a shell started under an agent's
-# name, and a pane whose program exited (nothing runs).
+# its own test: bash from the start, the agent suspended (Ctrl-Z), the
+# agent exiting back to its shell, a launcher script whose agent exits, a
+# shell started under an agent's name, and a pane whose program exited
+# (nothing runs). Receipts: t0740.
 #
 # The agent is tests/tools/fake-agent (see t0710): a compiled program, so
 # tmux shows its own name; a copy named other-tool stands in for a program
@@ -111,6 +112,22 @@ test_expect_success 'the agent started in that pane gets the message, typed once
     test ! -e pwned &&
     wait_for 5 "test ! -s beta/leads/beta/inbox" &&
     wait_for 5 "inj | grep -q \"^ready\""
+'
+
+test_expect_success 'the agent suspended (Ctrl-Z): its shell is in front, nothing typed; fg delivers it' '
+    kill -TSTP "$(cat agent.pid)" &&
+    wait_for 5 "test \"\$(fg_cmd \$(P 1))\" = bash" &&
+    echo "touch $TEST_DIR/pwned-suspended" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 5 "inj | grep -qxF \"\$(shell_words \$(P 1) bash)\"" &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test -e pwned-suspended || grep -q \"msgId $id\" typed" &&
+    grep -q "$id" beta/leads/beta/inbox &&
+    tmux send-keys -t "$(P 1)" "fg" Enter &&
+    wait_for 5 "test \"\$(fg_cmd \$(P 1))\" = fake-agent" &&
+    wait_for 10 "grep -q \"msgId $id\" typed" &&
+    wait_for 10 "test \"\$(state_of $id)\" = injected" &&
+    test ! -e pwned-suspended
 '
 
 test_expect_success 'the agent exits back to its shell: the next message is not typed' '

@@ -45,9 +45,10 @@ static fg_verdict judge1(const char *tmux_cmd, const char *cmdline, const char *
 
 static void shells_are_never_agents(void **state)
 {
-    static const char *const sh[] = {"sh",     "bash",  "dash",     "zsh", "fish", "ksh",
-                                     "mksh",   "tcsh",  "csh",      "nu",  "pwsh", "xonsh",
-                                     "elvish", "-bash", "/bin/zsh", NULL};
+    static const char *const sh[] = {"sh",     "bash",   "dash",     "zsh", "fish", "ksh",
+                                     "mksh",   "tcsh",   "csh",      "nu",  "pwsh", "xonsh",
+                                     "elvish", "-bash",  "/bin/zsh", "ssh", "sudo", "su",
+                                     "tmux",   "screen", "login",    NULL};
     (void)state;
     for (const char *const *s = sh; *s; s++) {
         char tmux_name[FG_NAME_MAX];
