@@ -56,72 +56,70 @@ static bool tmux(const char *const *args, char **out, char *why, size_t n)
     return ok;
 }
 
-static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
+/* Lists the panes as "#{pane_id}\t<fmt>" and counts those whose <fmt>
+ * value (or, with id_too, whose pane id) is want; the first goes into
+ * t->id.  -1 when there is no tmux server (err says why). */
+static int match_panes(const char *fmt, const char *want, bool id_too, ib_target *t, char *err,
+                       size_t en)
 {
-    const char *me = CFG(b)->coord_id;
-    char err[256], *out = NULL;
-    unsigned hits = 0;
-
-    if (CFG(b)->inject_target) {
-        /* tmux resolves a target that names nothing to some other pane (or
-         * to nothing, silently): look it up ourselves and never guess */
-        const char *args[] = {"list-panes", "-a", "-F",
-                              "#{pane_id}\t#{session_name}:#{window_index}.#{pane_index}", NULL};
-        const char *want = CFG(b)->inject_target;
-        if (!tmux(args, &out, err, sizeof err)) {
-            snprintf(why, n, "waiting: no tmux server to type into (%s)", err);
-            return IB_WAIT;
-        }
-        gchar **lines = g_strsplit(out, "\n", -1);
-        for (gchar **l = lines; *l; l++) {
-            char *tab = strchr(*l, '\t');
-            if (!tab)
-                continue;
-            *tab = '\0';
-            if (!strcmp(*l, want) || !strcmp(tab + 1, want)) {
-                g_strlcpy(t->id, *l, sizeof t->id);
-                hits++;
-            }
-        }
-        g_strfreev(lines);
-        g_free(out);
-        if (hits != 1 || !t->id[0]) {
-            snprintf(why, n,
-                     "stalled: tmux target '%s' names no pane (use a pane id like %%3 "
-                     "or session:window.pane); fix -o inject_target",
-                     want);
-            return IB_STALL;
-        }
-        snprintf(t->name, sizeof t->name, "tmux pane %s (%s)", want, t->id);
-        return IB_OK;
-    }
-    const char *args[] = {"list-panes", "-a", "-F", "#{pane_id}\t#{pane_title}", NULL};
-    if (!tmux(args, &out, err, sizeof err)) {
-        snprintf(why, n, "waiting: no tmux server to type into (%s)", err);
-        return IB_WAIT;
-    }
+    char *format = g_strdup_printf("#{pane_id}\t%s", fmt);
+    const char *args[] = {"list-panes", "-a", "-F", format, NULL};
+    char *out = NULL;
+    int hits = 0;
+    bool ok = tmux(args, &out, err, en);
+    g_free(format);
+    if (!ok)
+        return -1;
     gchar **lines = g_strsplit(out, "\n", -1);
     for (gchar **l = lines; *l; l++) {
         char *tab = strchr(*l, '\t');
-        if (tab && !strcmp(tab + 1, me)) {
-            *tab = '\0';
-            if (!hits++)
-                g_strlcpy(t->id, *l, sizeof t->id);
-        }
+        if (!tab)
+            continue;
+        *tab = '\0';
+        if (strcmp(tab + 1, want) != 0 && (!id_too || strcmp(*l, want) != 0))
+            continue;
+        if (!hits++)
+            g_strlcpy(t->id, *l, sizeof t->id);
     }
     g_strfreev(lines);
     g_free(out);
+    return hits;
+}
+
+/* inject_target names the pane (tmux would resolve a target that names
+ * nothing to some other pane, or to nothing, silently: we look it up
+ * ourselves and never guess); else the one pane titled coord_id. */
+static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
+{
+    const char *me = CFG(b)->coord_id, *want = CFG(b)->inject_target;
+    char err[256];
+    int hits = want ? match_panes("#{session_name}:#{window_index}.#{pane_index}", want, true, t,
+                                  err, sizeof err)
+                    : match_panes("#{pane_title}", me, false, t, err, sizeof err);
+
+    if (hits < 0) {
+        snprintf(why, n, "waiting: no tmux server to type into (%s)", err);
+        return IB_WAIT;
+    }
     if (hits == 1) {
-        snprintf(t->name, sizeof t->name, "tmux pane titled %s (%s)", me, t->id);
+        if (want)
+            snprintf(t->name, sizeof t->name, "tmux pane %s (%s)", want, t->id);
+        else
+            snprintf(t->name, sizeof t->name, "tmux pane titled %s (%s)", me, t->id);
         return IB_OK;
     }
-    if (hits == 0)
+    if (want)
+        snprintf(why, n,
+                 "stalled: tmux target '%s' names no pane (use a pane id like %%3 "
+                 "or session:window.pane); fix -o inject_target",
+                 want);
+    else if (hits == 0)
         snprintf(why, n,
                  "stalled: no tmux pane titled %s; set its title (tmux select-pane -T "
                  "%s) or -o inject_target",
                  me, me);
     else
-        snprintf(why, n, "stalled: %u tmux panes titled %s; rename one or set -o inject_target",
+        snprintf(why, n, "stalled: %d tmux panes titled %s; rename one or set -o inject_target",
                  hits, me);
     return IB_STALL;
 }
