@@ -75,8 +75,7 @@ typedef struct br_req {
     char *body;
     size_t len;
     bool may_create;
-    bool receipt;         /* to lead.<peer>.receipts, type "receipt" */
-    bool fire_and_forget; /* nobody waits: failures are logged here */
+    bool receipt; /* to lead.<peer>.receipts, type "receipt" */
     bool unread;
     bool returned;
     uint64_t pub_tag;
@@ -161,7 +160,7 @@ static void req_unref(br_req *r)
  * (or failed) afterwards: its owner learns the real outcome. */
 static void late_answer(br_conn *c, br_req *r)
 {
-    if (r->kind == RQ_PUBLISH) {
+    if (r->kind == RQ_PUBLISH && !r->receipt) { /* a receipt is retried by the outbox */
         log_warn("publish %s to %s: the broker answered '%s' after the writer had given up "
                  "(the write returned ETIMEDOUT); sent now records it",
                  r->msg_id, r->peer, fe_name(r->result));
@@ -190,10 +189,6 @@ static void req_complete(br_conn *c, br_req *r, fe_code result, const char *deta
     g_mutex_unlock(&r->m);
     if (abandoned)
         late_answer(c, r);
-    else if (r->fire_and_forget && result != FE_OK)
-        log_warn("receipt %s to %s not delivered: %s (%s); the sender will see its message "
-                 "expire instead",
-                 r->msg_id, r->peer, fe_name(result), r->detail);
     req_unref(r);
 }
 
@@ -1262,28 +1257,6 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
     }
     req_unref(r);
     return res;
-}
-
-void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body, size_t len)
-{
-    br_req *r;
-    if (!link_up(c, NULL, 0)) {
-        log_warn("receipt %s to %s not sent: broker not connected; the sender will see its "
-                 "message expire instead",
-                 msg_id, peer);
-        return;
-    }
-    r = req_new(RQ_PUBLISH);
-    g_strlcpy(r->peer, peer, sizeof r->peer);
-    topo_receipts_queue(peer, r->queue, sizeof r->queue);
-    g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
-    r->body = g_memdup2(body, len);
-    r->len = len;
-    r->may_create = true;
-    r->receipt = true;
-    r->fire_and_forget = true;
-    submit(c, r);
-    req_unref(r);
 }
 
 fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,

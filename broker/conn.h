@@ -130,11 +130,6 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
                    const char *body, size_t len, int64_t timeout_ms, bool *unread, char *detail,
                    size_t dlen);
 
-/* Queue a receipt for lead.<peer>.receipts without waiting for it
- * (declared when absent; failures are logged). */
-void br_send_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
-                     size_t len);
-
 /* Publish a receipt to lead.<peer>.receipts (declared when absent) and
  * wait for the broker's confirm: the receipts outbox keeps an entry until
  * this says FE_OK. */

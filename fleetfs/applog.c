@@ -153,6 +153,20 @@ fail:
     return -1;
 }
 
+int applog_add(applog *a, const char *line, size_t live, GString *(*render)(void *ud), void *ud)
+{
+    GString *all;
+    int rc;
+    if (applog_append(a, line) < 0)
+        return -1;
+    if (!applog_wants_compact(a, live))
+        return 0;
+    all = render(ud);
+    rc = applog_rewrite(a, all, live);
+    g_string_free(all, TRUE);
+    return rc;
+}
+
 size_t applog_lines(const applog *a)
 {
     return a->lines;

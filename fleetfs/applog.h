@@ -50,6 +50,10 @@ bool applog_wants_compact(const applog *a, size_t live);
 /* Replaces the file by content (complete lines), which holds live lines.
  * 0, or -1 with errno (the old file stays as it was). */
 int applog_rewrite(applog *a, const GString *content, size_t live);
+/* The common case of a bounded log: append line, then, when the file
+ * holds twice the live lines, rewrite it from render(ud) (the owner's
+ * memory, which must already include line).  0, or -1 with errno. */
+int applog_add(applog *a, const char *line, size_t live, GString *(*render)(void *ud), void *ud);
 size_t applog_lines(const applog *a);
 const char *applog_path(const applog *a);
 void applog_close(applog *a);

@@ -101,17 +101,16 @@ const char *history_sender_locked(mailbox *mb, const char *msg_id)
     return g_hash_table_lookup(mb->consumed, msg_id);
 }
 
+static GString *render_cb(void *mb)
+{
+    return history_render_locked(mb);
+}
+
 static void history_persist_locked(mailbox *mb, const char *line)
 {
     int rc = -1;
-    if (mb->history_log) {
-        rc = applog_append(mb->history_log, line);
-        if (rc == 0 && applog_wants_compact(mb->history_log, mb->history.length)) {
-            GString *all = history_render_locked(mb);
-            rc = applog_rewrite(mb->history_log, all, mb->history.length);
-            g_string_free(all, TRUE);
-        }
-    }
+    if (mb->history_log)
+        rc = applog_add(mb->history_log, line, mb->history.length, render_cb, mb);
     if (rc < 0 && !mb->history_warned)
         log_warn("history: cannot write %s/history.jsonl; consumed messages will not survive "
                  "a restart: free space or fix permissions",

@@ -106,8 +106,9 @@ int outbox_open(mailbox *mb, char **err)
     return 0;
 }
 
-static void rewrite_locked(mb_outbox *ob)
+static GString *render_pending(void *p)
 {
+    mb_outbox *ob = p;
     GString *s = g_string_new(NULL);
     for (GList *l = ob->items.head; l; l = l->next) {
         char *line = item_line(l->data);
@@ -115,9 +116,7 @@ static void rewrite_locked(mb_outbox *ob)
         g_string_append_c(s, '\n');
         free(line);
     }
-    if (applog_rewrite(ob->log, s, ob->items.length) < 0)
-        log_warn("receipts: cannot rewrite %s: %s", applog_path(ob->log), g_strerror(errno));
-    g_string_free(s, TRUE);
+    return s;
 }
 
 void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, const char *detail)
@@ -178,8 +177,8 @@ static void done_locked(mb_outbox *ob, ob_item *it)
 {
     char *line = g_strdup_printf("{\"done\":\"%s\"}", it->id);
     g_queue_remove(&ob->items, it);
-    if (applog_append(ob->log, line) == 0 && applog_wants_compact(ob->log, ob->items.length))
-        rewrite_locked(ob);
+    if (applog_add(ob->log, line, ob->items.length, render_pending, ob) < 0)
+        log_warn("receipts: cannot write %s: %s", applog_path(ob->log), g_strerror(errno));
     g_free(line);
     item_free(it);
 }

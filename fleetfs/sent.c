@@ -190,6 +190,11 @@ void sent_close(mailbox *mb)
     applog_close(mb->sent_log);
 }
 
+static GString *persist_render_cb(void *mb)
+{
+    return sent_persist_render_locked(mb);
+}
+
 /* se changed (or is new): persist and tell watchers. */
 static void sent_changed_locked(mailbox *mb, sent_entry *se)
 {
@@ -201,13 +206,8 @@ static void sent_changed_locked(mailbox *mb, sent_entry *se)
     sent_render_entry(mb, se);
     if (mb->sent_log) {
         char *line = sent_persist_line(se);
-        rc = applog_append(mb->sent_log, line);
+        rc = applog_add(mb->sent_log, line, mb->sent.length, persist_render_cb, mb);
         g_free(line);
-        if (rc == 0 && applog_wants_compact(mb->sent_log, mb->sent.length)) {
-            GString *all = sent_persist_render_locked(mb);
-            rc = applog_rewrite(mb->sent_log, all, mb->sent.length);
-            g_string_free(all, TRUE);
-        }
     }
     if (rc < 0 && !mb->sent_warned)
         log_warn("sent: cannot write %s/sent.jsonl; delivery states will not survive a "

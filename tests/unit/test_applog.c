@@ -133,6 +133,37 @@ static void test_rewrite_bounds_the_file(void **state)
     g_free(path);
 }
 
+static GString *render_last10(void *ud)
+{
+    int *n = ud;
+    GString *s = g_string_new(NULL);
+    for (int k = *n - 9; k <= *n; k++)
+        g_string_append_printf(s, "m%d\n", k);
+    return s;
+}
+
+static void test_add_rewrites_from_the_owner(void **state)
+{
+    char *path = tmpfile_path();
+    GPtrArray *lines;
+    applog *a = open_ok(path, APPLOG_WRITE, &lines);
+    (void)state;
+    g_ptr_array_free(lines, TRUE);
+    for (int i = 0; i < 300; i++) {
+        char line[32];
+        snprintf(line, sizeof line, "m%d", i);
+        assert_int_equal(applog_add(a, line, 10, render_last10, &i), 0);
+        assert_true(applog_lines(a) <= 65);
+    }
+    applog_close(a);
+    a = open_ok(path, APPLOG_WRITE, &lines);
+    /* the newest line is in the file whether or not the last add rewrote it */
+    assert_string_equal(lines->pdata[lines->len - 1], "m299");
+    g_ptr_array_free(lines, TRUE);
+    applog_close(a);
+    g_free(path);
+}
+
 static void test_open_errors(void **state)
 {
     GPtrArray *lines = NULL;
@@ -151,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_append_and_reload),
         cmocka_unit_test(test_torn_and_hostile_lines_are_skipped),
         cmocka_unit_test(test_rewrite_bounds_the_file),
+        cmocka_unit_test(test_add_rewrites_from_the_owner),
         cmocka_unit_test(test_open_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
