@@ -34,6 +34,8 @@ test_expect_success 'the guide has exactly the blocks this test checks, each lab
 	acknowledge one message
 	acknowledge all
 	what I consumed
+	reply to a message
+	resend an unconfirmed message
 	is the fleet connected
 	EOT
     test_cmp want labels
@@ -89,7 +91,7 @@ test_expect_success 'list the peers: fleet01, and its status says reading' '
 test_expect_success 'the two sends arrived at fleet01 as two messages, the lines kept together' '
     jq -r .body fleet01/leads/fleet01/inbox >bodies &&
     head -n 1 bodies | grep -q "^I take the parser, you take codegen" &&
-    jq -s "length" fleet01/leads/fleet01/inbox >n && test "$(cat n)" = 2 &&
+    jq -s "map(select(.replyTo == null)) | length" fleet01/leads/fleet01/inbox >n && test "$(cat n)" = 2 &&
     jq -r "select(.body | startswith(\"Parser status\")) | .body" fleet01/leads/fleet01/inbox >multi &&
     printf "Parser status:\n- lexer done, tests green\n- grammar: expressions left\n" >want &&
     test_cmp want multi
@@ -113,6 +115,19 @@ test_expect_success 'acknowledge one, then all: the inbox is empty, history says
     printf "review my lexer please\nand the tokens file\nping from fleet01\n" >want && test_cmp want h &&
     jq -r .consumed "out/what I consumed" | sort -u >how && echo acked >acked && test_cmp acked how &&
     jq -r .body "out/what I consumed" >h3 && test_cmp h h3
+'
+
+test_expect_success 'reply to a message: fleet01 gets the answer, with replyTo naming its message' '
+    grep -qx "$(msgids mac/leads/mac/history | tail -n 1)" "out/reply to a message" &&
+    q=$(msgids mac/leads/mac/history | tail -n 1) &&
+    wait_for 5 "grep -q \"one nit in the tokens file\" fleet01/leads/fleet01/inbox" &&
+    grep "one nit in the tokens file" fleet01/leads/fleet01/inbox | jq -e ".replyTo == \"$q\" and .from == \"mac\""
+'
+
+test_expect_success 'resend: nothing unconfirmed, nothing sent again' '
+    test ! -s "out/resend an unconfirmed message" &&
+    ! grep -q "\"state\":\"unconfirmed\"" mac/leads/mac/sent &&
+    jq -s "length" fleet01/leads/fleet01/inbox >n && test "$(cat n)" = 3
 '
 
 test_expect_success 'is the fleet connected: broker: connected' '
