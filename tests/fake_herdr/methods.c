@@ -13,7 +13,9 @@
  *                    "prompt": "ok"|"hang"|"slow:<ms>"|"close"|"stalled"
  *                              |"error:<code>",
  *                    "send_input": same as "prompt" but "stalled" },
- *     "after_prompt_status": "working" }
+ *     "after_prompt_status": "working",
+ *     "busy_ms": 300 }                         (optional: back to idle 300 ms
+ *                                               after a prompt it took)
  *
  * Pane objects are served as PaneInfo verbatim (unknown keys included) with
  * the required keys filled in when missing. A pane is an agent when its
@@ -349,6 +351,37 @@ static bool apply_behaviour(req *r, behaviour b)
     }
 }
 
+static long long wall_ms(void)
+{
+    struct timeval tv;
+
+    gettimeofday(&tv, NULL);
+    return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* "busy_ms": N in the state: an agent that took a prompt goes back to idle
+ * by itself N ms later (its turn ended), so a stream of messages can be
+ * typed without a test flipping the status by hand. */
+static void settle_turns(req *r)
+{
+    json_t *ps = json_object_get(r->state, "panes"), *p;
+    size_t i;
+    bool changed = false;
+
+    json_array_foreach(ps, i, p)
+    {
+        json_t *at = json_object_get(p, "idle_at");
+
+        if (json_is_integer(at) && wall_ms() >= json_integer_value(at)) {
+            json_object_set_new(p, "agent_status", json_string("idle"));
+            json_object_del(p, "idle_at");
+            changed = true;
+        }
+    }
+    if (changed)
+        save_state(r);
+}
+
 static json_t *m_agent_prompt(req *r)
 {
     const char *target = param(r, "target");
@@ -384,7 +417,11 @@ static json_t *m_agent_prompt(req *r)
         return NULL;
     }
     if (b.kind != B_STALLED && after) {
+        json_int_t busy = json_integer_value(json_object_get(r->state, "busy_ms"));
+
         json_object_set_new(p, "agent_status", json_string(after));
+        if (busy > 0)
+            json_object_set_new(p, "idle_at", json_integer(wall_ms() + busy));
         save_state(r);
     }
     return json_pack("{s:s, s:o}", "type", "agent_prompted", "agent", agent_info(p));
@@ -479,6 +516,7 @@ static void handle_locked(const fh_config *cfg, json_t *root, fh_outcome *out)
         json_decref(r.state);
         return;
     }
+    settle_turns(&r);
     all = get_behaviour(r.state, "all");
     if (all.kind == B_HANG || all.kind == B_CLOSE) {
         out->action = all.kind == B_HANG ? FH_HANG : FH_CLOSE;

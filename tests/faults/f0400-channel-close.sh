@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The broker closes beta's consumer channel mid-stream (twice), the way it
+# does after an ack of an unknown delivery tag (406 PRECONDITION_FAILED):
+# beta reopens it, the requeued messages come back and are taken as
+# redeliveries — nothing is dead-lettered as a duplicate (issue 8 defect
+# 3), every successful write is consumed exactly once.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+. "$FLEET_ROOT/tests/faults/faults.sh"
+broker_use_shared
+FLEET_VHOST=f0400
+new_vhost $FLEET_VHOST
+N=$(scaled 600)
+TAG=f0400
+
+# close_consumer_channel QUEUE: the broker closes the channel consuming
+# QUEUE with a channel error (it runs an ack of a tag that does not exist
+# on that channel, as if the client had sent it)
+close_consumer_channel() {
+    rmqctl eval "
+        {ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<\"$FLEET_VHOST\">>, queue, <<\"$1\">>)),
+        [rabbit_channel:do(element(1, C), {'basic.ack', 987654321, false})
+         || C <- rabbit_amqqueue:consumers(Q)]." >closed.out 2>&1 &&
+    cat closed.out && grep -q "ok" closed.out
+}
+
+test_expect_success 'alpha and beta mount; beta holds what arrives for a while before acking' '
+    mount_fleet alpha peers=beta &&
+    mount_fleet beta peers=alpha &&
+    drain_start beta
+'
+
+test_expect_success "$N messages; beta's consumer channel closed by the broker at 1/3 and 2/3" '
+    stream_start alpha beta '$N' '$TAG' &&
+    wait_for 120 "test \$(stream_progress '$TAG') -ge $((N / 3))" &&
+    close_consumer_channel lead.beta.inbox &&
+    wait_for 20 "grep -q \"PRECONDITION_FAILED\\|unknown delivery tag\" beta.log" &&
+    wait_for 120 "test \$(stream_progress '$TAG') -ge $((2 * N / 3))" &&
+    close_consumer_channel lead.beta.inbox &&
+    stream_wait '$TAG' 300 &&
+    wait_for 60 "drained beta"
+'
+
+test_expect_success 'nothing was dead-lettered: no duplicate, fleet.dlq empty' '
+    ! grep "^rejected_duplicate:" beta/status | grep -qv ": 0$" &&
+    n=$(broker_count fleet.dlq) && test "${n:-0}" = 0 &&
+    grep -q "^consumer: ok$" beta/status
+'
+
+test_expect_success 'reconciliation: every successful write consumed exactly once' '
+    reconcile '$TAG' beta/leads/beta/history beta/leads/beta/inbox
+'
+[[ -f $TEST_DIR/$TAG.reconciled ]] && sed "s/^/# $TAG: /" "$TEST_DIR/$TAG.reconciled"
+
+test_expect_success 'unmount cleanly' '
+    drain_stop beta && unmount_fleet alpha && unmount_fleet beta
+'
+
+test_done
