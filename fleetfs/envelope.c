@@ -577,3 +577,148 @@ int env_signing_fields(const envelope *e, unsigned char **buf, size_t *len)
     *len = total;
     return 0;
 }
+
+/* ---- heartbeats --------------------------------------------------------- */
+
+/* Unknown fields in a heartbeat are ignored (they are not signed, so they
+ * cannot carry anything fleetfs believes): a later version may add some. */
+
+bool env_text_plain(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i;
+
+    if (!text_utf8_valid(s, n))
+        return false;
+    for (i = 0; i < n; i++) {
+        if (p[i] < 0x20 || p[i] == 0x7f)
+            return false;
+        /* C1 controls U+0080..U+009F are 0xC2 0x80..0x9F in UTF-8 */
+        if (p[i] == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)
+            return false;
+    }
+    return true;
+}
+
+char *env_hb_encode(const env_heartbeat *h, size_t *len)
+{
+    json_t *o = json_object();
+    bool ok = o != NULL;
+    char *s = NULL;
+
+    ok = ok && env_text_plain(h->host, strlen(h->host)) &&
+         env_text_plain(h->version, strlen(h->version)) &&
+         env_text_plain(h->agent, strlen(h->agent));
+    ok = ok && json_object_set_new(o, "v", json_integer(h->v)) == 0;
+    ok = ok && env_put(o, "type", ENV_TYPE_HEARTBEAT) && env_put(o, "from", h->from);
+    ok = ok && env_put(o, "host", h->host) && env_put(o, "version", h->version);
+    ok = ok && env_put(o, "sentAt", h->sentAt) && env_put(o, "expiresAt", h->expiresAt);
+    ok = ok && env_put(o, "startedAt", h->startedAt);
+    ok = ok && json_object_set_new(o, "interval", json_integer(h->interval_ms)) == 0;
+    ok = ok && env_put(o, "agent", h->agent);
+    ok = ok && json_object_set_new(o, "leaving", json_boolean(h->leaving)) == 0;
+    ok = ok && env_put_opt(o, "sig", h->sig);
+    if (ok)
+        s = env_dump_line(o, false, len);
+    json_decref(o);
+    return s;
+}
+
+static int env_get_plain(struct env_dec *dc, const char *key, char *dst, size_t dstsz)
+{
+    if (env_get_str(dc, key, true, dst, dstsz) < 0)
+        return -1;
+    if (!env_text_plain(dst, strlen(dst)))
+        return env_failk(dc, "%s holds control characters or bad UTF-8", key);
+    return 0;
+}
+
+static int env_hb_fields(struct env_dec *dc, env_heartbeat *out)
+{
+    json_t *v = json_object_get(dc->root, "v");
+    json_t *lv = json_object_get(dc->root, "leaving");
+    json_t *iv = json_object_get(dc->root, "interval");
+    char type[16];
+
+    if (v == NULL || !json_is_integer(v) || json_integer_value(v) != 1)
+        return env_fail(dc, "unsupported version (v must be 1)");
+    out->v = 1;
+    if (env_get_str(dc, "type", true, type, sizeof(type)) < 0)
+        return -1;
+    if (strcmp(type, ENV_TYPE_HEARTBEAT) != 0)
+        return env_fail(dc, "type is not heartbeat");
+    if (env_get_name(dc, "from", out->from) < 0 ||
+        env_get_plain(dc, "host", out->host, sizeof(out->host)) < 0 ||
+        env_get_plain(dc, "version", out->version, sizeof(out->version)) < 0 ||
+        env_get_time(dc, "sentAt", out->sentAt) < 0 ||
+        env_get_time(dc, "expiresAt", out->expiresAt) < 0 ||
+        env_get_time(dc, "startedAt", out->startedAt) < 0 ||
+        env_get_plain(dc, "agent", out->agent, sizeof(out->agent)) < 0)
+        return -1;
+    if (iv == NULL || !json_is_integer(iv) || json_integer_value(iv) < 1 ||
+        json_integer_value(iv) > 3600000)
+        return env_fail(dc, "interval is not an integer 1..3600000 (ms)");
+    out->interval_ms = json_integer_value(iv);
+    if (lv == NULL || !json_is_boolean(lv))
+        return env_fail(dc, "leaving is not true or false");
+    out->leaving = json_is_true(lv);
+    if (env_get_str(dc, "sig", false, out->sig, sizeof(out->sig)) < 0)
+        return -1;
+    if (!env_base64_ok(out->sig))
+        return env_fail(dc, "sig is not base64");
+    return 0;
+}
+
+int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, size_t whylen)
+{
+    struct env_dec dc = {NULL, why, whylen};
+    json_error_t jerr;
+    int r;
+
+    memset(out, 0, sizeof(*out));
+    if (why != NULL && whylen > 0)
+        why[0] = '\0';
+    if (json == NULL)
+        return env_fail(&dc, "not JSON");
+    if (len > 4096)
+        return env_fail(&dc, "heartbeat larger than 4096 bytes");
+    dc.root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+    if (dc.root == NULL)
+        return env_fail(&dc, "not JSON");
+    r = json_is_object(dc.root) ? env_hb_fields(&dc, out) : env_fail(&dc, "not a JSON object");
+    json_decref(dc.root);
+    if (r < 0)
+        memset(out, 0, sizeof(*out));
+    return r;
+}
+
+int env_hb_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len)
+{
+    char v[16], iv[24];
+    const char *f[] = {v,
+                       ENV_TYPE_HEARTBEAT,
+                       h->from,
+                       h->host,
+                       h->version,
+                       h->sentAt,
+                       h->expiresAt,
+                       h->startedAt,
+                       iv,
+                       h->agent,
+                       h->leaving ? "true" : "false"};
+    size_t i, total = 0;
+    unsigned char *p;
+
+    snprintf(v, sizeof(v), "%d", h->v);
+    snprintf(iv, sizeof(iv), "%lld", (long long)h->interval_ms);
+    for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+        total += 8 + strlen(f[i]);
+    *buf = malloc(total);
+    if (*buf == NULL)
+        return -1;
+    p = *buf;
+    for (i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+        p = env_put_field(p, f[i], strlen(f[i]));
+    *len = total;
+    return 0;
+}

@@ -12,6 +12,7 @@
 #define ENV_ID_LEN 32
 #define ENV_TYPE_COORD "coord"
 #define ENV_TYPE_RECEIPT "receipt"
+#define ENV_TYPE_HEARTBEAT "heartbeat"
 
 typedef struct {
     int v;
@@ -66,5 +67,44 @@ bool env_id_valid(const char *s);
 /* s is a state a receipt may carry: injected, confirmed, acked, uncertain,
  * rejected. */
 bool env_receipt_state_valid(const char *s);
+
+/* ---- heartbeats (SPEC section 3, doc/protocol.md) ----------------------
+ * A heartbeat is its own envelope type, published on the fleet.roster
+ * exchange, never into a mailbox (env_decode refuses it):
+ *
+ *   {"v":1,"type":"heartbeat","from":"beta","host":"h2","version":"0.4.0",
+ *    "sentAt":"..","expiresAt":"..","startedAt":"..","interval":5000,
+ *    "agent":"ready: ..","leaving":false,"sig":"<base64 ed25519>"}
+ *
+ * interval: the sender's heartbeat interval in ms (1..3600000); a receiver
+ * calls the sender stale after three of them.
+ *
+ * host, version and agent are plain text: UTF-8 without control characters
+ * (C0, DEL, C1), so they can go into a `key: value` status line as they are.
+ * The signature covers the length-prefixed fields v, type, from, host,
+ * version, sentAt, expiresAt, startedAt, interval (decimal), agent, leaving
+ * ("true"/"false"). */
+typedef struct {
+    int v;
+    char from[64];
+    char host[256];
+    char version[64];
+    char sentAt[40];
+    char expiresAt[40];
+    char startedAt[40];
+    int64_t interval_ms;
+    char agent[256];
+    bool leaving;
+    char sig[100]; /* base64, "" when absent */
+} env_heartbeat;
+
+/* Compact JSON, malloc'd; NULL when a field is not plain text. */
+char *env_hb_encode(const env_heartbeat *h, size_t *len);
+/* Strict decode of untrusted bytes: 0 ok, -1 with a short reason. */
+int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, size_t whylen);
+/* The bytes a heartbeat's signature covers; 0 ok (*buf malloc'd), -1. */
+int env_hb_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len);
+/* s is UTF-8 without C0, DEL or C1 control characters. */
+bool env_text_plain(const char *s, size_t n);
 
 #endif

@@ -9,10 +9,12 @@
 #include <stdint.h>
 
 #include "broker/conn.h"
+#include "broker/roster.h"
 #include "fleetfs/mailbox.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
 #include "fleetfs/inject.h"
+#include "fleetfs/presence.h"
 
 typedef struct fleet {
     fs_opts *opts;
@@ -20,6 +22,8 @@ typedef struct fleet {
     br_conn *br;
     notifier *nt;
     injector *inj; /* NULL: inject=none */
+    presence *pr;  /* the presence table (heartbeats in and out) */
+    ro_conn *ro;   /* the roster thread and its own broker connection */
     char host[256];
     char *mountpoint;   /* absolute */
     int64_t started_ms; /* monotonic */
@@ -27,6 +31,7 @@ typedef struct fleet {
     gid_t gid;
 } fleet;
 
+/* name is in peers/: configured, or discovered by presence */
 bool fleet_is_peer(const fleet *f, const char *name);
 
 #endif

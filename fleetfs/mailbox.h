@@ -36,6 +36,9 @@ typedef struct {
     void (*poll_wake)(void *ud, struct fuse_pollhandle *ph);
     /* a message was added to the inbox (the injector wakes up) */
     void (*arrived)(void *ud);
+    /* presence, for honest sends: 1 peer live, 0 not (why filled: "peer not
+     * live (stale 40s)"), -1 unknown; may be NULL.  Called unlocked. */
+    int (*peer_live)(void *ud, const char *peer, char *why, size_t n);
     void *ud;
 } mb_hooks;
 

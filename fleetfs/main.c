@@ -16,6 +16,10 @@
  * Shutdown (SIGINT/SIGTERM via libfuse's handlers, or fusermount3 -u):
  * leave the FUSE loop, then stop_all: producers before consumers, nothing
  * freed while a thread that could reach it still runs (see stop_all).
+ *
+ * Presence (the roster thread, its own broker connection) starts once the
+ * mailbox consumer was not refused, so a second fleetfs with our coord_id
+ * never heartbeats as us, and stops first, after a leaving heartbeat.
  */
 #include <errno.h>
 #include <fuse.h>
@@ -119,6 +123,68 @@ static void cb_changed(void *ud)
     hook_changed(ud, "status");
     snprintf(path, sizeof path, "leads/%s/status", f->opts->coord_id);
     hook_changed(ud, path);
+}
+
+/* ---- presence wiring (doc/presence.md) ---- */
+
+static void hook_entry(void *ud, const char *dir, const char *name, bool added)
+{
+    fleet *f = ud;
+    nt_entry(g_atomic_pointer_get(&f->nt), dir, name, added);
+}
+
+static int hook_peer_live(void *ud, const char *peer, char *why, size_t n)
+{
+    fleet *f = ud;
+    return f->pr ? pr_liveness(f->pr, peer, why, n) : -1;
+}
+
+static char *ro_heartbeat(void *ud, bool leaving, size_t *len)
+{
+    fleet *f = ud;
+    char *w = mb_injector_words(f->mb);
+    char *body = pr_heartbeat(f->pr, w, leaving, len);
+    g_free(w);
+    return body;
+}
+
+static void ro_received(void *ud, const char *rk, const char *body, size_t len)
+{
+    fleet *f = ud;
+    pr_received(f->pr, rk, body, len);
+}
+
+static void ro_changed(void *ud, bool up)
+{
+    fleet *f = ud;
+    pr_link(f->pr, up);
+}
+
+/* The presence table and the roster thread, without its thread yet. */
+static int presence_new(fleet *f, char **err)
+{
+    pr_hooks ph = {.changed = hook_changed, .entry = hook_entry, .ud = f};
+    ro_callbacks rc = {
+        .heartbeat = ro_heartbeat, .received = ro_received, .changed = ro_changed, .ud = f};
+    ro_config cfg;
+    char **uris = broker_uris(f->opts);
+
+    f->pr = pr_new(f->opts, f->host, &ph, err);
+    if (!f->pr) {
+        g_strfreev(uris);
+        return -1;
+    }
+    memset(&cfg, 0, sizeof cfg);
+    cfg.uris = uris;
+    cfg.vhost = f->opts->vhost;
+    cfg.ca = f->opts->ca;
+    cfg.coord_id = f->opts->coord_id;
+    cfg.host = f->host;
+    cfg.interval_ms = f->opts->heartbeat_ms;
+    cfg.ttl_ms = 3 * f->opts->heartbeat_ms;
+    f->ro = ro_new(&cfg, &rc);
+    g_strfreev(uris);
+    return 0;
 }
 
 static void cb_late(void *ud, const char *peer, const char *msg_id, fe_code res, bool unread)
@@ -236,6 +302,9 @@ static int fatal_consumer(fleet *f)
  * every thread that could reach it has ended. */
 static void stop_all(fleet *f, struct fuse *fuse)
 {
+    /* first, while everything still runs: the leaving heartbeat, so peers
+     * show `left` rather than waiting three intervals for `stale` */
+    ro_stop(f->ro, fuse != NULL);
     inj_stop(g_atomic_pointer_get(&f->inj));
     mb_stop(f->mb);
     g_atomic_pointer_set(&sd_br, NULL);
@@ -311,6 +380,7 @@ static int serve(cmdline *cl, fleet *f)
     }
     g_atomic_pointer_set(&f->nt, nt_start(f));
     g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb, f->mountpoint));
+    ro_run(f->ro);
     log_info("mounted %s as lead %s (peers: %s)", f->mountpoint, f->opts->coord_id,
              f->opts->peers && *f->opts->peers ? "configured" : "none configured");
     report(1, NULL);
@@ -386,14 +456,17 @@ int main(int argc, char **argv)
     if (gethostname(f.host, sizeof f.host - 1) < 0)
         g_strlcpy(f.host, "unknown", sizeof f.host);
     {
-        mb_hooks hooks = {
-            .changed = hook_changed, .poll_wake = hook_poll, .arrived = hook_arrived, .ud = &f};
+        mb_hooks hooks = {.changed = hook_changed,
+                          .poll_wake = hook_poll,
+                          .arrived = hook_arrived,
+                          .peer_live = hook_peer_live,
+                          .ud = &f};
         char *err = NULL;
         mb_broker seam;
         f.br = broker_new(&f);
         seam = mb_broker_of(f.br);
         f.mb = mb_new(&o, &hooks, &seam);
-        if (mb_set_security(f.mb, &err) < 0) {
+        if (mb_set_security(f.mb, &err) < 0 || presence_new(&f, &err) < 0) {
             fprintf(stderr, "fleetfs: %s\n", err);
             g_free(err);
             mb_free(f.mb);
@@ -415,6 +488,8 @@ int main(int argc, char **argv)
         quiet_stdio();
     }
     rc = serve(&cl, &f);
+    ro_free(f.ro);
+    pr_free(f.pr);
     mb_free(f.mb);
     br_free(f.br);
 done:

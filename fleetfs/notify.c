@@ -53,6 +53,8 @@ struct notifier {
     gint stopping;
     GHashTable *digests; /* status relpath -> last content */
     guint cursor;        /* next peer to probe */
+    GMutex plock;        /* guards pending (read by FUSE threads) */
+    GHashTable *pending; /* "+path" / "-path" being announced -> deadline (mono us) */
 };
 
 static void item_free(nt_item *it)
@@ -90,12 +92,101 @@ bool nt_is_self(notifier *nt, pid_t tid)
     return nt && nt->poker > 0 && nt->poker == tid;
 }
 
+/* ---- directory entries (peers/ gaining or losing a lead) ----------------
+ * A directory watcher wakes on IN_CREATE / IN_DELETE of a name inside it
+ * (or IN_ATTRIB on the directory itself); none of those can start inside
+ * the daemon either.  So the poker makes them for real: mkdir(peers/<id>)
+ * when a lead appears, rmdir when it goes.  For the poker's pid, and only
+ * while the announcement is pending, the tree pretends the name is absent
+ * (so the kernel lets the mkdir through to us) or still present (so the
+ * rmdir reaches us), and answers the mkdir / rmdir with success.  When the
+ * kernel refuses before asking us (a cached entry, or default_permissions
+ * on a 0500 directory), the poker touches the directory instead
+ * (utimensat: IN_ATTRIB).  A pending announcement lapses after
+ * ENTRY_PENDING_US so a lost one cannot leave the poker a wrong view. */
+#define ENTRY_PENDING_US 2000000
+
+void nt_entry(notifier *nt, const char *dir, const char *name, bool added)
+{
+    nt_item *it;
+    if (!nt)
+        return;
+    it = g_new0(nt_item, 1);
+    it->path = g_strdup_printf("%c%s/%s", added ? '+' : '-', dir, name);
+    g_async_queue_push(nt->q, it);
+}
+
+static void pending_add(notifier *nt, const char *op)
+{
+    gint64 *deadline = g_new(gint64, 1);
+    char other[300];
+    *deadline = g_get_monotonic_time() + ENTRY_PENDING_US;
+    /* a newer announcement of the same name replaces the opposite one */
+    snprintf(other, sizeof other, "%c%s", op[0] == '+' ? '-' : '+', op + 1);
+    g_mutex_lock(&nt->plock);
+    g_hash_table_remove(nt->pending, other);
+    g_hash_table_replace(nt->pending, g_strdup(op), deadline);
+    g_mutex_unlock(&nt->plock);
+}
+
+static bool pending_has(notifier *nt, char op, const char *relpath)
+{
+    char key[300];
+    gint64 *deadline;
+    snprintf(key, sizeof key, "%c%s", op, relpath);
+    deadline = g_hash_table_lookup(nt->pending, key);
+    return deadline && *deadline > g_get_monotonic_time();
+}
+
+int nt_pretend(notifier *nt, pid_t tid, const char *relpath)
+{
+    int r = 0;
+    if (!nt_is_self(nt, tid))
+        return 0;
+    g_mutex_lock(&nt->plock);
+    if (pending_has(nt, '+', relpath))
+        r = 1;
+    else if (pending_has(nt, '-', relpath))
+        r = 2;
+    g_mutex_unlock(&nt->plock);
+    return r;
+}
+
+void nt_entry_done(notifier *nt, const char *relpath, bool added)
+{
+    char key[300];
+    if (!nt)
+        return;
+    snprintf(key, sizeof key, "%c%s", added ? '+' : '-', relpath);
+    g_mutex_lock(&nt->plock);
+    g_hash_table_remove(nt->pending, key);
+    g_mutex_unlock(&nt->plock);
+}
+
 /* The poker: read paths, truncate them through the mount.  It runs in a
  * child forked from a threaded process, so it calls only async-signal-safe
  * functions (read, truncate, memcpy-like loops, _exit).  The tree ignores
  * its truncates (they come from this pid), and the kernel keeps the
  * attributes the tree reports in the reply, so the size given does not
  * matter and no stat is needed first. */
+/* In the poker: mkdir / rmdir path (see nt_entry); if the kernel refused
+ * it before asking the daemon, touch the parent directory instead. */
+static void poke_entry(char *path, bool added)
+{
+    char *slash = path;
+    int rc;
+    while ((rc = added ? mkdir(path, 0500) : rmdir(path)) < 0 && errno == EINTR)
+        ;
+    if (rc == 0)
+        return;
+    for (char *p = path; *p; p++)
+        if (*p == '/')
+            slash = p;
+    *slash = '\0';
+    while (utimensat(AT_FDCWD, path, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
 static void poker_main(int fd, const char *mnt)
 {
     char buf[8192], path[PATH_MAX + 8];
@@ -117,9 +208,15 @@ static void poker_main(int fd, const char *mnt)
             if (buf[i] != '\0')
                 continue;
             if (i - start + mlen + 2 <= sizeof path) {
-                memcpy(path + mlen + 1, buf + start, i - start + 1);
-                while (truncate(path, 0) < 0 && errno == EINTR)
-                    ;
+                char op = buf[start];
+                if (op == '+' || op == '-') {
+                    memcpy(path + mlen + 1, buf + start + 1, i - start);
+                    poke_entry(path, op == '+');
+                } else {
+                    memcpy(path + mlen + 1, buf + start, i - start + 1);
+                    while (truncate(path, 0) < 0 && errno == EINTR)
+                        ;
+                }
             }
             start = i + 1;
         }
@@ -169,9 +266,15 @@ static char *digest(GString *s)
 {
     GString *d = g_string_new(NULL);
     gchar **lines = g_strsplit(s->str, "\n", -1);
-    for (gchar **l = lines; *l; l++)
-        if (!g_str_has_prefix(*l, "probed:") && !g_str_has_prefix(*l, "uptime:"))
-            g_string_append_printf(d, "%s\n", *l);
+    for (gchar **l = lines; *l; l++) {
+        if (g_str_has_prefix(*l, "probed:") || g_str_has_prefix(*l, "uptime:") ||
+            g_str_has_prefix(*l, "last_heartbeat:"))
+            continue;
+        /* "presence: live (2s ago)": the state counts, the age does not */
+        if (g_str_has_prefix(*l, "presence:") && strchr(*l, '('))
+            *strchr(*l, '(') = '\0';
+        g_string_append_printf(d, "%s\n", *l);
+    }
     g_strfreev(lines);
     g_string_free(s, TRUE);
     return g_string_free(d, FALSE);
@@ -194,20 +297,29 @@ static void tick(notifier *nt, GHashTable *dirty)
 {
     fleet *f = nt->f;
     char path[160];
-    guint n = f->opts->peers ? g_strv_length(f->opts->peers) : 0, i;
+    char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
+    guint n = g_strv_length(peers), i;
     mb_tick(f->mb);
+    if (f->pr) {
+        char *w = mb_injector_words(f->mb);
+        /* our agent's state changed: tell the fleet now, not next interval */
+        if (pr_tick(f->pr, w))
+            ro_kick(f->ro);
+        g_free(w);
+    }
     st_probe(f, f->opts->coord_id);
     snprintf(path, sizeof path, "leads/%s/status", f->opts->coord_id);
     compare_status(nt, dirty, path, st_lead(f, false));
     compare_status(nt, dirty, "status", st_root(f));
     for (i = 0; i < MIN(n, PROBES_PER_TICK); i++) {
-        const char *peer = f->opts->peers[(nt->cursor + i) % n];
+        const char *peer = peers[(nt->cursor + i) % n];
         st_probe(f, peer);
         snprintf(path, sizeof path, "peers/%s/status", peer);
         compare_status(nt, dirty, path, st_peer(f, peer, false));
     }
     if (n)
         nt->cursor = (nt->cursor + i) % n;
+    g_strfreev(peers);
 }
 
 static void flush(notifier *nt, GHashTable *dirty)
@@ -237,7 +349,10 @@ static gpointer notifier_main(gpointer data)
         while (it) {
             if (it->ph)
                 fuse_notify_poll(it->ph);
-            if (it->path && g_str_has_suffix(it->path, "/inbox"))
+            if (it->path && (it->path[0] == '+' || it->path[0] == '-')) {
+                pending_add(nt, it->path);
+                poke(nt, it->path);
+            } else if (it->path && g_str_has_suffix(it->path, "/inbox"))
                 poke(nt, it->path);
             else if (it->path)
                 g_hash_table_add(dirty, g_strdup(it->path));
@@ -267,6 +382,8 @@ notifier *nt_start(fleet *f)
     nt->f = f;
     nt->q = g_async_queue_new();
     nt->digests = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_mutex_init(&nt->plock);
+    nt->pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     nt->poker_fd = -1;
     nt->poker = poker_start(f->mountpoint, &nt->poker_fd);
     if (nt->poker < 0)
@@ -301,5 +418,7 @@ void nt_stop(notifier *nt)
         item_free(it);
     g_async_queue_unref(nt->q);
     g_hash_table_destroy(nt->digests);
+    g_hash_table_destroy(nt->pending);
+    g_mutex_clear(&nt->plock);
     g_free(nt);
 }

@@ -33,4 +33,15 @@ void nt_poll_wake(notifier *nt, struct fuse_pollhandle *ph);
 /* tid is the notifier's poker: a truncate from it is a notification. */
 bool nt_is_self(notifier *nt, pid_t tid);
 
+/* dir/name appeared or went (peers/<id>): directory watchers get IN_CREATE
+ * / IN_DELETE through a real mkdir / rmdir by the poker, IN_ATTRIB on dir
+ * when the kernel refuses those (notify.c).  Only enqueues. */
+void nt_entry(notifier *nt, const char *dir, const char *name, bool added);
+/* For the tree: 1 when tid is the poker announcing that relpath appeared
+ * (answer "absent" so its mkdir reaches us), 2 when announcing that it
+ * went (answer "present" so its rmdir does), else 0. */
+int nt_pretend(notifier *nt, pid_t tid, const char *relpath);
+/* The poker's mkdir (added) / rmdir of relpath arrived: announcement done. */
+void nt_entry_done(notifier *nt, const char *relpath, bool added);
+
 #endif

@@ -375,6 +375,29 @@ static int opts_set_commands(fs_opts *o, const struct opts_def *d, const char *v
     return rc;
 }
 
+/* ---- presence options ----------------------------------------------------- */
+
+static int opts_set_heartbeat(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    int64_t ms;
+
+    if (opts_parse_duration(value, &ms) < 0 || ms < 200 || ms > 3600000)
+        return opts_fail(err, d, "a duration 200ms..1h such as 5s or 500ms", value);
+    o->heartbeat_ms = ms;
+    return 0;
+}
+
+static int opts_set_discovery(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0 || strcmp(value, "true") == 0)
+        o->discovery = true;
+    else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0 || strcmp(value, "false") == 0)
+        o->discovery = false;
+    else
+        return opts_fail(err, d, "on or off", value);
+    return 0;
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 #define OFF(f) offsetof(fs_opts, f)
@@ -423,6 +446,13 @@ static const struct opts_def opts_table[] = {
      "config file ([fleetfs] group, key = value); -o wins"},
     {"insecure", opts_set_flag, 0, NULL, "off",
      "flag: neither sign nor check messages (local experiments only; status says so)"},
+    /* presence */
+    {"heartbeat", opts_set_heartbeat, 0, NULL, "5s",
+     "heartbeat interval on fleet.roster, 200ms..1h; a lead is stale after three"},
+    {"discovery", opts_set_discovery, 0, NULL, "on",
+     "on: peers/ also lists leads heard from; off: only the configured peers"},
+    {"discovery_ttl", opts_set_duration, OFF(discovery_ttl_ms), NULL, "10m",
+     "a discovered lead silent this long leaves peers/ (configured ones never do)"},
 };
 
 static const struct opts_def *opts_find(const char *key)
@@ -519,6 +549,9 @@ void opts_init(fs_opts *o)
     o->inject = g_strdup("auto");
     o->inject_commands = g_strdup(FG_DEFAULT_COMMANDS);
     o->insecure = false;
+    o->heartbeat_ms = 5000;
+    o->discovery = true;
+    o->discovery_ttl_ms = 10 * 60 * 1000;
 }
 
 int opts_finish(fs_opts *o, char **err)

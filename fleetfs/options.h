@@ -32,6 +32,10 @@ typedef struct {
     char *ca;
     char *config;
     bool insecure;
+    /* presence (doc/presence.md) */
+    int64_t heartbeat_ms;     /* between heartbeats; stale after three */
+    bool discovery;           /* peers/ also lists leads heard from */
+    int64_t discovery_ttl_ms; /* a silent discovered lead leaves peers/ */
 } fs_opts;
 
 void opts_init(fs_opts *o);

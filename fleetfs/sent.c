@@ -314,6 +314,24 @@ static fe_code send_input_ok(const mailbox *mb, const char *peer, const char *da
     return FE_OK;
 }
 
+/* Confirmed into the mailbox: published, or published-unread when nobody
+ * reads it (no consumer) or presence says the peer is not live. */
+static void send_published(mailbox *mb, const envelope *e, const char *json, bool no_consumer)
+{
+    char why[160] = "", detail[256];
+    bool away =
+        mb->hooks.peer_live && mb->hooks.peer_live(mb->hooks.ud, e->to, why, sizeof why) == 0;
+    if (!no_consumer && !away) {
+        sent_record(mb, e, json, "published", "");
+        return;
+    }
+    snprintf(detail, sizeof detail, "%s%s%s", no_consumer ? "no consumer" : "",
+             no_consumer && away ? "; " : "", away ? why : "");
+    sent_record(mb, e, json, "published-unread", detail);
+    log_info("send %s to %s: published-unread (%s); it waits in the mailbox until %s reads it",
+             e->msgId, e->to, detail, e->to);
+}
+
 /* Publish json (e's envelope) and record the outcome. */
 static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *json, size_t jlen,
                                   char *detail, size_t dlen)
@@ -322,8 +340,7 @@ static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *js
     fe_code res = mb->br.publish(mb->br.b, e->to, is_configured_peer(mb, e->to), e->msgId, json,
                                  jlen, mb->o->send_timeout_ms, &unread, detail, dlen);
     if (res == FE_OK)
-        sent_record(mb, e, json, unread ? "published-unread" : "published",
-                    unread ? "the mailbox had no consumer when the broker took it" : "");
+        send_published(mb, e, json, unread);
     else if (res == FE_TIMEOUT)
         sent_record(mb, e, json, "unconfirmed",
                     detail[0] ? detail

@@ -76,6 +76,11 @@ sig_result sig_verify(const sig_trust *t, const envelope *e);
 /* "ok", "unsigned", "unknown-key", "bad-signature". Static storage. */
 const char *sig_result_name(sig_result r);
 
+/* The same for heartbeats (envelope.h: env_heartbeat); h->from names the
+ * key that must have signed. */
+int sig_sign_hb(const sig_key *k, env_heartbeat *h);
+sig_result sig_verify_hb(const sig_trust *t, const env_heartbeat *h);
+
 /* Extras. */
 /* True when k's public key is the one t trusts for coord_id: a daemon checks
  * at start that peers holding the same trust directory will believe it. */

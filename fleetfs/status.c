@@ -5,7 +5,10 @@
 #include "fleetfs/status.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "fleetfs/envelope.h"
 
@@ -40,6 +43,92 @@ static void injector_line(GString *s, fleet *f)
     char *w = mb_injector_words(f->mb);
     g_string_append_printf(s, "injector: %s\n", w ? w : "starting");
     g_free(w);
+}
+
+/* ---- presence (doc/presence.md) ---------------------------------------- */
+
+static void presence_root_lines(GString *s, fleet *f)
+{
+    char w[200];
+    if (!f->pr)
+        return;
+    pr_link_words(f->pr, w, sizeof w);
+    g_string_append_printf(s, "presence: %s\nrejected_heartbeat: %llu\n", w,
+                           (unsigned long long)pr_rejected(f->pr));
+}
+
+static void presence_peer_lines(GString *s, fleet *f, const char *peer)
+{
+    pr_info i;
+    char w[80];
+    if (!f->pr || !pr_get(f->pr, peer, &i)) {
+        g_string_append(s, "presence: never\nhost: unknown\nversion: unknown\nagent: unknown\n");
+        return;
+    }
+    pr_words(&i, w, sizeof w);
+    g_string_append_printf(s, "presence: %s\nhost: %s\nversion: %s\nagent: %s\n", w,
+                           i.host[0] ? i.host : "unknown", i.version[0] ? i.version : "unknown",
+                           i.agent[0] ? i.agent : "unknown");
+    if (i.last_at[0])
+        g_string_append_printf(s, "last_heartbeat: %s\nstarted: %s\n", i.last_at, i.started_at);
+}
+
+static json_t *probe_json(fleet *f, const char *id, const char *key)
+{
+    char queue[96];
+    br_probe p;
+    br_inbox_queue(id, queue, sizeof queue);
+    memset(&p, 0, sizeof p);
+    if (!br_probe_cached(f->br, queue, &p) || !p.valid || !p.present)
+        return json_null();
+    return json_integer(strcmp(key, "messages") == 0 ? p.messages : p.consumers);
+}
+
+GString *st_roster(fleet *f)
+{
+    GString *s = g_string_new(NULL);
+    GPtrArray *all;
+    if (!f->pr)
+        return s;
+    all = pr_list(f->pr);
+    for (guint k = 0; k < all->len; k++) {
+        pr_info *i = all->pdata[k];
+        json_t *j = json_object();
+        char *line, *agent = NULL;
+        if (i->self) {
+            /* our own words, not the echo of our last heartbeat */
+            agent = mb_injector_words(f->mb);
+            g_strlcpy(i->host, f->host, sizeof i->host);
+            g_strlcpy(i->version, FLEETFS_VERSION, sizeof i->version);
+        }
+        json_object_set_new(j, "coord_id", json_string(i->id));
+        json_object_set_new(j, "self", json_boolean(i->self));
+        json_object_set_new(j, "configured", json_boolean(i->configured));
+        json_object_set_new(j, "inPeers", json_boolean(i->listed));
+        json_object_set_new(j, "host", i->host[0] ? json_string(i->host) : json_null());
+        json_object_set_new(j, "version", i->version[0] ? json_string(i->version) : json_null());
+        json_object_set_new(j, "presence", json_string(pr_state_name(i->state)));
+        json_object_set_new(j, "lastHeartbeat",
+                            i->last_at[0] ? json_string(i->last_at) : json_null());
+        json_object_set_new(j, "ageSeconds",
+                            i->age_ms >= 0 ? json_integer(i->age_ms / 1000) : json_null());
+        json_object_set_new(j, "startedAt",
+                            i->started_at[0] ? json_string(i->started_at) : json_null());
+        json_object_set_new(j, "messages", probe_json(f, i->id, "messages"));
+        json_object_set_new(j, "consumers", probe_json(f, i->id, "consumers"));
+        json_object_set_new(j, "agent",
+                            agent         ? json_string(agent)
+                            : i->agent[0] ? json_string(i->agent)
+                                          : json_null());
+        line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (line)
+            g_string_append_printf(s, "%s\n", line);
+        free(line);
+        g_free(agent);
+        json_decref(j);
+    }
+    g_ptr_array_unref(all);
+    return s;
 }
 
 GString *st_root(fleet *f)
@@ -89,6 +178,7 @@ GString *st_root(fleet *f)
     g_string_append(s, rej->str);
     g_string_free(rej, TRUE);
     injector_line(s, f);
+    presence_root_lines(s, f);
     return s;
 }
 
@@ -175,8 +265,7 @@ GString *st_peer(fleet *f, const char *peer, bool fresh)
                                p.messages, p.consumers,
                                p.consumers > 0 ? "reading" : "not-reading");
     }
-    g_string_append_printf(s, "presence: unknown (heartbeats are not built yet)\n"
-                              "host: unknown\nversion: unknown\n");
+    presence_peer_lines(s, f, peer);
     if (known)
         probe_age(s, &p);
     else
@@ -210,12 +299,15 @@ const char *st_readme(void)
            "  leads/<me>/resend       write the msgId of an unconfirmed send to publish it again\n"
            "  peers/<id>/send         one write is one message to <id>\n"
            "  peers/<id>/reply/<msgId>  one write answers message <msgId> from <id>\n"
-           "  peers/<id>/status       the peer's mailbox: present/absent, backlog, readers\n"
+           "  peers/<id>/status       the peer's mailbox: present/absent, backlog, readers;\n"
+           "                          its presence (live/stale/left/never) and agent state\n"
+           "  roster                  every lead heard from, one JSON line each (jq reads it)\n"
            "\n"
            "Errors of a write to send: EINVAL empty or not UTF-8, EMSGSIZE too large,\n"
            "ECOMM broker not connected, ETIMEDOUT no confirm in time (state unknown:\n"
            "it is unconfirmed in sent; write its msgId to resend, never send it anew),\n"
            "ENOSPC peer mailbox full, ENXIO peer mailbox missing and not creatable.\n"
            "Wake on arrivals: inotifywait -e modify leads/<me>/inbox, or tail -f it.\n"
+           "Wake on peers coming and going: inotifywait -e create,delete,attrib peers\n"
            "See fleetfs(1).\n";
 }

@@ -15,6 +15,8 @@ GString *st_root(fleet *f);
 GString *st_lead(fleet *f, bool fresh);
 GString *st_peer(fleet *f, const char *peer, bool fresh);
 const char *st_readme(void);
+/* The `roster` file: one JSON line per known lead (doc/presence.md). */
+GString *st_roster(fleet *f);
 
 /* Ask the broker about lead id's mailbox without waiting for the answer
  * (it lands in the probe cache; answers younger than a second are reused);

@@ -47,6 +47,7 @@ typedef enum {
     N_REPLYDIR, /* peers/<id>/reply/ */
     N_REPLY,    /* peers/<id>/reply/<msgId>: a send that answers msgId */
     N_RESEND,   /* leads/<me>/resend */
+    N_ROSTER,
 } node_kind;
 
 typedef struct {
@@ -80,7 +81,8 @@ bool fleet_is_peer(const fleet *f, const char *name)
     for (char **p = f->opts->peers; p && *p; p++)
         if (strcmp(*p, name) == 0)
             return true;
-    return false;
+    /* presence: a discovered lead is a peer while it is listed */
+    return f->pr && pr_is_peer(f->pr, name);
 }
 
 static node_kind lead_file(const char *s)
@@ -129,6 +131,7 @@ static node_kind resolve2(const fleet *f, const char *path, char name[64], char 
             : !strcmp(c[0], "self")   ? N_SELF
             : !strcmp(c[0], "leads")  ? N_LEADS
             : !strcmp(c[0], "peers")  ? N_PEERS
+            : !strcmp(c[0], "roster") ? N_ROSTER
                                       : N_NONE;
     else if (!strcmp(c[0], "leads") && !strcmp(c[1], f->opts->coord_id))
         k = n == 2 ? N_LEAD : n == 3 ? lead_file(c[2]) : N_NONE;
@@ -173,6 +176,8 @@ static GString *render(fleet *f, node_kind k, const char *name, bool fresh)
         return st_lead(f, fresh);
     case N_PSTATUS:
         return st_peer(f, name, fresh);
+    case N_ROSTER:
+        return st_roster(f);
     default:
         return g_string_new(NULL);
     }
@@ -200,6 +205,14 @@ static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info
     int64_t mt;
     (void)fi;
 
+    /* presence: the poker announcing peers/<id> coming or going */
+    if (k == N_PEER || k == N_NONE) {
+        int pretend = nt_pretend(g_atomic_pointer_get(&f->nt), fuse_get_context()->pid, path + 1);
+        if (pretend == 1)
+            return -ENOENT;
+        if (pretend == 2)
+            k = N_PEER;
+    }
     if (k == N_NONE)
         return -ENOENT;
     if (k != N_ROOT && outsider())
@@ -269,7 +282,7 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
     fill(buf, "..", NULL, 0, 0);
     switch (k) {
     case N_ROOT: {
-        static const char *top[] = {"README", "status", "self", "leads", "peers"};
+        static const char *top[] = {"README", "status", "self", "leads", "peers", "roster"};
         for (size_t i = 0; i < G_N_ELEMENTS(top); i++)
             fill(buf, top[i], NULL, 0, 0);
         break;
@@ -283,10 +296,14 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
             fill(buf, files[i], NULL, 0, 0);
         break;
     }
-    case N_PEERS:
-        for (char **p = f->opts->peers; p && *p; p++)
+    case N_PEERS: {
+        /* presence: configured peers plus the discovered ones */
+        char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
+        for (char **p = peers; *p; p++)
             fill(buf, *p, NULL, 0, 0);
+        g_strfreev(peers);
         break;
+    }
     case N_PEER:
         fill(buf, "send", NULL, 0, 0);
         fill(buf, "status", NULL, 0, 0);
@@ -444,6 +461,32 @@ static int deny_unlink(const char *path)
     return -EACCES;
 }
 
+/* presence: the poker's mkdir / rmdir of peers/<id> is a notification
+ * (notify.c, nt_entry); everyone else's is refused. */
+static int entry_poke(const char *path, bool added)
+{
+    fleet *f = F();
+    notifier *nt = g_atomic_pointer_get(&f->nt);
+    if (nt_pretend(nt, fuse_get_context()->pid, path + 1) != (added ? 1 : 2))
+        return 1;
+    nt_entry_done(nt, path + 1, added);
+    return 0;
+}
+
+static int tree_mkdir(const char *path, mode_t mode)
+{
+    if (entry_poke(path, true) == 0)
+        return 0;
+    return deny_path(path, mode);
+}
+
+static int tree_rmdir(const char *path)
+{
+    if (entry_poke(path, false) == 0)
+        return 0;
+    return -EACCES;
+}
+
 static int deny_rename(const char *from, const char *to, unsigned int flags)
 {
     (void)from;
@@ -503,9 +546,9 @@ const struct fuse_operations tree_ops = {
     .truncate = tree_truncate,
     .poll = tree_poll,
     .create = deny_create,
-    .mkdir = deny_path,
+    .mkdir = tree_mkdir,
     .unlink = deny_unlink,
-    .rmdir = deny_unlink,
+    .rmdir = tree_rmdir,
     .rename = deny_rename,
     .chmod = deny_chmod,
     .chown = deny_chown,

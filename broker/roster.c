@@ -1,0 +1,500 @@
+/* broker/roster.c — the roster thread (design in roster.h).
+ *
+ * Ownership: the fields of struct ro_conn above the marker are guarded by
+ * ro_conn.lock; the rest belong to the roster thread alone.  Other threads
+ * reach the thread only through the wake-up eventfd (kick, stop).
+ *
+ * The connect sequence (TCP or TLS with verification, login) is a small
+ * private copy of conn.c's: conn.c exports no connect helper, and the
+ * roster must not wait for, or share, the mailbox connection.  Fold the two
+ * into one helper when broker/ grows one.
+ */
+#include "broker/roster.h"
+
+#include <errno.h>
+#include <glib.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <amqp.h>
+#include <amqp_ssl_socket.h>
+#include <amqp_tcp_socket.h>
+
+#include "fleetfs/log.h"
+
+#define RO_CH 1
+#define RO_BACKOFF_MIN_MS 250
+#define RO_BACKOFF_MAX_MS 5000
+#define RO_RPC_TIMEOUT_MS 5000
+#define RO_AMQP_HEARTBEAT_S 10
+#define RO_KICK_MIN_MS 1000
+#define RO_QUEUE_MAX 10000 /* a stuck reader holds at most this many heartbeats */
+
+struct ro_conn {
+    ro_config cfg;
+    ro_callbacks cb;
+    GThread *thread;
+    int wakefd;
+    char rkey[256]; /* roster.<host>.<coord_id> */
+
+    GMutex lock; /* guards up to the marker */
+    ro_status st;
+    bool stop, leaving, kicked;
+
+    /* ---- roster thread only ---- */
+    amqp_connection_state_t amqp;
+    bool connected;
+    unsigned uri_index;
+    int64_t next_attempt_ms, backoff_ms;
+    int64_t next_beat_ms, last_beat_ms;
+    char shown[300]; /* host:port of the current URI, no credentials */
+};
+
+static int64_t now_ms(void)
+{
+    return g_get_monotonic_time() / 1000;
+}
+
+static void set_link(ro_conn *r, bool up, const char *reason)
+{
+    bool changed;
+    g_mutex_lock(&r->lock);
+    changed = r->st.up != up || strcmp(r->st.reason, reason) != 0;
+    if (r->st.up != up)
+        r->st.since_ms = now_ms();
+    r->st.up = up;
+    g_strlcpy(r->st.reason, reason, sizeof r->st.reason);
+    g_mutex_unlock(&r->lock);
+    if (changed && r->cb.changed)
+        r->cb.changed(r->cb.ud, up);
+}
+
+static void bytes_str(amqp_bytes_t b, char *out, size_t n)
+{
+    size_t len = MIN(b.len, n - 1);
+    if (len)
+        memcpy(out, b.bytes, len);
+    out[len] = '\0';
+}
+
+/* Words for the last failed synchronous call. */
+static void rpc_words(ro_conn *r, const char *what, char *out, size_t n)
+{
+    amqp_rpc_reply_t rep = amqp_get_rpc_reply(r->amqp);
+    char t[200] = "";
+    if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+        (rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD ||
+         rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD)) {
+        amqp_bytes_t text = rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD
+                                ? ((amqp_channel_close_t *)rep.reply.decoded)->reply_text
+                                : ((amqp_connection_close_t *)rep.reply.decoded)->reply_text;
+        bytes_str(text, t, sizeof t);
+    } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+        g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
+    } else {
+        g_strlcpy(t, "unexpected reply", sizeof t);
+    }
+    snprintf(out, n, "%s: %s", what, t);
+}
+
+static void drop(ro_conn *r, const char *why)
+{
+    if (r->amqp)
+        amqp_destroy_connection(r->amqp);
+    r->amqp = NULL;
+    if (r->connected)
+        log_warn("presence: roster connection lost (%s); peers look stale to us until it is "
+                 "back, reconnecting",
+                 why);
+    r->connected = false;
+    set_link(r, false, why);
+    r->next_attempt_ms = now_ms() + r->backoff_ms;
+    r->backoff_ms = MIN(r->backoff_ms * 2, RO_BACKOFF_MAX_MS);
+}
+
+/* The private copy of the connect sequence (see the top of the file). */
+static int open_login(ro_conn *r, const char *uri, char *why, size_t n)
+{
+    char *buf = g_strdup(uri);
+    struct amqp_connection_info info;
+    struct timeval tv = {3, 0}, rpc = {RO_RPC_TIMEOUT_MS / 1000, 0};
+    amqp_socket_t *sock;
+    amqp_rpc_reply_t rep;
+    const char *vhost;
+    int rc = -1, s;
+
+    amqp_default_connection_info(&info);
+    if (amqp_parse_url(buf, &info) != AMQP_STATUS_OK) {
+        snprintf(why, n, "cannot parse a broker URI");
+        goto out;
+    }
+    snprintf(r->shown, sizeof r->shown, "%s:%d", info.host, info.port);
+    vhost = r->cfg.vhost && *r->cfg.vhost ? r->cfg.vhost : info.vhost;
+    r->amqp = amqp_new_connection();
+    if (info.ssl && !r->cfg.ca) {
+        snprintf(why, n, "%s: amqps:// needs -o ca=FILE", r->shown);
+        goto out;
+    }
+    if (info.ssl) {
+        sock = amqp_ssl_socket_new(r->amqp);
+        if (sock && amqp_ssl_socket_set_cacert(sock, r->cfg.ca) != AMQP_STATUS_OK) {
+            snprintf(why, n, "cannot load CA file %s", r->cfg.ca);
+            goto out;
+        }
+        if (sock) {
+            amqp_ssl_socket_set_verify_peer(sock, 1);
+            amqp_ssl_socket_set_verify_hostname(sock, 1);
+        }
+    } else {
+        sock = amqp_tcp_socket_new(r->amqp);
+    }
+    if (!sock) {
+        snprintf(why, n, "cannot create a socket");
+        goto out;
+    }
+    s = amqp_socket_open_noblock(sock, info.host, info.port, &tv);
+    if (s != AMQP_STATUS_OK) {
+        snprintf(why, n, "%s: %s", r->shown, amqp_error_string2(s));
+        goto out;
+    }
+    amqp_set_handshake_timeout(r->amqp, &rpc);
+    amqp_set_rpc_timeout(r->amqp, &rpc);
+    {
+        char name[200];
+        amqp_table_entry_t prop[2];
+        amqp_table_t props = {2, prop};
+        snprintf(name, sizeof name, "fleetfs %s@%s roster", r->cfg.coord_id, r->cfg.host);
+        prop[0].key = amqp_cstring_bytes("connection_name");
+        prop[0].value.kind = AMQP_FIELD_KIND_UTF8;
+        prop[0].value.value.bytes = amqp_cstring_bytes(name);
+        prop[1].key = amqp_cstring_bytes("product");
+        prop[1].value.kind = AMQP_FIELD_KIND_UTF8;
+        prop[1].value.value.bytes = amqp_cstring_bytes("fleetfs");
+        rep = amqp_login_with_properties(r->amqp, vhost, 0, 131072, RO_AMQP_HEARTBEAT_S, &props,
+                                         AMQP_SASL_METHOD_PLAIN, info.user, info.password);
+    }
+    if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
+        snprintf(why, n, "%s: login refused or failed (user, password, vhost '%s')", r->shown,
+                 vhost);
+        goto out;
+    }
+    rc = 0;
+out:
+    g_free(buf); /* info points into it */
+    return rc;
+}
+
+/* Exchange, our queue, its binding, the consumer. */
+static int setup(ro_conn *r, char *why, size_t n)
+{
+    amqp_queue_declare_ok_t *q;
+    amqp_table_entry_t e;
+    amqp_table_t args = {1, &e};
+    amqp_bytes_t qname;
+
+    e.key = amqp_cstring_bytes("x-max-length");
+    e.value.kind = AMQP_FIELD_KIND_I64;
+    e.value.value.i64 = RO_QUEUE_MAX;
+    if (!amqp_channel_open(r->amqp, RO_CH)) {
+        rpc_words(r, "cannot open a channel", why, n);
+        return -1;
+    }
+    if (!amqp_exchange_declare(r->amqp, RO_CH, amqp_cstring_bytes(RO_EXCHANGE),
+                               amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table)) {
+        rpc_words(r, "cannot declare exchange " RO_EXCHANGE, why, n);
+        return -1;
+    }
+    q = amqp_queue_declare(r->amqp, RO_CH, amqp_empty_bytes, 0, 0, 1, 1, args);
+    if (!q) {
+        rpc_words(r, "cannot declare the roster queue", why, n);
+        return -1;
+    }
+    qname = amqp_bytes_malloc_dup(q->queue);
+    if (!amqp_queue_bind(r->amqp, RO_CH, qname, amqp_cstring_bytes(RO_EXCHANGE),
+                         amqp_cstring_bytes("roster.#"), amqp_empty_table) ||
+        !amqp_basic_consume(r->amqp, RO_CH, qname, amqp_empty_bytes, 0, 1, 1, amqp_empty_table)) {
+        amqp_bytes_free(qname);
+        rpc_words(r, "cannot bind or consume the roster queue", why, n);
+        return -1;
+    }
+    amqp_bytes_free(qname);
+    return 0;
+}
+
+static void try_connect(ro_conn *r)
+{
+    unsigned n = g_strv_length(r->cfg.uris);
+    char why[512];
+
+    if (n == 0)
+        return;
+    if (open_login(r, r->cfg.uris[r->uri_index % n], why, sizeof why) == 0 &&
+        setup(r, why, sizeof why) == 0) {
+        r->connected = true;
+        r->backoff_ms = RO_BACKOFF_MIN_MS;
+        r->next_beat_ms = now_ms(); /* say hello at once */
+        log_info("presence: roster connected to %s (exchange %s, heartbeat every %lld ms)",
+                 r->shown, RO_EXCHANGE, (long long)r->cfg.interval_ms);
+        set_link(r, true, "");
+        return;
+    }
+    r->uri_index++;
+    if (strcmp(r->st.reason, why) != 0)
+        log_warn("presence: roster connection failed: %s; retrying (backoff up to %d ms)", why,
+                 RO_BACKOFF_MAX_MS);
+    drop(r, why);
+}
+
+static void publish(ro_conn *r, bool leaving)
+{
+    amqp_basic_properties_t p;
+    char exp[32];
+    size_t len = 0;
+    char *body = r->cb.heartbeat(r->cb.ud, leaving, &len);
+    int rc;
+
+    r->last_beat_ms = now_ms();
+    r->next_beat_ms = r->last_beat_ms + r->cfg.interval_ms;
+    if (!body)
+        return;
+    memset(&p, 0, sizeof p);
+    snprintf(exp, sizeof exp, "%lld", (long long)r->cfg.ttl_ms);
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+               AMQP_BASIC_EXPIRATION_FLAG | AMQP_BASIC_TYPE_FLAG;
+    p.content_type = amqp_cstring_bytes("application/json");
+    p.delivery_mode = 1; /* non-persistent: presence is soft state */
+    p.expiration = amqp_cstring_bytes(exp);
+    p.type = amqp_cstring_bytes("heartbeat");
+    rc = amqp_basic_publish(r->amqp, RO_CH, amqp_cstring_bytes(RO_EXCHANGE),
+                            amqp_cstring_bytes(r->rkey), 0, 0, &p,
+                            (amqp_bytes_t){.len = len, .bytes = body});
+    free(body);
+    if (rc != AMQP_STATUS_OK) {
+        drop(r, amqp_error_string2(rc));
+        return;
+    }
+    g_mutex_lock(&r->lock);
+    r->st.published++;
+    g_mutex_unlock(&r->lock);
+}
+
+/* A non-delivery frame: only a close matters. */
+static void other_frame(ro_conn *r)
+{
+    struct timeval zero = {0, 0};
+    amqp_frame_t f;
+    int rc = amqp_simple_wait_frame_noblock(r->amqp, &f, &zero);
+    char text[256] = "closed by the broker";
+
+    if (rc == AMQP_STATUS_TIMEOUT)
+        return;
+    if (rc != AMQP_STATUS_OK) {
+        drop(r, amqp_error_string2(rc));
+        return;
+    }
+    if (f.frame_type != AMQP_FRAME_METHOD)
+        return;
+    if (f.payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        amqp_connection_close_ok_t ok = {0};
+        bytes_str(((amqp_connection_close_t *)f.payload.method.decoded)->reply_text, text,
+                  sizeof text);
+        amqp_send_method(r->amqp, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+        drop(r, text);
+    } else if (f.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD ||
+               f.payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
+        /* our queue or channel is gone: start over on a new connection */
+        if (f.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD)
+            bytes_str(((amqp_channel_close_t *)f.payload.method.decoded)->reply_text, text,
+                      sizeof text);
+        drop(r, text);
+    }
+}
+
+static void read_all(ro_conn *r)
+{
+    struct timeval zero = {0, 0};
+    while (r->connected) {
+        amqp_envelope_t env;
+        amqp_rpc_reply_t rep;
+        amqp_maybe_release_buffers(r->amqp);
+        rep = amqp_consume_message(r->amqp, &env, &zero, 0);
+        if (rep.reply_type == AMQP_RESPONSE_NORMAL) {
+            char rk[256];
+            bytes_str(env.routing_key, rk, sizeof rk);
+            g_mutex_lock(&r->lock);
+            r->st.received++;
+            g_mutex_unlock(&r->lock);
+            r->cb.received(r->cb.ud, rk, env.message.body.bytes, env.message.body.len);
+            amqp_destroy_envelope(&env);
+            continue;
+        }
+        if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+            rep.library_error == AMQP_STATUS_TIMEOUT)
+            return;
+        if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+            rep.library_error == AMQP_STATUS_UNEXPECTED_STATE) {
+            other_frame(r);
+            continue;
+        }
+        drop(r, rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION
+                    ? amqp_error_string2(rep.library_error)
+                    : "cannot read from the broker");
+    }
+}
+
+static void goodbye(ro_conn *r, bool leaving)
+{
+    if (!r->connected)
+        return;
+    if (leaving)
+        publish(r, true);
+    if (!r->connected)
+        return;
+    amqp_set_rpc_timeout(r->amqp, &(struct timeval){1, 0});
+    /* channel.close-ok comes after the broker handled what we sent on it:
+     * the leaving heartbeat is routed before we hang up */
+    amqp_channel_close(r->amqp, RO_CH, AMQP_REPLY_SUCCESS);
+    amqp_connection_close(r->amqp, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(r->amqp);
+    r->amqp = NULL;
+    r->connected = false;
+}
+
+static gpointer roster_main(gpointer data)
+{
+    ro_conn *r = data;
+    bool stop = false, leaving = false;
+
+    while (!stop) {
+        struct pollfd pfd[2];
+        int nfd = 1;
+        int64_t now = now_ms(), until;
+        bool kicked;
+
+        if (!r->connected && now >= r->next_attempt_ms)
+            try_connect(r);
+        g_mutex_lock(&r->lock);
+        kicked = r->kicked;
+        r->kicked = false;
+        g_mutex_unlock(&r->lock);
+        if (kicked && r->next_beat_ms > r->last_beat_ms + RO_KICK_MIN_MS)
+            r->next_beat_ms = MAX(now, r->last_beat_ms + RO_KICK_MIN_MS);
+        if (r->connected && now_ms() >= r->next_beat_ms)
+            publish(r, false);
+        until = r->connected ? r->next_beat_ms : r->next_attempt_ms;
+        pfd[0] = (struct pollfd){.fd = r->wakefd, .events = POLLIN};
+        if (r->connected) {
+            pfd[1] = (struct pollfd){.fd = amqp_get_sockfd(r->amqp), .events = POLLIN};
+            nfd = 2;
+        }
+        if (r->connected && (amqp_frames_enqueued(r->amqp) || amqp_data_in_buffer(r->amqp)))
+            until = now_ms();
+        if (poll(pfd, (nfds_t)nfd, (int)CLAMP(until - now_ms(), 0, 1000)) < 0 && errno != EINTR)
+            g_usleep(100000);
+        if (pfd[0].revents & POLLIN) {
+            uint64_t v;
+            if (read(r->wakefd, &v, sizeof v) < 0 && errno != EAGAIN)
+                log_warn("presence: wake-up read: %s", strerror(errno));
+        }
+        if (r->connected)
+            read_all(r); /* also keeps the AMQP heartbeat going */
+        g_mutex_lock(&r->lock);
+        stop = r->stop;
+        leaving = r->leaving;
+        g_mutex_unlock(&r->lock);
+    }
+    goodbye(r, leaving);
+    return NULL;
+}
+
+static void sanitize_host(const char *in, char *out, size_t n)
+{
+    size_t i;
+    for (i = 0; in[i] && i + 1 < n; i++)
+        out[i] = g_ascii_isalnum(in[i]) || in[i] == '-' || in[i] == '_' ? in[i] : '_';
+    out[i] = '\0';
+}
+
+ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb)
+{
+    ro_conn *r = g_new0(ro_conn, 1);
+    char host[128];
+    r->cfg = *cfg;
+    r->cfg.uris = g_strdupv(cfg->uris);
+    r->cfg.vhost = g_strdup(cfg->vhost);
+    r->cfg.ca = g_strdup(cfg->ca);
+    r->cfg.coord_id = g_strdup(cfg->coord_id);
+    r->cfg.host = g_strdup(cfg->host ? cfg->host : "unknown");
+    r->cb = *cb;
+    sanitize_host(r->cfg.host, host, sizeof host);
+    snprintf(r->rkey, sizeof r->rkey, "roster.%s.%s", host[0] ? host : "_", r->cfg.coord_id);
+    r->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    g_mutex_init(&r->lock);
+    g_strlcpy(r->st.reason, "not connected yet", sizeof r->st.reason);
+    r->st.since_ms = now_ms();
+    r->backoff_ms = RO_BACKOFF_MIN_MS;
+    return r;
+}
+
+void ro_run(ro_conn *r)
+{
+    r->thread = g_thread_new("roster", roster_main, r);
+}
+
+static void wake(ro_conn *r)
+{
+    uint64_t one = 1;
+    if (write(r->wakefd, &one, sizeof one) < 0 && errno != EAGAIN)
+        log_warn("presence: cannot wake the roster thread: %s", strerror(errno));
+}
+
+void ro_kick(ro_conn *r)
+{
+    if (!r)
+        return;
+    g_mutex_lock(&r->lock);
+    r->kicked = true;
+    g_mutex_unlock(&r->lock);
+    wake(r);
+}
+
+void ro_stop(ro_conn *r, bool leaving)
+{
+    if (!r || !r->thread)
+        return;
+    g_mutex_lock(&r->lock);
+    r->stop = true;
+    r->leaving = leaving;
+    g_mutex_unlock(&r->lock);
+    wake(r);
+    g_thread_join(r->thread);
+    r->thread = NULL;
+}
+
+void ro_free(ro_conn *r)
+{
+    if (!r)
+        return;
+    ro_stop(r, false);
+    if (r->amqp)
+        amqp_destroy_connection(r->amqp);
+    close(r->wakefd);
+    g_mutex_clear(&r->lock);
+    g_strfreev(r->cfg.uris);
+    g_free((char *)r->cfg.vhost);
+    g_free((char *)r->cfg.ca);
+    g_free((char *)r->cfg.coord_id);
+    g_free((char *)r->cfg.host);
+    g_free(r);
+}
+
+void ro_get_status(ro_conn *r, ro_status *st)
+{
+    g_mutex_lock(&r->lock);
+    *st = r->st;
+    g_mutex_unlock(&r->lock);
+}

@@ -1,0 +1,71 @@
+/* broker/roster.h — presence on the broker: the roster thread.
+ *
+ * Heartbeats go over their own AMQP connection, owned by one thread (like
+ * conn.c's, since rabbitmq-c is not thread-safe), so presence neither waits
+ * behind mailbox traffic nor disturbs it: a slow publish of a message never
+ * delays a heartbeat, and a roster hiccup never drops the mailbox consumer.
+ *
+ * On every connection the thread declares the topic exchange `fleet.roster`
+ * (non-durable: presence is soft state), one exclusive auto-delete queue
+ * with a server-chosen name bound to `roster.#`, and consumes it without
+ * acks.  Every interval it asks its owner for a heartbeat body (the owner
+ * signs it) and publishes it with routing key roster.<host>.<coord_id>,
+ * non-persistent, with an AMQP expiration of ttl_ms.  Each delivery's raw
+ * body goes to the owner's `received` callback; this layer never parses
+ * it.  Reconnection: capped exponential backoff over the URIs in turn; the
+ * queue and binding are made anew on each connection.
+ *
+ * ro_stop(leaving=true) publishes one last heartbeat (the owner builds it
+ * with leaving set) and closes the channel before the connection, so the
+ * broker has routed it before we are gone.
+ */
+#ifndef FLEETFS_BROKER_ROSTER_H
+#define FLEETFS_BROKER_ROSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RO_EXCHANGE "fleet.roster"
+
+typedef struct ro_conn ro_conn;
+
+typedef struct {
+    char **uris;          /* NULL-terminated; may carry credentials, never printed */
+    const char *vhost;    /* NULL or "": the URI's own */
+    const char *ca;       /* CA file for amqps:// */
+    const char *coord_id; /* routing key roster.<host>.<coord_id> */
+    const char *host;     /* any text: reduced to [A-Za-z0-9_-] for the key */
+    int64_t interval_ms;  /* between heartbeats */
+    int64_t ttl_ms;       /* AMQP expiration of each heartbeat */
+} ro_config;
+
+typedef struct {
+    /* On the roster thread: the next heartbeat body (malloc'd, *len set),
+     * or NULL to skip this one. */
+    char *(*heartbeat)(void *ud, bool leaving, size_t *len);
+    /* On the roster thread, for every delivery (ours included). */
+    void (*received)(void *ud, const char *routing_key, const char *body, size_t len);
+    /* The link went up or down. */
+    void (*changed)(void *ud, bool up);
+    void *ud;
+} ro_callbacks;
+
+typedef struct {
+    bool up;
+    int64_t since_ms; /* monotonic ms of the last change */
+    char reason[256]; /* why not up, or "" */
+    uint64_t published, received;
+} ro_status;
+
+ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb);
+void ro_run(ro_conn *r);
+/* Publish a heartbeat soon (at most one a second from kicks). */
+void ro_kick(ro_conn *r);
+/* End the thread; leaving: publish a leaving heartbeat first when
+ * connected.  Safe on a thread that never ran. */
+void ro_stop(ro_conn *r, bool leaving);
+void ro_free(ro_conn *r);
+void ro_get_status(ro_conn *r, ro_status *st);
+
+#endif

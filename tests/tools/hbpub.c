@@ -1,0 +1,260 @@
+/* hbpub — publishes heartbeats onto fleet.roster the way any holder of a
+ * broker login could: good, forged, unsigned, stale or from the future
+ * (tests), or many at once (the presence benchmark).
+ *
+ *   hbpub URI --from ID [--key KEYFILE] [--tamper] [--sent-offset SEC]
+ *             [--interval MS] [--agent WORDS] [--leaving] [--routing-key RK]
+ *   hbpub URI --body STR --routing-key RK
+ *   hbpub URI --flood N --key-dir DIR --trust DIR [--interval MS] [--seconds S]
+ *
+ * One heartbeat: built like fleetfs builds its own, signed with --key
+ * unless none is given (unsigned); --tamper changes the agent words after
+ * signing; --sent-offset moves sentAt/expiresAt by SEC seconds (negative:
+ * old; positive: from the future).  The routing key defaults to
+ * roster.hbpub.<from>.
+ *
+ * --flood: N leads named bench000.. bench<N-1>, each with its own key in
+ * --key-dir (made on first use, the public half copied to --trust as
+ * <name>.pub), each heartbeating every --interval (default 5000 ms) for
+ * --seconds (default 60), spread evenly over the interval, all from this
+ * one process and connection.  Exit 0 ok, 2 on usage or connection errors.
+ */
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <amqp.h>
+#include <amqp_tcp_socket.h>
+
+#include "fleetfs/envelope.h"
+#include "fleetfs/sign.h"
+
+typedef struct {
+    const char *uri, *from, *key, *agent, *rk, *body, *key_dir, *trust;
+    long sent_offset, interval, flood, seconds;
+    bool tamper, leaving;
+} hb_args;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "hbpub: %s\n", what);
+    exit(2);
+}
+
+static amqp_connection_state_t hb_connect(const char *uri)
+{
+    struct amqp_connection_info info;
+    char *buf = g_strdup(uri);
+    amqp_connection_state_t c = amqp_new_connection();
+    amqp_socket_t *s = amqp_tcp_socket_new(c);
+    struct timeval tv = {10, 0};
+
+    amqp_default_connection_info(&info);
+    if (amqp_parse_url(buf, &info) != AMQP_STATUS_OK)
+        die("cannot parse the broker URI");
+    if (!s || amqp_socket_open_noblock(s, info.host, info.port, &tv) != AMQP_STATUS_OK)
+        die("cannot connect to the broker");
+    if (amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password)
+            .reply_type != AMQP_RESPONSE_NORMAL)
+        die("login refused");
+    if (!amqp_channel_open(c, 1))
+        die("cannot open a channel");
+    /* the same declaration fleetfs makes (idempotent) */
+    if (!amqp_exchange_declare(c, 1, amqp_cstring_bytes("fleet.roster"),
+                               amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table))
+        die("cannot declare fleet.roster");
+    g_free(buf);
+    return c;
+}
+
+static void hb_publish(amqp_connection_state_t c, const char *rk, const char *body, size_t len,
+                       long ttl_ms)
+{
+    amqp_basic_properties_t p;
+    char exp[32];
+    memset(&p, 0, sizeof p);
+    snprintf(exp, sizeof exp, "%ld", ttl_ms);
+    p._flags =
+        AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_EXPIRATION_FLAG;
+    p.content_type = amqp_cstring_bytes("application/json");
+    p.delivery_mode = 1;
+    p.expiration = amqp_cstring_bytes(exp);
+    if (amqp_basic_publish(c, 1, amqp_cstring_bytes("fleet.roster"), amqp_cstring_bytes(rk), 0, 0,
+                           &p, (amqp_bytes_t){.len = len, .bytes = (void *)body}) != AMQP_STATUS_OK)
+        die("publish failed");
+}
+
+static char *hb_make(const char *from, const sig_key *k, const hb_args *a, int64_t started,
+                     size_t *len)
+{
+    env_heartbeat h;
+    int64_t now = env_now_ms() + (int64_t)a->sent_offset * 1000;
+    memset(&h, 0, sizeof h);
+    h.v = 1;
+    g_strlcpy(h.from, from, sizeof h.from);
+    g_strlcpy(h.host, "hbpub", sizeof h.host);
+    g_strlcpy(h.version, "hbpub", sizeof h.version);
+    env_time_format(now, h.sentAt);
+    env_time_format(now + 3 * a->interval, h.expiresAt);
+    env_time_format(started, h.startedAt);
+    h.interval_ms = a->interval;
+    g_strlcpy(h.agent, a->agent ? a->agent : "ready: nothing to deliver (backend hbpub)",
+              sizeof h.agent);
+    h.leaving = a->leaving;
+    if (k && sig_sign_hb(k, &h) < 0)
+        die("cannot sign");
+    if (a->tamper)
+        g_strlcpy(h.agent, "tampered after signing", sizeof h.agent);
+    return env_hb_encode(&h, len);
+}
+
+static sig_key *flood_key(const hb_args *a, const char *name)
+{
+    char *path = g_strdup_printf("%s/%s.key", a->key_dir, name);
+    char *err = NULL;
+    sig_key *k;
+    if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
+        char *pub = g_strdup_printf("%s.pub", path), *dst, *data = NULL;
+        gsize n;
+        if (sig_keygen(path, &err) < 0 || !g_file_get_contents(pub, &data, &n, NULL))
+            die(err ? err : "keygen failed");
+        dst = g_strdup_printf("%s/%s.pub", a->trust, name);
+        if (!g_file_set_contents(dst, data, (gssize)n, NULL))
+            die("cannot write into the trust directory");
+        g_free(dst);
+        g_free(data);
+        g_free(pub);
+    }
+    k = sig_load_secret(path, &err);
+    if (!k)
+        die(err);
+    g_free(path);
+    return k;
+}
+
+static int flood(const hb_args *a)
+{
+    amqp_connection_state_t c = hb_connect(a->uri);
+    sig_key **keys = g_new0(sig_key *, a->flood);
+    char(*names)[16] = g_malloc0(sizeof(*names) * (size_t)a->flood);
+    int64_t started = env_now_ms(), end;
+    long sent = 0;
+
+    for (long i = 0; i < a->flood; i++) {
+        snprintf(names[i], sizeof names[i], "bench%03ld", i);
+        keys[i] = flood_key(a, names[i]);
+    }
+    end = g_get_monotonic_time() + (int64_t)a->seconds * 1000000;
+    while (g_get_monotonic_time() < end) {
+        int64_t round = g_get_monotonic_time();
+        for (long i = 0; i < a->flood; i++) {
+            char rk[96];
+            size_t len;
+            char *body = hb_make(names[i], keys[i], a, started, &len);
+            int64_t due = round + (int64_t)a->interval * 1000 * i / a->flood;
+            int64_t wait = due - g_get_monotonic_time();
+            if (wait > 0)
+                g_usleep((gulong)wait);
+            snprintf(rk, sizeof rk, "roster.hbpub.%s", names[i]);
+            hb_publish(c, rk, body, len, 3 * a->interval);
+            free(body);
+            sent++;
+        }
+        {
+            int64_t wait = round + (int64_t)a->interval * 1000 - g_get_monotonic_time();
+            if (wait > 0)
+                g_usleep((gulong)wait);
+        }
+    }
+    for (long i = 0; i < a->flood; i++)
+        sig_key_free(keys[i]);
+    g_free(keys);
+    g_free(names);
+    amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(c);
+    printf("%ld heartbeats from %ld leads\n", sent, a->flood);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    hb_args a = {.interval = 5000, .seconds = 60};
+    amqp_connection_state_t c;
+    char rk[256], *body;
+    size_t len;
+
+    if (argc < 2)
+        die("usage: hbpub URI (see the top of tests/tools/hbpub.c)");
+    a.uri = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *o = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes = true;
+        if (!strcmp(o, "--from"))
+            a.from = v;
+        else if (!strcmp(o, "--key"))
+            a.key = v;
+        else if (!strcmp(o, "--agent"))
+            a.agent = v;
+        else if (!strcmp(o, "--routing-key"))
+            a.rk = v;
+        else if (!strcmp(o, "--body"))
+            a.body = v;
+        else if (!strcmp(o, "--key-dir"))
+            a.key_dir = v;
+        else if (!strcmp(o, "--trust"))
+            a.trust = v;
+        else if (!strcmp(o, "--sent-offset"))
+            a.sent_offset = v ? atol(v) : 0;
+        else if (!strcmp(o, "--interval"))
+            a.interval = v ? atol(v) : 0;
+        else if (!strcmp(o, "--flood"))
+            a.flood = v ? atol(v) : 0;
+        else if (!strcmp(o, "--seconds"))
+            a.seconds = v ? atol(v) : 0;
+        else {
+            takes = false;
+            if (!strcmp(o, "--tamper"))
+                a.tamper = true;
+            else if (!strcmp(o, "--leaving"))
+                a.leaving = true;
+            else
+                die("unknown option (see the top of tests/tools/hbpub.c)");
+        }
+        if (takes && !v)
+            die("an option needs a value");
+        i += takes;
+    }
+    if (a.interval < 1)
+        die("--interval must be > 0");
+    if (a.flood > 0) {
+        if (!a.key_dir || !a.trust)
+            die("--flood needs --key-dir and --trust");
+        return flood(&a);
+    }
+    c = hb_connect(a.uri);
+    if (a.body) {
+        if (!a.rk)
+            die("--body needs --routing-key");
+        hb_publish(c, a.rk, a.body, strlen(a.body), 3 * a.interval);
+    } else {
+        sig_key *k = NULL;
+        char *err = NULL;
+        if (!a.from)
+            die("--from is needed");
+        if (a.key && !(k = sig_load_secret(a.key, &err)))
+            die(err);
+        body = hb_make(a.from, k, &a, env_now_ms(), &len);
+        if (!body)
+            die("cannot encode");
+        snprintf(rk, sizeof rk, "roster.hbpub.%s", a.from);
+        hb_publish(c, a.rk ? a.rk : rk, body, len, 3 * a.interval);
+        free(body);
+        sig_key_free(k);
+    }
+    amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(c);
+    return 0;
+}
