@@ -42,12 +42,13 @@ test_expect_success 'inotifywait on sent wakes when the sender records a message
     wait_for 3 "grep -q MODIFY ev2"
 '
 
-test_expect_success 'inotifywait on a peer status wakes when the peer stops reading' '
+test_expect_success 'inotifywait on a peer status wakes when the peer stops reading (first for its leaving heartbeat)' '
     (timeout 15 inotifywait -e modify alpha/peers/beta/status >ev3 2>ev3.err &) &&
     wait_for 5 "grep -q \"Watches established\" ev3.err" &&
     unmount_fleet beta &&
     wait_for 6 "grep -q MODIFY ev3" &&
-    grep -q "^consumers: 0$" alpha/peers/beta/status
+    wait_for 3 "grep -q \"^consumers: 0$\" alpha/peers/beta/status" &&
+    grep -q "^presence: left" alpha/peers/beta/status
 '
 
 test_expect_success 'inotifywait on leads/<me>/status wakes on arrival (held grows)' '
