@@ -29,7 +29,7 @@
 #define RO_CH 1
 #define RO_BACKOFF_MIN_MS 250
 #define RO_BACKOFF_MAX_MS 5000
-#define RO_RPC_TIMEOUT_MS 5000
+#define RO_RPC_TIMEOUT_MS 2000 /* short: a stop may wait on one call */
 #define RO_AMQP_HEARTBEAT_S 10
 #define RO_KICK_MIN_MS 1000
 #define RO_QUEUE_MAX 10000 /* a stuck reader holds at most this many heartbeats */
@@ -101,6 +101,15 @@ static void rpc_words(ro_conn *r, const char *what, char *out, size_t n)
     snprintf(out, n, "%s: %s", what, t);
 }
 
+static bool stopping(ro_conn *r)
+{
+    bool stop;
+    g_mutex_lock(&r->lock);
+    stop = r->stop;
+    g_mutex_unlock(&r->lock);
+    return stop;
+}
+
 static void drop(ro_conn *r, const char *why)
 {
     if (r->amqp)
@@ -121,7 +130,7 @@ static int open_login(ro_conn *r, const char *uri, char *why, size_t n)
 {
     char *buf = g_strdup(uri);
     struct amqp_connection_info info;
-    struct timeval tv = {3, 0}, rpc = {RO_RPC_TIMEOUT_MS / 1000, 0};
+    struct timeval tv = {2, 0}, rpc = {RO_RPC_TIMEOUT_MS / 1000, 0};
     amqp_socket_t *sock;
     amqp_rpc_reply_t rep;
     const char *vhost;
@@ -208,6 +217,10 @@ static int setup(ro_conn *r, char *why, size_t n)
         rpc_words(r, "cannot declare exchange " RO_EXCHANGE, why, n);
         return -1;
     }
+    if (stopping(r)) {
+        snprintf(why, n, "stopping");
+        return -1;
+    }
     q = amqp_queue_declare(r->amqp, RO_CH, amqp_empty_bytes, 0, 0, 1, 1, args);
     if (!q) {
         rpc_words(r, "cannot declare the roster queue", why, n);
@@ -230,9 +243,9 @@ static void try_connect(ro_conn *r)
     unsigned n = g_strv_length(r->cfg.uris);
     char why[512];
 
-    if (n == 0)
+    if (n == 0 || stopping(r))
         return;
-    if (open_login(r, r->cfg.uris[r->uri_index % n], why, sizeof why) == 0 &&
+    if (open_login(r, r->cfg.uris[r->uri_index % n], why, sizeof why) == 0 && !stopping(r) &&
         setup(r, why, sizeof why) == 0) {
         r->connected = true;
         r->backoff_ms = RO_BACKOFF_MIN_MS;

@@ -559,19 +559,20 @@ void pr_words(const pr_info *i, char *out, size_t n)
 int pr_liveness(presence *pr, const char *peer, char *why, size_t n)
 {
     pr_info i;
-    bool up, settled;
+    bool settled;
     int64_t now = mono_ms();
     char age[32];
 
     g_mutex_lock(&pr->lock);
-    up = pr->link_up;
-    settled = up && now - pr->link_since >= PR_STALE_AFTER * pr->o->heartbeat_ms;
+    settled = pr->link_up && now - pr->link_since >= PR_STALE_AFTER * pr->o->heartbeat_ms;
     g_mutex_unlock(&pr->lock);
     if (!pr_get(pr, peer, &i))
         i.state = PR_NEVER;
     if (i.state == PR_LIVE)
         return 1;
-    if (!up || (i.state == PR_NEVER && !settled))
+    /* just (re)connected: the peers may be reconnecting too; do not call
+     * them away until they have had three intervals to say hello */
+    if (!settled)
         return -1;
     if (i.state == PR_NEVER) {
         snprintf(why, n, "peer not live (no heartbeat heard from it)");
