@@ -63,6 +63,8 @@ static struct {
     int64_t watchdog_us; /* 0: no watchdog */
     GMutex lock;
     GCond cond;
+    GMutex order; /* READY/WATCHDOG are never sent after STOPPING */
+    bool stopping;
     char *last_status;
     bool stop;
     bool send_failed; /* logged once */
@@ -113,6 +115,7 @@ bool sdn_init(void)
 
     g_mutex_init(&sdn.lock);
     g_cond_init(&sdn.cond);
+    g_mutex_init(&sdn.order);
     if (name == NULL || *name == '\0') {
         sdn_unset_env();
         return false;
@@ -182,6 +185,16 @@ void sdn_status(const char *text)
     if (msg != NULL)
         sdn_send(msg);
     g_free(msg);
+}
+
+/* READY=1 and WATCHDOG=1 only while not stopping: a ping racing the
+ * STOPPING=1 of the main thread is dropped, not sent after it. */
+static void sdn_send_alive(const char *text)
+{
+    g_mutex_lock(&sdn.order);
+    if (!sdn.stopping)
+        sdn_send(text);
+    g_mutex_unlock(&sdn.order);
 }
 
 /* ---- the probe ----------------------------------------------------------- */
@@ -273,7 +286,7 @@ static gpointer sdn_thread(gpointer unused)
     }
     if (r < 0)
         return NULL;
-    sdn_send("READY=1");
+    sdn_send_alive("READY=1");
     if (sdn.watchdog_us == 0)
         return NULL;
     if (interval < SDN_MIN_INTERVAL_US)
@@ -287,7 +300,7 @@ static gpointer sdn_thread(gpointer unused)
         if (r < 0)
             break;
         if (r == 1) {
-            sdn_send("WATCHDOG=1");
+            sdn_send_alive("WATCHDOG=1");
             if (slow)
                 log_info("watchdog: the FUSE loop answers again; pinging resumed");
             slow = false;
@@ -314,7 +327,10 @@ void sdn_stopping(void)
 {
     if (sdn.fd < 0)
         return;
+    g_mutex_lock(&sdn.order);
+    sdn.stopping = true;
     sdn_send("STOPPING=1");
+    g_mutex_unlock(&sdn.order);
     g_mutex_lock(&sdn.lock);
     sdn.stop = true;
     g_cond_broadcast(&sdn.cond);
