@@ -41,9 +41,6 @@ static const struct fe_row fe_table[] = {
     [FE_MISMATCH] = {EIO, "mismatch",
                      "the broker holds the queue with different arguments (406); make queue_type, "
                      "max_length and message_ttl identical fleet-wide"},
-    [FE_EXCLUSIVE] = {EBUSY, "exclusive",
-                      "another fleetfs already consumes this mailbox; stop it, or give this host "
-                      "its own coord_id"},
     [FE_NOT_HELD] =
         {ENOENT, "not-held",
          "no held message has that msgId; read inbox for the current ids, or write 'all'"},

@@ -16,7 +16,6 @@ typedef enum {
     FE_FULL,          /* peer mailbox full (reject-publish nack) */
     FE_NO_MAILBOX,    /* mailbox absent and may not be created (return) */
     FE_MISMATCH,      /* queue arguments differ fleet-wide (406) */
-    FE_EXCLUSIVE,     /* another consumer holds our mailbox */
     FE_NOT_HELD,      /* msgId not among the held messages */
     FE_BAD_INPUT,     /* malformed input (ack line, envelope, option) */
     FE_ACCESS,        /* broker refused access (403) */

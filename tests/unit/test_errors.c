@@ -26,7 +26,6 @@ static void test_errno_table(void **state)
         {FE_FULL, ENOSPC},
         {FE_NO_MAILBOX, ENXIO},
         {FE_MISMATCH, EIO},
-        {FE_EXCLUSIVE, EBUSY},
         {FE_NOT_HELD, ENOENT},
         {FE_BAD_INPUT, EINVAL},
         {FE_ACCESS, EACCES},
