@@ -23,6 +23,9 @@
 
 typedef struct br_conn br_conn;
 
+/* The longest message id the broker layer carries (AMQP message_id). */
+#define BR_MSG_ID_MAX 64
+
 typedef struct {
     char **uris;            /* NULL-terminated; may carry credentials, never printed as is */
     const char *vhost;      /* NULL or "": the URI's own vhost */

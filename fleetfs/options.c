@@ -14,6 +14,7 @@
  * Paths are made absolute at set time because the daemon later changes its
  * working directory to /. */
 #include "fleetfs/options.h"
+#include "broker/uri.h"
 #include "fleetfs/names.h"
 #include "herdr/foreground.h"
 
@@ -689,38 +690,14 @@ int opts_load_file(fs_opts *o, const char *path, bool must_exist, char **err)
 /* The user-info of uri is taken to end at the LAST '@' after the scheme, not
  * at the first '/', so a password holding '/', '@' or '?' is still caught.
  * The cost is over-redaction of a rare vhost containing '@': safe side. */
-static const char *uri_userinfo(const char *uri, const char **at)
-{
-    const char *p = strstr(uri, "://");
-
-    p = p != NULL ? p + 3 : uri;
-    *at = strrchr(p, '@');
-    return p;
-}
-
 bool uri_has_password(const char *uri)
 {
-    const char *at, *p;
-
-    if (uri == NULL)
-        return false;
-    p = uri_userinfo(uri, &at);
-    return at != NULL && memchr(p, ':', (size_t)(at - p)) != NULL;
+    return br_uri_has_password(uri);
 }
 
 char *uri_redact(const char *uri)
 {
-    const char *at, *p, *colon;
-
-    if (uri == NULL)
-        return NULL;
-    p = uri_userinfo(uri, &at);
-    if (at == NULL)
-        return g_strdup(uri);
-    colon = memchr(p, ':', (size_t)(at - p));
-    if (colon == NULL)
-        return g_strdup(uri);
-    return g_strdup_printf("%.*s***%s", (int)(colon + 1 - uri), uri, at);
+    return br_uri_redact(uri);
 }
 
 char **uri_split(const char *list)

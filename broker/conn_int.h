@@ -1,0 +1,124 @@
+/* broker/conn_int.h — inside the broker thread; for broker/ only.
+ *
+ * struct br_conn and the request type, shared by the three files that make
+ * up the broker thread: conn.c (requests, status, the thread's loop and the
+ * public API), session.c (the connection's life: connect, channels,
+ * consumers, loss) and frames.c (what the broker sends unasked: confirms,
+ * returns, deliveries, channel closes, cancels).
+ *
+ * Ownership: the fields of br_conn above the "broker thread only" marker
+ * are guarded by br_conn.lock; everything below it is touched by the
+ * broker thread alone, and so is the amqp connection.  A br_req is shared
+ * by its caller and the broker thread (refcounted, its own mutex).
+ */
+#ifndef FLEETFS_BROKER_CONN_INT_H
+#define FLEETFS_BROKER_CONN_INT_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <amqp.h>
+
+#include "broker/conn.h"
+
+/* One channel per concern: a 404 on a probe must not close the publish
+ * channel, and delivery tags are counted per channel. */
+enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3, CH_RCPT = 4 };
+
+/* The two consumers, each on its own channel: index into br_conn.consuming. */
+enum { CONS_INBOX, CONS_RECEIPTS, CONS__COUNT };
+
+#define BACKOFF_MIN_MS 250
+#define BACKOFF_MAX_MS 5000
+#define CONSUMER_RETRY_MS 3000
+#define CHANNEL_RETRY_MS 500  /* re-consume after the broker closed or cancelled one consumer */
+#define TAKEOVER_RETRY_MS 500 /* re-try an exclusive consume within takeover_grace */
+#define RPC_TIMEOUT_MS 5000
+#define HEARTBEAT_S 10
+
+typedef enum { RQ_PUBLISH, RQ_ACK, RQ_PROBE, RQ_STOP } rq_kind;
+
+typedef struct br_req {
+    rq_kind kind;
+    gint refs;
+    GMutex m;
+    GCond cv;
+    bool done;
+    bool abandoned;
+    fe_code result;
+    char detail[512];
+    /* publish */
+    char peer[64];
+    char queue[96];
+    char msg_id[BR_MSG_ID_MAX + 1];
+    char *body;
+    size_t len;
+    bool may_create;
+    bool receipt; /* to lead.<peer>.receipts, type "receipt" */
+    bool unread;
+    bool returned;
+    uint64_t pub_tag;
+    /* ack */
+    uint64_t epoch;
+    uint64_t tag;
+    bool multiple;
+    /* probe */
+    br_probe probe;
+} br_req;
+
+struct br_conn {
+    br_config cfg;
+    br_callbacks cb;
+    GThread *thread;
+    GAsyncQueue *requests;
+    int wakefd;
+
+    GMutex lock; /* guards the fields up to the marker */
+    br_status st;
+    bool first_attempt_done;
+    GCond first_cv;
+    GHashTable *probes; /* queue name -> br_probe* */
+
+    /* ---- broker thread only ---- */
+    amqp_connection_state_t amqp;
+    bool connected;
+    bool stopping;
+    unsigned uri_index;
+    int64_t next_attempt_ms;
+    int64_t backoff_ms;
+    bool consuming[CONS__COUNT]; /* consume-ok seen on that channel, not cancelled since */
+    int64_t consumer_retry_ms;   /* when to consume what is not consuming; 0: nothing to do */
+    int64_t refused_since_ms;    /* first exclusive-use refusal of the inbox in a row; 0: none */
+    uint64_t pub_seq;            /* last delivery tag used on CH_PUB */
+    GQueue inflight;             /* br_req*, ascending pub_tag */
+    GHashTable *declared;        /* queues known present on this connection */
+};
+
+/* conn.c: clocks, completions, shared status */
+int64_t br_now_ms(void);  /* monotonic */
+int64_t br_wall_ms(void); /* ms since the Unix epoch, for status times */
+/* Finish r with result (and detail, unless r has one already) and drop the
+ * broker thread's reference; an abandoned request reaches late_confirm or
+ * late_ack instead of its caller. */
+void br_req_complete(br_conn *c, br_req *r, fe_code result, const char *detail);
+void br_set_link(br_conn *c, br_link link, const char *reason);
+bool br_set_consumer(br_conn *c, br_cons cons, const char *reason);
+void br_first_attempt_done(br_conn *c);
+void br_cache_probe(br_conn *c, const char *queue, const br_probe *p);
+
+/* session.c: the connection's life */
+void br_connect(br_conn *c);
+void br_drop_connection(br_conn *c, const char *why);
+void br_close_connection(br_conn *c);
+void br_setup_consumer(br_conn *c);
+int br_open_channel(br_conn *c, amqp_channel_t ch);
+int br_consumer_index(amqp_channel_t ch);
+int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t n);
+int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p);
+void br_bytes_to_str(amqp_bytes_t b, char *out, size_t n);
+
+/* frames.c: read what the broker sent, without blocking */
+void br_read_frames(br_conn *c);
+
+#endif

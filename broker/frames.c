@@ -1,0 +1,217 @@
+/* broker/frames.c — what the broker sends without being asked, read
+ * without blocking on the broker thread: confirms (basic.ack / basic.nack on
+ * the publish channel, matched to in-flight publishes by delivery tag),
+ * returns (a mandatory publish that found no queue: it comes *before* its
+ * ack, BROKER-FACTS.md, so it marks the in-flight entry and the ack then
+ * completes it as "no such mailbox"), deliveries, and the broker closing a
+ * channel or cancelling a consumer.  rabbitmq-c answers and checks
+ * heartbeats while frames are read.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <amqp.h>
+
+#include "broker/conn_int.h"
+#include "fleetfs/log.h"
+
+/* ------------------------------------------------------------------ */
+/* frames from the broker                                              */
+
+static void confirm(br_conn *c, uint64_t tag, bool multiple, bool nack)
+{
+    br_req *r;
+    while ((r = g_queue_peek_head(&c->inflight)) && r->pub_tag <= tag) {
+        if (!multiple && r->pub_tag != tag)
+            break;
+        g_queue_pop_head(&c->inflight);
+        if (nack)
+            br_req_complete(c, r, FE_FULL,
+                            "the broker refused the message (nack): the peer's mailbox is full");
+        else if (r->returned)
+            br_req_complete(c, r, FE_NO_MAILBOX, NULL);
+        else
+            br_req_complete(c, r, FE_OK, NULL);
+        if (!multiple)
+            return;
+    }
+    if (!multiple) {
+        /* not at the head: look it up (acks normally arrive in order) */
+        for (GList *l = c->inflight.head; l; l = l->next) {
+            r = l->data;
+            if (r->pub_tag == tag) {
+                g_queue_delete_link(&c->inflight, l);
+                br_req_complete(c, r, nack ? FE_FULL : r->returned ? FE_NO_MAILBOX : FE_OK, NULL);
+                return;
+            }
+        }
+    }
+}
+
+static void on_return(br_conn *c, amqp_basic_return_t *ret)
+{
+    amqp_message_t msg;
+    amqp_rpc_reply_t rep = amqp_read_message(c->amqp, CH_PUB, &msg, 0);
+    char id[BR_MSG_ID_MAX + 1], text[128];
+    if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
+        br_drop_connection(c, "cannot read a returned message");
+        return;
+    }
+    br_bytes_to_str(ret->reply_text, text, sizeof text);
+    id[0] = '\0';
+    if (msg.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
+        br_bytes_to_str(msg.properties.message_id, id, sizeof id);
+    for (GList *l = c->inflight.head; l; l = l->next) {
+        br_req *r = l->data;
+        if (!r->returned && strcmp(r->msg_id, id) == 0) {
+            r->returned = true;
+            /* gone (deleted?): the next publish checks again, and may create it */
+            g_hash_table_remove(c->declared, r->queue);
+            snprintf(r->detail, sizeof r->detail,
+                     "the broker returned the message (%d %s): mailbox %s does not exist",
+                     ret->reply_code, text, r->queue);
+            break;
+        }
+    }
+    amqp_destroy_message(&msg);
+}
+
+static void on_deliver(br_conn *c, amqp_channel_t ch, amqp_basic_deliver_t *d)
+{
+    amqp_message_t msg;
+    amqp_rpc_reply_t rep;
+    br_action act = BR_KEEP;
+    uint64_t tag = d->delivery_tag;
+    bool redelivered = d->redelivered;
+    int rc = AMQP_STATUS_OK;
+
+    rep = amqp_read_message(c->amqp, ch, &msg, 0);
+    if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
+        br_drop_connection(c, "cannot read a delivered message");
+        return;
+    }
+    if (ch == CH_RCPT)
+        act = c->cb.receipt ? c->cb.receipt(c->cb.ud, msg.body.bytes, msg.body.len) : BR_ACK;
+    else if (c->cb.deliver)
+        act = c->cb.deliver(c->cb.ud, c->st.epoch, tag, redelivered, msg.body.bytes, msg.body.len);
+    amqp_destroy_message(&msg);
+    if (act == BR_ACK)
+        rc = amqp_basic_ack(c->amqp, ch, tag, 0);
+    else if (act == BR_REJECT)
+        rc = amqp_basic_reject(c->amqp, ch, tag, 0);
+    if (rc != AMQP_STATUS_OK)
+        br_drop_connection(c, amqp_error_string2(rc));
+}
+
+static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_close_t *m)
+{
+    amqp_channel_close_ok_t ok = {0};
+    char text[256];
+    br_req *r;
+    br_bytes_to_str(m->reply_text, text, sizeof text);
+    log_warn("broker: channel %u closed by the broker: %d %s", ch, m->reply_code, text);
+    if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
+        br_open_channel(c, ch) < 0) {
+        br_drop_connection(c, text);
+        return;
+    }
+    if (ch == CH_PUB) {
+        char why[400];
+        snprintf(why, sizeof why,
+                 "the broker closed the publish channel (%d %s) before it confirmed; the "
+                 "message may or may not be in the mailbox",
+                 m->reply_code, text);
+        c->pub_seq = 0;
+        while ((r = g_queue_pop_head(&c->inflight)))
+            br_req_complete(c, r, FE_TIMEOUT, why);
+    } else if (br_consumer_index(ch) >= 0) {
+        /* only this consumer: the other channels and the connection stay */
+        br_set_consumer(c, BR_CONS_ERROR, text);
+        c->consumer_retry_ms = br_now_ms() + CHANNEL_RETRY_MS;
+    }
+}
+
+/* The broker ended one consumer (its queue was deleted, or a quorum queue
+ * lost its leader): the channel stays open, its unacked deliveries stay
+ * valid; consume again on the same channel, leaving the other alone. */
+static void on_cancel(br_conn *c, amqp_channel_t ch, amqp_basic_cancel_t *m)
+{
+    int i = br_consumer_index(ch);
+    char tag[128], why[256];
+    if (i < 0)
+        return;
+    br_bytes_to_str(m->consumer_tag, tag, sizeof tag);
+    if (!m->nowait) {
+        amqp_basic_cancel_ok_t ok = {m->consumer_tag};
+        if (amqp_send_method(c->amqp, ch, AMQP_BASIC_CANCEL_OK_METHOD, &ok) != AMQP_STATUS_OK) {
+            br_drop_connection(c, "cannot answer a basic.cancel");
+            return;
+        }
+    }
+    c->consuming[i] = false;
+    snprintf(why, sizeof why, "the broker cancelled consumer %s (queue deleted?); consuming again",
+             tag);
+    log_warn("broker: %s", why);
+    br_set_consumer(c, BR_CONS_ERROR, why);
+    c->consumer_retry_ms = br_now_ms() + CHANNEL_RETRY_MS;
+}
+
+static void handle_frame(br_conn *c, amqp_frame_t *f)
+{
+    if (f->frame_type != AMQP_FRAME_METHOD)
+        return; /* stray content frames cannot happen: amqp_read_message takes them */
+    switch (f->payload.method.id) {
+    case AMQP_BASIC_ACK_METHOD: {
+        amqp_basic_ack_t *a = f->payload.method.decoded;
+        confirm(c, a->delivery_tag, a->multiple, false);
+        break;
+    }
+    case AMQP_BASIC_NACK_METHOD: {
+        amqp_basic_nack_t *a = f->payload.method.decoded;
+        confirm(c, a->delivery_tag, a->multiple, true);
+        break;
+    }
+    case AMQP_BASIC_RETURN_METHOD:
+        on_return(c, f->payload.method.decoded);
+        break;
+    case AMQP_BASIC_DELIVER_METHOD:
+        on_deliver(c, f->channel, f->payload.method.decoded);
+        break;
+    case AMQP_BASIC_CANCEL_METHOD:
+        on_cancel(c, f->channel, f->payload.method.decoded);
+        break;
+    case AMQP_CHANNEL_CLOSE_METHOD:
+        on_async_channel_close(c, f->channel, f->payload.method.decoded);
+        break;
+    case AMQP_CONNECTION_CLOSE_METHOD: {
+        amqp_connection_close_t *m = f->payload.method.decoded;
+        amqp_connection_close_ok_t ok = {0};
+        char text[256];
+        br_bytes_to_str(m->reply_text, text, sizeof text);
+        amqp_send_method(c->amqp, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+        br_drop_connection(c, text);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void br_read_frames(br_conn *c)
+{
+    struct timeval zero = {0, 0};
+    amqp_frame_t f;
+    int rc;
+    while (c->connected) {
+        rc = amqp_simple_wait_frame_noblock(c->amqp, &f, &zero);
+        if (rc == AMQP_STATUS_TIMEOUT)
+            break;
+        if (rc != AMQP_STATUS_OK) {
+            br_drop_connection(c, amqp_error_string2(rc));
+            return;
+        }
+        handle_frame(c, &f);
+    }
+    if (c->connected)
+        amqp_maybe_release_buffers(c->amqp);
+}

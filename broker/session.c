@@ -1,0 +1,565 @@
+/* broker/session.c — the life of one broker connection.
+ *
+ * Connecting goes through the configured URIs in turn with capped
+ * exponential backoff: parse the URI, open the socket (TLS with the
+ * configured CA), log in, open one channel per concern (conn_int.h), then
+ * declare the dead letters and become the exclusive consumer of the own
+ * mailbox and receipt queue.  Each step says, when it fails, what to do.
+ *
+ * Channel errors: a channel.close from the broker (404 on a passive
+ * declare, 406 on an argument mismatch, 403 on an exclusive consumer) is
+ * answered with channel.close-ok before the channel number is reused;
+ * reusing it without that kills the whole connection (BROKER-FACTS.md).
+ * A channel-level problem stays channel-level: only that channel is
+ * reopened and only its consumer restarted.  Every (re)opening of the
+ * consumer channel starts a new epoch: delivery tags belong to a channel.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <amqp.h>
+#include <amqp_ssl_socket.h>
+#include <amqp_tcp_socket.h>
+
+#include "broker/conn_int.h"
+#include "broker/topology.h"
+#include "broker/uri.h"
+#include "fleetfs/log.h"
+
+static const amqp_channel_t cons_channel[CONS__COUNT] = {CH_CONS, CH_RCPT};
+
+/* ------------------------------------------------------------------ */
+/* AMQP helpers (broker thread)                                        */
+
+void br_bytes_to_str(amqp_bytes_t b, char *out, size_t n)
+{
+    size_t len = b.len < n - 1 ? b.len : n - 1;
+    if (len)
+        memcpy(out, b.bytes, len);
+    out[len] = '\0';
+}
+
+int br_consumer_index(amqp_channel_t ch)
+{
+    for (int i = 0; i < CONS__COUNT; i++)
+        if (cons_channel[i] == ch)
+            return i;
+    return -1;
+}
+
+/* (Re)open ch.  A fresh channel has no consumer; a fresh consumer channel
+ * starts a new epoch, because delivery tags belong to a channel. */
+int br_open_channel(br_conn *c, amqp_channel_t ch)
+{
+    int i = br_consumer_index(ch);
+    if (i >= 0)
+        c->consuming[i] = false;
+    if (ch == CH_CONS) {
+        g_mutex_lock(&c->lock);
+        c->st.epoch++;
+        g_mutex_unlock(&c->lock);
+    }
+    if (!amqp_channel_open(c->amqp, ch))
+        return -1;
+    if (ch == CH_PUB && !amqp_confirm_select(c->amqp, ch))
+        return -1;
+    return 0;
+}
+
+/* After a synchronous call failed: classify the failure.  A channel-level
+ * error is answered with close-ok and the channel reopened (returns 0, with
+ * the broker's code and text); anything else means the connection is gone
+ * (returns -1). */
+int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t n)
+{
+    amqp_rpc_reply_t rep = amqp_get_rpc_reply(c->amqp);
+    *code = 0;
+    text[0] = '\0';
+    if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+        rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        amqp_channel_close_t *m = rep.reply.decoded;
+        amqp_channel_close_ok_t ok = {0};
+        *code = m->reply_code;
+        br_bytes_to_str(m->reply_text, text, n);
+        if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK)
+            return -1;
+        return br_open_channel(c, ch);
+    }
+    if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+        rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        amqp_connection_close_t *m = rep.reply.decoded;
+        amqp_connection_close_ok_t ok = {0};
+        *code = m->reply_code;
+        br_bytes_to_str(m->reply_text, text, n);
+        amqp_send_method(c->amqp, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+        return -1;
+    }
+    if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
+        g_strlcpy(text, amqp_error_string2(rep.library_error), n);
+    else
+        g_strlcpy(text, "unexpected reply from the broker", n);
+    return -1;
+}
+
+/* Passive declare (or a real one with the mailbox arguments) on the probe
+ * channel.  Returns -1 when the connection died. */
+int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p)
+{
+    amqp_table_entry_t entries[TOPO_MAILBOX_ARGS];
+    amqp_table_t args = passive ? amqp_empty_table : topo_mailbox_args(&c->cfg, entries);
+    amqp_queue_declare_ok_t *ok;
+    int code;
+
+    memset(p, 0, sizeof *p);
+    p->at_ms = br_now_ms();
+    ok = amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(queue), passive, 1, 0, 0, args);
+    if (ok) {
+        p->valid = true;
+        p->present = true;
+        p->messages = ok->message_count;
+        p->consumers = ok->consumer_count;
+        br_cache_probe(c, queue, p);
+        g_hash_table_add(c->declared, g_strdup(queue));
+        return 0;
+    }
+    if (br_rpc_failure(c, CH_PROBE, &code, p->detail, sizeof p->detail) < 0) {
+        br_drop_connection(c, p->detail);
+        p->err = FE_NOT_CONNECTED;
+        return -1;
+    }
+    p->valid = true;
+    if (code == 404) {
+        p->present = false;
+        p->err = FE_NO_MAILBOX;
+        br_cache_probe(c, queue, p);
+        g_hash_table_remove(c->declared, queue);
+    } else {
+        p->err = code == 403 ? FE_ACCESS : code == 406 ? FE_MISMATCH : FE_INTERNAL;
+        p->valid = false;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* connection set-up                                                   */
+
+static void setup_dead_letters(br_conn *c)
+{
+    amqp_table_entry_t e[TOPO_DLQ_ARGS];
+    amqp_table_t args = topo_dlq_args(e);
+    int code;
+    char text[256];
+
+    if (!amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLX),
+                               amqp_cstring_bytes("fanout"), 0, 1, 0, 0, amqp_empty_table) ||
+        !amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLQ), 0, 1, 0, 0, args) ||
+        !amqp_queue_bind(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLQ),
+                         amqp_cstring_bytes(TOPO_DLX), amqp_cstring_bytes(""), amqp_empty_table)) {
+        if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
+            br_drop_connection(c, text);
+            return;
+        }
+        log_warn("broker: cannot declare %s/%s (%d %s); poison messages will be dropped, not "
+                 "dead-lettered; give this user configure rights on them",
+                 TOPO_DLX, TOPO_DLQ, code, text);
+    }
+}
+
+/* Declare queue with the mailbox arguments and consume it exclusively on
+ * ch with manual acks.  Returns 0; or the broker's reply code (channel
+ * already reopened) with its text, and *declaring telling which step
+ * failed; or -1 when the connection is gone. */
+static int consume_queue(br_conn *c, amqp_channel_t ch, const char *queue, char *text, size_t n,
+                         bool *declaring)
+{
+    amqp_table_entry_t entries[TOPO_MAILBOX_ARGS];
+    char tag[128];
+    int code;
+
+    snprintf(tag, sizeof tag, "fleetfs.%s", queue);
+    *declaring = true;
+    if (!amqp_queue_declare(c->amqp, ch, amqp_cstring_bytes(queue), 0, 1, 0, 0,
+                            topo_mailbox_args(&c->cfg, entries)))
+        goto fail;
+    *declaring = false;
+    if (!amqp_basic_qos(c->amqp, ch, 0, (uint16_t)c->cfg.prefetch, 0) ||
+        !amqp_basic_consume(c->amqp, ch, amqp_cstring_bytes(queue), amqp_cstring_bytes(tag), 0, 0,
+                            1, amqp_empty_table))
+        goto fail;
+    return 0;
+fail:
+    if (br_rpc_failure(c, ch, &code, text, n) < 0)
+        return -1;
+    return code ? code : 541;
+}
+
+/* Why consuming queue failed, in words a person can act on. */
+static br_cons consumer_failure(br_conn *c, const char *queue, int code, bool declaring,
+                                const char *text, char *why, size_t n)
+{
+    if (declaring && code == 406) {
+        snprintf(why, n,
+                 "configuration mismatch on %s: %s; every fleetfs must use the same "
+                 "max_length, message_ttl and queue_type",
+                 queue, text);
+        return BR_CONS_MISMATCH;
+    }
+    if (!declaring && code == 403) {
+        snprintf(why, n,
+                 "another fleetfs is already the consumer of %s (coord_id %s is in use "
+                 "elsewhere): %s; stop the other mount or pick another coord_id",
+                 queue, c->cfg.coord_id, text);
+        return BR_CONS_EXCLUSIVE;
+    }
+    snprintf(why, n, "cannot %s %s: %d %s", declaring ? "declare" : "consume", queue, code, text);
+    return BR_CONS_ERROR;
+}
+
+/* An exclusive-use refusal of the inbox within takeover_grace of the first
+ * one in a row: most likely the daemon that had this coord_id a moment ago
+ * (unmounted, its broker connection not yet closed).  Keep trying. */
+static bool takeover_wait(br_conn *c, const char *queue)
+{
+    char why[256];
+    int64_t now = br_now_ms();
+    if (!c->refused_since_ms)
+        c->refused_since_ms = now;
+    if (now - c->refused_since_ms >= c->cfg.takeover_grace_ms)
+        return false;
+    snprintf(why, sizeof why,
+             "waiting for the previous consumer of %s to go (up to %lld ms, takeover_grace)", queue,
+             (long long)c->cfg.takeover_grace_ms);
+    if (br_set_consumer(c, BR_CONS_WAITING, why))
+        log_warn("broker: %s is in exclusive use by another connection; %s", queue, why);
+    c->consumer_retry_ms = now + TAKEOVER_RETRY_MS;
+    return true;
+}
+
+static void consumer_refused(br_conn *c, bool inbox, const char *queue, int code, bool declaring,
+                             const char *text)
+{
+    char why[640];
+    br_cons st;
+    if (inbox && !declaring && code == 403 && takeover_wait(c, queue))
+        return;
+    st = consumer_failure(c, queue, code, declaring, text, why, sizeof why);
+    if (br_set_consumer(c, st, why))
+        log_err("broker: %s", why);
+    c->consumer_retry_ms = br_now_ms() + CONSUMER_RETRY_MS;
+}
+
+/* Become the exclusive consumer of the own mailbox, then of the own
+ * receipt queue, each on its own channel.  Only a consumer that is not
+ * running is (re)started: a basic.consume on a channel whose consumer is
+ * still active, with the same tag, is a connection error (530). */
+void br_setup_consumer(br_conn *c)
+{
+    char queue[96], text[384];
+    bool declaring, started = false;
+
+    for (int i = 0; i < CONS__COUNT; i++) {
+        int rc;
+        if (c->consuming[i])
+            continue;
+        topo_consumer_queue(i == CONS_INBOX, c->cfg.coord_id, queue, sizeof queue);
+        rc = consume_queue(c, cons_channel[i], queue, text, sizeof text, &declaring);
+        if (rc < 0) {
+            br_drop_connection(c, text);
+            return;
+        }
+        if (rc > 0) {
+            consumer_refused(c, i == CONS_INBOX, queue, rc, declaring, text);
+            /* never hold messages whose receipts we cannot follow: the
+             * broker requeues them when their channel closes */
+            if (i == CONS_RECEIPTS && c->consuming[CONS_INBOX] &&
+                (amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS).reply_type !=
+                     AMQP_RESPONSE_NORMAL ||
+                 br_open_channel(c, CH_CONS) < 0))
+                br_drop_connection(c, "cannot close the mailbox consumer");
+            return;
+        }
+        c->consuming[i] = true;
+        started = true;
+    }
+    c->consumer_retry_ms = 0;
+    c->refused_since_ms = 0;
+    br_set_consumer(c, BR_CONS_OK, "");
+    if (started)
+        log_info("broker: consuming lead.%s.inbox and lead.%s.receipts (exclusive, prefetch %d)",
+                 c->cfg.coord_id, c->cfg.coord_id, c->cfg.prefetch);
+}
+
+/* One connection attempt to one URI.  Owned by br_connect; `buf` holds the
+ * parsed URI's strings (info points into it). */
+typedef struct {
+    const char *uri;
+    char *shown; /* the URI, password redacted */
+    char *buf;
+    struct amqp_connection_info info;
+    const char *vhost;
+    char reason[512]; /* why it failed */
+} attempt;
+
+static void attempt_free(attempt *a)
+{
+    g_free(a->shown);
+    g_free(a->buf);
+}
+
+/* Pick the next URI in turn and parse it. */
+static int attempt_parse(br_conn *c, attempt *a)
+{
+    unsigned n = g_strv_length(c->cfg.uris);
+    a->uri = c->cfg.uris[c->uri_index % n];
+    a->shown = br_uri_redact(a->uri);
+    g_mutex_lock(&c->lock);
+    g_strlcpy(c->st.uri, a->shown, sizeof c->st.uri);
+    c->st.attempts++;
+    g_mutex_unlock(&c->lock);
+
+    a->buf = g_strdup(a->uri);
+    amqp_default_connection_info(&a->info);
+    if (amqp_parse_url(a->buf, &a->info) != AMQP_STATUS_OK) {
+        snprintf(a->reason, sizeof a->reason, "cannot parse broker URI %s", a->shown);
+        return -1;
+    }
+    a->vhost = c->cfg.vhost && *c->cfg.vhost ? c->cfg.vhost : a->info.vhost;
+    g_mutex_lock(&c->lock);
+    g_strlcpy(c->st.vhost, a->vhost, sizeof c->st.vhost);
+    c->st.tls = a->info.ssl;
+    g_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* Why amqp_socket_open failed, in words an operator can act on.  (rabbitmq-c
+ * reports which TLS check failed, not the certificate's own error.) */
+static void open_failure(const br_conn *c, attempt *a, int rc)
+{
+    char *out = a->reason;
+    size_t n = sizeof a->reason;
+    switch (rc) {
+    case AMQP_STATUS_SSL_PEER_VERIFY_FAILED:
+        snprintf(out, n,
+                 "%s: TLS: the broker's certificate is not trusted by the CA in %s; set "
+                 "-o ca= to the CA file that signed the broker's certificate",
+                 a->shown, c->cfg.ca);
+        break;
+    case AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED:
+        snprintf(out, n,
+                 "%s: TLS: the broker's certificate does not name host '%s' (hostname "
+                 "verification failed); connect with a DNS name from the certificate's "
+                 "subjectAltName (an IP address never matches)",
+                 a->shown, a->info.host);
+        break;
+    case AMQP_STATUS_SSL_CONNECTION_FAILED:
+        snprintf(out, n,
+                 "%s: TLS handshake failed; is port %d the broker's TLS listener "
+                 "(usually 5671)?",
+                 a->shown, a->info.port);
+        break;
+    default:
+        snprintf(out, n, "%s: %s", a->shown, amqp_error_string2(rc));
+    }
+}
+
+/* A TLS socket verifying the broker against the configured CA. */
+static amqp_socket_t *tls_socket(br_conn *c, attempt *a)
+{
+    amqp_socket_t *sock;
+    if (!c->cfg.ca) {
+        /* rabbitmq-c has no system CA store: without a CA nothing verifies */
+        snprintf(a->reason, sizeof a->reason,
+                 "%s: amqps:// needs -o ca=FILE, the CA that signed the broker's certificate",
+                 a->shown);
+        return NULL;
+    }
+    sock = amqp_ssl_socket_new(c->amqp);
+    if (!sock)
+        return NULL;
+    if (amqp_ssl_socket_set_cacert(sock, c->cfg.ca) != AMQP_STATUS_OK) {
+        snprintf(a->reason, sizeof a->reason,
+                 "cannot load CA file %s (-o ca=): not a readable PEM certificate file", c->cfg.ca);
+        return NULL;
+    }
+    amqp_ssl_socket_set_verify_peer(sock, 1);
+    amqp_ssl_socket_set_verify_hostname(sock, 1);
+    return sock;
+}
+
+static int attempt_open(br_conn *c, attempt *a)
+{
+    struct timeval tv = {3, 0};
+    amqp_socket_t *sock;
+    int rc;
+
+    c->amqp = amqp_new_connection();
+    sock = a->info.ssl ? tls_socket(c, a) : amqp_tcp_socket_new(c->amqp);
+    if (!sock) {
+        if (!a->reason[0])
+            snprintf(a->reason, sizeof a->reason, "cannot create a socket");
+        return -1;
+    }
+    rc = amqp_socket_open_noblock(sock, a->info.host, a->info.port, &tv);
+    if (rc != AMQP_STATUS_OK) {
+        open_failure(c, a, rc);
+        return -1;
+    }
+    return 0;
+}
+
+static void login_failure(attempt *a, amqp_rpc_reply_t rep)
+{
+    if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+        rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        char t[256];
+        br_bytes_to_str(((amqp_connection_close_t *)rep.reply.decoded)->reply_text, t, sizeof t);
+        snprintf(a->reason, sizeof a->reason, "%s refused the login: %s", a->shown, t);
+        return;
+    }
+    snprintf(a->reason, sizeof a->reason,
+             "%s: login failed (%s); check the user, password and vhost '%s'", a->shown,
+             rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION
+                 ? amqp_error_string2(rep.library_error)
+                 : "refused",
+             a->vhost);
+}
+
+/* Log in with a connection name the broker shows (fleetfs <coord_id>@<host>)
+ * and the capabilities fleetfs relies on. */
+static int attempt_login(br_conn *c, attempt *a)
+{
+    struct timeval rpc = {RPC_TIMEOUT_MS / 1000, 0};
+    amqp_table_entry_t prop[3], cap[1];
+    amqp_table_t props = {3, prop};
+    amqp_rpc_reply_t rep;
+    char name[256];
+
+    amqp_set_handshake_timeout(c->amqp, &rpc);
+    amqp_set_rpc_timeout(c->amqp, &rpc);
+    snprintf(name, sizeof name, "fleetfs %s@%s", c->cfg.coord_id, c->cfg.host ? c->cfg.host : "?");
+    prop[0].key = amqp_cstring_bytes("connection_name");
+    prop[0].value.kind = AMQP_FIELD_KIND_UTF8;
+    prop[0].value.value.bytes = amqp_cstring_bytes(name);
+    prop[1].key = amqp_cstring_bytes("product");
+    prop[1].value.kind = AMQP_FIELD_KIND_UTF8;
+    prop[1].value.value.bytes = amqp_cstring_bytes("fleetfs");
+    /* without it the broker drops a consumer silently (queue deleted,
+     * quorum leader moved) instead of sending basic.cancel */
+    cap[0].key = amqp_cstring_bytes("consumer_cancel_notify");
+    cap[0].value.kind = AMQP_FIELD_KIND_BOOLEAN;
+    cap[0].value.value.boolean = 1;
+    prop[2].key = amqp_cstring_bytes("capabilities");
+    prop[2].value.kind = AMQP_FIELD_KIND_TABLE;
+    prop[2].value.value.table = (amqp_table_t){1, cap};
+    rep = amqp_login_with_properties(c->amqp, a->vhost, 0, 131072, HEARTBEAT_S, &props,
+                                     AMQP_SASL_METHOD_PLAIN, a->info.user, a->info.password);
+    if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
+        login_failure(a, rep);
+        return -1;
+    }
+    return 0;
+}
+
+static int attempt_channels(br_conn *c, attempt *a)
+{
+    static const amqp_channel_t all[] = {CH_PUB, CH_CONS, CH_PROBE, CH_RCPT};
+    for (size_t i = 0; i < G_N_ELEMENTS(all); i++) {
+        if (br_open_channel(c, all[i]) < 0) {
+            snprintf(a->reason, sizeof a->reason, "%s: cannot open channel %u", a->shown, all[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Connected: reset the backoff, then set up what lives on the connection. */
+static void attempt_succeeded(br_conn *c, attempt *a)
+{
+    c->connected = true;
+    c->pub_seq = 0;
+    c->backoff_ms = BACKOFF_MIN_MS;
+    g_hash_table_remove_all(c->declared);
+    g_mutex_lock(&c->lock);
+    c->st.attempts = 0;
+    g_mutex_unlock(&c->lock);
+    log_info("broker: connected to %s vhost %s", a->shown, a->vhost);
+    br_set_link(c, BR_CONNECTED, "");
+    setup_dead_letters(c);
+    if (c->connected)
+        br_setup_consumer(c);
+    /* a takeover in progress ends the first attempt when it is decided */
+    if (c->st.consumer != BR_CONS_WAITING)
+        br_first_attempt_done(c);
+}
+
+/* Failed: say why (once per distinct reason), try the next URI after the
+ * backoff, which doubles up to BACKOFF_MAX_MS. */
+static void attempt_failed(br_conn *c, attempt *a)
+{
+    if (c->amqp) {
+        amqp_destroy_connection(c->amqp);
+        c->amqp = NULL;
+    }
+    if (c->st.link != BR_UNREACHABLE || strcmp(c->st.reason, a->reason) != 0)
+        log_warn("broker: unreachable: %s; retrying every %lld ms at most (sends fail with "
+                 "ECOMM meanwhile)",
+                 a->reason, (long long)BACKOFF_MAX_MS);
+    br_set_link(c, BR_UNREACHABLE, a->reason);
+    c->uri_index++;
+    c->next_attempt_ms = br_now_ms() + c->backoff_ms;
+    c->backoff_ms = MIN(c->backoff_ms * 2, BACKOFF_MAX_MS);
+    br_first_attempt_done(c);
+}
+
+void br_connect(br_conn *c)
+{
+    attempt a = {0};
+    if (attempt_parse(c, &a) < 0 || attempt_open(c, &a) < 0 || attempt_login(c, &a) < 0 ||
+        attempt_channels(c, &a) < 0)
+        attempt_failed(c, &a);
+    else
+        attempt_succeeded(c, &a);
+    attempt_free(&a);
+}
+
+/* The connection is gone: fail what waits on it, schedule a reconnect. */
+void br_drop_connection(br_conn *c, const char *why)
+{
+    br_req *r;
+    if (!c->connected)
+        return;
+    c->connected = false;
+    /* these left for the broker: their state is unknown (SPEC section 5) */
+    while ((r = g_queue_pop_head(&c->inflight)))
+        br_req_complete(c, r, FE_TIMEOUT,
+                        "the connection was lost after the message left and before the broker "
+                        "confirmed it; it may or may not be in the mailbox");
+    amqp_destroy_connection(c->amqp);
+    c->amqp = NULL;
+    g_mutex_lock(&c->lock);
+    g_hash_table_remove_all(c->probes);
+    g_mutex_unlock(&c->lock);
+    log_warn("broker: connection lost: %s; reconnecting", why ? why : "unknown reason");
+    br_set_consumer(c, BR_CONS_NONE, "");
+    br_set_link(c, BR_CONNECTING, why);
+    c->next_attempt_ms = br_now_ms() + BACKOFF_MIN_MS;
+    c->backoff_ms = BACKOFF_MIN_MS * 2;
+}
+
+void br_close_connection(br_conn *c)
+{
+    br_req *r;
+    if (!c->connected)
+        return;
+    while ((r = g_queue_pop_head(&c->inflight)))
+        br_req_complete(c, r, FE_TIMEOUT,
+                        "fleetfs is shutting down before the broker confirmed; the message may or "
+                        "may not be in the mailbox");
+    /* a goodbye, not a conversation: a slow broker must not hold up exit */
+    amqp_set_rpc_timeout(c->amqp, &(struct timeval){1, 0});
+    amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS);
+    amqp_connection_close(c->amqp, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(c->amqp);
+    c->amqp = NULL;
+    c->connected = false;
+}
