@@ -77,6 +77,7 @@ struct mailbox {
     GHashTable *sent_ids; /* msgId -> sent_entry* (keys live in the entries) */
     size_t sent_bytes;
     applog *sent_log;
+    GHashTable *inflight; /* msgId -> early receipt or NULL, while its publish waits */
     bool sent_warned;
 
     /* history.c */

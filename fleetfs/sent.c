@@ -170,6 +170,7 @@ void sent_load(mailbox *mb)
     GPtrArray *lines = NULL;
     char *err = NULL;
     char *path = g_build_filename(mb->o->state_dir, "sent.jsonl", NULL);
+    mb->inflight = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mb->sent_log = applog_open(path, APPLOG_WRITE, SENT_LINE_MAX, &lines, &err);
     if (!mb->sent_log) {
         log_warn("sent: cannot open %s; the sent log will not survive a restart", err);
@@ -184,6 +185,7 @@ void sent_load(mailbox *mb)
 
 void sent_close(mailbox *mb)
 {
+    g_hash_table_destroy(mb->inflight);
     sent_entry *se;
     while ((se = g_queue_pop_head(&mb->sent)))
         sent_free(se);
@@ -260,18 +262,48 @@ static void sent_record(mailbox *mb, const envelope *e, const char *json, const 
     mb_changed(mb, "status");
 }
 
+/* A receipt that arrived while its message's publish was still waiting
+ * for the broker's confirm (the peer can refuse or type a message before
+ * our confirm comes back). */
+typedef struct {
+    char from[64];
+    char state[24];
+    char detail[256];
+} early_receipt;
+
+static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const char *state,
+                         const char *detail)
+{
+    if (strcmp(se->to, from) != 0 || state_rank(state) <= state_rank(se->state))
+        return false;
+    g_strlcpy(se->state, state, sizeof se->state);
+    g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
+    se->state_at = env_now_ms();
+    sent_changed_locked(mb, se);
+    return true;
+}
+
 bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const char *state,
                     const char *detail)
 {
     sent_entry *se;
     bool applied = false;
+    early_receipt *er;
     g_mutex_lock(&mb->lock);
     se = sent_find(mb, msg_id);
-    if (se && strcmp(se->to, from) == 0 && state_rank(state) > state_rank(se->state)) {
-        g_strlcpy(se->state, state, sizeof se->state);
-        g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
-        se->state_at = env_now_ms();
-        sent_changed_locked(mb, se);
+    if (se) {
+        applied = apply_locked(mb, se, from, state, detail);
+    } else if (g_hash_table_lookup_extended(mb->inflight, msg_id, NULL, (gpointer *)&er)) {
+        /* kept until the publish returns (publish_and_record) */
+        if (!er || state_rank(state) > state_rank(er->state)) {
+            if (!er) {
+                er = g_new0(early_receipt, 1);
+                g_hash_table_insert(mb->inflight, g_strdup(msg_id), er);
+            }
+            g_strlcpy(er->from, from, sizeof er->from);
+            g_strlcpy(er->state, state, sizeof er->state);
+            g_strlcpy(er->detail, detail ? detail : "", sizeof er->detail);
+        }
         applied = true;
     }
     g_mutex_unlock(&mb->lock);
@@ -333,12 +365,32 @@ static void send_published(mailbox *mb, const envelope *e, const char *json, boo
 }
 
 /* Publish json (e's envelope) and record the outcome. */
+/* After the publish returned: a receipt that came first moves the entry on. */
+static void apply_early_receipt(mailbox *mb, const char *msg_id)
+{
+    early_receipt *er = NULL;
+    char *key = NULL;
+    sent_entry *se;
+    g_mutex_lock(&mb->lock);
+    g_hash_table_steal_extended(mb->inflight, msg_id, (gpointer *)&key, (gpointer *)&er);
+    se = sent_find(mb, msg_id);
+    if (er && se)
+        apply_locked(mb, se, er->from, er->state, er->detail);
+    g_mutex_unlock(&mb->lock);
+    g_free(key);
+    g_free(er);
+}
+
 static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *json, size_t jlen,
                                   char *detail, size_t dlen)
 {
     bool unread = false;
-    fe_code res = mb->br.publish(mb->br.b, e->to, is_configured_peer(mb, e->to), e->msgId, json,
-                                 jlen, mb->o->send_timeout_ms, &unread, detail, dlen);
+    fe_code res;
+    g_mutex_lock(&mb->lock);
+    g_hash_table_insert(mb->inflight, g_strdup(e->msgId), NULL);
+    g_mutex_unlock(&mb->lock);
+    res = mb->br.publish(mb->br.b, e->to, is_configured_peer(mb, e->to), e->msgId, json, jlen,
+                         mb->o->send_timeout_ms, &unread, detail, dlen);
     if (res == FE_OK)
         send_published(mb, e, json, unread);
     else if (res == FE_TIMEOUT)
@@ -347,6 +399,7 @@ static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *js
                               : "no confirm within send_timeout (the write returned ETIMEDOUT); "
                                 "the broker may still take it; write its msgId to resend to "
                                 "publish the same message again");
+    apply_early_receipt(mb, e->msgId);
     if (res != FE_OK)
         log_warn("send %s to %s: %s (%s)%s%s", e->msgId, e->to, fe_name(res), fe_hint(res),
                  detail[0] ? ": " : "", detail);

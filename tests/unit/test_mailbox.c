@@ -31,6 +31,8 @@ typedef struct {
     GArray *acks; /* fake_ack */
     fe_code ack_result, publish_result, receipt_result;
     unsigned receipts_published;
+    mailbox *mb;             /* for a receipt that overtakes the confirm */
+    const char *early_state; /* the peer answers before the confirm returns */
 } fake;
 
 static void f_status(void *b, br_status *st)
@@ -46,9 +48,11 @@ static fe_code f_publish(void *b, const char *peer, bool may_create, const char 
                          char *detail, size_t dlen)
 {
     fake *f = b;
-    (void)peer, (void)may_create, (void)msg_id, (void)body, (void)len, (void)timeout_ms;
+    (void)may_create, (void)body, (void)len, (void)timeout_ms;
     (void)detail, (void)dlen;
     *unread = false;
+    if (f->early_state)
+        assert_true(mb_sent_update(f->mb, msg_id, peer, f->early_state, "bad-lifetime: too long"));
     return f->publish_result;
 }
 
@@ -347,6 +351,22 @@ static void test_unconfirmed_then_late_confirm_and_expiry(void **state)
     g_string_free(s, TRUE);
 }
 
+static void test_a_receipt_that_overtakes_the_confirm_is_applied(void **state)
+{
+    fx *x = *state;
+    char detail[256];
+    x->fk.mb = x->mb;
+    x->fk.early_state = "rejected";
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    GString *s = mb_render(x->mb, MB_SENT);
+    assert_non_null(strstr(s->str, "\"state\":\"rejected\""));
+    assert_non_null(strstr(s->str, "bad-lifetime: too long"));
+    g_string_free(s, TRUE);
+    /* a receipt about a message never sent changes nothing */
+    x->fk.early_state = NULL;
+    assert_false(mb_sent_update(x->mb, ID1, "gamma", "injected", ""));
+}
+
 static void test_receipts_outbox_survives_restart_and_drains(void **state)
 {
     fx *x = *state;
@@ -413,6 +433,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_history_keeps_the_newest_1000_across_restart, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_unconfirmed_then_late_confirm_and_expiry, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_receipt_that_overtakes_the_confirm_is_applied, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_receipts_outbox_survives_restart_and_drains, setup,
                                         teardown),
