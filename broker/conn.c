@@ -358,6 +358,7 @@ br_conn *br_new(const br_config *cfg, const br_callbacks *cb)
     c->cfg.queue_type = g_strdup(cfg->queue_type);
     c->cfg.ca = g_strdup(cfg->ca);
     c->cfg.host = g_strdup(cfg->host);
+    c->cfg.uri_env = g_strdup(cfg->uri_env);
     c->cb = *cb;
     c->requests = g_async_queue_new();
     c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -413,6 +414,7 @@ void br_free(br_conn *c)
     g_free((char *)c->cfg.queue_type);
     g_free((char *)c->cfg.ca);
     g_free((char *)c->cfg.host);
+    g_free((char *)c->cfg.uri_env);
     g_free(c);
 }
 

@@ -36,6 +36,9 @@ typedef struct {
     int prefetch;
     const char *ca;   /* CA file for amqps:// */
     const char *host; /* for the connection name shown by the broker */
+    /* name of the environment variable the URIs (and their passwords) came
+     * from, for the messages; NULL: FLEET_BROKER_URI */
+    const char *uri_env;
     /* How long an exclusive-use refusal of the own mailbox is taken for the
      * previous consumer (a daemon just unmounted) still letting go: the
      * consume is retried meanwhile (BR_CONS_WAITING).  0: no grace. */

@@ -22,6 +22,7 @@
 #include <amqp_tcp_socket.h>
 
 #include "broker/conn_int.h"
+#include "broker/explain.h"
 #include "broker/topology.h"
 #include "broker/uri.h"
 #include "fleetfs/log.h"
@@ -297,7 +298,8 @@ typedef struct {
     char *buf;
     struct amqp_connection_info info;
     const char *vhost;
-    char reason[512]; /* why it failed */
+    br_where w;       /* the above, for the messages */
+    char reason[640]; /* why it failed */
 } attempt;
 
 static void attempt_free(attempt *a)
@@ -328,38 +330,14 @@ static int attempt_parse(br_conn *c, attempt *a)
     g_strlcpy(c->st.vhost, a->vhost, sizeof c->st.vhost);
     c->st.tls = a->info.ssl;
     g_mutex_unlock(&c->lock);
+    a->w = (br_where){.shown = a->shown,
+                      .host = a->info.host,
+                      .port = a->info.port,
+                      .user = a->info.user,
+                      .vhost = a->vhost,
+                      .ca = c->cfg.ca,
+                      .uri_env = c->cfg.uri_env};
     return 0;
-}
-
-/* Why amqp_socket_open failed, in words an operator can act on.  (rabbitmq-c
- * reports which TLS check failed, not the certificate's own error.) */
-static void open_failure(const br_conn *c, attempt *a, int rc)
-{
-    char *out = a->reason;
-    size_t n = sizeof a->reason;
-    switch (rc) {
-    case AMQP_STATUS_SSL_PEER_VERIFY_FAILED:
-        snprintf(out, n,
-                 "%s: TLS: the broker's certificate is not trusted by the CA in %s; set "
-                 "-o ca= to the CA file that signed the broker's certificate",
-                 a->shown, c->cfg.ca);
-        break;
-    case AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED:
-        snprintf(out, n,
-                 "%s: TLS: the broker's certificate does not name host '%s' (hostname "
-                 "verification failed); connect with a DNS name from the certificate's "
-                 "subjectAltName (an IP address never matches)",
-                 a->shown, a->info.host);
-        break;
-    case AMQP_STATUS_SSL_CONNECTION_FAILED:
-        snprintf(out, n,
-                 "%s: TLS handshake failed; is port %d the broker's TLS listener "
-                 "(usually 5671)?",
-                 a->shown, a->info.port);
-        break;
-    default:
-        snprintf(out, n, "%s: %s", a->shown, amqp_error_string2(rc));
-    }
 }
 
 /* A TLS socket verifying the broker against the configured CA. */
@@ -401,7 +379,7 @@ static int attempt_open(br_conn *c, attempt *a)
     }
     rc = amqp_socket_open_noblock(sock, a->info.host, a->info.port, &tv);
     if (rc != AMQP_STATUS_OK) {
-        open_failure(c, a, rc);
+        br_explain_open(&a->w, rc, a->reason, sizeof a->reason);
         return -1;
     }
     return 0;
@@ -409,19 +387,19 @@ static int attempt_open(br_conn *c, attempt *a)
 
 static void login_failure(attempt *a, amqp_rpc_reply_t rep)
 {
+    char t[256];
+    int code = 0;
     if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
         rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-        char t[256];
-        br_bytes_to_str(((amqp_connection_close_t *)rep.reply.decoded)->reply_text, t, sizeof t);
-        snprintf(a->reason, sizeof a->reason, "%s refused the login: %s", a->shown, t);
-        return;
+        amqp_connection_close_t *m = rep.reply.decoded;
+        code = m->reply_code;
+        br_bytes_to_str(m->reply_text, t, sizeof t);
+    } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+        g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
+    } else {
+        g_strlcpy(t, "unexpected reply", sizeof t);
     }
-    snprintf(a->reason, sizeof a->reason,
-             "%s: login failed (%s); check the user, password and vhost '%s'", a->shown,
-             rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION
-                 ? amqp_error_string2(rep.library_error)
-                 : "refused",
-             a->vhost);
+    br_explain_login(&a->w, code, t, a->reason, sizeof a->reason);
 }
 
 /* Log in with a connection name the broker shows (fleetfs <coord_id>@<host>)

@@ -218,6 +218,7 @@ static br_conn *broker_new(fleet *f)
     bc.ca = f->opts->ca;
     bc.host = f->host;
     bc.takeover_grace_ms = f->opts->takeover_grace_ms;
+    bc.uri_env = f->opts->broker_uri_env;
     c = br_new(&bc, &cb);
     g_strfreev(uris);
     return c;

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# A broker URI that cannot work says what it asked for and how to fix it,
+# in status and in the log, and never prints the password: a trailing '/'
+# (the empty vhost), a vhost that does not exist, a wrong password, a port
+# where nothing listens. The mount is served meanwhile.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_use_shared
+
+base="amqp://guest:guest@127.0.0.1:$BROKER_PORT"
+free_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# broker_line NAME: the broker: line of NAME's status
+broker_line() { grep "^broker: " "$1/status"; }
+
+test_expect_success 'trailing slash: the empty vhost is named, and how to write the default one' '
+    FLEET_BROKER_URI="$base/" mount_fleet slash insecure &&
+    wait_for 10 "grep -q \"^broker: unreachable\" slash/status" &&
+    broker_line slash >line &&
+    grep -q "asks for the empty vhost '\'''\''" line &&
+    grep -q "for the default vhost '\''/'\'' write amqp://127.0.0.1:$BROKER_PORT with no path, or amqp://127.0.0.1:$BROKER_PORT/%2f" line &&
+    grep -q "asks for the empty vhost" slash.log &&
+    ls slash/peers >/dev/null &&
+    unmount_fleet slash
+'
+
+test_expect_success 'a vhost that does not exist is named, with how to create it' '
+    FLEET_BROKER_URI="$base/nosuch" mount_fleet novhost insecure &&
+    wait_for 10 "grep -q \"^broker: unreachable\" novhost/status" &&
+    broker_line novhost >line &&
+    grep -q "the broker has no vhost '\''nosuch'\''" line &&
+    grep -q "rabbitmqctl add_vhost '\''nosuch'\''" line &&
+    unmount_fleet novhost
+'
+
+test_expect_success 'a wrong password: which user, and which variable holds the password; never the password' '
+    FLEET_BROKER_URI="amqp://guest:Wr0ngSecret@127.0.0.1:$BROKER_PORT/%2f" mount_fleet badpw insecure &&
+    wait_for 10 "grep -q \"^broker: unreachable\" badpw/status" &&
+    broker_line badpw >line &&
+    grep -q "refused the login of user '\''guest'\''" line &&
+    grep -q "password in the environment variable FLEET_BROKER_URI (named by broker_uri_env)" line &&
+    grep -q "refused the login of user" badpw.log &&
+    ! grep -q Wr0ngSecret badpw/status badpw.log &&
+    unmount_fleet badpw
+'
+
+test_expect_success 'the variable named by broker_uri_env is the one named' '
+    MY_FLEET_URI="amqp://guest:Wr0ngSecret@127.0.0.1:$BROKER_PORT/%2f" \
+        mount_fleet badpw2 insecure broker_uri_env=MY_FLEET_URI &&
+    wait_for 10 "grep -q \"^broker: unreachable\" badpw2/status" &&
+    grep -q "password in the environment variable MY_FLEET_URI" badpw2/status &&
+    unmount_fleet badpw2
+'
+
+test_expect_success 'a port where nothing listens: said so, with the usual ports' '
+    FLEET_BROKER_URI="amqp://guest:guest@127.0.0.1:$free_port" mount_fleet noport insecure &&
+    wait_for 10 "grep -q \"^broker: unreachable\" noport/status" &&
+    broker_line noport >line &&
+    grep -q "nothing listens on 127.0.0.1:$free_port (connection refused)" line &&
+    grep -q "usually 5672, 5671 for amqps://" line &&
+    grep -q "nothing listens on 127.0.0.1:$free_port" noport.log &&
+    unmount_fleet noport
+'
+
+test_done
