@@ -12,8 +12,8 @@ new_vhost $FLEET_VHOST
 N=$(scaled 2500)
 
 test_expect_success "$N messages alpha -> beta, beta acks them as they come" '
-    mount_fleet alpha peers=beta &&
-    mount_fleet beta peers=alpha &&
+    mount_fleet alpha peers=beta max_length=100000 &&
+    mount_fleet beta peers=alpha max_length=100000 &&
     drain_start beta &&
     { for i in $(seq 1 '$N'); do echo "h $i"; done; } >alpha/peers/beta/send &&
     wait_for 120 "drained beta" &&
@@ -28,7 +28,7 @@ test_expect_success 'history: exactly the newest 1000, in order' '
 
 test_expect_success 'the same after a restart of beta' '
     unmount_fleet beta &&
-    mount_fleet beta peers=alpha &&
+    mount_fleet beta peers=alpha max_length=100000 &&
     jq -r .body beta/leads/beta/history >got &&
     test_cmp want got
 '

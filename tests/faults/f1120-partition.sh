@@ -12,7 +12,7 @@
 netns_require
 netns_setup || { echo "# netns_setup failed" >&2; exit 1; }
 TAG=f1120
-CUT_S=$(scaled 20)
+CUT_S=$(( $(scaled 20) > 60 ? 60 : $(scaled 20) ))   # 20 s; 60 s in soak
 DETECT_MAX_S=${DETECT_MAX_S:-25}   # two 10 s heartbeat intervals, and a little
 RECONNECT_MAX_S=${RECONNECT_MAX_S:-5}
 
