@@ -571,8 +571,9 @@ int pr_liveness(presence *pr, const char *peer, char *why, size_t n)
     if (i.state == PR_LIVE)
         return 1;
     /* just (re)connected: the peers may be reconnecting too; do not call
-     * them away until they have had three intervals to say hello */
-    if (!settled)
+     * them away until they have had three intervals to say hello (a lead
+     * that said it left did leave) */
+    if (!settled && i.state != PR_LEFT)
         return -1;
     if (i.state == PR_NEVER) {
         snprintf(why, n, "peer not live (no heartbeat heard from it)");

@@ -1,5 +1,5 @@
 /* fuzz_envelope.c — libFuzzer target for env_decode, the first code every
- * byte from the broker reaches.
+ * byte from the broker reaches (and env_hb_decode, its heartbeat twin).
  *
  * Beyond "never crash", it checks the property the rest of fleetfs leans
  * on: whatever the decoder accepts, the encoder can write back and the
@@ -45,6 +45,40 @@ static void fz_same(const envelope *a, const envelope *b)
     }
 }
 
+/* Heartbeats (fleet.roster) go through their own decoder: the same
+ * round-trip property, and whatever it accepts is plain text. */
+static void fz_heartbeat(const char *copy, size_t size)
+{
+    env_heartbeat h, d;
+    char why[128];
+    size_t len = 0;
+    char *js;
+    unsigned char *a, *b;
+    size_t alen, blen;
+
+    if (env_hb_decode(copy, size, &h, why, sizeof(why)) != 0) {
+        if (why[0] == '\0')
+            abort();
+        return;
+    }
+    if (!env_text_plain(h.host, strlen(h.host)) || !env_text_plain(h.agent, strlen(h.agent)))
+        abort();
+    js = env_hb_encode(&h, &len);
+    if (js == NULL || env_hb_decode(js, len, &d, why, sizeof(why)) != 0) {
+        fprintf(stderr, "accepted heartbeat does not round-trip\n");
+        abort();
+    }
+    if (env_hb_signing_fields(&h, &a, &alen) != 0 || env_hb_signing_fields(&d, &b, &blen) != 0)
+        abort();
+    if (alen != blen || memcmp(a, b, alen) != 0 || strcmp(h.sig, d.sig) != 0) {
+        fprintf(stderr, "round trip changed a signed heartbeat field\n");
+        abort();
+    }
+    free(a);
+    free(b);
+    free(js);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *copy = malloc(size > 0 ? size : 1);
@@ -57,6 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (size > 0)
         memcpy(copy, data, size);
+    fz_heartbeat(copy, size);
     if (env_decode(copy, size, FZ_MAX_BODY, &e, why, sizeof(why)) != 0) {
         if (why[0] == '\0' || e.body != NULL)
             abort(); /* a refusal always says why and frees */
