@@ -212,6 +212,18 @@ test_expect_success 'a pane whose agent exited and stays open (remain-on-exit) r
     test "$(state_of $id)" = published
 '
 
+test_expect_success 'inject_target naming a pane that runs a shell: nothing typed, status says so' '
+    unmount_fleet beta &&
+    mount_fleet beta peers=alpha inject=tmux inject_commands=fake-agent:other-tool "inject_target=$(P 2)" &&
+    echo "touch $TEST_DIR/pwned5" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 5 "inj | grep -qxF \"stalled: tmux pane $(P 2) (inject_target $(P 2)) runs bash, not an agent: start the agent there, or list its command in inject_commands\"" &&
+    k=$(looks) &&
+    test_absent 10 "looked_again 2 $k" "test -e pwned5" &&
+    ! screen "$(P 2)" | grep -F -e pwned5 -e "dead pane" &&
+    grep -q "$id" beta/leads/beta/inbox
+'
+
 test_expect_success 'inject_commands cannot list a shell; the default list is in --help' '
     test_must_fail "$FLEETFS" m -f -o coord_id=x,inject_commands=claude:bash 2>err &&
     grep -qF "inject_commands: '"'"'bash'"'"' is a shell" err &&
