@@ -338,14 +338,32 @@ static gpointer broker_main(gpointer data)
             log_err("broker: poll: %s", strerror(errno));
             g_usleep(100000);
         }
+        if (n == 2 && pfd[1].revents)
+            c->last_recv_ms = br_now_ms();
         drain_requests(c);
         if (c->connected)
-            br_read_frames(c); /* also sends heartbeats and notices missed ones */
+            br_read_frames(c); /* also sends our heartbeats */
+        if (c->connected)
+            br_check_silence(c);
     }
     br_close_connection(c);
     while ((r = g_async_queue_try_pop(c->requests)))
         br_req_complete(c, r, FE_NOT_CONNECTED, "fleetfs is shutting down");
     return NULL;
+}
+
+/* Several URIs (cluster nodes): start at a random one, so that a fleet
+ * spreads over the nodes; FLEETFS_URI_START=N (0-based) picks one, for
+ * tests that need to know. */
+static unsigned first_uri(char **uris)
+{
+    unsigned n = g_strv_length(uris);
+    const char *env = getenv("FLEETFS_URI_START");
+    if (n < 2)
+        return 0;
+    if (env && *env)
+        return (unsigned)strtoul(env, NULL, 10) % n;
+    return (unsigned)g_random_int_range(0, (gint32)n);
 }
 
 br_conn *br_new(const br_config *cfg, const br_callbacks *cb)
@@ -369,6 +387,7 @@ br_conn *br_new(const br_config *cfg, const br_callbacks *cb)
     g_queue_init(&c->inflight);
     c->st.link = BR_CONNECTING;
     c->st.since_ms = br_wall_ms();
+    c->uri_index = first_uri(c->cfg.uris);
     c->backoff_ms = BACKOFF_MIN_MS;
     return c;
 }

@@ -101,6 +101,11 @@ typedef struct {
     uint64_t epoch;
     int64_t since_ms;  /* when link last changed */
     unsigned attempts; /* connect attempts since the last success */
+    /* while connected: the node, as host:port of the URI in use, and what
+     * the broker says it is ("RabbitMQ 3.10.8, cluster rabbit@h1") */
+    char node[300];
+    char server[256];
+    int heartbeat_s; /* negotiated AMQP heartbeat, 0: none */
 } br_status;
 
 typedef struct {

@@ -87,6 +87,7 @@ struct br_conn {
     unsigned uri_index;
     int64_t next_attempt_ms;
     int64_t backoff_ms;
+    int64_t last_recv_ms;        /* when the broker last sent anything (heartbeats too) */
     bool consuming[CONS__COUNT]; /* consume-ok seen on that channel, not cancelled since */
     int64_t consumer_retry_ms;   /* when to consume what is not consuming; 0: nothing to do */
     int64_t refused_since_ms;    /* first exclusive-use refusal of the inbox in a row; 0: none */
@@ -111,6 +112,8 @@ void br_cache_probe(br_conn *c, const char *queue, const br_probe *p);
 void br_connect(br_conn *c);
 void br_drop_connection(br_conn *c, const char *why);
 void br_close_connection(br_conn *c);
+/* Drop a connection that sent nothing for two heartbeat intervals. */
+void br_check_silence(br_conn *c);
 void br_setup_consumer(br_conn *c);
 int br_open_channel(br_conn *c, amqp_channel_t ch);
 int br_consumer_index(amqp_channel_t ch);

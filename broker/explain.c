@@ -151,8 +151,13 @@ void br_explain_login(const br_where *w, int code, const char *text, char *out, 
                  "%s: user '%s' may not use vhost '%s' (%s); grant it: rabbitmqctl "
                  "set_permissions -p '%s' '%s' '.*' '.*' '.*'",
                  w->shown, w->user, w->vhost, text, w->vhost, w->user);
-    else if (code)
+    else if (code > 0)
         snprintf(out, n, "%s refused the login: %s", w->shown, text);
+    else if (code == AMQP_STATUS_TIMEOUT)
+        snprintf(out, n,
+                 "%s: %s:%d accepted the connection but did not complete the AMQP handshake in "
+                 "time (%s): the broker is paused or overloaded, or the port is not AMQP",
+                 w->shown, w->host, w->port, text);
     else
         snprintf(out, n,
                  "%s: the AMQP handshake with %s:%d failed (%s); is it the broker's AMQP port "

@@ -21,7 +21,8 @@ typedef struct {
 /* amqp_socket_open failed with rc (an amqp_status_enum). */
 void br_explain_open(const br_where *w, int rc, char *out, size_t n);
 /* The login failed: the broker closed the connection with code and text
- * (code 0: no connection.close came; text is the library's error). */
+ * (code < 0: no connection.close came; code is rabbitmq-c's status and
+ * text its words). */
 void br_explain_login(const br_where *w, int code, const char *text, char *out, size_t n);
 
 #endif

@@ -80,6 +80,7 @@ int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t 
         rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
         amqp_channel_close_t *m = rep.reply.decoded;
         amqp_channel_close_ok_t ok = {0};
+        c->last_recv_ms = br_now_ms(); /* an answer: the link works */
         *code = m->reply_code;
         br_bytes_to_str(m->reply_text, text, n);
         if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK)
@@ -115,6 +116,7 @@ int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p)
     p->at_ms = br_now_ms();
     ok = amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(queue), passive, 1, 0, 0, args);
     if (ok) {
+        c->last_recv_ms = br_now_ms();
         p->valid = true;
         p->present = true;
         p->messages = ok->message_count;
@@ -147,7 +149,7 @@ int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p)
 static void setup_dead_letters(br_conn *c)
 {
     amqp_table_entry_t e[TOPO_DLQ_ARGS];
-    amqp_table_t args = topo_dlq_args(e);
+    amqp_table_t args = topo_dlq_args(&c->cfg, e);
     int code;
     char text[256];
 
@@ -160,9 +162,16 @@ static void setup_dead_letters(br_conn *c)
             br_drop_connection(c, text);
             return;
         }
-        log_warn("broker: cannot declare %s/%s (%d %s); poison messages will be dropped, not "
-                 "dead-lettered; give this user configure rights on them",
-                 TOPO_DLX, TOPO_DLQ, code, text);
+        /* optional: the connection and the consumers carry on */
+        log_warn("broker: cannot declare %s/%s (%d %s); poison messages may be dropped, not "
+                 "dead-lettered, until it can; %s",
+                 TOPO_DLX, TOPO_DLQ, code, text,
+                 code == 406   ? "fleet.dlq exists with other arguments (a classic one from before "
+                                 "queue_type=quorum?): delete it once (rabbitmqctl delete_queue "
+                                 "fleet.dlq) and fleetfs declares it anew"
+                 : code == 404 ? "its node is down (a classic queue lives on one node; use "
+                                 "queue_type=quorum on a cluster)"
+                               : "give this user configure rights on them");
     }
 }
 
@@ -187,6 +196,7 @@ static int consume_queue(br_conn *c, amqp_channel_t ch, const char *queue, char 
         !amqp_basic_consume(c->amqp, ch, amqp_cstring_bytes(queue), amqp_cstring_bytes(tag), 0, 0,
                             1, amqp_empty_table))
         goto fail;
+    c->last_recv_ms = br_now_ms();
     return 0;
 fail:
     if (br_rpc_failure(c, ch, &code, text, n) < 0)
@@ -298,7 +308,8 @@ typedef struct {
     char *buf;
     struct amqp_connection_info info;
     const char *vhost;
-    br_where w;       /* the above, for the messages */
+    br_where w; /* the above, for the messages */
+    int64_t started_ms;
     char reason[640]; /* why it failed */
 } attempt;
 
@@ -395,6 +406,7 @@ static void login_failure(attempt *a, amqp_rpc_reply_t rep)
         code = m->reply_code;
         br_bytes_to_str(m->reply_text, t, sizeof t);
     } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+        code = rep.library_error; /* negative: an amqp_status_enum */
         g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
     } else {
         g_strlcpy(t, "unexpected reply", sizeof t);
@@ -450,6 +462,49 @@ static int attempt_channels(br_conn *c, attempt *a)
     return 0;
 }
 
+static void server_prop(amqp_table_t *t, const char *key, char *out, size_t n)
+{
+    out[0] = '\0';
+    for (int i = 0; t && i < t->num_entries; i++) {
+        amqp_table_entry_t *e = &t->entries[i];
+        if (e->key.len == strlen(key) && !memcmp(e->key.bytes, key, e->key.len) &&
+            (e->value.kind == AMQP_FIELD_KIND_UTF8 || e->value.kind == AMQP_FIELD_KIND_BYTES))
+            br_bytes_to_str(e->value.value.bytes, out, n);
+    }
+}
+
+/* Which node we are on, for status: the URI's host:port (the broker does
+ * not tell its node name) and what the server says it is. */
+static void server_info(br_conn *c, attempt *a)
+{
+    amqp_table_t *t = amqp_get_server_properties(c->amqp);
+    char product[64], version[32], cluster[128];
+    server_prop(t, "product", product, sizeof product);
+    server_prop(t, "version", version, sizeof version);
+    server_prop(t, "cluster_name", cluster, sizeof cluster);
+    g_mutex_lock(&c->lock);
+    snprintf(c->st.node, sizeof c->st.node, "%s:%d", a->info.host, a->info.port);
+    snprintf(c->st.server, sizeof c->st.server, "%s %s%s%s", product[0] ? product : "AMQP broker",
+             version, cluster[0] ? ", cluster " : "", cluster);
+    c->st.heartbeat_s = amqp_get_heartbeat(c->amqp);
+    g_mutex_unlock(&c->lock);
+}
+
+void br_check_silence(br_conn *c)
+{
+    int hb = amqp_get_heartbeat(c->amqp);
+    int64_t quiet = br_now_ms() - c->last_recv_ms;
+    char why[320];
+    if (hb <= 0 || quiet < 2 * (int64_t)hb * 1000)
+        return;
+    snprintf(why, sizeof why,
+             "nothing from the broker at %s for %lld s (two heartbeat intervals of %d s): the link "
+             "went silent (a network partition, or a frozen broker)",
+             c->st.node, (long long)quiet / 1000, hb);
+    br_drop_connection(c, why);
+    br_set_link(c, BR_UNREACHABLE, why);
+}
+
 /* Connected: reset the backoff, then set up what lives on the connection. */
 static void attempt_succeeded(br_conn *c, attempt *a)
 {
@@ -461,10 +516,14 @@ static void attempt_succeeded(br_conn *c, attempt *a)
     c->st.attempts = 0;
     g_mutex_unlock(&c->lock);
     log_info("broker: connected to %s vhost %s", a->shown, a->vhost);
+    c->last_recv_ms = br_now_ms();
+    server_info(c, a);
     br_set_link(c, BR_CONNECTED, "");
-    setup_dead_letters(c);
+    /* the consumers first: the dead letters are optional, and must not
+     * hold up (nor, failing, take down) what is not */
+    br_setup_consumer(c);
     if (c->connected)
-        br_setup_consumer(c);
+        setup_dead_letters(c);
     /* a takeover in progress ends the first attempt when it is decided */
     if (c->st.consumer != BR_CONS_WAITING)
         br_first_attempt_done(c);
@@ -484,14 +543,17 @@ static void attempt_failed(br_conn *c, attempt *a)
                  a->reason, (long long)BACKOFF_MAX_MS);
     br_set_link(c, BR_UNREACHABLE, a->reason);
     c->uri_index++;
-    c->next_attempt_ms = br_now_ms() + c->backoff_ms;
+    /* counted from the attempt's start: an attempt that waited out a
+     * connect timeout is not followed by a full backoff on top (a link that
+     * comes back is used within a few seconds) */
+    c->next_attempt_ms = MAX(a->started_ms + c->backoff_ms, br_now_ms() + BACKOFF_MIN_MS);
     c->backoff_ms = MIN(c->backoff_ms * 2, BACKOFF_MAX_MS);
     br_first_attempt_done(c);
 }
 
 void br_connect(br_conn *c)
 {
-    attempt a = {0};
+    attempt a = {.started_ms = br_now_ms()};
     if (attempt_parse(c, &a) < 0 || attempt_open(c, &a) < 0 || attempt_login(c, &a) < 0 ||
         attempt_channels(c, &a) < 0)
         attempt_failed(c, &a);
@@ -516,6 +578,9 @@ void br_drop_connection(br_conn *c, const char *why)
     c->amqp = NULL;
     g_mutex_lock(&c->lock);
     g_hash_table_remove_all(c->probes);
+    g_mutex_unlock(&c->lock);
+    g_mutex_lock(&c->lock);
+    c->st.node[0] = c->st.server[0] = '\0';
     g_mutex_unlock(&c->lock);
     log_warn("broker: connection lost: %s; reconnecting", why ? why : "unknown reason");
     br_set_consumer(c, BR_CONS_NONE, "");

@@ -39,10 +39,11 @@ amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries
     return t;
 }
 
-amqp_table_t topo_dlq_args(amqp_table_entry_t *entries)
+amqp_table_t topo_dlq_args(const br_config *cfg, amqp_table_entry_t *entries)
 {
     amqp_table_t t;
     entries[0] = entry_i64("x-max-length", TOPO_DLQ_MAX_LENGTH);
+    entries[1] = entry_str("x-queue-type", cfg->queue_type ? cfg->queue_type : "classic");
     t.num_entries = TOPO_DLQ_ARGS;
     t.entries = entries;
     return t;

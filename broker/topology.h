@@ -19,9 +19,11 @@
 #define TOPO_MAILBOX_ARGS 5
 amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries);
 
-/* The dead-letter queue's arguments.  entries must hold TOPO_DLQ_ARGS. */
-#define TOPO_DLQ_ARGS 1
-amqp_table_t topo_dlq_args(amqp_table_entry_t *entries);
+/* The dead-letter queue's arguments: capped, and of the fleet's queue type
+ * (quorum on a cluster, so that it survives the loss of a node like the
+ * mailboxes do).  entries must hold TOPO_DLQ_ARGS. */
+#define TOPO_DLQ_ARGS 2
+amqp_table_t topo_dlq_args(const br_config *cfg, amqp_table_entry_t *entries);
 
 /* "lead.<id>.inbox" or "lead.<id>.receipts". */
 void topo_consumer_queue(bool inbox, const char *id, char *out, size_t n);

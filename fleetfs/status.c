@@ -159,6 +159,11 @@ GString *st_root(fleet *f)
     g_string_append_printf(s, "broker_uri: %s\nvhost: %s\ntls: %s\nbroker_since: %s\n",
                            st.uri[0] ? st.uri : "(none yet)", st.vhost[0] ? st.vhost : "(from URI)",
                            st.tls ? "on" : "off", since);
+    if (st.link == BR_CONNECTED && st.node[0])
+        g_string_append_printf(s, "broker_node: %s (%s; heartbeat %d s)\n", st.node, st.server,
+                               st.heartbeat_s);
+    else
+        g_string_append_printf(s, "broker_node: none (not connected)\n");
     g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(&st),
                            st.consumer_reason[0] ? ": " : "", st.consumer_reason);
     {

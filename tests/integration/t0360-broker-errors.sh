@@ -59,7 +59,40 @@ test_expect_success 'a port where nothing listens: said so, with the usual ports
     grep -q "nothing listens on 127.0.0.1:$free_port (connection refused)" line &&
     grep -q "usually 5672, 5671 for amqps://" line &&
     grep -q "nothing listens on 127.0.0.1:$free_port" noport.log &&
+    grep -q "^broker_node: none (not connected)$" noport/status &&
     unmount_fleet noport
+'
+
+test_expect_success 'several URIs: FLEETFS_URI_START picks the first tried; status names the node' '
+    FLEETFS_URI_START=1 FLEET_BROKER_URI="amqp://guest:guest@127.0.0.1:$free_port/%2f $base/%2f" \
+        mount_fleet twouris insecure &&
+    wait_for 10 "grep -q \"^broker: connected$\" twouris/status" &&
+    grep -q "^broker_node: 127.0.0.1:$BROKER_PORT (RabbitMQ [0-9.]*, cluster [^;]*; heartbeat 10 s)$" twouris/status &&
+    ! grep -q "unreachable" twouris.log &&
+    unmount_fleet twouris
+'
+
+# On a quorum fleet the dead-letter queue is quorum too (it must survive a
+# node like the mailboxes); a dead-letter queue that cannot be declared
+# (here: one of the other type) is logged and never takes the connection
+# down with it.
+test_expect_success 'quorum fleet: mailbox, receipts and fleet.dlq are quorum queues' '
+    new_vhost t0360q &&
+    FLEET_VHOST=t0360q mount_fleet qa insecure queue_type=quorum &&
+    wait_for 10 "grep -q \"^consumer: ok$\" qa/status" &&
+    wait_for 10 "rmqctl list_queues -q -p t0360q name type >types && grep -q \"^fleet.dlq[[:space:]]*quorum\" types" &&
+    grep -q "^lead.qa.inbox[[:space:]]*quorum" types &&
+    grep -q "^lead.qa.receipts[[:space:]]*quorum" types
+'
+
+test_expect_success 'a dead-letter declare the broker refuses is logged, the connection and consumer stay' '
+    FLEET_VHOST=t0360q mount_fleet qc insecure queue_type=classic &&
+    wait_for 10 "grep -q \"cannot declare fleet.dlx/fleet.dlq (406\" qc.log" &&
+    grep -q "fleet.dlq exists with other arguments" qc.log &&
+    wait_for 10 "grep -q \"^consumer: ok$\" qc/status" &&
+    grep -q "^broker: connected$" qc/status &&
+    ! grep -q "connection lost" qc.log &&
+    unmount_fleet qc && unmount_fleet qa
 '
 
 test_done
