@@ -24,6 +24,7 @@
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 
+#include "broker/topology.h"
 #include "fleetfs/log.h"
 
 #define RO_CH 1
@@ -32,7 +33,6 @@
 #define RO_RPC_TIMEOUT_MS 2000 /* short: a stop may wait on one call */
 #define RO_AMQP_HEARTBEAT_S 10
 #define RO_KICK_MIN_MS 1000
-#define RO_QUEUE_MAX 10000 /* a stuck reader holds at most this many heartbeats */
 
 struct ro_conn {
     ro_config cfg;
@@ -201,20 +201,17 @@ out:
 static int setup(ro_conn *r, char *why, size_t n)
 {
     amqp_queue_declare_ok_t *q;
-    amqp_table_entry_t e;
-    amqp_table_t args = {1, &e};
+    amqp_table_entry_t e[TOPO_ROSTER_ARGS];
+    amqp_table_t args = topo_roster_args(e);
     amqp_bytes_t qname;
 
-    e.key = amqp_cstring_bytes("x-max-length");
-    e.value.kind = AMQP_FIELD_KIND_I64;
-    e.value.value.i64 = RO_QUEUE_MAX;
     if (!amqp_channel_open(r->amqp, RO_CH)) {
         rpc_words(r, "cannot open a channel", why, n);
         return -1;
     }
-    if (!amqp_exchange_declare(r->amqp, RO_CH, amqp_cstring_bytes(RO_EXCHANGE),
+    if (!amqp_exchange_declare(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
                                amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table)) {
-        rpc_words(r, "cannot declare exchange " RO_EXCHANGE, why, n);
+        rpc_words(r, "cannot declare exchange " TOPO_ROSTER_EXCHANGE, why, n);
         return -1;
     }
     if (stopping(r)) {
@@ -227,8 +224,8 @@ static int setup(ro_conn *r, char *why, size_t n)
         return -1;
     }
     qname = amqp_bytes_malloc_dup(q->queue);
-    if (!amqp_queue_bind(r->amqp, RO_CH, qname, amqp_cstring_bytes(RO_EXCHANGE),
-                         amqp_cstring_bytes("roster.#"), amqp_empty_table) ||
+    if (!amqp_queue_bind(r->amqp, RO_CH, qname, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
+                         amqp_cstring_bytes(TOPO_ROSTER_BINDING), amqp_empty_table) ||
         !amqp_basic_consume(r->amqp, RO_CH, qname, amqp_empty_bytes, 0, 1, 1, amqp_empty_table)) {
         amqp_bytes_free(qname);
         rpc_words(r, "cannot bind or consume the roster queue", why, n);
@@ -251,7 +248,7 @@ static void try_connect(ro_conn *r)
         r->backoff_ms = RO_BACKOFF_MIN_MS;
         r->next_beat_ms = now_ms(); /* say hello at once */
         log_info("presence: roster connected to %s (exchange %s, heartbeat every %lld ms)",
-                 r->shown, RO_EXCHANGE, (long long)r->cfg.interval_ms);
+                 r->shown, TOPO_ROSTER_EXCHANGE, (long long)r->cfg.interval_ms);
         set_link(r, true, "");
         return;
     }
@@ -282,7 +279,7 @@ static void publish(ro_conn *r, bool leaving)
     p.delivery_mode = 1; /* non-persistent: presence is soft state */
     p.expiration = amqp_cstring_bytes(exp);
     p.type = amqp_cstring_bytes("heartbeat");
-    rc = amqp_basic_publish(r->amqp, RO_CH, amqp_cstring_bytes(RO_EXCHANGE),
+    rc = amqp_basic_publish(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
                             amqp_cstring_bytes(r->rkey), 0, 0, &p,
                             (amqp_bytes_t){.len = len, .bytes = body});
     free(body);
@@ -444,7 +441,7 @@ ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb)
     r->cfg.host = g_strdup(cfg->host ? cfg->host : "unknown");
     r->cb = *cb;
     sanitize_host(r->cfg.host, host, sizeof host);
-    snprintf(r->rkey, sizeof r->rkey, "roster.%s.%s", host[0] ? host : "_", r->cfg.coord_id);
+    topo_roster_key(host, r->cfg.coord_id, r->rkey, sizeof r->rkey);
     r->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     g_mutex_init(&r->lock);
     g_strlcpy(r->st.reason, "not connected yet", sizeof r->st.reason);

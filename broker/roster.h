@@ -26,8 +26,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RO_EXCHANGE "fleet.roster"
-
 typedef struct ro_conn ro_conn;
 
 typedef struct {

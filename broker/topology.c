@@ -49,6 +49,20 @@ amqp_table_t topo_dlq_args(const br_config *cfg, amqp_table_entry_t *entries)
     return t;
 }
 
+amqp_table_t topo_roster_args(amqp_table_entry_t *entries)
+{
+    amqp_table_t t;
+    entries[0] = entry_i64("x-max-length", TOPO_ROSTER_QUEUE_MAX);
+    t.num_entries = TOPO_ROSTER_ARGS;
+    t.entries = entries;
+    return t;
+}
+
+void topo_roster_key(const char *host, const char *coord_id, char *out, size_t n)
+{
+    snprintf(out, n, "roster.%s.%s", host && host[0] ? host : "_", coord_id);
+}
+
 void topo_consumer_queue(bool inbox, const char *id, char *out, size_t n)
 {
     snprintf(out, n, "lead.%s.%s", id, inbox ? "inbox" : "receipts");

@@ -25,6 +25,18 @@ amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries
 #define TOPO_DLQ_ARGS 2
 amqp_table_t topo_dlq_args(const br_config *cfg, amqp_table_entry_t *entries);
 
+/* Presence (broker/roster.c): the topic exchange, the binding every
+ * reader's own queue gets, and that queue's arguments (capped, so a stuck
+ * reader holds at most TOPO_ROSTER_QUEUE_MAX heartbeats).  entries must
+ * hold TOPO_ROSTER_ARGS. */
+#define TOPO_ROSTER_EXCHANGE "fleet.roster"
+#define TOPO_ROSTER_BINDING "roster.#"
+#define TOPO_ROSTER_QUEUE_MAX 10000
+#define TOPO_ROSTER_ARGS 1
+amqp_table_t topo_roster_args(amqp_table_entry_t *entries);
+/* "roster.<host>.<coord_id>" ("_" for an empty host). */
+void topo_roster_key(const char *host, const char *coord_id, char *out, size_t n);
+
 /* "lead.<id>.inbox" or "lead.<id>.receipts". */
 void topo_consumer_queue(bool inbox, const char *id, char *out, size_t n);
 void topo_receipts_queue(const char *id, char *out, size_t n);
