@@ -108,9 +108,12 @@ static void sd_broker_status(void)
         st.reason[0] = '\0';
     if (st.uri[0] && strstr(st.reason, st.uri)) /* the reason names it already */
         st.uri[0] = '\0';
-    snprintf(text, sizeof text, "broker: %s%s%s%s%s%s", br_link_name(st.link),
+    snprintf(text, sizeof text, "broker: %s%s%s%s%s%s%s%s", br_link_name(st.link),
              st.reason[0] ? ": " : "", st.reason, st.uri[0] ? " (" : "", st.uri,
-             st.uri[0] ? ")" : "");
+             st.uri[0] ? ")" : "",
+             /* a start waiting out takeover_grace says so (systemctl status) */
+             st.consumer == BR_CONS_WAITING ? "; consumer: " : "",
+             st.consumer == BR_CONS_WAITING ? st.consumer_reason : "");
     sdn_status(text);
 }
 /* ---- end service manager status ------------------------------------------ */

@@ -132,8 +132,13 @@ test_expect_success 'unmount and remount the same coord_id at once, five times' 
 
 test_expect_success 'a real duplicate waits out takeover_grace, then fails loudly; the first keeps its mailbox' '
     mkdir -p dup &&
+    { "$FLEET_ROOT/tests/tools/notify-listen" "$TEST_DIR/dup.sock" dup.notify & } &&
+    at_exit "kill $! 2>/dev/null; true" &&
+    wait_for 5 "grep -q listening dup.notify" &&
     start=$(date +%s%N) &&
-    test_must_fail "$FLEETFS" dup -f -o coord_id=beta,insecure,state_dir=$TEST_DIR/state/dup,takeover_grace=2s 2>dup.log &&
+    test_must_fail env NOTIFY_SOCKET="$TEST_DIR/dup.sock" \
+        "$FLEETFS" dup -f -o coord_id=beta,insecure,state_dir=$TEST_DIR/state/dup,takeover_grace=2s 2>dup.log &&
+    grep -q "STATUS=broker: connected.*; consumer: waiting for the previous consumer of lead.beta.inbox to go" dup.notify &&
     ms=$(( ($(date +%s%N) - start) / 1000000 )) &&
     test $ms -ge 2000 && test $ms -le 10000 &&
     grep -q "waiting for the previous consumer of lead.beta.inbox to go" dup.log &&
