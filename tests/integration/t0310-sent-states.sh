@@ -27,7 +27,7 @@ test_expect_success 'a message beta refuses: gamma sees it rejected, with the re
     echo "this lives too long for beta" >gamma/peers/beta/send &&
     id=$(last_id gamma) && echo $id >rejected.id &&
     wait_for 10 "test \"\$(state_of gamma $id)\" = rejected" &&
-    detail_of gamma $id | grep -q "longer than message_ttl" &&
+    detail_of gamma $id | grep -q "^bad-lifetime: .*longer than message_ttl" &&
     test ! -s beta/leads/beta/inbox &&
     grep $id beta/leads/beta/history | jq -e ".consumed == \"rejected\" and .detail == \"bad-lifetime\"" &&
     grep -q "^rejected_bad-lifetime: 1$" beta/status &&
