@@ -24,6 +24,7 @@
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 
+#include "broker/explain.h"
 #include "broker/topology.h"
 #include "fleetfs/log.h"
 
@@ -134,6 +135,7 @@ static int open_login(ro_conn *r, const char *uri, char *why, size_t n)
     amqp_socket_t *sock;
     amqp_rpc_reply_t rep;
     const char *vhost;
+    br_where w;
     int rc = -1, s;
 
     amqp_default_connection_info(&info);
@@ -165,9 +167,16 @@ static int open_login(ro_conn *r, const char *uri, char *why, size_t n)
         snprintf(why, n, "cannot create a socket");
         goto out;
     }
+    w = (br_where){.shown = r->shown,
+                   .host = info.host,
+                   .port = info.port,
+                   .user = info.user,
+                   .vhost = vhost,
+                   .ca = r->cfg.ca,
+                   .uri_env = r->cfg.uri_env};
     s = amqp_socket_open_noblock(sock, info.host, info.port, &tv);
     if (s != AMQP_STATUS_OK) {
-        snprintf(why, n, "%s: %s", r->shown, amqp_error_string2(s));
+        br_explain_open(&w, s, why, n);
         goto out;
     }
     amqp_set_handshake_timeout(r->amqp, &rpc);
@@ -187,8 +196,18 @@ static int open_login(ro_conn *r, const char *uri, char *why, size_t n)
                                          AMQP_SASL_METHOD_PLAIN, info.user, info.password);
     }
     if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
-        snprintf(why, n, "%s: login refused or failed (user, password, vhost '%s')", r->shown,
-                 vhost);
+        char t[256] = "unexpected reply";
+        int code = 0;
+        if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+            rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+            amqp_connection_close_t *m = rep.reply.decoded;
+            code = m->reply_code;
+            bytes_str(m->reply_text, t, sizeof t);
+        } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+            code = rep.library_error;
+            g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
+        }
+        br_explain_login(&w, code, t, why, n);
         goto out;
     }
     rc = 0;
@@ -439,6 +458,7 @@ ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb)
     r->cfg.ca = g_strdup(cfg->ca);
     r->cfg.coord_id = g_strdup(cfg->coord_id);
     r->cfg.host = g_strdup(cfg->host ? cfg->host : "unknown");
+    r->cfg.uri_env = g_strdup(cfg->uri_env);
     r->cb = *cb;
     sanitize_host(r->cfg.host, host, sizeof host);
     topo_roster_key(host, r->cfg.coord_id, r->rkey, sizeof r->rkey);
@@ -499,6 +519,7 @@ void ro_free(ro_conn *r)
     g_free((char *)r->cfg.ca);
     g_free((char *)r->cfg.coord_id);
     g_free((char *)r->cfg.host);
+    g_free((char *)r->cfg.uri_env);
     g_free(r);
 }
 

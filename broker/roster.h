@@ -36,6 +36,7 @@ typedef struct {
     const char *host;     /* any text: reduced to [A-Za-z0-9_-] for the key */
     int64_t interval_ms;  /* between heartbeats */
     int64_t ttl_ms;       /* AMQP expiration of each heartbeat */
+    const char *uri_env;  /* the variable the URIs came from, for messages (br_config's) */
 } ro_config;
 
 typedef struct {

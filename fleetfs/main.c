@@ -185,6 +185,7 @@ static int presence_new(fleet *f, char **err)
     cfg.host = f->host;
     cfg.interval_ms = f->opts->heartbeat_ms;
     cfg.ttl_ms = 3 * f->opts->heartbeat_ms;
+    cfg.uri_env = f->opts->broker_uri_env;
     f->ro = ro_new(&cfg, &rc);
     g_strfreev(uris);
     return 0;

@@ -20,6 +20,7 @@ test_expect_success 'trailing slash: the empty vhost is named, and how to write 
     grep -q "asks for the empty vhost '\'''\''" line &&
     grep -q "for the default vhost '\''/'\'' write amqp://127.0.0.1:$BROKER_PORT with no path, or amqp://127.0.0.1:$BROKER_PORT/%2f" line &&
     grep -q "asks for the empty vhost" slash.log &&
+    wait_for 10 "grep -q \"presence: roster connection failed: .*asks for the empty vhost\" slash.log" &&
     ls slash/peers >/dev/null &&
     unmount_fleet slash
 '
@@ -40,6 +41,7 @@ test_expect_success 'a wrong password: which user, and which variable holds the 
     grep -q "refused the login of user '\''guest'\''" line &&
     grep -q "password in the environment variable FLEET_BROKER_URI (named by broker_uri_env)" line &&
     grep -q "refused the login of user" badpw.log &&
+    wait_for 10 "grep -q \"presence: roster connection failed: .*refused the login of user '\''guest'\''\" badpw.log" &&
     ! grep -q Wr0ngSecret badpw/status badpw.log &&
     unmount_fleet badpw
 '
