@@ -12,12 +12,10 @@
  * as agent.prompt with a wait, herdr takes a half-close or any extra byte as
  * the client going away and ends the call without answering.
  *
- * Replies are bounded to 1 MiB, the same limit herdr puts on requests. The
- * parsing of a reply line is a pure function (hd_parse_reply) so captured
- * lines can be unit-tested and fuzzed without a socket. Strings herdr sends
- * for display (labels, titles, error messages) are passed through san_text
- * before they are stored, so they are safe to log or render in a file. */
+ * Replies are bounded to 1 MiB, the same limit herdr puts on requests.
+ * Parsing them (untrusted input) is reply.c's. */
 #include "herdr/client.h"
+#include "herdr/client_int.h"
 #include "herdr/sanitize.h"
 
 #include <errno.h>
@@ -32,140 +30,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HD_LINE_MAX (1024 * 1024)
 
 struct hd_client {
     char *path;
     atomic_uint seq; /* request ids; any thread may call */
 };
-
-/* ---------------------------------------------------------------- replies */
-
-void hd_reply_clear(hd_reply *r)
-{
-    json_decref(r->result);
-    memset(r, 0, sizeof(*r));
-}
-
-const char *hd_kind_name(int kind)
-{
-    switch (kind) {
-    case HD_OK:
-        return "ok";
-    case HD_ERR_REMOTE:
-        return "remote";
-    case HD_ERR_DOWN:
-        return "down";
-    case HD_ERR_TIMEOUT:
-        return "timeout";
-    case HD_ERR_CLOSED:
-        return "closed";
-    case HD_ERR_PROTOCOL:
-        return "protocol";
-    }
-    return "?";
-}
-
-/* Sanitised, single-line, truncated at a UTF-8 boundary. */
-static void copy_text(char *dst, size_t cap, const char *src, size_t len)
-{
-    size_t n;
-    char *s = san_text(src, len, &n);
-
-    dst[0] = '\0';
-    if (!s)
-        return;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == '\n' || s[i] == '\t')
-            s[i] = ' ';
-    if (n >= cap) {
-        n = cap - 1;
-        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-            n--;
-    }
-    memcpy(dst, s, n);
-    dst[n] = '\0';
-    free(s);
-}
-
-__attribute__((format(printf, 4, 5))) static int set_reply(hd_reply *r, int kind, const char *code,
-                                                           const char *fmt, ...)
-{
-    char msg[sizeof(r->message)];
-    va_list ap;
-
-    json_decref(r->result);
-    r->result = NULL;
-    r->kind = kind;
-    snprintf(r->code, sizeof(r->code), "%s", code);
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    copy_text(r->message, sizeof(r->message), msg, strlen(msg));
-    return kind;
-}
-
-static int parse_error(json_t *err, const char *id, const char *expect_id, hd_reply *out)
-{
-    const char *code, *msg;
-
-    if (!json_is_object(err))
-        return set_reply(out, HD_ERR_PROTOCOL, "bad_json", "error is not an object");
-    /* herdr answers malformed requests with id "": accept that, and a
-	 * missing id, but not someone else's id. */
-    if (id && *id && expect_id && strcmp(id, expect_id) != 0)
-        return set_reply(out, HD_ERR_PROTOCOL, "id_mismatch", "error for another request");
-    code = json_string_value(json_object_get(err, "code"));
-    msg = json_string_value(json_object_get(err, "message"));
-    set_reply(out, HD_ERR_REMOTE, "", "%s", "");
-    copy_text(out->code, sizeof(out->code), code ? code : "unknown", code ? strlen(code) : 7);
-    if (msg)
-        copy_text(out->message, sizeof(out->message), msg, strlen(msg));
-    return out->kind;
-}
-
-int hd_parse_reply(const char *line, size_t len, const char *expect_id, hd_reply *out)
-{
-    json_error_t jerr;
-    json_t *root, *err, *res, *idv;
-    const char *id;
-
-    hd_reply_clear(out);
-    if (len > 0 && line[len - 1] == '\n')
-        len--;
-    if (len > HD_LINE_MAX)
-        return set_reply(out, HD_ERR_PROTOCOL, "too_large", "reply longer than 1 MiB");
-    if (memchr(line, '\n', len))
-        return set_reply(out, HD_ERR_PROTOCOL, "bad_json", "more than one line");
-    root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return set_reply(out, HD_ERR_PROTOCOL, "bad_json", "unparsable reply: %s", jerr.text);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        return set_reply(out, HD_ERR_PROTOCOL, "bad_json", "reply is not an object");
-    }
-    idv = json_object_get(root, "id");
-    id = json_string_value(idv);
-    err = json_object_get(root, "error");
-    res = json_object_get(root, "result");
-    if (idv && !id)
-        set_reply(out, HD_ERR_PROTOCOL, "bad_json", "id is not a string");
-    else if (err && res)
-        set_reply(out, HD_ERR_PROTOCOL, "bad_json", "both result and error");
-    else if (err)
-        parse_error(err, id, expect_id, out);
-    else if (!res)
-        set_reply(out, HD_ERR_PROTOCOL, "bad_json", "neither result nor error");
-    else if (expect_id && (!id || strcmp(id, expect_id) != 0))
-        set_reply(out, HD_ERR_PROTOCOL, "id_mismatch", "result for another request");
-    else if (!json_is_object(res))
-        set_reply(out, HD_ERR_PROTOCOL, "bad_result", "result is not an object");
-    else
-        out->result = json_incref(res);
-    json_decref(root);
-    return out->kind;
-}
-
 /* ------------------------------------------------------------ socket path */
 
 /* <cfg> of the protocol page: $XDG_CONFIG_HOME/herdr or ~/.config/herdr.
@@ -278,13 +147,13 @@ static int connect_unix(const char *path, long long deadline, hd_reply *r)
     int fd;
 
     if (strlen(path) >= sizeof(sa.sun_path)) {
-        set_reply(r, HD_ERR_DOWN, "connect", "socket path too long");
+        hd_set_reply(r, HD_ERR_DOWN, "connect", "socket path too long");
         return -1;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
-        set_reply(r, HD_ERR_DOWN, "connect", "socket: %s", strerror(errno));
+        hd_set_reply(r, HD_ERR_DOWN, "connect", "socket: %s", strerror(errno));
         return -1;
     }
     for (;;) {
@@ -302,7 +171,7 @@ static int connect_unix(const char *path, long long deadline, hd_reply *r)
             continue;
         }
         if (errno != EINPROGRESS) {
-            set_reply(r, HD_ERR_DOWN, "connect", "%s: %s", path, strerror(errno));
+            hd_set_reply(r, HD_ERR_DOWN, "connect", "%s: %s", path, strerror(errno));
             close(fd);
             return -1;
         }
@@ -310,12 +179,12 @@ static int connect_unix(const char *path, long long deadline, hd_reply *r)
             break;
         if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && !err)
             return fd;
-        set_reply(r, HD_ERR_DOWN, "connect", "%s: %s", path, strerror(err));
+        hd_set_reply(r, HD_ERR_DOWN, "connect", "%s: %s", path, strerror(err));
         close(fd);
         return -1;
     }
     /* nothing was sent: as good as down, never "maybe typed" */
-    set_reply(r, HD_ERR_DOWN, "connect", "connect timed out (herdr accepts no connection)");
+    hd_set_reply(r, HD_ERR_DOWN, "connect", "connect timed out (herdr accepts no connection)");
     close(fd);
     return -1;
 }
@@ -330,9 +199,9 @@ static int send_all(int fd, const char *buf, size_t len, long long deadline, hd_
             len -= (size_t)n;
         } else if (errno == EAGAIN || errno == EINTR) {
             if (errno == EAGAIN && wait_fd(fd, POLLOUT, deadline) <= 0)
-                return set_reply(r, HD_ERR_TIMEOUT, "timeout", "send timed out"), -1;
+                return hd_set_reply(r, HD_ERR_TIMEOUT, "timeout", "send timed out"), -1;
         } else {
-            return set_reply(r, HD_ERR_CLOSED, "closed", "send: %s", strerror(errno)), -1;
+            return hd_set_reply(r, HD_ERR_CLOSED, "closed", "send: %s", strerror(errno)), -1;
         }
     }
     return 0;
@@ -345,7 +214,7 @@ static int recv_line(int fd, long long deadline, char **line, size_t *len, hd_re
     char *buf = malloc(cap);
 
     if (!buf)
-        return set_reply(r, HD_ERR_PROTOCOL, "bad_request", "out of memory"), -1;
+        return hd_set_reply(r, HD_ERR_PROTOCOL, "bad_request", "out of memory"), -1;
     for (;;) {
         ssize_t n;
         char *nl;
@@ -375,9 +244,9 @@ static int recv_line(int fd, long long deadline, char **line, size_t *len, hd_re
         if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
             const char *why = n == 0 ? "" : strerror(errno);
 
-            set_reply(r, HD_ERR_CLOSED, used ? "truncated" : "closed",
-                      "herdr closed the connection %s%s%s", used ? "mid-reply" : "without a reply",
-                      *why ? ": " : "", why);
+            hd_set_reply(r, HD_ERR_CLOSED, used ? "truncated" : "closed",
+                         "herdr closed the connection %s%s%s",
+                         used ? "mid-reply" : "without a reply", *why ? ": " : "", why);
             free(buf);
             return -1;
         }
@@ -385,14 +254,14 @@ static int recv_line(int fd, long long deadline, char **line, size_t *len, hd_re
             int w = wait_fd(fd, POLLIN, deadline);
 
             if (w <= 0) {
-                set_reply(r, HD_ERR_TIMEOUT, "timeout", "no reply within the deadline");
+                hd_set_reply(r, HD_ERR_TIMEOUT, "timeout", "no reply within the deadline");
                 free(buf);
                 return -1;
             }
         }
     }
     free(buf);
-    return set_reply(r, HD_ERR_PROTOCOL, "too_large", "reply longer than 1 MiB"), -1;
+    return hd_set_reply(r, HD_ERR_PROTOCOL, "too_large", "reply longer than 1 MiB"), -1;
 }
 
 static int call_until(hd_client *c, const char *method, json_t *params, long long deadline,
@@ -411,12 +280,12 @@ static int call_until(hd_client *c, const char *method, json_t *params, long lon
     req = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     if (!req)
-        return set_reply(out, HD_ERR_PROTOCOL, "bad_request",
-                         "cannot encode request (invalid UTF-8?)");
+        return hd_set_reply(out, HD_ERR_PROTOCOL, "bad_request",
+                            "cannot encode request (invalid UTF-8?)");
     reqlen = strlen(req);
     if (reqlen > HD_LINE_MAX) {
         free(req);
-        return set_reply(out, HD_ERR_PROTOCOL, "too_large", "request longer than 1 MiB");
+        return hd_set_reply(out, HD_ERR_PROTOCOL, "too_large", "request longer than 1 MiB");
     }
     req[reqlen] = '\n'; /* overwrites the NUL; length is tracked */
     fd = connect_unix(c->path, deadline, out);
@@ -436,128 +305,11 @@ int hd_call(hd_client *c, const char *method, json_t *params, int timeout_ms, hd
     return call_until(c, method, params, now_ms() + timeout_ms, out);
 }
 
-/* ----------------------------------------------------------- result types */
-
-hd_status hd_status_parse(const char *s)
-{
-    static const struct {
-        const char *name;
-        hd_status st;
-    } t[] = {
-        {"idle", HD_IDLE},
-        {"done", HD_DONE},
-        {"working", HD_WORKING},
-        {"blocked", HD_BLOCKED},
-    };
-
-    for (size_t i = 0; s && i < sizeof(t) / sizeof(t[0]); i++)
-        if (!strcmp(s, t[i].name))
-            return t[i].st;
-    return HD_UNKNOWN;
-}
-
-const char *hd_status_name(hd_status s)
-{
-    switch (s) {
-    case HD_IDLE:
-        return "idle";
-    case HD_DONE:
-        return "done";
-    case HD_WORKING:
-        return "working";
-    case HD_BLOCKED:
-        return "blocked";
-    case HD_UNKNOWN:
-        break;
-    }
-    return "unknown";
-}
-
-/* An identifier: copied exactly or refused. Absent, null or non-string
- * optional ids are "". */
-static int copy_id(char *dst, size_t cap, const json_t *v, bool required)
-{
-    const char *s = json_string_value(v);
-    size_t n = s ? json_string_length(v) : 0;
-
-    dst[0] = '\0';
-    if (!s || n == 0)
-        return required ? -1 : 0;
-    if (n >= cap || strlen(s) != n)
-        return -1;
-    memcpy(dst, s, n + 1);
-    return 0;
-}
-
-static void copy_field(char *dst, size_t cap, const json_t *obj, const char *key)
-{
-    const json_t *v = json_object_get(obj, key);
-
-    dst[0] = '\0';
-    if (json_is_string(v))
-        copy_text(dst, cap, json_string_value(v), json_string_length(v));
-}
-
-int hd_parse_pane(const json_t *obj, hd_pane *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (!json_is_object(obj) ||
-        copy_id(out->pane_id, sizeof(out->pane_id), json_object_get(obj, "pane_id"), true) ||
-        copy_id(out->workspace_id, sizeof(out->workspace_id), json_object_get(obj, "workspace_id"),
-                false) ||
-        copy_id(out->tab_id, sizeof(out->tab_id), json_object_get(obj, "tab_id"), false) ||
-        copy_id(out->name, sizeof(out->name), json_object_get(obj, "name"), false))
-        return -1;
-    copy_field(out->label, sizeof(out->label), obj, "label");
-    copy_field(out->title, sizeof(out->title), obj, "title");
-    copy_field(out->agent, sizeof(out->agent), obj, "agent");
-    out->focused = json_is_true(json_object_get(obj, "focused"));
-    out->status = hd_status_parse(json_string_value(json_object_get(obj, "agent_status")));
-    return 0;
-}
-
-int hd_parse_agent(const json_t *obj, hd_agent *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (!json_is_object(obj) ||
-        copy_id(out->pane_id, sizeof(out->pane_id), json_object_get(obj, "pane_id"), true) ||
-        copy_id(out->name, sizeof(out->name), json_object_get(obj, "name"), false))
-        return -1;
-    copy_field(out->agent, sizeof(out->agent), obj, "agent");
-    out->status = hd_status_parse(json_string_value(json_object_get(obj, "agent_status")));
-    return 0;
-}
-
-static bool has_type(const json_t *result, const char *type)
-{
-    const char *t = json_string_value(json_object_get(result, "type"));
-
-    return t && !strcmp(t, type);
-}
-
-int hd_parse_version(const json_t *result, hd_version *out)
-{
-    const json_t *p = json_object_get(result, "protocol");
-
-    memset(out, 0, sizeof(*out));
-    if (!has_type(result, "pong"))
-        return -1;
-    copy_field(out->version, sizeof(out->version), result, "version");
-    out->protocol = json_is_integer(p) ? (long)json_integer_value(p) : -1;
-    if (out->protocol >= 0)
-        snprintf(out->text, sizeof(out->text), "herdr %s protocol %ld",
-                 *out->version ? out->version : "(no version)", out->protocol);
-    else
-        snprintf(out->text, sizeof(out->text), "herdr %s protocol ?",
-                 *out->version ? out->version : "(no version)");
-    return 0;
-}
-
 /* ----------------------------------------------------------- typed calls */
 
 static int bad_result(hd_reply *rep, const char *what)
 {
-    return set_reply(rep, HD_ERR_PROTOCOL, "bad_result", "unexpected %s result", what);
+    return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_result", "unexpected %s result", what);
 }
 
 int hd_ping(hd_client *c, int timeout_ms, hd_version *v, hd_reply *rep)
@@ -579,7 +331,7 @@ static int one_object(hd_reply *rep, const char *type, const char *key,
 {
     if (rep->kind != HD_OK)
         return rep->kind;
-    if (!has_type(rep->result, type) || parse(json_object_get(rep->result, key), out))
+    if (!hd_has_type(rep->result, type) || parse(json_object_get(rep->result, key), out))
         return bad_result(rep, type);
     return HD_OK;
 }
@@ -595,11 +347,11 @@ static int object_list(hd_reply *rep, const char *type, const char *key,
     *n = 0;
     if (rep->kind != HD_OK)
         return rep->kind;
-    if (!has_type(rep->result, type) || !json_is_array(a))
+    if (!hd_has_type(rep->result, type) || !json_is_array(a))
         return bad_result(rep, type);
     v = calloc(json_array_size(a) + 1, elsz);
     if (!v)
-        return set_reply(rep, HD_ERR_PROTOCOL, "bad_result", "out of memory");
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_result", "out of memory");
     for (size_t i = 0; i < json_array_size(a); i++) {
         if (parse(json_array_get(a, i), v + i * elsz)) {
             free(v);
@@ -687,9 +439,9 @@ static json_t *string_array(const char *const *v)
 static int refuse_unclean(const char *text, hd_reply *rep)
 {
     if (text && !san_is_clean(text, strlen(text)))
-        return set_reply(rep, HD_ERR_PROTOCOL, "unsafe_text",
-                         "text contains control characters; "
-                         "pass it through san_text first");
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "unsafe_text",
+                            "text contains control characters; "
+                            "pass it through san_text first");
     return HD_OK;
 }
 
@@ -703,19 +455,19 @@ int hd_agent_prompt(hd_client *c, const char *target, const char *text,
 
     hd_reply_clear(rep);
     if (!target || !text)
-        return set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "target and text are required");
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "target and text are required");
     if (refuse_unclean(text, rep) != HD_OK)
         return rep->kind;
     if (wait_until) {
         until = *wait_until ? string_array(wait_until) : NULL;
         if (*wait_until && !until)
-            return set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "cannot encode wait statuses");
+            return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "cannot encode wait statuses");
         wait = until ? json_pack("{s:o, s:i}", "until", until, "timeout_ms", wait_timeout_ms)
                      : json_pack("{s:i}", "timeout_ms", wait_timeout_ms);
         /* herdr must answer before we give up on it */
         deadline += wait_timeout_ms > 0 ? wait_timeout_ms : 0;
         if (!wait)
-            return set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "cannot encode wait");
+            return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "cannot encode wait");
     }
     p = json_pack("{s:s, s:s}", "target", target, "text", text);
     if (p && wait)
@@ -723,11 +475,11 @@ int hd_agent_prompt(hd_client *c, const char *target, const char *text,
     else
         json_decref(wait);
     if (!p)
-        return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
-                         "cannot encode prompt (invalid UTF-8?)");
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
+                            "cannot encode prompt (invalid UTF-8?)");
     call_until(c, "agent.prompt", p, deadline, rep);
     json_decref(p);
-    if (rep->kind == HD_OK && !has_type(rep->result, "agent_prompted"))
+    if (rep->kind == HD_OK && !hd_has_type(rep->result, "agent_prompted"))
         return bad_result(rep, "agent.prompt");
     /* The text was typed: an odd AgentInfo must not turn that into an
 	 * error, so *a is then left "unknown" for the caller to re-check. */
@@ -746,7 +498,7 @@ int hd_pane_send_input(hd_client *c, const char *pane_id, const char *text, cons
 
     hd_reply_clear(rep);
     if (!pane_id)
-        return set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "pane_id is required");
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "pane_id is required");
     if (refuse_unclean(text, rep) != HD_OK)
         return rep->kind;
     p = json_pack("{s:s}", "pane_id", pane_id);
@@ -755,11 +507,11 @@ int hd_pane_send_input(hd_client *c, const char *pane_id, const char *text, cons
     if (p && keys && (!(k = string_array(keys)) || json_object_set_new(p, "keys", k)))
         json_decref(p), p = NULL;
     if (!p)
-        return set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
-                         "cannot encode input (invalid UTF-8?)");
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
+                            "cannot encode input (invalid UTF-8?)");
     hd_call(c, "pane.send_input", p, timeout_ms, rep);
     json_decref(p);
-    if (rep->kind == HD_OK && !has_type(rep->result, "ok"))
+    if (rep->kind == HD_OK && !hd_has_type(rep->result, "ok"))
         return bad_result(rep, "pane.send_input");
     return rep->kind;
 }
