@@ -1,4 +1,7 @@
-/* envelope.c — encoding and strict decoding of the SPEC section 4 envelope.
+/* envelope.c — encoding and strict decoding of the SPEC section 4 envelope
+ * (messages, receipts and heartbeats).  Why one file of this length: the
+ * three envelope types share one strict decoder and one signing-field
+ * layout, and keeping them together is what keeps them identical.
  *
  * Decoding treats every byte as hostile: envelopes arrive from the broker,
  * which any host with a login can publish to, and the decoder is fuzzed.

@@ -1,5 +1,8 @@
 /* options.c — every fleetfs option in one table (curl's habit: each option
  * documented in one place), with its setter, default and help line.
+ * Why one file of this length: the table, the setters and the help text
+ * must not drift apart, and each setter is a few lines of one shape; split
+ * by option, they would only be harder to keep in step.
  *
  * Each value is validated completely when it is set, from -o or from the
  * config file alike, and a refusal names the option, the accepted form and
