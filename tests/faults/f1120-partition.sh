@@ -26,7 +26,7 @@ test_expect_success 'alpha and beta, each in its own namespace' '
 '
 
 test_expect_success "beta's link dropped silently for $CUT_S s while alpha sends: detected, then reconnected" '
-    STREAM_PACE=0.05 stream_start alpha beta 900 '$TAG' &&
+    STREAM_PACE=0.05 stream_start alpha beta 600 '$TAG' &&
     wait_for 30 "test \$(stream_progress '$TAG') -ge 20" &&
     t0=$(date +%s%N) && link_cut beta &&
     wait_for 90 "! grep -q \"^broker: connected$\" beta/status" &&
