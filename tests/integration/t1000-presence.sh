@@ -36,10 +36,10 @@ test_expect_success 'alpha (peers=beta) and beta see each other live; nobody els
 test_expect_success 'gamma mounts: alpha discovers it within two intervals, inotifywait on peers/ wakes' '
     { inotifywait -q -t 10 -e create,delete,attrib alpha/peers >event 2>&1 & } &&
     sleep 0.5 &&
-    mount_fleet gamma peers=beta inject=none $HB &&
     t0=$(now_ms) &&
+    mount_fleet gamma peers=beta inject=none $HB &&
     wait_for 2 "test -d alpha/peers/gamma" &&
-    took "gamma mounted -> in alpha/peers" $t0 &&
+    took "gamma started -> in alpha/peers" $t0 &&
     wait_for 2 "grep -q \"CREATE,ISDIR gamma\" event" &&
     ls alpha/peers >peers && printf "beta\ngamma\n" >want && test_cmp want peers &&
     grep -q "^presence: live (" alpha/peers/gamma/status
@@ -151,10 +151,12 @@ test_expect_success 'the same tool with the trusted key does make zeta appear (t
     grep -q "^presence: live" alpha/peers/zeta/status
 '
 
-test_expect_success 'discovery=off keeps peers/ to the configured list' '
-    mount_fleet delta peers=alpha inject=none $HB discovery=off &&
+test_expect_success 'discovery=off keeps peers/ to the configured list; a configured peer never heard is never' '
+    mount_fleet delta peers=alpha:omega inject=none $HB discovery=off &&
     wait_for 3 "test \"\$(lead delta beta | jq -r .presence)\" = live" &&
-    ls delta/peers >peers && echo alpha >want && test_cmp want peers &&
+    ls delta/peers >peers && printf "alpha\nomega\n" >want && test_cmp want peers &&
+    grep -q "^presence: never$" delta/peers/omega/status &&
+    grep -q "^presence: live (" delta/peers/alpha/status &&
     test_must_fail sh -c "echo hi >delta/peers/beta/send" &&
     grep -q "discovery off" delta/status
 '
