@@ -210,6 +210,9 @@ void br_read_frames(br_conn *c)
             br_drop_connection(c, amqp_error_string2(rc));
             return;
         }
+        /* a frame read here may have arrived between poll() and now, unseen
+         * by it: it still proves the link alive (br_check_silence) */
+        c->last_recv_ms = br_now_ms();
         handle_frame(c, &f);
     }
     if (c->connected)
