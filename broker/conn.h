@@ -1,16 +1,25 @@
 /* broker/conn.h — the broker thread: sole owner of the AMQP connection.
  *
- * rabbitmq-c is not thread-safe, so exactly one thread (started by
- * br_start) touches the amqp_connection_state_t.  Every other thread hands
- * it a request (publish, ack, probe) and waits on a completion with
- * its own deadline; a caller that gives up leaves the request to the broker
- * thread, which finishes and frees it.  Deliveries on the own mailbox come
- * back through br_callbacks.deliver, called on the broker thread.
+ * rabbitmq-c is not thread-safe, so exactly one thread (br_run) touches the
+ * amqp_connection_state_t.  Every other thread hands it a request (publish,
+ * ack, probe) and waits on a completion with its own deadline; a caller
+ * that gives up (FE_TIMEOUT) leaves the request to the broker thread, which
+ * still carries it out and tells the owner the real outcome (late_confirm,
+ * late_ack).  Deliveries come back through br_callbacks, on the broker
+ * thread.  broker/ includes nothing from fleetfs/ but log.h and errors.h
+ * (make check).
  *
  * Channels: 1 publish (confirm mode, mandatory), 2 consume the own mailbox
  * (exclusive, manual ack, qos prefetch), 3 probe (passive declares; a 404
  * closes it and it is reopened after close-ok, see BROKER-FACTS.md),
- * 4 consume the own receipt queue (exclusive).
+ * 4 consume the own receipt queue (exclusive).  A channel the broker closes
+ * is reopened alone (close-ok first); the connection is only dropped when
+ * the connection fails, or sends nothing for two heartbeat intervals.
+ *
+ * Results: FE_OK; FE_NOT_CONNECTED (nothing was sent: ECOMM); FE_TIMEOUT
+ * (the state is unknown: no confirm in time, or the link or publish channel
+ * was lost after the publish left); FE_FULL, FE_NO_MAILBOX, FE_MISMATCH,
+ * FE_ACCESS (the broker's refusals); FE_INTERNAL.
  */
 #ifndef FLEETFS_BROKER_CONN_H
 #define FLEETFS_BROKER_CONN_H
