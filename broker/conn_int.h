@@ -32,7 +32,7 @@ enum { CONS_INBOX, CONS_RECEIPTS, CONS__COUNT };
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 5000
 #define CONSUMER_RETRY_MS 3000
-#define CHANNEL_RETRY_MS 500  /* re-consume after the broker closed or cancelled one consumer */
+#define CHANNEL_RETRY_MS 500  /* re-consume after the broker cancelled one consumer */
 #define TAKEOVER_RETRY_MS 500 /* re-try an exclusive consume within takeover_grace */
 #define RPC_TIMEOUT_MS 5000
 #define HEARTBEAT_S 10

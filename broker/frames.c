@@ -127,7 +127,9 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
     } else if (br_consumer_index(ch) >= 0) {
         /* only this consumer: the other channels and the connection stay */
         br_set_consumer(c, BR_CONS_ERROR, text);
-        c->consumer_retry_ms = br_now_ms() + CHANNEL_RETRY_MS;
+        /* at once: the reopened channel is empty, and the broker is requeueing
+         * what the old one held for whoever consumes next */
+        c->consumer_retry_ms = br_now_ms();
     }
 }
 
