@@ -287,6 +287,33 @@ static void test_durations(void **state)
     opts_free(&o);
 }
 
+/* presence (doc/presence.md) */
+static void test_presence(void **state)
+{
+    fs_opts o;
+    (void)state;
+    opts_init(&o);
+    assert_int_equal(o.heartbeat_ms, 5000);
+    assert_true(o.discovery);
+    assert_int_equal(o.discovery_ttl_ms, 600000);
+    set_ok(&o, "heartbeat", "1s");
+    assert_int_equal(o.heartbeat_ms, 1000);
+    set_ok(&o, "heartbeat", "200ms");
+    assert_int_equal(o.heartbeat_ms, 200);
+    set_bad(&o, "heartbeat", "100ms", "200ms..1h");
+    set_bad(&o, "heartbeat", "2h", "200ms..1h");
+    set_bad(&o, "heartbeat", "often", "200ms..1h");
+    set_ok(&o, "discovery", "off");
+    assert_false(o.discovery);
+    set_ok(&o, "discovery", "on");
+    assert_true(o.discovery);
+    set_bad(&o, "discovery", "maybe", "on or off");
+    set_ok(&o, "discovery_ttl", "30s");
+    assert_int_equal(o.discovery_ttl_ms, 30000);
+    set_bad(&o, "discovery_ttl", "0", "ms|s|m|h|d");
+    opts_free(&o);
+}
+
 static void test_sizes(void **state)
 {
     fs_opts o;
@@ -359,6 +386,7 @@ static void test_unknown_and_known(void **state)
         "prefetch",     "max_message", "send_timeout",   "probe_timeout",
         "state_dir",    "inject",      "inject_target",  "key",
         "trusted_keys", "ca",          "config",         "insecure",
+        "heartbeat",    "discovery",   "discovery_ttl",
     };
     const char *help = opts_help();
     size_t i;
@@ -528,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_choices_and_flags),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_presence),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_unknown_and_known),
