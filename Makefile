@@ -65,7 +65,7 @@ $(B)/bench-bin/%: tests/bench/%.c $(wildcard tests/bench/*.h)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDSAN) $(LDLIBS)
 
 # The benchmark (doc/benchmarks.md); BENCH_SCALE=smoke for a seconds-long run.
-bench: $(B)/fleetfs $(BENCHBIN)
+bench: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub
 	@FLEETFS_BUILD=$(B) scripts/bench
 
 san:
