@@ -7,7 +7,7 @@
 . "$FLEET_ROOT/tests/herdr.sh"
 . "$FLEET_ROOT/tests/faults/faults.sh"
 broker_start_own
-N=$(scaled 40)
+N=$(stream_size 40)
 TAG=f0200
 
 test_expect_success 'beta types into a fake herdr agent that finishes each turn in 100 ms' '

@@ -13,7 +13,7 @@
 broker_use_shared
 FLEET_VHOST=f0500
 new_vhost $FLEET_VHOST
-N=$(scaled 150)
+N=$(stream_size 150)
 TAG=f0500
 
 test_expect_success 'beta types into a fake herdr agent; a script acks all, continuously' '

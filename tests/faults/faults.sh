@@ -23,9 +23,15 @@
 #                                   answered with a send errno of SPEC section 5, and nothing
 #                                   whose write said "nothing published" (ECOMM) delivered
 #   scaled N                        N * FAULT_SCALE
+#   stream_size N                   N * FAULT_SCALE, at most 1000 (what history can hold)
 FAULT_SCALE=${FAULT_SCALE:-1}
 
 scaled() { echo $(($1 * FAULT_SCALE)); }
+
+# stream_size N: N * FAULT_SCALE, at most 1000 — the receiver's history
+# keeps the newest 1000 and reconcile counts from it (a longer soak runs
+# more rounds or more faults, not longer streams)
+stream_size() { local n=$(($1 * FAULT_SCALE)); echo $((n > 1000 ? 1000 : n)); }
 
 # errno name for the message the shell printed
 errno_of() {
