@@ -51,12 +51,13 @@ test_expect_success 'each sends to each: six messages, each arrives once, from t
     done
 '
 
-# (presence is not built yet: status says "presence: unknown")
-test_expect_success 'peers/*/status is right on every host: present, empty, one consumer, reading' '
+test_expect_success 'peers/*/status is right on every host: present, empty, one consumer, reading, live' '
     for h in $HOSTS; do
         for p in $(others $h); do
             wait_for 5 "grep -q \"^messages: 0$\" $h/peers/$p/status" &&
+            wait_for 15 "grep -q \"^presence: live\" $h/peers/$p/status" &&
             cat $h/peers/$p/status >st &&
+            grep -q "^version: [0-9]" st &&
             grep -q "^mailbox: present$" st &&
             grep -q "^messages: 0$" st &&
             grep -q "^consumers: 1$" st &&
