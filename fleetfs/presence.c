@@ -584,6 +584,15 @@ int pr_liveness(presence *pr, const char *peer, char *why, size_t n)
     return 0;
 }
 
+bool pr_link_up(presence *pr)
+{
+    bool up;
+    g_mutex_lock(&pr->lock);
+    up = pr->link_up;
+    g_mutex_unlock(&pr->lock);
+    return up;
+}
+
 uint64_t pr_rejected(presence *pr)
 {
     uint64_t n;

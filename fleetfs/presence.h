@@ -90,6 +90,8 @@ const char *pr_state_name(pr_state s);
 int pr_liveness(presence *pr, const char *peer, char *why, size_t n);
 
 uint64_t pr_rejected(presence *pr);
+/* Our roster link is up. */
+bool pr_link_up(presence *pr);
 /* "connected" or "down: reason" and counts, for the root status */
 void pr_link_words(presence *pr, char *out, size_t n);
 

@@ -24,7 +24,9 @@ test_expect_success 'broker killed: status says so, and the tree is still served
     wait_for 10 "! grep -q \"^broker: connected\" alpha/status" &&
     grep -qE "^broker: (connecting|unreachable)" alpha/status &&
     ls alpha/peers >/dev/null && cat alpha/README >/dev/null &&
-    grep -q "^messages: unknown$" alpha/leads/alpha/status
+    grep -q "^messages: unknown$" alpha/leads/alpha/status &&
+    wait_for 10 "grep -q \"^presence: roster connection down\" alpha/status" &&
+    grep -q "^presence_note: this lead.s own roster connection is down" alpha/peers/beta/status
 '
 
 test_expect_success 'a send fails with ECOMM well within send_timeout' '
@@ -46,7 +48,10 @@ test_expect_success 'broker back: the same mounts reconnect by themselves' '
     broker_restart &&
     wait_for 20 "grep -q \"^broker: connected$\" alpha/status" &&
     wait_for 20 "grep -q \"^broker: connected$\" beta/status" &&
-    wait_for 10 "grep -q \"^consumer: ok$\" beta/status"
+    wait_for 10 "grep -q \"^consumer: ok$\" beta/status" &&
+    wait_for 20 "grep -q \"^presence: connected\" alpha/status" &&
+    wait_for 20 "grep -q \"^presence: live (\" alpha/peers/beta/status" &&
+    ! grep -q "^presence_note:" alpha/peers/beta/status
 '
 
 # redeliveries of the held two come before anything published after the
