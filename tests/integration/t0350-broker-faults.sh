@@ -16,11 +16,11 @@ set_consumer_timeout() {
   rmqctl eval "application:set_env(rabbit, consumer_timeout, $1), \
                application:set_env(rabbit, channel_tick_interval, 1000)." >/dev/null
 }
-# echo TEXT >FILE in the background; its exit status lands in ./rc, its
-# stderr in ./err
+# echo TEXT >FILE in the background; ./started appears just before the
+# write, its exit status lands in ./rc, its stderr in ./err
 send_in_background() {
-  rm -f rc err
-  (echo "$2" >"$1" 2>err; echo $? >rc) &
+  rm -f rc err started
+  (touch started; echo "$2" >"$1" 2>err; echo $? >rc) &
 }
 # echo all >ack (its result is the mailbox's policy, not checked here); the
 # frozen broker is thawed right after, either way
@@ -160,6 +160,7 @@ test_expect_success 'an ack the caller gave up on is still carried out, and its 
     wait_for 10 "grep -q \"to ack late\" beta/leads/beta/inbox" &&
     kill -STOP -- -$BROKER_PGID &&
     send_in_background beta/peers/alpha/send "keeps the broker thread busy" &&
+    wait_for 5 "test -e started" &&
     sleep 1 &&
     ack_then_thaw &&
     grep -q "ack of delivery .*: no answer from the broker thread within 2000 ms" beta.log &&
