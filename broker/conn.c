@@ -414,13 +414,26 @@ void br_stop(br_conn *c)
     g_thread_join(c->thread);
     c->thread = NULL;
     req_unref(r);
+    /* from now on a request fails at once instead of waiting in a queue
+     * nobody reads (the notifier may still ask for a probe) */
+    g_mutex_lock(&c->lock);
+    c->st.link = BR_UNREACHABLE;
+    snprintf(c->st.reason, sizeof c->st.reason, "fleetfs is shutting down");
+    g_mutex_unlock(&c->lock);
+    while ((r = g_async_queue_try_pop(c->requests)))
+        br_req_complete(c, r, FE_NOT_CONNECTED, "fleetfs is shutting down");
 }
 
 void br_free(br_conn *c)
 {
+    br_req *r;
     if (!c)
         return;
     br_stop(c);
+    /* a request that slipped in after br_stop's drain: every thread that
+     * could wait for it has ended, so only our reference is left */
+    while ((r = g_async_queue_try_pop(c->requests)))
+        req_unref(r);
     g_async_queue_unref(c->requests);
     close(c->wakefd);
     g_hash_table_destroy(c->probes);
