@@ -88,7 +88,7 @@ test_expect_success 'a mailbox declared with other arguments: the mount refuses,
 
 test_expect_success 'a second mount with the same coord_id fails loudly and never consumes' '
     mkdir -p beta2 &&
-    test_must_fail "$FLEETFS" beta2 -f -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/beta2,key=$TEST_DIR/keys/beta.key,trusted_keys=$TEST_DIR/trust 2>err &&
+    test_must_fail "$FLEETFS" beta2 -f -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/beta2,key=$TEST_DIR/keys/beta.key,trusted_keys=$TEST_DIR/trust,takeover_grace=1s 2>err &&
     grep -q "another fleetfs is already the consumer of lead.beta.inbox" err &&
     ! mountpoint -q beta2 &&
     rmqctl list_consumers -q -p $FLEET_VHOST queue_name >consumers &&
@@ -96,7 +96,7 @@ test_expect_success 'a second mount with the same coord_id fails loudly and neve
 '
 
 test_expect_success 'the same in daemon mode: the parent exits non-zero' '
-    test_must_fail "$FLEETFS" beta2 -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/beta2,key=$TEST_DIR/keys/beta.key,trusted_keys=$TEST_DIR/trust 2>err &&
+    test_must_fail "$FLEETFS" beta2 -o coord_id=beta,vhost=$FLEET_VHOST,state_dir=$TEST_DIR/state/beta2,key=$TEST_DIR/keys/beta.key,trusted_keys=$TEST_DIR/trust,takeover_grace=1s 2>err &&
     grep -q "another fleetfs" err && ! mountpoint -q beta2
 '
 
