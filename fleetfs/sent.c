@@ -503,8 +503,19 @@ void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread)
             g_strlcpy(se->state, unread ? "published-unread" : "published", sizeof se->state);
             mb->n.sent++;
         }
-        snprintf(se->detail, sizeof se->detail, "%s after the write had returned ETIMEDOUT",
-                 res == FE_OK ? "confirmed by the broker" : fe_hint(res));
+        if (res == FE_OK)
+            snprintf(se->detail, sizeof se->detail,
+                     "confirmed by the broker after the write had returned ETIMEDOUT");
+        else if (res == FE_FULL || res == FE_NO_MAILBOX)
+            snprintf(se->detail, sizeof se->detail,
+                     "refused by the broker after the write had returned ETIMEDOUT (%s): it is "
+                     "not in the mailbox",
+                     fe_name(res));
+        else
+            snprintf(se->detail, sizeof se->detail,
+                     "still unknown after the write had returned ETIMEDOUT (%s): it may or may "
+                     "not be in the mailbox; write its msgId to resend to publish it again",
+                     fe_name(res));
         se->state_at = env_now_ms();
         sent_changed_locked(mb, se);
     }
