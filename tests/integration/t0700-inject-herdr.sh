@@ -107,8 +107,10 @@ test_expect_success 'escapes, paste terminators and control bytes never reach he
     herdr_set ".panes[0].agent_status=\"idle\"" &&
     /usr/bin/printf "evil\\033[201~\\033]0;pwned\\007 bell\\007 del\\177 csi\\302\\233 c1\\302\\205 \\033[2J\\033Pdcs\\033\\\\ tab\\tnew\\nline\\r\\n" >evil &&
     dd of=alpha/peers/beta/send bs=64k status=none <evil &&
-    wait_for 5 "test \$(prompts) = 8" &&
-    tail -n1 "$HERDR_LOG" | jq -r .text >typed &&
+    id=$(last_id) &&
+    wait_for 5 "grep $id \"$HERDR_LOG\" | jq -e .text >/dev/null 2>&1" &&
+    test $(prompts) = 8 &&
+    grep $id "$HERDR_LOG" | jq -r .text >typed &&
     ! LC_ALL=C grep -qP "[\\x00-\\x08\\x0b-\\x1f\\x7f]" typed &&
     ! grep -qP "[\\x{80}-\\x{9f}]" typed &&
     head -n1 typed | grep -q "^\[fleet message from alpha, msgId [0-9a-f]* - reply: echo .\.\.\.. > $TEST_DIR/beta/peers/alpha/reply/[0-9a-f]*\]$" &&
