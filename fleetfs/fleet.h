@@ -10,7 +10,7 @@
 
 #include "broker/conn.h"
 #include "broker/roster.h"
-#include "fleetfs/mailbox.h"
+#include "fleetfs/model/mailbox.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
 #include "fleetfs/inject.h"

@@ -28,7 +28,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/applog.h"
+#include "fleetfs/store/applog.h"
 #include "fleetfs/log.h"
 #include "herdr/sanitize.h"
 

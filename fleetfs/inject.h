@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "fleetfs/mailbox.h"
+#include "fleetfs/model/mailbox.h"
 #include "fleetfs/options.h"
 #include "herdr/backend.h"
 

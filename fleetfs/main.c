@@ -36,11 +36,11 @@
 #include "fleetfs/cmdline.h"
 #include "fleetfs/fleet.h"
 #include "fleetfs/log.h"
-#include "fleetfs/mailbox.h"
+#include "fleetfs/model/mailbox.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
 #include "fleetfs/sdnotify.h"
-#include "fleetfs/sign.h"
+#include "fleetfs/wire/sign.h"
 #include "fleetfs/tree.h"
 
 #define FIRST_CONNECT_WAIT_MS 8000

@@ -18,7 +18,7 @@
  * working directory to /. */
 #include "fleetfs/options.h"
 #include "broker/uri.h"
-#include "fleetfs/names.h"
+#include "fleetfs/wire/names.h"
 #include "herdr/foreground.h"
 
 #include <glib.h>

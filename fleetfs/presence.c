@@ -18,10 +18,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fleetfs/envelope.h"
+#include "fleetfs/wire/envelope.h"
 #include "fleetfs/log.h"
-#include "fleetfs/names.h"
-#include "fleetfs/sign.h"
+#include "fleetfs/wire/names.h"
+#include "fleetfs/wire/sign.h"
 
 #define PR_STALE_AFTER 3  /* intervals */
 #define PR_LOGGED_MAX 256 /* senders whose rejection we remember having logged */

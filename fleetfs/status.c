@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "fleetfs/envelope.h"
+#include "fleetfs/wire/envelope.h"
 
 #define PROBE_MAX_AGE_MS 1000
 

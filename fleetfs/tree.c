@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fleetfs/envelope.h"
-#include "fleetfs/names.h"
+#include "fleetfs/wire/envelope.h"
+#include "fleetfs/wire/names.h"
 #include "fleetfs/status.h"
 
 typedef enum {

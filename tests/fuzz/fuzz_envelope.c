@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleetfs/envelope.h"
+#include "fleetfs/wire/envelope.h"
 
 #define FZ_MAX_BODY 65536
 

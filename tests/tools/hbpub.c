@@ -28,8 +28,8 @@
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
 
-#include "fleetfs/envelope.h"
-#include "fleetfs/sign.h"
+#include "fleetfs/wire/envelope.h"
+#include "fleetfs/wire/sign.h"
 
 typedef struct {
     const char *uri, *from, *key, *agent, *rk, *body, *key_dir, *trust;

@@ -37,9 +37,9 @@
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 
-#include "fleetfs/envelope.h"
+#include "fleetfs/wire/envelope.h"
 #include "fleetfs/options.h"
-#include "fleetfs/sign.h"
+#include "fleetfs/wire/sign.h"
 
 #define RP_USAGE 2
 #define RP_REFUSED 1

@@ -1,4 +1,4 @@
-/* Unit tests for fleetfs/applog.c: the one append-only log under history,
+/* Unit tests for fleetfs/store/applog.c: the one append-only log under history,
  * sent, the seen set, the injector's journal and the receipts outbox —
  * append, reload, torn and hostile lines, the crash-safe rewrite. */
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <glib.h>
 
-#include "fleetfs/applog.h"
+#include "fleetfs/store/applog.h"
 
 static char *tmpfile_path(void)
 {

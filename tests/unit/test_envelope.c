@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleetfs/envelope.h"
+#include "fleetfs/wire/envelope.h"
 
 #define ID1 "0123456789abcdef0123456789abcdef"
 #define ID2 "fedcba9876543210fedcba9876543210"

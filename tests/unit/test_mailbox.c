@@ -1,4 +1,4 @@
-/* Unit tests for the mailbox model (fleetfs/held.c, history.c, sent.c,
+/* Unit tests for the mailbox model (fleetfs/model/held.c, history.c, sent.c,
  * views.c, receipts.c) behind a fake broker (the mb_broker seam): arrival,
  * duplicate, redelivery while claimed, the ack file against the injector,
  * a timed-out ack, the history bound across a restart, expiry, unconfirmed
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <glib.h>
 
-#include "fleetfs/mailbox.h"
+#include "fleetfs/model/mailbox.h"
 #include "fleetfs/options.h"
 
 /* ------------------------------------------------------------------ */

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "fleetfs/names.h"
+#include "fleetfs/wire/names.h"
 
 static void test_name_valid_accepts(void **state)
 {

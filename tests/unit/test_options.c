@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fleetfs/names.h"
+#include "fleetfs/wire/names.h"
 #include "fleetfs/options.h"
 
 static void set_ok(fs_opts *o, const char *key, const char *value)

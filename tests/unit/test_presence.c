@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleetfs/envelope.h"
+#include "fleetfs/wire/envelope.h"
 #include "fleetfs/options.h"
 #include "fleetfs/presence.h"
-#include "fleetfs/sign.h"
+#include "fleetfs/wire/sign.h"
 
 static env_heartbeat hb_of(const char *from, int64_t offset_ms)
 {

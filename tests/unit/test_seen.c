@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fleetfs/seen.h"
+#include "fleetfs/store/seen.h"
 
 struct fx {
     char *dir;

@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fleetfs/envelope.h"
-#include "fleetfs/sign.h"
+#include "fleetfs/wire/envelope.h"
+#include "fleetfs/wire/sign.h"
 
 #define ID1 "0123456789abcdef0123456789abcdef"
 #define ID2 "fedcba9876543210fedcba9876543210"

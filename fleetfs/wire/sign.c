@@ -23,9 +23,9 @@
  * Verification looks the key up by the envelope's own "from": the
  * signature proves which trusted key signed, and the lookup ties that key to
  * the claimed sender, so one lead's key cannot vouch for another lead. */
-#include "fleetfs/sign.h"
+#include "fleetfs/wire/sign.h"
 #include "fleetfs/log.h"
-#include "fleetfs/names.h"
+#include "fleetfs/wire/names.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -33,7 +33,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "fleetfs/envelope.h"
+#include "fleetfs/wire/envelope.h"
 
 typedef struct sig_key sig_key;
 typedef struct sig_trust sig_trust;

@@ -1,4 +1,4 @@
-/* fleetfs/sent.c — sending, and the sent log's state machine (SPEC 4).
+/* fleetfs/model/sent.c — sending, and the sent log's state machine (SPEC 4).
  *
  * One write to peers/<id>/send becomes one signed envelope, published and
  * confirmed (or not) within send_timeout.  Every message whose fate is not
@@ -9,7 +9,7 @@
  * The newest SENT_MAX entries are kept, persisted as JSON Lines in
  * state_dir/sent.jsonl (an applog; the newest line of a msgId wins).
  */
-#include "fleetfs/mb_int.h"
+#include "fleetfs/model/mb_int.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@
 #include <jansson.h>
 
 #include "fleetfs/log.h"
-#include "fleetfs/names.h"
+#include "fleetfs/wire/names.h"
 
 #define SENT_LINE_MAX 8192
 

@@ -1,4 +1,4 @@
-/* fleetfs/history.c — the last HISTORY_MAX consumed messages, in order,
+/* fleetfs/model/history.c — the last HISTORY_MAX consumed messages, in order,
  * and the set of their msgIds (the consumed set), which lets held.c tell a
  * redelivery of something already consumed (its ack was lost) from a new
  * message.  Persisted as JSON Lines in state_dir/history.jsonl (an applog,
@@ -6,7 +6,7 @@
  * a rewrite renders memory, so the rewrite always includes the newest
  * entry.  Consumers write history before they ack the broker copy.
  */
-#include "fleetfs/mb_int.h"
+#include "fleetfs/model/mb_int.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -11,7 +11,7 @@
  * smuggle bytes past filters, and an embedded NUL would silently truncate the
  * text for every C consumer downstream. The decoder below follows the table
  * in RFC 3629 section 4 (well-formed byte sequences) directly. */
-#include "fleetfs/names.h"
+#include "fleetfs/wire/names.h"
 
 static bool name_char_ok(char c, bool first)
 {

@@ -1,5 +1,5 @@
-/* fleetfs/mb_broker.c — the real broker behind the mailbox's seam. */
-#include "fleetfs/mb_broker.h"
+/* fleetfs/model/mb_broker.c — the real broker behind the mailbox's seam. */
+#include "fleetfs/model/mb_broker.h"
 
 static void st_real(void *b, br_status *st)
 {

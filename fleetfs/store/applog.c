@@ -1,5 +1,5 @@
-/* fleetfs/applog.c — see applog.h for the durability rules. */
-#include "fleetfs/applog.h"
+/* fleetfs/store/applog.c — see applog.h for the durability rules. */
+#include "fleetfs/store/applog.h"
 
 #include <errno.h>
 #include <fcntl.h>

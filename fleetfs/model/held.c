@@ -1,4 +1,4 @@
-/* fleetfs/held.c — held messages: what the broker delivered to us and we
+/* fleetfs/model/held.c — held messages: what the broker delivered to us and we
  * have not consumed (at most `prefetch` of them).
  *
  * Each carries the consumer generation and delivery tag of its latest
@@ -19,14 +19,14 @@
  * down first), the broker redelivers the message, its msgId is in the
  * consumed set, and the redelivery is acked instead of shown.
  */
-#include "fleetfs/mb_int.h"
+#include "fleetfs/model/mb_int.h"
 
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fleetfs/log.h"
-#include "fleetfs/names.h"
+#include "fleetfs/wire/names.h"
 
 static void held_free(held_msg *m)
 {

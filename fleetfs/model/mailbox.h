@@ -1,4 +1,4 @@
-/* fleetfs/mailbox.h — the mailbox model: held messages, open inbox views,
+/* fleetfs/model/mailbox.h — the mailbox model: held messages, open inbox views,
  * the sent log, history, receipts and counters, behind one lock.  The
  * files that implement it, one concern each, and the ownership rule for a
  * held message are described in mb_int.h.
@@ -19,8 +19,8 @@
 #include <glib.h>
 
 #include "broker/conn.h"
-#include "fleetfs/envelope.h"
-#include "fleetfs/mb_broker.h"
+#include "fleetfs/wire/envelope.h"
+#include "fleetfs/model/mb_broker.h"
 #include "fleetfs/errors.h"
 #include "fleetfs/options.h"
 

@@ -1,4 +1,4 @@
-/* fleetfs/mb_int.h — the mailbox model's private state, shared by the files
+/* fleetfs/model/mb_int.h — the mailbox model's private state, shared by the files
  * that each own one concern of it:
  *
  *   mailbox.c   lifecycle, counters, rendering for the tree, the tick
@@ -24,12 +24,12 @@
 #ifndef FLEETFS_MB_INT_H
 #define FLEETFS_MB_INT_H
 
-#include "fleetfs/mailbox.h"
+#include "fleetfs/model/mailbox.h"
 
-#include "fleetfs/applog.h"
-#include "fleetfs/mb_broker.h"
-#include "fleetfs/seen.h"
-#include "fleetfs/sign.h"
+#include "fleetfs/store/applog.h"
+#include "fleetfs/model/mb_broker.h"
+#include "fleetfs/store/seen.h"
+#include "fleetfs/wire/sign.h"
 
 #define SENT_MAX 1000
 #define HISTORY_MAX 1000

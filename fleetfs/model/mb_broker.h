@@ -1,4 +1,4 @@
-/* fleetfs/mb_broker.h — the seam between the mailbox model and the broker.
+/* fleetfs/model/mb_broker.h — the seam between the mailbox model and the broker.
  *
  * The mailbox never calls br_* directly: it calls this small table, which
  * mb_broker_of() fills with the real broker (broker/conn.h) and the unit

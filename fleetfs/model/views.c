@@ -1,4 +1,4 @@
-/* fleetfs/views.c — open inbox readers.
+/* fleetfs/model/views.c — open inbox readers.
  *
  * An open inbox is a view: a private copy of the pending lines at open, to
  * which every later arrival is appended, so acks never rewrite what a
@@ -8,7 +8,7 @@
  * of the copy, the part behind it is dropped.  Offsets stay those of the
  * whole view (base + position in buf); a read behind base finds nothing.
  */
-#include "fleetfs/mb_int.h"
+#include "fleetfs/model/mb_int.h"
 
 #include <fuse.h>
 #include <poll.h>

@@ -1,9 +1,9 @@
-/* fleetfs/mailbox.c — the mailbox model's lifecycle and its face to the
+/* fleetfs/model/mailbox.c — the mailbox model's lifecycle and its face to the
  * tree: counters, renderings, sizes and mtimes, and the once-a-second tick.
  * Each concern lives in its own file; mb_int.h lists them, the lock and the
  * ownership rule for held messages.
  */
-#include "fleetfs/mb_int.h"
+#include "fleetfs/model/mb_int.h"
 
 #include <malloc.h>
 #include <stdio.h>

@@ -20,8 +20,8 @@
  * Times are RFC 3339 in UTC with milliseconds. The civil-date arithmetic is
  * done here (days-from-civil, proleptic Gregorian) rather than with timegm
  * and gmtime_r, so it neither depends on TZ nor on the C library's range. */
-#include "fleetfs/envelope.h"
-#include "fleetfs/names.h"
+#include "fleetfs/wire/envelope.h"
+#include "fleetfs/wire/names.h"
 
 #include <jansson.h>
 #include <sodium.h>

@@ -7,7 +7,7 @@
  * newest cap makes the rewrite cost amortised O(1) per add.  Loading, torn
  * lines and the crash-safe rewrite are applog's (applog.h); anything that
  * is not an id is skipped rather than trusted or fatal. */
-#include "fleetfs/seen.h"
+#include "fleetfs/store/seen.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleetfs/applog.h"
+#include "fleetfs/store/applog.h"
 
 struct seen_set {
     GMutex lock; /* guards everything below */

@@ -1,4 +1,4 @@
-/* fleetfs/receipts.c — receipts in both directions.
+/* fleetfs/model/receipts.c — receipts in both directions.
  *
  * In: lead.<me>.receipts carries signed receipts about messages this lead
  * sent.  Each is checked like a message — it parses, is a receipt for me,
@@ -15,7 +15,7 @@
  * is up, and keeps it until the broker confirms it; the file is rewritten
  * with only the pending ones once it holds twice as many lines.
  */
-#include "fleetfs/mb_int.h"
+#include "fleetfs/model/mb_int.h"
 
 #include <errno.h>
 #include <stdio.h>

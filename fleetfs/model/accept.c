@@ -1,4 +1,4 @@
-/* fleetfs/accept.c — acceptance: what may enter the inbox.
+/* fleetfs/model/accept.c — acceptance: what may enter the inbox.
  *
  * The checks of SPEC section 4, in its order: the signature against the
  * key trusted for `from` (the trust directory is re-read when an unknown
@@ -8,7 +8,7 @@
  * (the persisted seen set).  A seen set that cannot be written is not
  * silent: status shows it, and the log says so once per failure streak.
  */
-#include "fleetfs/mb_int.h"
+#include "fleetfs/model/mb_int.h"
 
 #include <errno.h>
 #include <stdio.h>
