@@ -4,8 +4,12 @@
  * confirmed (or not) within send_timeout.  Every message whose fate is not
  * "nothing was published" gets an entry: published / published-unread on
  * a confirm, unconfirmed when the state is unknown (no confirm in time, or
- * the connection was lost after the publish left).  Receipts move an entry
- * forward, never back (state_rank); no receipt by expiresAt → expired.
+ * the connection was lost after the publish left).  Nothing moves an entry
+ * back (state_rank): not a receipt, not the sender's own outcome of a
+ * resend that a receipt overtook, not a timeout.  What arrives before the
+ * outcome is recorded — a receipt, or the broker's late confirm of a write
+ * that gave up — waits in `inflight` and is applied right after the
+ * record.  No receipt by expiresAt → expired.
  * The newest SENT_MAX entries are kept, persisted as JSON Lines in
  * state_dir/sent.jsonl (an applog; the newest line of a msgId wins).
  */
@@ -233,7 +237,19 @@ static int state_rank(const char *state)
     return -1;
 }
 
-/* json: the signed envelope, kept while the state is unconfirmed */
+/* Whether an entry in state `from` may move to `to`: only forward, and an
+ * unconfirmed entry may be re-stamped (a resend that timed out again). */
+static bool sent_moves(const char *from, const char *to)
+{
+    if (!strcmp(from, "unconfirmed") && !strcmp(to, "unconfirmed"))
+        return true;
+    return state_rank(to) > state_rank(from);
+}
+
+/* The sender's own outcome of a publish (published, published-unread or
+ * unconfirmed); like a receipt, it never moves the entry back: a receipt
+ * or a late confirm may have moved it on while the publish waited.
+ * json: the signed envelope, kept while the state is unconfirmed */
 static void sent_record(mailbox *mb, const envelope *e, const char *json, const char *state,
                         const char *detail)
 {
@@ -249,6 +265,11 @@ static void sent_record(mailbox *mb, const envelope *e, const char *json, const 
         sent_push(mb, se);
         if (strcmp(state, "unconfirmed") != 0)
             mb->n.sent++;
+    } else if (!sent_moves(se->state, state)) {
+        log_info("send %s to %s: %s after all, but it is %s already: kept", e->msgId, e->to,
+                 state, se->state);
+        g_mutex_unlock(&mb->lock);
+        return;
     } else if (!strcmp(se->state, "unconfirmed") && strcmp(state, "unconfirmed") != 0) {
         mb->n.sent++; /* a resend got its confirm */
     }
@@ -262,13 +283,17 @@ static void sent_record(mailbox *mb, const envelope *e, const char *json, const 
     mb_changed(mb, "status");
 }
 
-/* A receipt that arrived while its message's publish was still waiting
- * for the broker's confirm (the peer can refuse or type a message before
- * our confirm comes back). */
+/* What arrived while a message's publish was still waiting, before its
+ * outcome was recorded: a receipt (the peer can refuse or type a message
+ * before our confirm comes back), and the broker's late confirm (it can
+ * come between the write giving up and the write recording unconfirmed). */
 typedef struct {
     char from[64];
-    char state[24];
+    char state[24]; /* "" when no receipt came */
     char detail[256];
+    bool late;      /* a late confirm came: */
+    fe_code late_res;
+    bool late_unread;
 } early_receipt;
 
 static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const char *state,
@@ -281,6 +306,13 @@ static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const ch
     se->state_at = env_now_ms();
     sent_changed_locked(mb, se);
     return true;
+}
+
+static early_receipt *early_new_locked(mailbox *mb, const char *msg_id)
+{
+    early_receipt *er = g_new0(early_receipt, 1);
+    g_hash_table_insert(mb->inflight, g_strdup(msg_id), er);
+    return er;
 }
 
 bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const char *state,
@@ -296,10 +328,8 @@ bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const cha
     } else if (g_hash_table_lookup_extended(mb->inflight, msg_id, NULL, (gpointer *)&er)) {
         /* kept until the publish returns (publish_and_record) */
         if (!er || state_rank(state) > state_rank(er->state)) {
-            if (!er) {
-                er = g_new0(early_receipt, 1);
-                g_hash_table_insert(mb->inflight, g_strdup(msg_id), er);
-            }
+            if (!er)
+                er = early_new_locked(mb, msg_id);
             g_strlcpy(er->from, from, sizeof er->from);
             g_strlcpy(er->state, state, sizeof er->state);
             g_strlcpy(er->detail, detail ? detail : "", sizeof er->detail);
@@ -364,8 +394,35 @@ static void send_published(mailbox *mb, const envelope *e, const char *json, boo
              e->msgId, e->to, detail, e->to);
 }
 
-/* Publish json (e's envelope) and record the outcome. */
-/* After the publish returned: a receipt that came first moves the entry on. */
+/* The broker's answer to a publish whose write had given up (ETIMEDOUT):
+ * it settles an entry that is still unconfirmed, and nothing else. */
+static void late_confirm_locked(mailbox *mb, sent_entry *se, fe_code res, bool unread)
+{
+    if (strcmp(se->state, "unconfirmed") != 0)
+        return;
+    if (res == FE_OK) {
+        g_strlcpy(se->state, unread ? "published-unread" : "published", sizeof se->state);
+        mb->n.sent++;
+    }
+    if (res == FE_OK)
+        snprintf(se->detail, sizeof se->detail,
+                 "confirmed by the broker after the write had returned ETIMEDOUT");
+    else if (res == FE_FULL || res == FE_NO_MAILBOX)
+        snprintf(se->detail, sizeof se->detail,
+                 "refused by the broker after the write had returned ETIMEDOUT (%s): it is "
+                 "not in the mailbox",
+                 fe_name(res));
+    else
+        snprintf(se->detail, sizeof se->detail,
+                 "still unknown after the write had returned ETIMEDOUT (%s): it may or may "
+                 "not be in the mailbox; write its msgId to resend to publish it again",
+                 fe_name(res));
+    se->state_at = env_now_ms();
+    sent_changed_locked(mb, se);
+}
+
+/* After the publish returned and was recorded: a receipt or a late confirm
+ * that came first moves the entry on. */
 static void apply_early_receipt(mailbox *mb, const char *msg_id)
 {
     early_receipt *er = NULL;
@@ -374,13 +431,17 @@ static void apply_early_receipt(mailbox *mb, const char *msg_id)
     g_mutex_lock(&mb->lock);
     g_hash_table_steal_extended(mb->inflight, msg_id, (gpointer *)&key, (gpointer *)&er);
     se = sent_find(mb, msg_id);
-    if (er && se)
+    if (er && se && er->state[0])
         apply_locked(mb, se, er->from, er->state, er->detail);
+    if (er && se && er->late)
+        late_confirm_locked(mb, se, er->late_res, er->late_unread);
     g_mutex_unlock(&mb->lock);
     g_free(key);
     g_free(er);
 }
 
+/* Publish json (e's envelope) and record the outcome.  While it waits,
+ * e's msgId is in `inflight`, where what overtakes the record waits. */
 static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *json, size_t jlen,
                                   char *detail, size_t dlen)
 {
@@ -496,28 +557,19 @@ fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_
 void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread)
 {
     sent_entry *se;
+    early_receipt *er;
     g_mutex_lock(&mb->lock);
     se = sent_find(mb, msg_id);
-    if (se && strcmp(se->state, "unconfirmed") == 0) {
-        if (res == FE_OK) {
-            g_strlcpy(se->state, unread ? "published-unread" : "published", sizeof se->state);
-            mb->n.sent++;
-        }
-        if (res == FE_OK)
-            snprintf(se->detail, sizeof se->detail,
-                     "confirmed by the broker after the write had returned ETIMEDOUT");
-        else if (res == FE_FULL || res == FE_NO_MAILBOX)
-            snprintf(se->detail, sizeof se->detail,
-                     "refused by the broker after the write had returned ETIMEDOUT (%s): it is "
-                     "not in the mailbox",
-                     fe_name(res));
-        else
-            snprintf(se->detail, sizeof se->detail,
-                     "still unknown after the write had returned ETIMEDOUT (%s): it may or may "
-                     "not be in the mailbox; write its msgId to resend to publish it again",
-                     fe_name(res));
-        se->state_at = env_now_ms();
-        sent_changed_locked(mb, se);
+    if (se) {
+        late_confirm_locked(mb, se, res, unread);
+    } else if (g_hash_table_lookup_extended(mb->inflight, msg_id, NULL, (gpointer *)&er)) {
+        /* the write gave up but has not recorded unconfirmed yet: keep it
+         * for publish_and_record, which applies it right after */
+        if (!er)
+            er = early_new_locked(mb, msg_id);
+        er->late = true;
+        er->late_res = res;
+        er->late_unread = unread;
     }
     g_mutex_unlock(&mb->lock);
 }

@@ -2,7 +2,9 @@
  * views.c, receipts.c) behind a fake broker (the mb_broker seam): arrival,
  * duplicate, redelivery while claimed, the ack file against the injector,
  * a timed-out ack, the history bound across a restart, expiry, unconfirmed
- * sends, the receipts outbox, and the memory bound of an open inbox. */
+ * sends, sent never moving back (a resend overtaken by a receipt, a late
+ * confirm that beats the record), the receipts outbox, and the memory
+ * bound of an open inbox. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +35,7 @@ typedef struct {
     unsigned receipts_published;
     mailbox *mb;             /* for a receipt that overtakes the confirm */
     const char *early_state; /* the peer answers before the confirm returns */
+    bool late_ok;            /* the broker confirms just after the write timed out */
 } fake;
 
 static void f_status(void *b, br_status *st)
@@ -53,6 +56,8 @@ static fe_code f_publish(void *b, const char *peer, bool may_create, const char 
     *unread = false;
     if (f->early_state)
         assert_true(mb_sent_update(f->mb, msg_id, peer, f->early_state, "bad-lifetime: too long"));
+    if (f->late_ok) /* the broker thread's late confirm, before the write records */
+        mb_late_confirm(f->mb, msg_id, FE_OK, false);
     return f->publish_result;
 }
 
@@ -367,6 +372,80 @@ static void test_a_receipt_that_overtakes_the_confirm_is_applied(void **state)
     assert_false(mb_sent_update(x->mb, ID1, "gamma", "injected", ""));
 }
 
+/* The msgId of the newest entry of sent. */
+static void last_sent_id(fx *x, char id[40])
+{
+    GString *s = mb_render(x->mb, MB_SENT);
+    const char *p = g_strrstr(s->str, "\"msgId\":\"");
+    assert_non_null(p);
+    g_strlcpy(id, p + 9, 33);
+    g_string_free(s, TRUE);
+}
+
+static bool sent_has(fx *x, const char *text)
+{
+    GString *s = mb_render(x->mb, MB_SENT);
+    bool has = strstr(s->str, text) != NULL;
+    g_string_free(s, TRUE);
+    return has;
+}
+
+/* A resend waits for its confirm; the peer's `injected` receipt lands
+ * meanwhile (first order): neither the confirm nor a timeout moves it back. */
+static void test_a_resend_never_moves_sent_back(void **state)
+{
+    fx *x = *state;
+    char detail[256], id[40];
+    x->fk.publish_result = FE_TIMEOUT;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_TIMEOUT);
+    last_sent_id(x, id);
+    x->fk.mb = x->mb;
+    x->fk.early_state = "injected";
+    x->fk.publish_result = FE_OK;
+    assert_int_equal(mb_resend(x->mb, id, strlen(id), detail, sizeof detail), FE_OK);
+    assert_true(sent_has(x, "\"state\":\"injected\""));
+    assert_false(sent_has(x, "\"state\":\"published"));
+    /* the same, with a resend that times out again */
+    x->fk.early_state = NULL;
+    x->fk.publish_result = FE_TIMEOUT;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "two", 3, detail, sizeof detail), FE_TIMEOUT);
+    last_sent_id(x, id);
+    x->fk.early_state = "acked";
+    assert_int_equal(mb_resend(x->mb, id, strlen(id), detail, sizeof detail), FE_TIMEOUT);
+    assert_true(sent_has(x, "\"state\":\"acked\""));
+    assert_false(sent_has(x, "\"state\":\"unconfirmed\""));
+    /* and it survives a restart as it is */
+    mb_free(x->mb);
+    x->mb = open_mb(x);
+    assert_true(sent_has(x, "\"state\":\"injected\""));
+    assert_true(sent_has(x, "\"state\":\"acked\""));
+    assert_false(sent_has(x, "\"state\":\"unconfirmed\""));
+}
+
+/* The other order: the broker's late confirm beats the write's own record
+ * of its timeout.  It must not be dropped: the entry ends published. */
+static void test_a_late_confirm_that_beats_the_record_counts(void **state)
+{
+    fx *x = *state;
+    char detail[256], id[40];
+    x->fk.mb = x->mb;
+    x->fk.late_ok = true;
+    x->fk.publish_result = FE_TIMEOUT;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_TIMEOUT);
+    assert_true(sent_has(x, "\"state\":\"published\""));
+    assert_true(sent_has(x, "confirmed by the broker after the write had returned ETIMEDOUT"));
+    /* a resend whose late confirm beats its timeout record */
+    x->fk.late_ok = false;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "two", 3, detail, sizeof detail), FE_TIMEOUT);
+    last_sent_id(x, id);
+    x->fk.late_ok = true;
+    assert_int_equal(mb_resend(x->mb, id, strlen(id), detail, sizeof detail), FE_TIMEOUT);
+    assert_false(sent_has(x, "\"state\":\"unconfirmed\""));
+    mb_tick(x->mb); /* expiry (7 days away) changes nothing */
+    assert_false(sent_has(x, "\"state\":\"unconfirmed\""));
+    assert_false(sent_has(x, "expired"));
+}
+
 static void test_receipts_outbox_survives_restart_and_drains(void **state)
 {
     fx *x = *state;
@@ -435,6 +514,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unconfirmed_then_late_confirm_and_expiry, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_receipt_that_overtakes_the_confirm_is_applied, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_resend_never_moves_sent_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_late_confirm_that_beats_the_record_counts, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_receipts_outbox_survives_restart_and_drains, setup,
                                         teardown),
