@@ -36,6 +36,7 @@
 #include "fleetfs/cmdline.h"
 #include "fleetfs/fleet.h"
 #include "fleetfs/log.h"
+#include "fleetfs/mcp/serve.h"
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
@@ -430,6 +431,8 @@ int main(int argc, char **argv)
 
     if (argc >= 2 && !strcmp(argv[1], "keygen"))
         return keygen(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "mcp"))
+        return mcp_main(argc, argv);
     /* a closed pipe (the notifier's poker gone) is an error, not a death */
     signal(SIGPIPE, SIG_IGN);
     /* NOTIFY_SOCKET & co. are read and unset before any thread or child */

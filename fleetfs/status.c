@@ -175,6 +175,13 @@ GString *st_root(fleet *f)
         g_free(w);
     }
     g_string_append_printf(s, "uptime: %llds\n", (long long)up);
+    /* the limits a writer of send meets (fleetfs mcp bounds its waits by send_timeout) */
+    if (f->opts->send_timeout_ms % 1000 == 0)
+        g_string_append_printf(s, "send_timeout: %llds\n",
+                               (long long)(f->opts->send_timeout_ms / 1000));
+    else
+        g_string_append_printf(s, "send_timeout: %lldms\n", (long long)f->opts->send_timeout_ms);
+    g_string_append_printf(s, "max_message: %zu\n", f->opts->max_message);
     g_string_append_printf(s,
                            "sent: %llu\nreceived: %llu\nheld: %u\ninjected: %llu\nacked: %llu\n"
                            "rejected: %llu\ndead_lettered: %llu\nreceipts_waiting: %llu\n",

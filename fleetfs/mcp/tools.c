@@ -1,0 +1,700 @@
+/* fleetfs/mcp/tools.c — the six fleet_* tools, done through the mounted
+ * files and nothing else (SPEC section 12).
+ *
+ * Why only files: the MCP server then can do exactly what a shell in the
+ * same account can do, no more — it holds no broker login and no signing
+ * key, and every rule (who may send, size limits, the peer list) is the
+ * daemon's, enforced once, at the files.  So this file opens, reads and
+ * writes paths under the mount and turns errnos into words:
+ *
+ *   fleet_send    one write(2) to peers/<to>/send, or to
+ *                 peers/<to>/reply/<msgId> for a reply (doc/agents.md);
+ *                 the msgId is found afterwards in self/sent (the entry
+ *                 to <to> that was not there before the write)
+ *   fleet_list    roster (every lead heard) and the names in peers/
+ *   fleet_inbox   self/inbox, read to its end
+ *   fleet_ack     one write of the msgIds (or "all") to self/ack; ids not
+ *                 in the inbox are named first, and nothing is acked then
+ *   fleet_sent    self/sent, the last entries or one msgId's
+ *   fleet_status  status and self/status, or peers/<peer>/status
+ *
+ * An empty body is refused here: a zero-byte write(2) never reaches the
+ * daemon (the kernel answers it), so the file could not say EINVAL.  A
+ * failed write is a result with isError true whose text says what the
+ * errno means (SPEC section 5) and what to do; never an abort.  How long
+ * a call may block is bounded by the caller (serve.c), not here.
+ *
+ * Agents' global ids (name@coord_id) and groups do not exist yet (SPEC
+ * section 10): `to` takes a lead's coord_id, and other forms get an
+ * error saying so.
+ */
+#include "fleetfs/mcp/tools.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "fleetfs/wire/names.h"
+
+#define READ_CAP \
+    (64u << 20) /* a file longer than this is cut (history-bound files are far smaller) */
+#define SENT_DEFAULT 20
+
+/* ---- the tool table: what an agent reads ------------------------------ */
+
+#define ID_SCHEMA "{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{32}$\""
+
+const mcp_tool mcp_fleet_tools[] = {
+    {"fleet_send", "Send a message to a lead",
+     "Send one text message to another lead's mailbox; it returns once the broker has it, with "
+     "the msgId to follow in fleet_sent. Give replyTo (a msgId from fleet_inbox) to answer that "
+     "message.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"to\":{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]{0,62}$\","
+     "\"description\":\"the peer lead's coord_id, as fleet_list shows it\"},"
+     "\"body\":{\"type\":\"string\",\"minLength\":1,"
+     "\"description\":\"the message text (UTF-8, up to max_message: 64 KiB by default)\"},"
+     "\"replyTo\":" ID_SCHEMA ",\"description\":\"msgId of the message from `to` this answers\"}},"
+     "\"required\":[\"to\",\"body\"],\"additionalProperties\":false}"},
+    {"fleet_list", "List the leads",
+     "List the other leads you can message and whether each is live (presence), with the host "
+     "and version it runs; fleet_status {peer} tells whether its mailbox is being read.",
+     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}"},
+    {"fleet_inbox", "Read your inbox",
+     "Read the messages that arrived for you and are not consumed yet, oldest first (msgId, from, "
+     "sentAt, body, replyTo). Acknowledge each with fleet_ack once you have dealt with it.",
+     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}"},
+    {"fleet_ack", "Acknowledge inbox messages",
+     "Consume messages from your inbox once dealt with: a list of msgIds, or \"all\". Nothing is "
+     "acknowledged when one of the msgIds is not in the inbox.",
+     "{\"type\":\"object\",\"properties\":{\"msgIds\":{\"anyOf\":["
+     "{\"type\":\"array\",\"items\":" ID_SCHEMA "},\"minItems\":1},"
+     "{\"type\":\"string\",\"const\":\"all\"}],"
+     "\"description\":\"msgIds from fleet_inbox, or \\\"all\\\"\"}},"
+     "\"required\":[\"msgIds\"],\"additionalProperties\":false}"},
+    {"fleet_sent", "What happened to sent messages",
+     "Show the delivery state of messages you sent (published, injected, confirmed, acked, "
+     "unconfirmed, rejected, expired, ...), the latest ones or one msgId's.",
+     "{\"type\":\"object\",\"properties\":{\"msgId\":" ID_SCHEMA
+     ",\"description\":\"only this message\"},"
+     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"default\":20,"
+     "\"description\":\"how many of the latest to show\"}},\"additionalProperties\":false}"},
+    {"fleet_status", "Fleet or peer status",
+     "Without peer: this lead's daemon and mailbox (is the broker connected, what is held). With "
+     "peer: that lead's mailbox state (reading, not-reading, absent) and presence.",
+     "{\"type\":\"object\",\"properties\":{\"peer\":{\"type\":\"string\","
+     "\"pattern\":\"^[a-z0-9][a-z0-9_-]{0,62}$\",\"description\":\"a peer's coord_id\"}},"
+     "\"additionalProperties\":false}"},
+};
+const size_t mcp_fleet_ntools = G_N_ELEMENTS(mcp_fleet_tools);
+
+/* ---- errnos in words --------------------------------------------------- */
+
+char *mcp_fleet_errno_text(int err, const char *what, const char *mnt, const char *peer,
+                           const char *ref)
+{
+    const char *p = peer ? peer : "the peer";
+    switch (err) {
+    case ENOENT:
+        if (ref)
+            return g_strdup_printf("%s: %s sent you no message %s that can be answered (ENOENT); "
+                                   "take replyTo from fleet_inbox, or send without it",
+                                   what, p, ref);
+        if (peer)
+            return g_strdup_printf("%s: no such peer '%s' (ENOENT); fleet_list shows the leads "
+                                   "you can message: check the name",
+                                   what, peer);
+        return g_strdup_printf("%s: %s/ has no fleet tree (ENOENT: no such file); is fleetfs "
+                               "mounted there? give `fleetfs mcp` the right mount point",
+                               what, mnt);
+    case EINVAL:
+        return g_strdup_printf("%s: the message is empty or not valid UTF-8 text (EINVAL); "
+                               "nothing was sent: send some text",
+                               what);
+    case EMSGSIZE:
+        return g_strdup_printf("%s: the message is larger than max_message (64 KiB by default; "
+                               "see fleet_status) (EMSGSIZE); nothing was sent: shorten it, or "
+                               "write it to a file %s can read and send the path",
+                               what, p);
+    case ECOMM:
+        return g_strdup_printf("%s: the broker is not connected, so nothing was sent (ECOMM); "
+                               "safe to send again later: fleet_status shows the broker line",
+                               what);
+    case ETIMEDOUT:
+        return g_strdup_printf(
+            "%s: no confirmation within send_timeout (ETIMEDOUT): it may or may not be in %s's "
+            "mailbox, and fleet_sent lists it as unconfirmed. Never send the text anew; once "
+            "fleet_status shows the broker connected, resend it by msgId (write the msgId to "
+            "%s/self/resend)",
+            what, p, mnt);
+    case ENOSPC:
+        return g_strdup_printf("%s: %s's mailbox is full: it is not reading (ENOSPC); nothing "
+                               "was sent: tell your operator, and try later",
+                               what, p);
+    case ENXIO:
+        return g_strdup_printf("%s: %s's mailbox does not exist and may not be created here "
+                               "(ENXIO); nothing was sent: tell your operator",
+                               what, p);
+    case EACCES:
+    case EPERM:
+        return g_strdup_printf("%s: permission denied (%s): this mount is not yours; run "
+                               "`fleetfs mcp` as the user who mounted %s",
+                               what, err == EACCES ? "EACCES" : "EPERM", mnt);
+    case ENOTCONN:
+        return g_strdup_printf("%s: the fleetfs daemon behind %s is gone (ENOTCONN: transport "
+                               "endpoint is not connected); tell your operator: the mount must "
+                               "be restarted (fusermount3 -u %s, then mount it again)",
+                               what, mnt, mnt);
+    case EIO:
+        return g_strdup_printf("%s: the fleetfs daemon failed (EIO: %s); see its log "
+                               "(journalctl or its stderr) for the reason",
+                               what, g_strerror(err));
+    default:
+        return g_strdup_printf("%s: %s (errno %d)", what, g_strerror(err), err);
+    }
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+/* 0 or an errno; *out gets the whole file */
+static int read_all(const char *path, GString **out)
+{
+    char buf[65536];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    GString *s;
+    if (fd < 0)
+        return errno;
+    s = g_string_new(NULL);
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            g_string_free(s, TRUE);
+            return e;
+        }
+        if (n == 0 || s->len >= READ_CAP)
+            break;
+        g_string_append_len(s, buf, n);
+    }
+    close(fd);
+    *out = s;
+    return 0;
+}
+
+/* one write(2) of the whole of data: one message, one ack list */
+static int write_once(const char *path, const char *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    ssize_t n;
+    int e = 0;
+    if (fd < 0)
+        return errno;
+    n = write(fd, data, len);
+    if (n < 0)
+        e = errno;
+    else if ((size_t)n != len)
+        e = EIO;
+    if (close(fd) < 0 && !e)
+        e = errno;
+    return e;
+}
+
+/* JSON Lines -> array (lines that do not parse are kept as strings) */
+static json_t *json_lines(const GString *s)
+{
+    json_t *arr = json_array();
+    gchar **lines = g_strsplit(s->str, "\n", -1);
+    for (gchar **l = lines; *l; l++) {
+        json_error_t jerr;
+        json_t *v;
+        if (!**l)
+            continue;
+        v = json_loads(*l, JSON_ALLOW_NUL, &jerr);
+        json_array_append_new(arr, v ? v : json_string(*l));
+    }
+    g_strfreev(lines);
+    return arr;
+}
+
+/* the local lead's coord_id (self -> leads/<me>), or an errno */
+static int whoami(const char *mnt, char me[NAME_MAX_LEN + 1])
+{
+    char path[PATH_MAX], link[256];
+    ssize_t n;
+    const char *slash;
+    snprintf(path, sizeof path, "%s/self", mnt);
+    n = readlink(path, link, sizeof link - 1);
+    if (n < 0)
+        return errno;
+    link[n] = '\0';
+    slash = strrchr(link, '/');
+    g_strlcpy(me, slash ? slash + 1 : link, NAME_MAX_LEN + 1);
+    return name_valid(me) ? 0 : EIO;
+}
+
+static json_t *fail_errno(int err, const char *what, const char *mnt, const char *peer,
+                          const char *ref)
+{
+    char *t = mcp_fleet_errno_text(err, what, mnt, peer, ref);
+    json_t *r = mcp_result_text(t, true);
+    g_free(t);
+    return r;
+}
+
+static json_t *fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static json_t *fail(const char *fmt, ...)
+{
+    va_list ap;
+    char *t;
+    json_t *r;
+    va_start(ap, fmt);
+    t = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    r = mcp_result_text(t, true);
+    g_free(t);
+    return r;
+}
+
+/* the result's text is v as JSON (v stolen) */
+static json_t *ok_json(json_t *v)
+{
+    char *t = json_dumps(v, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_t *r = mcp_result_text(t ? t : "null", false);
+    free(t);
+    json_decref(v);
+    return r;
+}
+
+/* ---- arguments --------------------------------------------------------- */
+
+/* NULL when every key of args is in allowed; else the error result */
+static json_t *only_keys(json_t *args, const char *tool, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(args, key, v)
+    {
+        bool known = false;
+        for (const char *const *a = allowed; *a; a++)
+            known = known || !strcmp(*a, key);
+        if (!known)
+            return fail("%s: unknown argument '%s' (see the tool's input schema)", tool, key);
+    }
+    return NULL;
+}
+
+static bool is_msgid(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!g_ascii_isxdigit(s[n]) || g_ascii_isupper(s[n]))
+            return false;
+    return n == 32;
+}
+
+/* NULL when `to` names a lead; else the error result */
+static json_t *check_peer(const char *tool, const char *arg, const char *to)
+{
+    if (name_valid(to))
+        return NULL;
+    if (strchr(to, '@') || g_str_has_prefix(to, "group:"))
+        return fail("%s: '%s' is an agent's global id or a group; those come with agents, which "
+                    "this fleetfs does not have yet: address a lead by its coord_id (fleet_list)",
+                    tool, to);
+    return fail("%s: %s '%s' is not a coord_id ([a-z0-9][a-z0-9_-]{0,62}); fleet_list shows the "
+                "leads",
+                tool, arg, to);
+}
+
+/* ---- the tools --------------------------------------------------------- */
+
+static GHashTable *sent_ids(const char *mnt)
+{
+    char path[PATH_MAX];
+    GString *s = NULL;
+    GHashTable *ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    json_t *arr, *e;
+    size_t i;
+    snprintf(path, sizeof path, "%s/self/sent", mnt);
+    if (read_all(path, &s) != 0)
+        return ids;
+    arr = json_lines(s);
+    json_array_foreach(arr, i, e)
+    {
+        const char *id = json_string_value(json_object_get(e, "msgId"));
+        if (id)
+            g_hash_table_add(ids, g_strdup(id));
+    }
+    json_decref(arr);
+    g_string_free(s, TRUE);
+    return ids;
+}
+
+/* after a send to `to`: the one new sent entry to it, or NULL */
+static json_t *new_sent_entry(const char *mnt, const char *to, GHashTable *before)
+{
+    char path[PATH_MAX];
+    GString *s = NULL;
+    json_t *arr, *e, *found = NULL;
+    size_t i;
+    int n = 0;
+    snprintf(path, sizeof path, "%s/self/sent", mnt);
+    if (read_all(path, &s) != 0)
+        return NULL;
+    arr = json_lines(s);
+    json_array_foreach(arr, i, e)
+    {
+        const char *id = json_string_value(json_object_get(e, "msgId"));
+        const char *t = json_string_value(json_object_get(e, "to"));
+        if (id && t && !strcmp(t, to) && !g_hash_table_contains(before, id)) {
+            found = e;
+            n++;
+        }
+    }
+    found = n == 1 ? json_incref(found) : NULL;
+    json_decref(arr);
+    g_string_free(s, TRUE);
+    return found;
+}
+
+static json_t *t_send(const char *mnt, json_t *args)
+{
+    static const char *const keys[] = {"to", "body", "replyTo", NULL};
+    json_t *err = only_keys(args, "fleet_send", keys);
+    json_t *jto = json_object_get(args, "to"), *jbody = json_object_get(args, "body");
+    json_t *jref = json_object_get(args, "replyTo"), *entry, *res;
+    const char *to, *ref = NULL;
+    char path[PATH_MAX], what[128];
+    GHashTable *before;
+    int e;
+
+    if (err)
+        return err;
+    if (!json_is_string(jto) || !json_is_string(jbody))
+        return fail("fleet_send: needs `to` (a peer's coord_id) and `body` (text), both strings");
+    to = json_string_value(jto);
+    if ((err = check_peer("fleet_send", "to", to)))
+        return err;
+    if (jref && !json_is_null(jref)) {
+        if (!json_is_string(jref) || !is_msgid(json_string_value(jref)))
+            return fail("fleet_send: replyTo must be a msgId (32 hex digits) from fleet_inbox");
+        ref = json_string_value(jref);
+    }
+    snprintf(what, sizeof what, "fleet_send to %s", to);
+    if (json_string_length(jbody) == 0)
+        return fail("%s: the body is empty, so nothing was sent (the send file refuses an empty "
+                    "message with EINVAL); send some text",
+                    what);
+    if (ref)
+        snprintf(path, sizeof path, "%s/peers/%s/reply/%s", mnt, to, ref);
+    else
+        snprintf(path, sizeof path, "%s/peers/%s/send", mnt, to);
+    before = sent_ids(mnt);
+    e = write_once(path, json_string_value(jbody), json_string_length(jbody));
+    if (e) {
+        g_hash_table_destroy(before);
+        /* a reply path that does not resolve: the peer may be unknown too */
+        if (e == ENOENT && ref) {
+            char peerdir[PATH_MAX];
+            snprintf(peerdir, sizeof peerdir, "%s/peers/%s", mnt, to);
+            if (access(peerdir, F_OK) < 0)
+                ref = NULL;
+        }
+        return fail_errno(e, what, mnt, to, ref);
+    }
+    entry = new_sent_entry(mnt, to, before);
+    g_hash_table_destroy(before);
+    if (!entry)
+        return mcp_result_text("sent: the broker has it (its msgId could not be told apart in "
+                               "self/sent: another send to the same peer ran at the same time); "
+                               "fleet_sent shows the latest",
+                               false);
+    res = json_pack("{s:b,s:O,s:O,s:O}", "sent", 1, "msgId", json_object_get(entry, "msgId"), "to",
+                    json_object_get(entry, "to"), "state", json_object_get(entry, "state"));
+    if (ref)
+        json_object_set_new(res, "replyTo", json_string(ref));
+    json_decref(entry);
+    return ok_json(res);
+}
+
+static json_t *t_list(const char *mnt, json_t *args)
+{
+    static const char *const keys[] = {NULL};
+    json_t *err = only_keys(args, "fleet_list", keys);
+    char path[PATH_MAX], me[NAME_MAX_LEN + 1];
+    GString *s = NULL;
+    DIR *d;
+    json_t *roster, *leads, *e;
+    GHashTable *seen;
+    size_t i;
+    int rc;
+
+    if (err)
+        return err;
+    if ((rc = whoami(mnt, me)))
+        return fail_errno(rc, "fleet_list", mnt, NULL, NULL);
+    snprintf(path, sizeof path, "%s/peers", mnt);
+    d = opendir(path);
+    if (!d)
+        return fail_errno(errno, "fleet_list", mnt, NULL, NULL);
+    snprintf(path, sizeof path, "%s/roster", mnt);
+    rc = read_all(path, &s);
+    roster = rc == 0 ? json_lines(s) : json_array();
+    if (s)
+        g_string_free(s, TRUE);
+    leads = json_array();
+    seen = g_hash_table_new(g_str_hash, g_str_equal);
+    json_array_foreach(roster, i, e)
+    {
+        const char *id = json_string_value(json_object_get(e, "coord_id"));
+        if (!id)
+            continue;
+        g_hash_table_add(seen, (gpointer)id);
+        json_array_append(leads, e);
+    }
+    for (struct dirent *de; (de = readdir(d));) {
+        const char *n = de->d_name;
+        if (n[0] == '.' || g_hash_table_contains(seen, n))
+            continue;
+        json_array_append_new(leads, json_pack("{s:s,s:b,s:b,s:s}", "coord_id", n, "self",
+                                               !strcmp(n, me), "inPeers", 1, "presence", "never"));
+    }
+    closedir(d);
+    g_hash_table_destroy(seen);
+    e = json_pack("{s:s,s:o,s:s}", "me", me, "leads", leads, "note",
+                  "send to any lead with inPeers true; fleet_status {peer} tells whether its "
+                  "mailbox is being read");
+    json_decref(roster);
+    return ok_json(e);
+}
+
+static json_t *t_inbox(const char *mnt, json_t *args)
+{
+    static const char *const keys[] = {NULL};
+    json_t *err = only_keys(args, "fleet_inbox", keys);
+    char path[PATH_MAX], me[NAME_MAX_LEN + 1];
+    GString *s = NULL;
+    json_t *msgs;
+    int rc;
+
+    if (err)
+        return err;
+    if ((rc = whoami(mnt, me)))
+        return fail_errno(rc, "fleet_inbox", mnt, NULL, NULL);
+    snprintf(path, sizeof path, "%s/self/inbox", mnt);
+    if ((rc = read_all(path, &s)))
+        return fail_errno(rc, "fleet_inbox", mnt, NULL, NULL);
+    msgs = json_lines(s);
+    g_string_free(s, TRUE);
+    return ok_json(json_pack("{s:s,s:I,s:o}", "me", me, "count", (json_int_t)json_array_size(msgs),
+                             "messages", msgs));
+}
+
+static json_t *t_ack(const char *mnt, json_t *args)
+{
+    static const char *const keys[] = {"msgIds", NULL};
+    json_t *err = only_keys(args, "fleet_ack", keys);
+    json_t *ids = json_object_get(args, "msgIds"), *inbox, *e;
+    char path[PATH_MAX];
+    GString *s = NULL, *text, *missing;
+    GHashTable *held;
+    size_t i;
+    int rc;
+
+    if (err)
+        return err;
+    snprintf(path, sizeof path, "%s/self/inbox", mnt);
+    if ((rc = read_all(path, &s)))
+        return fail_errno(rc, "fleet_ack", mnt, NULL, NULL);
+    inbox = json_lines(s);
+    g_string_free(s, TRUE);
+    held = g_hash_table_new(g_str_hash, g_str_equal);
+    json_array_foreach(inbox, i, e)
+    {
+        const char *id = json_string_value(json_object_get(e, "msgId"));
+        if (id)
+            g_hash_table_add(held, (gpointer)id);
+    }
+    text = g_string_new(NULL);
+    missing = g_string_new(NULL);
+    if (json_is_string(ids) && !strcmp(json_string_value(ids), "all")) {
+        g_string_append(text, "all\n");
+    } else if (json_is_array(ids) && json_array_size(ids) > 0) {
+        json_array_foreach(ids, i, e)
+        {
+            const char *id = json_string_value(e);
+            if (!id || !is_msgid(id)) {
+                err = fail("fleet_ack: msgIds[%zu] is not a msgId (32 hex digits); nothing was "
+                           "acknowledged",
+                           i);
+                break;
+            }
+            if (!g_hash_table_contains(held, id))
+                g_string_append_printf(missing, "%s%s", missing->len ? ", " : "", id);
+            g_string_append_printf(text, "%s\n", id);
+        }
+    } else {
+        err = fail("fleet_ack: msgIds must be a non-empty list of msgIds, or \"all\"");
+    }
+    if (!err && missing->len)
+        err = fail("fleet_ack: not in your inbox: %s (already acknowledged, or typed into your "
+                   "pane); nothing was acknowledged: take the ids from fleet_inbox",
+                   missing->str);
+    if (!err) {
+        snprintf(path, sizeof path, "%s/self/ack", mnt);
+        rc = write_once(path, text->str, text->len);
+        if (rc == ENOENT)
+            err = fail("fleet_ack: one of the messages left the inbox meanwhile (ENOENT: not "
+                       "held); nothing was acknowledged: read fleet_inbox again");
+        else if (rc == EINVAL)
+            err = fail("fleet_ack: the ack file refused the list (EINVAL); nothing was "
+                       "acknowledged");
+        else if (rc)
+            err = fail_errno(rc, "fleet_ack", mnt, NULL, NULL);
+        else
+            err = ok_json(json_pack(
+                "{s:b,s:I}", "acked", 1, "count",
+                (json_int_t)(json_is_array(ids) ? json_array_size(ids) : json_array_size(inbox))));
+    }
+    g_hash_table_destroy(held);
+    json_decref(inbox);
+    g_string_free(text, TRUE);
+    g_string_free(missing, TRUE);
+    return err;
+}
+
+static json_t *t_sent(const char *mnt, json_t *args)
+{
+    static const char *const keys[] = {"msgId", "limit", NULL};
+    json_t *err = only_keys(args, "fleet_sent", keys);
+    json_t *jid = json_object_get(args, "msgId"), *jlim = json_object_get(args, "limit");
+    json_t *all, *e, *out;
+    char path[PATH_MAX];
+    GString *s = NULL;
+    json_int_t limit = SENT_DEFAULT;
+    size_t i, n;
+    int rc;
+
+    if (err)
+        return err;
+    if (jid && !json_is_null(jid) && (!json_is_string(jid) || !is_msgid(json_string_value(jid))))
+        return fail("fleet_sent: msgId must be 32 hex digits (from fleet_send's answer)");
+    if (jlim && !json_is_null(jlim)) {
+        if (!json_is_integer(jlim) || json_integer_value(jlim) < 1 ||
+            json_integer_value(jlim) > 1000)
+            return fail("fleet_sent: limit must be an integer from 1 to 1000");
+        limit = json_integer_value(jlim);
+    }
+    snprintf(path, sizeof path, "%s/self/sent", mnt);
+    if ((rc = read_all(path, &s)))
+        return fail_errno(rc, "fleet_sent", mnt, NULL, NULL);
+    all = json_lines(s);
+    g_string_free(s, TRUE);
+    if (json_is_string(jid)) {
+        json_t *hit = NULL;
+        json_array_foreach(all, i, e)
+        {
+            const char *id = json_string_value(json_object_get(e, "msgId"));
+            if (id && !strcmp(id, json_string_value(jid)))
+                hit = e;
+        }
+        if (!hit) {
+            json_decref(all);
+            return fail("fleet_sent: no message %s in your sent log (it keeps the latest ones "
+                        "this lead sent); call fleet_sent without msgId for the list",
+                        json_string_value(jid));
+        }
+        out = json_incref(hit);
+        json_decref(all);
+        return ok_json(out);
+    }
+    n = json_array_size(all);
+    out = json_array();
+    for (i = n > (size_t)limit ? n - (size_t)limit : 0; i < n; i++)
+        json_array_append(out, json_array_get(all, i));
+    json_decref(all);
+    return ok_json(json_pack("{s:I,s:I,s:o}", "total", (json_int_t)n, "shown",
+                             (json_int_t)json_array_size(out), "messages", out));
+}
+
+static json_t *t_status(const char *mnt, json_t *args)
+{
+    static const char *const keys[] = {"peer", NULL};
+    json_t *err = only_keys(args, "fleet_status", keys);
+    json_t *jpeer = json_object_get(args, "peer"), *res;
+    char path[PATH_MAX];
+    GString *a = NULL, *b = NULL;
+    int rc;
+
+    if (err)
+        return err;
+    if (jpeer && !json_is_null(jpeer)) {
+        const char *peer = json_string_value(jpeer);
+        if (!peer)
+            return fail("fleet_status: peer must be a string (a coord_id)");
+        if ((err = check_peer("fleet_status", "peer", peer)))
+            return err;
+        snprintf(path, sizeof path, "%s/peers/%s/status", mnt, peer);
+        if ((rc = read_all(path, &a)))
+            return fail_errno(rc, "fleet_status", mnt, peer, NULL);
+        res = mcp_result_text(a->str, false);
+        g_string_free(a, TRUE);
+        return res;
+    }
+    snprintf(path, sizeof path, "%s/status", mnt);
+    if ((rc = read_all(path, &a)))
+        return fail_errno(rc, "fleet_status", mnt, NULL, NULL);
+    snprintf(path, sizeof path, "%s/self/status", mnt);
+    if ((rc = read_all(path, &b))) {
+        g_string_free(a, TRUE);
+        return fail_errno(rc, "fleet_status", mnt, NULL, NULL);
+    }
+    g_string_prepend(a, "# the daemon (status)\n");
+    g_string_append_printf(a, "\n# your mailbox (self/status)\n%s", b->str);
+    res = mcp_result_text(a->str, false);
+    g_string_free(a, TRUE);
+    g_string_free(b, TRUE);
+    return res;
+}
+
+json_t *mcp_fleet_call(const char *mnt, const char *name, json_t *args)
+{
+    static const struct {
+        const char *name;
+        json_t *(*fn)(const char *, json_t *);
+    } fns[] = {{"fleet_send", t_send}, {"fleet_list", t_list}, {"fleet_inbox", t_inbox},
+               {"fleet_ack", t_ack},   {"fleet_sent", t_sent}, {"fleet_status", t_status}};
+    for (size_t i = 0; i < G_N_ELEMENTS(fns); i++)
+        if (!strcmp(fns[i].name, name))
+            return fns[i].fn(mnt, args);
+    return fail("no tool %s", name);
+}
+
+int mcp_fleet_send_timeout(const char *mnt)
+{
+    char path[PATH_MAX];
+    GString *s = NULL;
+    const char *p;
+    int t = 0;
+    snprintf(path, sizeof path, "%s/status", mnt);
+    if (read_all(path, &s) != 0)
+        return 0;
+    p = strstr(s->str, "\nsend_timeout: ");
+    if (p) {
+        char *end;
+        long v = strtol(p + strlen("\nsend_timeout: "), &end, 10);
+        t = g_str_has_prefix(end, "ms") ? (int)((v + 999) / 1000) : (int)v;
+    }
+    g_string_free(s, TRUE);
+    return t > 0 ? t : 0;
+}

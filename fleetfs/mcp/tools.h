@@ -1,0 +1,29 @@
+/* fleetfs/mcp/tools.h — the fleet_* tools of `fleetfs mcp`, done through
+ * the mounted files alone (see tools.c). */
+#ifndef FLEETFS_MCP_TOOLS_H
+#define FLEETFS_MCP_TOOLS_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "fleetfs/mcp/rpc.h"
+
+extern const mcp_tool mcp_fleet_tools[];
+extern const size_t mcp_fleet_ntools;
+
+/* Runs one tool against the mount at mnt; blocks on the files (the caller
+ * bounds it, serve.c).  Returns a CallToolResult, new reference. */
+json_t *mcp_fleet_call(const char *mnt, const char *name, json_t *args);
+
+/* send_timeout of the mount in seconds, read from its root status file
+ * ("send_timeout: 5s"); 0 when it cannot be read. */
+int mcp_fleet_send_timeout(const char *mnt);
+
+/* What errno err means for an agent doing `what`, and what to do: one or
+ * two sentences (SPEC section 5's table, and the mount's own failures).
+ * peer/ref may be NULL.  g_free() the result. */
+char *mcp_fleet_errno_text(int err, const char *what, const char *mnt, const char *peer,
+                           const char *ref);
+
+#endif

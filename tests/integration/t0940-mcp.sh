@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# `fleetfs mcp`: the agents' MCP tools, driven by the official MCP
+# TypeScript SDK client (@modelcontextprotocol/sdk, installed from the npm
+# registry into build/ on first use) against two real mounts, alpha and
+# beta. What each call did is checked in the files and the broker, read by
+# this script, not in what the server says it did.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_use_shared
+FLEET_VHOST=t0940
+new_vhost $FLEET_VHOST
+
+SDK_VERSION=1.32.2
+SDK_DIR=$FLEET_ROOT/build/npm-mcp-sdk
+command -v node >/dev/null && command -v npm >/dev/null ||
+  test_skip_all "node and npm are missing (scripts/install-deps installs them)"
+
+# mcp MOUNT tools | mcp MOUNT call NAME ARGS...: the SDK client's output
+mcp() {
+  local m=$1
+  shift
+  timeout 60 node "$SDK_DIR/mcp_client.mjs" "$FLEETFS" "$TEST_DIR/$m" "$@"
+}
+# the one call's fields
+call() { mcp "$1" call "$2" "$3" >out.json && cat out.json; }
+inbox_count() { grep -c . "$1/leads/$1/inbox"; }
+
+test_expect_success 'the official MCP SDK client is installed into build/' '
+    mkdir -p "$SDK_DIR" &&
+    (
+        flock 9 &&
+        if ! test -f "$SDK_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ||
+           ! grep -q "\"version\": \"$SDK_VERSION\"" "$SDK_DIR/node_modules/@modelcontextprotocol/sdk/package.json"; then
+            npm install --prefix "$SDK_DIR" --no-audit --no-fund --loglevel=error \
+                "@modelcontextprotocol/sdk@$SDK_VERSION" >npm.log 2>&1 || { cat npm.log >&2; exit 1; }
+        fi
+    ) 9>"$SDK_DIR/.lock" &&
+    cp "$FLEET_ROOT/tests/tools/mcp_client.mjs" "$SDK_DIR/mcp_client.mjs"
+'
+
+test_expect_success 'alpha and beta mount' '
+    mount_fleet alpha peers=beta inject=none max_message=2000 send_timeout=2s &&
+    mount_fleet beta peers=alpha inject=none
+'
+
+test_expect_success 'the SDK client initializes and lists the six tools, each with a schema' '
+    mcp alpha tools >tools.json &&
+    jq -e ".server.name == \"fleetfs\"" tools.json &&
+    jq -r ".tools[].name" tools.json | sort >names &&
+    printf "%s\n" fleet_ack fleet_inbox fleet_list fleet_send fleet_sent fleet_status >want &&
+    test_cmp want names &&
+    jq -e "all(.tools[]; .inputSchema.type == \"object\" and (.description | length) > 20)" tools.json &&
+    jq -e ".tools[] | select(.name == \"fleet_send\") | .inputSchema.required == [\"to\",\"body\"]" tools.json
+'
+
+test_expect_success 'fleet_send: alpha sends, the message is in beta'"'"'s inbox and alpha'"'"'s sent' '
+    call alpha fleet_send "{\"to\":\"beta\",\"body\":\"parser is mine\"}" >r &&
+    jq -e ".isError == false" r &&
+    id=$(jq -r .text r | jq -r .msgId) &&
+    echo "$id" >q.id &&
+    test ${#id} = 32 &&
+    wait_for 10 "grep -q $id beta/leads/beta/inbox" &&
+    grep $id beta/leads/beta/inbox | jq -e ".from == \"alpha\" and .body == \"parser is mine\"" &&
+    grep $id alpha/leads/alpha/sent | jq -e ".to == \"beta\""
+'
+
+test_expect_success 'fleet_list: alpha sees beta as a peer' '
+    call alpha fleet_list "{}" >r &&
+    jq -e ".isError == false" r &&
+    jq -r .text r >list.json &&
+    jq -e ".me == \"alpha\"" list.json &&
+    jq -e "any(.leads[]; .coord_id == \"beta\" and .inPeers == true)" list.json
+'
+
+test_expect_success 'fleet_inbox: beta reads the message' '
+    id=$(cat q.id) &&
+    call beta fleet_inbox "{}" >r &&
+    jq -e ".isError == false" r &&
+    jq -r .text r >inbox.json &&
+    jq -e ".me == \"beta\" and .count == 1" inbox.json &&
+    jq -e ".messages[0].msgId == \"$id\" and .messages[0].from == \"alpha\"" inbox.json
+'
+
+test_expect_success 'fleet_send with replyTo: beta answers; alpha sees replyTo' '
+    id=$(cat q.id) &&
+    call beta fleet_send "{\"to\":\"alpha\",\"body\":\"ok, codegen here\",\"replyTo\":\"$id\"}" >r &&
+    jq -e ".isError == false" r &&
+    wait_for 10 "grep -q \"codegen here\" alpha/leads/alpha/inbox" &&
+    grep "codegen here" alpha/leads/alpha/inbox | jq -e ".replyTo == \"$id\" and .from == \"beta\""
+'
+
+test_expect_success 'fleet_ack: beta acks it; it leaves the inbox; alpha'"'"'s fleet_sent says acked' '
+    id=$(cat q.id) &&
+    call beta fleet_ack "{\"msgIds\":[\"$id\"]}" >r &&
+    jq -e ".isError == false" r &&
+    ! grep -q $id beta/leads/beta/inbox &&
+    grep $id beta/leads/beta/history | jq -e ".consumed == \"acked\"" &&
+    wait_for 15 "call alpha fleet_sent \"{\\\"msgId\\\":\\\"$id\\\"}\" | jq -r .text | jq -e \".state == \\\"acked\\\"\"" &&
+    grep $id alpha/leads/alpha/sent | jq -e ".state == \"acked\""
+'
+
+test_expect_success 'fleet_ack: an id not in the inbox acks nothing and says so' '
+    echo "still here" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q \"still here\" beta/leads/beta/inbox" &&
+    call beta fleet_ack "{\"msgIds\":[\"0123456789abcdef0123456789abcdef\"]}" >r &&
+    jq -e ".isError == true" r &&
+    jq -r .text r | grep "not in your inbox" &&
+    grep -q "still here" beta/leads/beta/inbox &&
+    call beta fleet_ack "{\"msgIds\":\"all\"}" >r &&
+    jq -e ".isError == false" r &&
+    test "$(inbox_count beta)" = 0
+'
+
+test_expect_success 'errors: unknown peer, empty body, body over max_message; nothing sent' '
+    before=$(grep -c . alpha/leads/alpha/sent) &&
+    call alpha fleet_send "{\"to\":\"nobody\",\"body\":\"hi\"}" >r &&
+    jq -e ".isError == true" r &&
+    jq -r .text r | grep "no such peer .nobody. (ENOENT)" &&
+    call alpha fleet_send "{\"to\":\"beta\",\"body\":\"\"}" >r &&
+    jq -e ".isError == true" r &&
+    jq -r .text r | grep "empty.*EINVAL" &&
+    big=$(head -c 2001 /dev/zero | tr "\0" x) &&
+    call alpha fleet_send "{\"to\":\"beta\",\"body\":\"$big\"}" >r &&
+    jq -e ".isError == true" r &&
+    jq -r .text r | grep "max_message.*(EMSGSIZE)" &&
+    call alpha fleet_send "{\"to\":\"beta\",\"body\":\"marker after the errors\"}" >r &&
+    jq -e ".isError == false" r &&
+    test_absent 10 "grep -q \"marker after the errors\" beta/leads/beta/inbox" \
+        "test \$(inbox_count beta) != 1" &&
+    test "$(grep -c . alpha/leads/alpha/sent)" = $((before + 1))
+'
+
+test_expect_success 'an agent id or group is refused with words, not sent' '
+    call alpha fleet_send "{\"to\":\"w1@beta\",\"body\":\"hi\"}" >r &&
+    jq -e ".isError == true" r &&
+    jq -r .text r | grep "come with agents" &&
+    call alpha fleet_status "{\"peer\":\"beta\"}" >r &&
+    jq -e ".isError == false" r &&
+    jq -r .text r | grep "^state: reading"
+'
+
+test_expect_success 'the real binary on stdio: framing errors answered, notifications not' '
+    printf "%s\n" "{oops" "[]" \
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}" \
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}" \
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"no/such\"}" \
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"fleet_nope\"}}" |
+        timeout 30 "$FLEETFS" mcp "$TEST_DIR/alpha" >raw 2>raw.err &&
+    test "$(wc -l <raw)" = 5 &&
+    sed -n 1p raw | jq -e ".id == null and .error.code == -32700" &&
+    sed -n 2p raw | jq -e ".id == null and .error.code == -32600" &&
+    sed -n 3p raw | jq -e ".id == 1 and .result == {}" &&
+    sed -n 4p raw | jq -e ".id == 2 and .error.code == -32601" &&
+    sed -n 5p raw | jq -e ".id == 3 and .error.code == -32602"
+'
+
+# alpha's daemon stopped: its files answer nothing; the tool must answer
+# anyway (send_timeout 2 s plus the server's margin), and say so
+test_expect_success 'a hung mount: the call still returns, with isError, and the server lives on' '
+    pid=$(cat .harness/pid.alpha) &&
+    kill -STOP $pid &&
+    { call alpha fleet_inbox "{}" >r; rc=$?; kill -CONT $pid; } &&
+    test $rc = 0 &&
+    jq -e ".isError == true" r &&
+    jq -r .text r | grep "did not answer" &&
+    call alpha fleet_status "{}" >r &&
+    jq -e ".isError == false" r &&
+    jq -r .text r | grep "^send_timeout: 2s"
+'
+
+test_done

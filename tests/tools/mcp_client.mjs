@@ -1,0 +1,44 @@
+// tests/tools/mcp_client.mjs — drives `fleetfs mcp` with the official MCP
+// TypeScript SDK's client (@modelcontextprotocol/sdk from the npm registry,
+// installed by the test next to a copy of this file), as an agent's host
+// would: spawn the server on stdio, initialize, then list or call tools.
+//
+//   node mcp_client.mjs FLEETFS MOUNT tools
+//       one JSON line: {protocol?, server, tools:[{name, description, inputSchema}]}
+//   node mcp_client.mjs FLEETFS MOUNT call NAME ARGS_JSON [NAME ARGS_JSON]...
+//       one JSON line per call: {isError, text}
+// Exit 0 when every request got an answer (tool errors included), else 1.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [fleetfs, mount, mode, ...rest] = process.argv.slice(2);
+const transport = new StdioClientTransport({
+  command: fleetfs,
+  args: ["mcp", mount],
+  stderr: "inherit",
+});
+const client = new Client({ name: "fleetfs-test", version: "1.0.0" });
+
+try {
+  await client.connect(transport);
+  if (mode === "tools") {
+    const { tools } = await client.listTools();
+    console.log(JSON.stringify({
+      server: client.getServerVersion(),
+      tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
+    }));
+  } else if (mode === "call") {
+    for (let i = 0; i < rest.length; i += 2) {
+      const res = await client.callTool({ name: rest[i], arguments: JSON.parse(rest[i + 1] ?? "{}") });
+      const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+      console.log(JSON.stringify({ isError: res.isError === true, text }));
+    }
+  } else {
+    throw new Error(`unknown mode ${mode}`);
+  }
+  await client.close();
+  process.exit(0);
+} catch (e) {
+  console.error(`mcp_client: ${e.message ?? e}`);
+  process.exit(1);
+}

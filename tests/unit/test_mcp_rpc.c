@@ -1,0 +1,370 @@
+/* test_mcp_rpc.c — the protocol layer of `fleetfs mcp` (fleetfs/mcp/rpc.c),
+ * one line in, one line (or none) out: JSON-RPC framing errors, the
+ * handshake revisions and the current stateless one, notifications never
+ * answered, tools/list and tools/call shapes; and the tool table and the
+ * errno texts of tools.c as an agent reads them. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <string.h>
+
+#include <glib.h>
+#include <jansson.h>
+
+#include "fleetfs/mcp/rpc.h"
+#include "fleetfs/mcp/tools.h"
+
+static const mcp_tool fake_tools[] = {
+    {"echo", "Echo", "Says back its argument.",
+     "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\"}}}"},
+    {"boom", "Boom", "Always fails.", "{\"type\":\"object\"}"},
+};
+
+static int calls;
+static char last_args[256];
+
+static json_t *fake_call(void *ud, const char *name, json_t *args)
+{
+    char *s = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
+    (void)ud;
+    calls++;
+    g_strlcpy(last_args, s, sizeof last_args);
+    free(s);
+    if (!strcmp(name, "boom"))
+        return mcp_result_text("it failed: EMSGSIZE, shorten it", true);
+    return mcp_result_text(json_string_value(json_object_get(args, "x")), false);
+}
+
+static mcp_rpc *rpc(void)
+{
+    calls = 0;
+    last_args[0] = '\0';
+    return mcp_rpc_new(fake_tools, G_N_ELEMENTS(fake_tools), fake_call, NULL, "9.9.9", "hi");
+}
+
+/* the answer to line, parsed; NULL when nothing was answered */
+static json_t *ask(mcp_rpc *r, const char *line)
+{
+    char *out = mcp_rpc_line(r, line, strlen(line));
+    json_error_t err;
+    json_t *v;
+    if (!out)
+        return NULL;
+    assert_null(strchr(out, '\n')); /* one line, whatever it carries */
+    v = json_loads(out, 0, &err);
+    assert_non_null(v);
+    free(out);
+    assert_string_equal(json_string_value(json_object_get(v, "jsonrpc")), "2.0");
+    return v;
+}
+
+static int err_code(json_t *v)
+{
+    return (int)json_integer_value(json_object_get(json_object_get(v, "error"), "code"));
+}
+
+static void assert_error(mcp_rpc *r, const char *line, int code, bool id_null)
+{
+    json_t *v = ask(r, line);
+    assert_non_null(v);
+    assert_int_equal(err_code(v), code);
+    assert_null(json_object_get(v, "result"));
+    if (id_null)
+        assert_true(json_is_null(json_object_get(v, "id")));
+    else
+        assert_false(json_is_null(json_object_get(v, "id")));
+    json_decref(v);
+}
+
+static void test_framing_errors(void **state)
+{
+    mcp_rpc *r = rpc();
+    (void)state;
+    assert_error(r, "{not json", MCP_PARSE_ERROR, true);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"} trailing", MCP_PARSE_ERROR,
+                 true);
+    assert_error(r, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", MCP_INVALID_REQUEST,
+                 true);
+    assert_error(r, "[]", MCP_INVALID_REQUEST, true);
+    assert_error(r, "42", MCP_INVALID_REQUEST, true);
+    assert_error(r, "{\"id\":7,\"method\":\"ping\"}", MCP_INVALID_REQUEST, false);
+    assert_error(r, "{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"ping\"}", MCP_INVALID_REQUEST,
+                 false);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":5}", MCP_INVALID_REQUEST, false);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", MCP_INVALID_REQUEST,
+                 true);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", MCP_INVALID_REQUEST,
+                 true);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", MCP_INVALID_REQUEST,
+                 true);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":\"x\"}",
+                 MCP_INVALID_REQUEST, false);
+    /* not a valid request, though it has no id: answered, id null */
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"method\":1,\"params\":\"bar\"}", MCP_INVALID_REQUEST,
+                 true);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"resources/list\"}",
+                 MCP_METHOD_NOT_FOUND, false);
+    assert_int_equal(calls, 0);
+    mcp_rpc_free(r);
+}
+
+static void test_ids_come_back(void **state)
+{
+    mcp_rpc *r = rpc();
+    json_t *v;
+    (void)state;
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":\"req-1\",\"method\":\"ping\"}");
+    assert_string_equal(json_string_value(json_object_get(v, "id")), "req-1");
+    assert_true(json_is_object(json_object_get(v, "result")));
+    assert_int_equal(json_object_size(json_object_get(v, "result")), 0);
+    json_decref(v);
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"ping\"}");
+    assert_int_equal(json_integer_value(json_object_get(v, "id")), 0);
+    json_decref(v);
+    mcp_rpc_free(r);
+}
+
+static void test_silence(void **state)
+{
+    mcp_rpc *r = rpc();
+    (void)state;
+    /* notifications, known or not, with or without params: never answered */
+    assert_null(ask(r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"));
+    assert_null(ask(r, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                       "\"params\":{\"requestId\":3}}"));
+    assert_null(ask(r, "{\"jsonrpc\":\"2.0\",\"method\":\"no/such\"}"));
+    assert_null(ask(r, "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\":"
+                       "\"echo\",\"arguments\":{\"x\":\"y\"}}}"));
+    /* a client's responses: we asked nothing */
+    assert_null(ask(r, "{\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}"));
+    assert_null(ask(r, "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":1,\"message\":\"x\"}}"));
+    /* blank lines */
+    assert_null(ask(r, ""));
+    assert_null(ask(r, "  \r"));
+    assert_int_equal(calls, 0); /* the notification to tools/call ran nothing */
+    mcp_rpc_free(r);
+}
+
+static const char *init_version(mcp_rpc *r, const char *asked, char *buf, size_t n)
+{
+    char line[256];
+    json_t *v;
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+             "\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\","
+             "\"version\":\"1\"}}}",
+             asked);
+    v = ask(r, line);
+    assert_non_null(json_object_get(v, "result"));
+    g_strlcpy(buf,
+              json_string_value(json_object_get(json_object_get(v, "result"), "protocolVersion")),
+              n);
+    assert_non_null(
+        json_object_get(json_object_get(json_object_get(v, "result"), "capabilities"), "tools"));
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(v, "result"), "serverInfo"), "version")),
+        "9.9.9");
+    json_decref(v);
+    return buf;
+}
+
+static void test_initialize(void **state)
+{
+    mcp_rpc *r = rpc();
+    char b[32];
+    (void)state;
+    assert_null(mcp_rpc_version(r));
+    assert_string_equal(init_version(r, MCP_V_PREVIOUS, b, sizeof b), MCP_V_PREVIOUS);
+    assert_string_equal(mcp_rpc_version(r), MCP_V_PREVIOUS);
+    assert_string_equal(init_version(r, MCP_V_OLDER, b, sizeof b), MCP_V_OLDER);
+    /* one we do not speak: we answer ours, the client decides */
+    assert_string_equal(init_version(r, "2024-11-05", b, sizeof b), MCP_V_PREVIOUS);
+    assert_string_equal(init_version(r, "2099-01-01", b, sizeof b), MCP_V_PREVIOUS);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{}}",
+                 MCP_INVALID_PARAMS, false);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}", MCP_INVALID_PARAMS,
+                 false);
+    mcp_rpc_free(r);
+}
+
+static void test_tools_list_and_call(void **state)
+{
+    mcp_rpc *r = rpc();
+    json_t *v, *tools, *res;
+    (void)state;
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{}}");
+    tools = json_object_get(json_object_get(v, "result"), "tools");
+    assert_int_equal(json_array_size(tools), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
+                        "echo");
+    assert_true(json_is_object(json_object_get(json_array_get(tools, 0), "inputSchema")));
+    assert_null(json_object_get(json_object_get(v, "result"), "resultType"));
+    json_decref(v);
+
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+               "\"echo\",\"arguments\":{\"x\":\"hello\"}}}");
+    res = json_object_get(v, "result");
+    assert_false(json_is_true(json_object_get(res, "isError")));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(res, "content"), 0), "text")),
+                        "hello");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(res, "content"), 0), "type")),
+                        "text");
+    assert_string_equal(last_args, "{\"x\":\"hello\"}");
+    json_decref(v);
+
+    /* no arguments at all: the tool gets {} */
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":"
+               "\"boom\"}}");
+    res = json_object_get(v, "result");
+    assert_true(json_is_true(json_object_get(res, "isError")));
+    assert_string_equal(last_args, "{}");
+    json_decref(v);
+
+    assert_int_equal(calls, 2);
+    assert_error(r,
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"nope\"}}",
+                 MCP_INVALID_PARAMS, false);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{}}",
+                 MCP_INVALID_PARAMS, false);
+    assert_error(r,
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":"
+                 "\"echo\",\"arguments\":[1]}}",
+                 MCP_INVALID_PARAMS, false);
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":[1]}",
+                 MCP_INVALID_PARAMS, false);
+    assert_int_equal(calls, 2);
+    mcp_rpc_free(r);
+}
+
+#define META(v) "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":" v "}"
+
+static void test_current_revision(void **state)
+{
+    mcp_rpc *r = rpc();
+    json_t *v, *res, *data;
+    (void)state;
+    /* no initialize first: every request says its version */
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{" META(
+                   "\"" MCP_V_CURRENT "\"") "}}");
+    res = json_object_get(v, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
+    assert_string_equal(
+        json_string_value(json_array_get(json_object_get(res, "supportedVersions"), 0)),
+        MCP_V_CURRENT);
+    assert_non_null(json_object_get(json_object_get(res, "capabilities"), "tools"));
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(res, "serverInfo"), "name")), "fleetfs");
+    json_decref(v);
+
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+               "\"echo\",\"arguments\":{\"x\":\"now\"}," META("\"" MCP_V_CURRENT "\"") "}}");
+    res = json_object_get(v, "result");
+    assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
+    assert_false(json_is_true(json_object_get(res, "isError")));
+    json_decref(v);
+
+    /* a version we do not speak: -32022 naming ours */
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\",\"params\":{" META(
+                   "\"2030-01-01\"") "}}");
+    assert_int_equal(err_code(v), MCP_UNSUPPORTED_VERSION);
+    data = json_object_get(json_object_get(v, "error"), "data");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(data, "supported"), 0)),
+                        MCP_V_CURRENT);
+    assert_string_equal(json_string_value(json_object_get(data, "requested")), "2030-01-01");
+    json_decref(v);
+    /* what the current revision removed */
+    assert_error(r,
+                 "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{" META(
+                     "\"" MCP_V_CURRENT "\"") "}}",
+                 MCP_METHOD_NOT_FOUND, false);
+    assert_error(r,
+                 "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"initialize\",\"params\":{" META(
+                     "\"" MCP_V_CURRENT "\"") ",\"protocolVersion\":\"" MCP_V_PREVIOUS "\"}}",
+                 MCP_METHOD_NOT_FOUND, false);
+    assert_null(mcp_rpc_version(r));
+    mcp_rpc_free(r);
+}
+
+static void test_result_text_utf8(void **state)
+{
+    json_t *v = mcp_result_text("ok \xff\xfe bytes", true);
+    const char *t = json_string_value(
+        json_object_get(json_array_get(json_object_get(v, "content"), 0), "text"));
+    (void)state;
+    assert_non_null(t);
+    assert_true(g_utf8_validate(t, -1, NULL));
+    assert_non_null(strstr(t, "bytes"));
+    assert_true(json_is_true(json_object_get(v, "isError")));
+    json_decref(v);
+}
+
+/* the real table: six tools, schemas that are JSON objects closed to
+ * unknown arguments, one or two sentences each */
+static void test_fleet_tool_table(void **state)
+{
+    static const char *want[] = {"fleet_send", "fleet_list", "fleet_inbox",
+                                 "fleet_ack",  "fleet_sent", "fleet_status"};
+    (void)state;
+    assert_int_equal(mcp_fleet_ntools, G_N_ELEMENTS(want));
+    for (size_t i = 0; i < mcp_fleet_ntools; i++) {
+        const mcp_tool *t = &mcp_fleet_tools[i];
+        json_error_t err;
+        json_t *s = json_loads(t->input_schema, 0, &err);
+        int sentences = 0;
+        assert_string_equal(t->name, want[i]);
+        if (!s)
+            fail_msg("%s: inputSchema does not parse: %s", t->name, err.text);
+        assert_string_equal(json_string_value(json_object_get(s, "type")), "object");
+        assert_true(json_is_false(json_object_get(s, "additionalProperties")));
+        assert_true(json_is_object(json_object_get(s, "properties")));
+        json_decref(s);
+        for (const char *p = t->description; *p; p++)
+            sentences += *p == '.' && (p[1] == ' ' || p[1] == '\0');
+        assert_in_range(sentences, 1, 2);
+    }
+}
+
+/* each errno of SPEC section 5 has words that name it and say what to do */
+static void test_errno_texts(void **state)
+{
+    static const struct {
+        int err;
+        const char *name, *words;
+    } want[] = {
+        {ENOENT, "ENOENT", "no such peer"},    {EINVAL, "EINVAL", "empty"},
+        {EMSGSIZE, "EMSGSIZE", "max_message"}, {ECOMM, "ECOMM", "nothing was sent"},
+        {ETIMEDOUT, "ETIMEDOUT", "resend"},    {ENOSPC, "ENOSPC", "full"},
+        {ENXIO, "ENXIO", "does not exist"},    {EACCES, "EACCES", "not yours"},
+        {ENOTCONN, "ENOTCONN", "daemon"},
+    };
+    (void)state;
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+        char *t = mcp_fleet_errno_text(want[i].err, "fleet_send to beta", "/fleet", "beta", NULL);
+        if (!strstr(t, want[i].name) || !strstr(t, want[i].words))
+            fail_msg("errno %s: '%s'", want[i].name, t);
+        g_free(t);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_framing_errors),
+        cmocka_unit_test(test_ids_come_back),
+        cmocka_unit_test(test_silence),
+        cmocka_unit_test(test_initialize),
+        cmocka_unit_test(test_tools_list_and_call),
+        cmocka_unit_test(test_current_revision),
+        cmocka_unit_test(test_result_text_utf8),
+        cmocka_unit_test(test_fleet_tool_table),
+        cmocka_unit_test(test_errno_texts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
