@@ -9,6 +9,8 @@
 #   make san        the ASan/UBSan build only (build/san/)
 #   make install    install the daemon, man page, systemd units and docs
 #                   (PREFIX=/usr/local, DESTDIR=; make uninstall removes them)
+#   make deb        the Debian package $(B)/fleetfs_<version>_<arch>.deb
+#                   (dpkg-buildpackage, debhelper; packaging in scripts/debian/)
 #   make clean
 
 PKGS    := fuse3 librabbitmq jansson libsodium glib-2.0
@@ -36,7 +38,7 @@ FAKESRC := $(wildcard tests/fake_herdr/*.c)
 BENCHSRC := $(wildcard tests/bench/*.c)
 BENCHBIN := $(BENCHSRC:tests/bench/%.c=$(B)/bench-bin/%)
 
-.PHONY: all san test unit integration faults soak run demo demo-fleet bench clean fuzz install uninstall check
+.PHONY: all san test unit integration faults soak run demo demo-fleet bench clean fuzz install uninstall check deb
 all: $(B)/fleetfs $(UNITBIN) $(TOOLBIN) $(if $(FAKESRC),$(B)/fake-herdr)
 
 $(B)/obj/%.o: %.c $(HDRS) Makefile
@@ -48,7 +50,7 @@ $(B)/libfleetfs.a: $(LIBOBJ)
 	ar rcs $@ $^
 
 $(B)/fleetfs: $(B)/obj/fleetfs/main.o $(B)/libfleetfs.a
-	$(CC) $(LDSAN) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/tests/%: tests/unit/%.c $(B)/libfleetfs.a $(HDRS)
 	@mkdir -p $(dir $@)
@@ -154,6 +156,10 @@ uninstall:
 	-rmdir $(DESTDIR)$(DOCDIR)
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/,$(UNITS_SYSTEM))
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_USER_DIR)/,$(UNITS_USER))
+
+# The Debian package (scripts/deb says how it is laid out).
+deb:
+	@scripts/deb $(B)
 
 # Three hosts (network namespaces) alpha, beta, gamma on one broker (needs root).
 demo-fleet: $(B)/fleetfs
