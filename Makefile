@@ -23,8 +23,14 @@ ifeq ($(SAN),1)
 CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDSAN   := -fsanitize=address,undefined
 endif
-CPPFLAGS := -std=gnu11 -D_GNU_SOURCE -DFUSE_USE_VERSION=35 -I. $(shell pkg-config --cflags $(PKGS))
-LDLIBS  := $(shell pkg-config --libs $(PKGS)) -lpthread
+# pkg-config is asked quietly: on a fresh machine neither it nor the
+# libraries are there yet, and `make run` installs them before it builds
+# (scripts/run). A build without them stops once, at deps-check, saying
+# which are missing and what to run.
+PKG_CONFIG ?= pkg-config
+PKG_OK  := $(shell $(PKG_CONFIG) --exists $(PKGS) 2>/dev/null && echo yes)
+CPPFLAGS := -std=gnu11 -D_GNU_SOURCE -DFUSE_USE_VERSION=35 -I. $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+LDLIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 LIBSRC  := $(filter-out fleetfs/main.c,$(wildcard fleetfs/*.c fleetfs/*/*.c broker/*.c herdr/*.c))
@@ -41,7 +47,15 @@ BENCHBIN := $(BENCHSRC:tests/bench/%.c=$(B)/bench-bin/%)
 .PHONY: all san test unit integration faults soak run demo demo-fleet bench clean fuzz install uninstall check deb
 all: $(B)/fleetfs $(UNITBIN) $(TOOLBIN) $(if $(FAKESRC),$(B)/fake-herdr)
 
-$(B)/obj/%.o: %.c $(HDRS) Makefile
+# evaluated only when a build needs it (in the recipe below)
+PKG_MISSING = $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) 2>/dev/null && echo y),,$(p)))
+.PHONY: deps-check
+deps-check:
+ifneq ($(PKG_OK),yes)
+	@echo "make: cannot build: $(if $(shell command -v $(PKG_CONFIG) 2>/dev/null),pkg-config finds no $(PKG_MISSING),$(PKG_CONFIG) is not installed) (the -dev packages of $(PKGS)); run scripts/install-deps (make run does)" >&2; exit 1
+endif
+
+$(B)/obj/%.o: %.c $(HDRS) Makefile | deps-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -DFLEETFS_VERSION='"$(VERSION)"' $(CFLAGS) $(WARN) -c $< -o $@
 
@@ -63,7 +77,7 @@ $(B)/tools/%: tests/tools/%.c $(B)/libfleetfs.a $(HDRS)
 $(B)/fake-herdr: $(FAKESRC) $(wildcard tests/fake_herdr/*.h) $(B)/libfleetfs.a
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $(FAKESRC) $(B)/libfleetfs.a $(LDSAN) $(LDLIBS)
 
-$(B)/bench-bin/%: tests/bench/%.c $(wildcard tests/bench/*.h)
+$(B)/bench-bin/%: tests/bench/%.c $(wildcard tests/bench/*.h) | deps-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDSAN) $(LDLIBS)
 
