@@ -435,6 +435,9 @@ int main(int argc, char **argv)
         return mcp_main(argc, argv);
     /* a closed pipe (the notifier's poker gone) is an error, not a death */
     signal(SIGPIPE, SIG_IGN);
+    /* past a file size limit (ulimit -f, LimitFSIZE=) a write fails EFBIG
+     * and the state files run degraded (status says so), not a death */
+    signal(SIGXFSZ, SIG_IGN);
     /* NOTIFY_SOCKET & co. are read and unset before any thread or child */
     sdn_init();
     cl.ours = g_ptr_array_new_with_free_func(g_free);

@@ -174,6 +174,11 @@ GString *st_root(fleet *f)
         g_string_append_printf(s, "signing: %s\n", f->opts->insecure ? "off" : w);
         g_free(w);
     }
+    {
+        char *w = mb_state_words(f->mb);
+        g_string_append_printf(s, "state_dir: %s\n", w);
+        g_free(w);
+    }
     g_string_append_printf(s, "uptime: %llds\n", (long long)up);
     /* the limits a writer of send meets (fleetfs mcp bounds its waits by send_timeout) */
     if (f->opts->send_timeout_ms % 1000 == 0)

@@ -62,6 +62,7 @@ void history_load(mailbox *mb)
         log_warn("history: cannot open %s; history will not survive a restart", err);
         g_free(err);
     } else {
+        mb_warn_if_degraded(mb->history_log, "history");
         for (guint i = 0; i < lines->len; i++) {
             json_t *o = json_loads(lines->pdata[i], 0, NULL);
             if (json_is_object(o))

@@ -31,6 +31,15 @@ void mb_count_rejection_locked(mailbox *mb, const char *reason)
     mb->n.dead_lettered++;
 }
 
+void mb_warn_if_degraded(const applog *log, const char *what)
+{
+    if (applog_failed(log))
+        log_warn("%s: %s ends in a torn line that the disk would not let us close (%s): it is "
+                 "cut off and every whole line is loaded; until a write works again new records "
+                 "live in memory only: free space",
+                 what, applog_path(log), g_strerror(applog_failed(log)));
+}
+
 mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
 {
     mailbox *mb = g_new0(mailbox, 1);
@@ -181,6 +190,35 @@ GString *mb_render_rejections(mailbox *mb)
         g_string_append_printf(s, "seen_set: NOT PERSISTED (%s)\n", mb->seen_err);
     g_mutex_unlock(&mb->lock);
     return s;
+}
+
+static void state_note(GString *s, const char *file, const applog *log)
+{
+    int err = log ? applog_failed(log) : 0;
+    if (log && !err)
+        return;
+    g_string_append_printf(s, "%s%s: %s", s->len ? "; " : "", file,
+                           log ? g_strerror(err) : "cannot be opened (see the log)");
+}
+
+char *mb_state_words(mailbox *mb)
+{
+    GString *s = g_string_new(NULL);
+    g_mutex_lock(&mb->lock);
+    state_note(s, "history.jsonl", mb->history_log);
+    state_note(s, "sent.jsonl", mb->sent_log);
+    if (mb->outbox)
+        state_note(s, "receipts.outbox", outbox_log_locked(mb));
+    g_mutex_unlock(&mb->lock);
+    if (!s->len) {
+        g_string_free(s, TRUE);
+        return g_strdup("ok");
+    }
+    g_string_prepend(s, "degraded: ");
+    g_string_append_printf(s, "; what was loaded is kept, new records live in memory only (lost "
+                              "at a restart) until a write works again: free space in %s",
+                           mb->o->state_dir);
+    return g_string_free(s, FALSE);
 }
 
 size_t mb_size(mailbox *mb, mb_file f)

@@ -126,6 +126,9 @@ void mb_counters_get(mailbox *mb, mb_counters *out, unsigned *held);
 /* "reason: count" lines of rejections, for status */
 GString *mb_render_rejections(mailbox *mb);
 int64_t mb_mtime(mailbox *mb, mb_file f); /* ms since epoch */
+/* The state_dir files' health, for status: "ok", or "degraded: " with each
+ * file whose last write failed (a full disk) and why; g_free. */
+char *mb_state_words(mailbox *mb);
 /* Current size of sent / history (O(1), for getattr); MB_INBOX: pending. */
 size_t mb_size(mailbox *mb, mb_file f);
 

@@ -109,6 +109,8 @@ struct mailbox {
 void mb_touch_locked(mailbox *mb, mb_file f);
 void mb_changed(mailbox *mb, const char *relpath);
 void mb_count_rejection_locked(mailbox *mb, const char *reason);
+/* At load: says so when the disk refused to close a torn last line. */
+void mb_warn_if_degraded(const applog *log, const char *what);
 
 /* held.c */
 void held_remove_locked(mailbox *mb, held_msg *m);
@@ -153,5 +155,6 @@ void outbox_free(mailbox *mb);
 /* Durably queue a receipt about orig for its sender (lock held). */
 void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, const char *detail);
 size_t outbox_pending(mailbox *mb);
+const applog *outbox_log_locked(mailbox *mb);
 
 #endif

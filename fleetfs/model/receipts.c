@@ -96,6 +96,7 @@ int outbox_open(mailbox *mb, char **err)
         g_hash_table_destroy(index);
         return -1;
     }
+    mb_warn_if_degraded(ob->log, "receipts");
     for (guint i = 0; i < lines->len; i++)
         load_line(ob, index, lines->pdata[i]);
     g_ptr_array_free(lines, TRUE);
@@ -170,6 +171,11 @@ size_t outbox_pending(mailbox *mb)
     n = mb->outbox ? mb->outbox->items.length : 0;
     g_mutex_unlock(&mb->lock);
     return n;
+}
+
+const applog *outbox_log_locked(mailbox *mb)
+{
+    return mb->outbox->log;
 }
 
 /* Lock held: the head was sent (or can never be): forget it durably. */

@@ -180,6 +180,7 @@ void sent_load(mailbox *mb)
         log_warn("sent: cannot open %s; the sent log will not survive a restart", err);
         g_free(err);
     } else {
+        mb_warn_if_degraded(mb->sent_log, "sent");
         for (guint i = 0; i < lines->len; i++)
             sent_load_line(mb, lines->pdata[i]);
         g_ptr_array_free(lines, TRUE);

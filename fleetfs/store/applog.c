@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct applog {
@@ -12,10 +13,15 @@ struct applog {
     applog_sync sync;
     int fd;       /* O_APPEND */
     size_t lines; /* lines the file holds, skipped ones included */
+    int err;      /* errno of the last failed write, 0 after one that worked */
+    bool open_end; /* the file ends inside a line we could neither close nor
+                    * cut off: the next append starts with a newline */
 };
 
-static int write_all(int fd, const char *buf, size_t len)
+/* *done: how much reached the file, also when it fails part way. */
+static int write_all(int fd, const char *buf, size_t len, size_t *done)
 {
+    *done = 0;
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n < 0 && errno == EINTR)
@@ -24,8 +30,19 @@ static int write_all(int fd, const char *buf, size_t len)
             return -1;
         buf += n;
         len -= (size_t)n;
+        *done += (size_t)n;
     }
     return 0;
+}
+
+/* Cut the file back to `size` (the end of its last whole line); when even
+ * that fails, the next append closes the fragment with a newline first. */
+static void cut_to(applog *a, off_t size)
+{
+    int saved = errno;
+    if (ftruncate(a->fd, size) < 0)
+        a->open_end = true;
+    errno = saved;
 }
 
 /* Streams the file; complete lines of at most max_line bytes go to out. */
@@ -35,6 +52,8 @@ static int load(applog *a, size_t max_line, GPtrArray *out)
     bool overlong = false, nul = false;
     char buf[65536];
     int rc = 0;
+    off_t pos = 0, whole = 0; /* bytes read; bytes up to the last newline */
+    size_t done;
 
     for (;;) {
         ssize_t n = read(a->fd, buf, sizeof buf);
@@ -46,7 +65,7 @@ static int load(applog *a, size_t max_line, GPtrArray *out)
         }
         if (n == 0)
             break;
-        for (ssize_t i = 0; i < n; i++) {
+        for (ssize_t i = 0; i < n; i++, pos++) {
             if (buf[i] != '\n') {
                 nul = nul || buf[i] == '\0';
                 if (line->len < max_line)
@@ -58,13 +77,21 @@ static int load(applog *a, size_t max_line, GPtrArray *out)
             if (!overlong && !nul && line->len > 0)
                 g_ptr_array_add(out, g_strndup(line->str, line->len));
             a->lines++;
+            whole = pos + 1;
             g_string_truncate(line, 0);
             overlong = nul = false;
         }
     }
+    /* a torn last line: closed off, or on a full disk cut off; either way
+     * every whole line is loaded and the log opens (degraded: err says the
+     * disk refused a write) */
     if (rc == 0 && (line->len > 0 || overlong)) {
-        rc = write_all(a->fd, " \n", 2);
-        a->lines++;
+        if (write_all(a->fd, " \n", 2, &done) == 0) {
+            a->lines++;
+        } else {
+            a->err = errno;
+            cut_to(a, whole);
+        }
     }
     g_string_free(line, TRUE);
     return rc;
@@ -90,17 +117,28 @@ applog *applog_open(const char *path, applog_sync sync, size_t max_line, GPtrArr
 
 int applog_append(applog *a, const char *line)
 {
-    size_t len = strlen(line);
-    char *buf = g_malloc(len + 1);
+    size_t len = strlen(line), lead = a->open_end ? 1 : 0, done;
+    char *buf = g_malloc(lead + len + 1);
+    struct stat st;
     int rc;
-    memcpy(buf, line, len);
-    buf[len] = '\n';
-    rc = write_all(a->fd, buf, len + 1); /* one write: a line is never torn by us */
+    buf[0] = '\n';
+    memcpy(buf + lead, line, len);
+    buf[lead + len] = '\n';
+    /* one write: a line is never torn by us, short of a full disk (ENOSPC,
+     * EDQUOT, EFBIG), whose fragment is cut off again at once */
+    rc = write_all(a->fd, buf, lead + len + 1, &done);
     g_free(buf);
+    if (rc < 0 && done > 0 && fstat(a->fd, &st) == 0 && (size_t)st.st_size >= done)
+        cut_to(a, st.st_size - (off_t)done);
+    else if (rc < 0 && done > 0)
+        a->open_end = true;
     if (rc == 0 && a->sync == APPLOG_FSYNC && fdatasync(a->fd) < 0)
         rc = -1;
-    if (rc == 0)
-        a->lines++;
+    if (done == lead + len + 1) { /* whole in the file, synced or not */
+        a->lines += lead + 1;
+        a->open_end = false;
+    }
+    a->err = rc < 0 ? errno : 0;
     return rc;
 }
 
@@ -125,9 +163,10 @@ int applog_rewrite(applog *a, const GString *content, size_t live)
 {
     char *tmp = g_strconcat(a->path, ".tmp", NULL);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600), nfd, saved;
+    size_t done;
     if (fd < 0)
         goto fail;
-    if (write_all(fd, content->str, content->len) < 0 || fdatasync(fd) < 0) {
+    if (write_all(fd, content->str, content->len, &done) < 0 || fdatasync(fd) < 0) {
         saved = errno;
         close(fd);
         errno = saved;
@@ -143,6 +182,7 @@ int applog_rewrite(applog *a, const GString *content, size_t live)
     close(a->fd);
     a->fd = nfd;
     a->lines = live;
+    a->open_end = false;
     g_free(tmp);
     return 0;
 fail:
@@ -156,15 +196,21 @@ fail:
 int applog_add(applog *a, const char *line, size_t live, GString *(*render)(void *ud), void *ud)
 {
     GString *all;
-    int rc;
     if (applog_append(a, line) < 0)
         return -1;
     if (!applog_wants_compact(a, live))
         return 0;
+    /* a rewrite that fails (a full disk) leaves the file as it was, line
+     * included: tried again at the next add */
     all = render(ud);
-    rc = applog_rewrite(a, all, live);
+    applog_rewrite(a, all, live);
     g_string_free(all, TRUE);
-    return rc;
+    return 0;
+}
+
+int applog_failed(const applog *a)
+{
+    return a->err;
 }
 
 size_t applog_lines(const applog *a)

@@ -18,12 +18,22 @@
  * fdatasync'd, renamed over PATH, and the directory is fsync'd, so a crash
  * at any point leaves the old file or the new one, each complete.
  *
+ * A full disk (ENOSPC, EDQUOT, EFBIG past RLIMIT_FSIZE) can still tear an
+ * append part way: the fragment is cut off again at once (ftruncate), and
+ * should even that fail, the next append starts with a newline, so a later
+ * record is never glued to it and lost on reload (for the journal, that
+ * would break at-most-once).  applog_failed says whether the last write
+ * worked: the owners show it in status (degraded).
+ *
  * Loading treats the file as untrusted: lines longer than max_line are
  * skipped while streaming (no unbounded allocation), so are lines holding a
  * NUL byte (not text; C would read a prefix of them), and a torn last line
  * (a crash mid-append) is never returned: it is closed with " \n", so the
  * next append does not glue onto it, and the trailing space keeps a later
- * load from mistaking the fragment for a whole record.
+ * load from mistaking the fragment for a whole record.  On a disk still
+ * full the fragment is cut off instead (or, failing that, closed by the
+ * next append): the log opens with every whole line, never empty, and
+ * applog_failed says the disk refused a write.
  *
  * Not thread-safe: the owner calls it under its own lock.
  */
@@ -52,8 +62,11 @@ bool applog_wants_compact(const applog *a, size_t live);
 int applog_rewrite(applog *a, const GString *content, size_t live);
 /* The common case of a bounded log: append line, then, when the file
  * holds twice the live lines, rewrite it from render(ud) (the owner's
- * memory, which must already include line).  0, or -1 with errno. */
+ * memory, which must already include line).  0 once the line is in the
+ * file (a rewrite that failed is tried again next time), or -1 with errno. */
 int applog_add(applog *a, const char *line, size_t live, GString *(*render)(void *ud), void *ud);
+/* errno of the last write that failed (0 when the last one worked). */
+int applog_failed(const applog *a);
 size_t applog_lines(const applog *a);
 const char *applog_path(const applog *a);
 void applog_close(applog *a);

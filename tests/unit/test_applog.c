@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -164,6 +167,88 @@ static void test_add_rewrites_from_the_owner(void **state)
     g_free(path);
 }
 
+/* A file size limit (RLIMIT_FSIZE, as `ulimit -f` or systemd's LimitFSIZE;
+ * a full disk or quota behaves alike) n bytes above what the file holds. */
+static void limit_file_size(const char *path, long above)
+{
+    struct stat st;
+    struct rlimit rl;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &rl), 0);
+    rl.rlim_cur = (rlim_t)(st.st_size + above);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+static void unlimit_file_size(void)
+{
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &rl), 0);
+    rl.rlim_cur = rl.rlim_max;
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+/* A short write (EFBIG here; ENOSPC and EDQUOT alike) must not leave a
+ * fragment for the next append to be glued to: for the injector's journal
+ * that would lose "injected B" and break at-most-once. */
+static void test_a_short_append_leaves_no_fragment(void **state)
+{
+    char *path = tmpfile_path();
+    GPtrArray *lines;
+    applog *a = open_ok(path, APPLOG_FSYNC, &lines);
+    char *text;
+    (void)state;
+    g_ptr_array_free(lines, TRUE);
+    assert_int_equal(applog_append(a, "injected A"), 0);
+    limit_file_size(path, 5);
+    errno = 0;
+    assert_int_equal(applog_append(a, "injecting 0123456789abcdef"), -1);
+    assert_int_equal(errno, EFBIG);
+    assert_non_null(applog_failed(a) ? "failed" : NULL);
+    unlimit_file_size();
+    text = slurp(path);
+    assert_string_equal(text, "injected A\n");
+    g_free(text);
+    assert_int_equal(applog_append(a, "injected B"), 0);
+    assert_int_equal(applog_failed(a), 0);
+    applog_close(a);
+    a = open_ok(path, APPLOG_FSYNC, &lines);
+    assert_int_equal(lines->len, 2);
+    assert_string_equal(lines->pdata[0], "injected A");
+    assert_string_equal(lines->pdata[1], "injected B");
+    g_ptr_array_free(lines, TRUE);
+    applog_close(a);
+    g_free(path);
+}
+
+/* At start, a torn last line on a disk that is still full: every complete
+ * line is loaded, the log opens (degraded: applog_failed says why), and
+ * once space is back the next append is a line of its own. */
+static void test_a_torn_tail_on_a_full_disk_keeps_every_line(void **state)
+{
+    char *path = tmpfile_path();
+    GPtrArray *lines;
+    applog *a;
+    (void)state;
+    assert_true(g_file_set_contents(path, "one\ntwo\nthr", -1, NULL));
+    limit_file_size(path, 0);
+    a = open_ok(path, APPLOG_WRITE, &lines);
+    assert_int_equal(lines->len, 2);
+    assert_string_equal(lines->pdata[0], "one");
+    assert_string_equal(lines->pdata[1], "two");
+    g_ptr_array_free(lines, TRUE);
+    assert_int_equal(applog_failed(a), EFBIG);
+    unlimit_file_size();
+    assert_int_equal(applog_append(a, "four"), 0);
+    assert_int_equal(applog_failed(a), 0);
+    applog_close(a);
+    a = open_ok(path, APPLOG_WRITE, &lines);
+    assert_int_equal(lines->len, 3);
+    assert_string_equal(lines->pdata[2], "four");
+    g_ptr_array_free(lines, TRUE);
+    applog_close(a);
+    g_free(path);
+}
+
 static void test_open_errors(void **state)
 {
     GPtrArray *lines = NULL;
@@ -178,11 +263,16 @@ static void test_open_errors(void **state)
 
 int main(void)
 {
+    /* past RLIMIT_FSIZE, write(2) fails EFBIG instead of killing us (as
+     * the daemon does) */
+    signal(SIGXFSZ, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_append_and_reload),
         cmocka_unit_test(test_torn_and_hostile_lines_are_skipped),
         cmocka_unit_test(test_rewrite_bounds_the_file),
         cmocka_unit_test(test_add_rewrites_from_the_owner),
+        cmocka_unit_test(test_a_short_append_leaves_no_fragment),
+        cmocka_unit_test(test_a_torn_tail_on_a_full_disk_keeps_every_line),
         cmocka_unit_test(test_open_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
