@@ -127,7 +127,7 @@ run:
 	@scripts/run
 
 # Two leads on one machine; a message from alpha typed into beta's tmux pane.
-demo: $(B)/fleetfs
+demo: $(B)/fleetfs $(B)/tools/fake-agent
 	@FLEETFS_BUILD=$(B) scripts/demo
 
 # ---- install ------------------------------------------------------------
