@@ -28,9 +28,14 @@
 
 #define OPTS_DAY_MS (24LL * 3600 * 1000)
 #define OPTS_MAX_DURATION_MS (3650 * OPTS_DAY_MS) /* ten years */
-/* One write(2) must reach fleetfs as one FUSE request: the tree asks the
- * kernel for max_write 1 MiB, so a message can be no larger. */
-#define OPTS_MAX_MESSAGE (1024u * 1024)
+/* One write(2) must reach fleetfs as one FUSE request.  The tree asks the
+ * kernel for max_write 1 MiB (256 pages); a bigger write(2) arrives as
+ * several requests, and one that does not start on a page boundary is cut
+ * up to a page earlier.  So the largest message is one request less a
+ * page: every piece that is not the last of its write(2) is then larger
+ * than max_message and refused (EMSGSIZE), and the kernel ends that
+ * write(2) at its first refused piece, so nothing of it is published. */
+#define OPTS_MAX_MESSAGE (1024u * 1024 - 4096)
 #define OPTS_NAME_FORM "[a-z0-9][a-z0-9_-]{0,62}"
 
 struct opts_def;
@@ -315,8 +320,9 @@ static int opts_set_max_message(fs_opts *o, const struct opts_def *d, const char
 
     if (opts_parse_size(value, &n) < 0 || n < 1 || n > OPTS_MAX_MESSAGE)
         return opts_fail(err, d,
-                         "a size 1..1MiB in bytes, optionally with K, KiB, M or MiB (one write "
-                         "must reach fleetfs as one FUSE request)",
+                         "a size 1..1020KiB in bytes, optionally with K, KiB, M or MiB (one "
+                         "write must reach fleetfs as one FUSE request of at most 1 MiB, "
+                         "less a page)",
                          value);
     o->max_message = (size_t)n;
     return 0;
@@ -423,7 +429,7 @@ static const struct opts_def opts_table[] = {
      "how long a message waits in a mailbox (same fleet-wide)"},
     {"prefetch", opts_set_prefetch, 0, NULL, "64",
      "messages held from the broker at most, 1..65535"},
-    {"max_message", opts_set_max_message, 0, NULL, "64KiB", "largest message body, 1..1MiB"},
+    {"max_message", opts_set_max_message, 0, NULL, "64KiB", "largest message body, 1..1020KiB"},
     {"send_timeout", opts_set_duration, OFF(send_timeout_ms), NULL, "5s",
      "longest a write to send waits for the broker's confirm"},
     {"probe_timeout", opts_set_duration, OFF(probe_timeout_ms), NULL, "2s",

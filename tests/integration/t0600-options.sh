@@ -32,8 +32,8 @@ test_expect_success 'bad values name the option and what it takes' '
     test_must_fail "$FLEETFS" m -f -o queue_type=stream 2>err && grep -q "queue_type" err &&
     test_must_fail "$FLEETFS" m -f -o send_timeout=-1 2>err && grep -q "send_timeout" err &&
     test_must_fail "$FLEETFS" m -f -o peers=a::b 2>err && grep -q "peers" err &&
-    test_must_fail "$FLEETFS" m -f -o max_message=2MiB 2>err && grep -q "max_message.*1\.\.1MiB" err &&
-    "$FLEETFS" --help | grep -q "max_message.*1\.\.1MiB" &&
+    test_must_fail "$FLEETFS" m -f -o max_message=2MiB 2>err && grep -q "max_message.*1\.\.1020KiB" err &&
+    "$FLEETFS" --help | grep -q "max_message.*1\.\.1020KiB" &&
     test_must_fail "$FLEETFS" 2>err && grep -q "usage" err
 '
 
