@@ -113,30 +113,31 @@ test_expect_success 'fleet_ack: an id not in the inbox acks nothing and says so'
 
 test_expect_success 'errors: unknown peer, empty body, body over max_message; nothing sent' '
     before=$(grep -c . alpha/leads/alpha/sent) &&
-    call alpha fleet_send "{\"to\":\"nobody\",\"body\":\"hi\"}" >r &&
-    jq -e ".isError == true" r &&
-    jq -r .text r | grep "no such peer .nobody. (ENOENT)" &&
-    call alpha fleet_send "{\"to\":\"beta\",\"body\":\"\"}" >r &&
-    jq -e ".isError == true" r &&
-    jq -r .text r | grep "empty.*EINVAL" &&
     big=$(head -c 2001 /dev/zero | tr "\0" x) &&
-    call alpha fleet_send "{\"to\":\"beta\",\"body\":\"$big\"}" >r &&
-    jq -e ".isError == true" r &&
-    jq -r .text r | grep "max_message.*(EMSGSIZE)" &&
-    call alpha fleet_send "{\"to\":\"beta\",\"body\":\"marker after the errors\"}" >r &&
-    jq -e ".isError == false" r &&
+    mcp alpha call fleet_send "{\"to\":\"nobody\",\"body\":\"hi\"}" \
+        fleet_send "{\"to\":\"beta\",\"body\":\"\"}" \
+        fleet_send "{\"to\":\"beta\",\"body\":\"$big\"}" \
+        fleet_send "{\"to\":\"beta\",\"body\":\"marker after the errors\"}" >r &&
+    test "$(wc -l <r)" = 4 &&
+    sed -n 1p r | jq -e ".isError == true" &&
+    sed -n 1p r | jq -r .text | grep "no such peer .nobody. (ENOENT)" &&
+    sed -n 2p r | jq -e ".isError == true" &&
+    sed -n 2p r | jq -r .text | grep "empty.*EINVAL" &&
+    sed -n 3p r | jq -e ".isError == true" &&
+    sed -n 3p r | jq -r .text | grep "max_message.*(EMSGSIZE)" &&
+    sed -n 4p r | jq -e ".isError == false" &&
     test_absent 10 "grep -q \"marker after the errors\" beta/leads/beta/inbox" \
         "test \$(inbox_count beta) != 1" &&
     test "$(grep -c . alpha/leads/alpha/sent)" = $((before + 1))
 '
 
-test_expect_success 'an agent id or group is refused with words, not sent' '
-    call alpha fleet_send "{\"to\":\"w1@beta\",\"body\":\"hi\"}" >r &&
-    jq -e ".isError == true" r &&
-    jq -r .text r | grep "come with agents" &&
-    call alpha fleet_status "{\"peer\":\"beta\"}" >r &&
-    jq -e ".isError == false" r &&
-    jq -r .text r | grep "^state: reading"
+test_expect_success 'an agent id or group is refused with words, not sent; fleet_status of a peer' '
+    mcp alpha call fleet_send "{\"to\":\"w1@beta\",\"body\":\"hi\"}" \
+        fleet_status "{\"peer\":\"beta\"}" >r &&
+    sed -n 1p r | jq -e ".isError == true" &&
+    sed -n 1p r | jq -r .text | grep "come with agents" &&
+    sed -n 2p r | jq -e ".isError == false" &&
+    sed -n 2p r | jq -r .text | grep "^state: reading"
 '
 
 test_expect_success 'the real binary on stdio: framing errors answered, notifications not' '
