@@ -168,7 +168,7 @@ void mb_counters_get(mailbox *mb, mb_counters *out, unsigned *held)
     if (held)
         *held = mb->held.length;
     g_mutex_unlock(&mb->lock);
-    out->receipts_pending = outbox_pending(mb);
+    outbox_counts(mb, &out->receipts_pending, &out->receipts_dropped);
 }
 
 static gint cmp_str(gconstpointer a, gconstpointer b)

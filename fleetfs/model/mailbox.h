@@ -45,6 +45,7 @@ typedef struct {
 typedef struct {
     uint64_t sent, received, injected, acked, rejected, dead_lettered;
     uint64_t receipts_pending; /* in the outbox, not yet confirmed by the broker */
+    uint64_t receipts_dropped; /* given up: expired, over the per-peer bound, refused */
 } mb_counters;
 
 typedef enum { MB_INBOX, MB_SENT, MB_HISTORY, MB__FILES } mb_file;

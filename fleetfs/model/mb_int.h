@@ -154,7 +154,7 @@ void outbox_stop(mailbox *mb);
 void outbox_free(mailbox *mb);
 /* Durably queue a receipt about orig for its sender (lock held). */
 void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, const char *detail);
-size_t outbox_pending(mailbox *mb);
+void outbox_counts(mailbox *mb, uint64_t *pending, uint64_t *dropped);
 const applog *outbox_log_locked(mailbox *mb);
 
 #endif

@@ -9,11 +9,24 @@
  * Out: a receipt about a message we consumed must reach its sender even if
  * our link is down right then, or we crash right after consuming.  So it
  * goes into a durable outbox first (state_dir/receipts.outbox, an applog:
- * {"id","to","env"} lines, and {"done":id} once the broker confirmed it),
- * in the same locked step that writes history and removes the message
- * (held.c).  One thread sends the oldest pending receipt whenever the link
- * is up, and keeps it until the broker confirms it; the file is rewritten
- * with only the pending ones once it holds twice as many lines.
+ * {"id","to","env"} lines, and {"done":id} once the broker confirmed it or
+ * it was given up), in the same locked step that writes history and
+ * removes the message (held.c).  The file is rewritten with only the
+ * pending ones once it holds twice as many lines.
+ *
+ * One queue per destination, so one peer cannot hold back everybody's
+ * receipts: a peer offline long enough to fill lead.<peer>.receipts (or a
+ * hostile one that keeps it full) only delays its own.  One thread takes
+ * the destinations in turn, one receipt each, and sends the oldest receipt
+ * of a destination whose retry time has come; a failure backs that
+ * destination off alone (1 s, doubling to 15 s), the others go on.  A full
+ * queue, a link down and a missing receipt queue (it may be created soon:
+ * a peer that has not started yet, or an operator's `host add` to come)
+ * are retried until the receipt's own expiresAt; a refusal that cannot
+ * change (no permission) drops it at once.  A destination keeps at most
+ * OUTBOX_PEER_MAX receipts: beyond that a new one is dropped.  Every drop
+ * is counted (status: receipts_dropped) and logged: a refusal or an expiry
+ * per receipt, the bound once per streak with the count when it ends.
  */
 #include "fleetfs/model/mb_int.h"
 
@@ -26,19 +39,34 @@
 #include "fleetfs/log.h"
 
 #define OUTBOX_LINE_MAX (64 * 1024)
+#define OUTBOX_IDLE_MS 1000
 #define OUTBOX_RETRY_MS 1000
+#define OUTBOX_BACKOFF_MAX_MS 15000
+#define OUTBOX_PEER_MAX 1000
 
 typedef struct {
     char id[ENV_ID_LEN + 1];
     char to[64];
     char *json;
-    bool warned; /* its first failure was logged */
+    int64_t expires_ms; /* the receipt's own expiresAt (wall clock ms) */
 } ob_item;
+
+typedef struct {
+    char to[64];
+    GQueue items;      /* ob_item*, oldest first */
+    int64_t next_ms;   /* monotonic: no attempt before */
+    int backoff_ms;    /* the next failure's wait */
+    bool warned;       /* the current failure streak was logged */
+    unsigned over;     /* dropped over the bound in the current streak */
+} ob_dest;
 
 struct mb_outbox {
     applog *log;
-    GQueue items; /* ob_item*, oldest first */
-    GCond cv;     /* with mailbox.lock: something to send, or stop */
+    GHashTable *dests; /* to -> ob_dest* */
+    GQueue turn;       /* ob_dest* with items, in the order they get a turn */
+    size_t pending;
+    uint64_t dropped;
+    GCond cv; /* with mailbox.lock: something to send, or stop */
     GThread *thread;
     bool stopping;
 };
@@ -49,12 +77,60 @@ static void item_free(ob_item *it)
     g_free(it);
 }
 
+static void dest_free(ob_dest *d)
+{
+    g_queue_clear_full(&d->items, (GDestroyNotify)item_free);
+    g_free(d);
+}
+
 static char *item_line(const ob_item *it)
 {
     json_t *j = json_pack("{s:s,s:s,s:s}", "id", it->id, "to", it->to, "env", it->json);
     char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(j);
     return s;
+}
+
+/* The expiresAt of a receipt envelope (its JSON), or 0 when unreadable. */
+static int64_t env_expiry(const char *json)
+{
+    json_t *j = json_loads(json, 0, NULL);
+    int64_t ms = 0;
+    const char *at = json_string_value(json_object_get(j, "expiresAt"));
+    if (!at || env_time_parse(at, &ms) < 0)
+        ms = 0;
+    json_decref(j);
+    return ms;
+}
+
+static ob_dest *dest_get(mb_outbox *ob, const char *to)
+{
+    ob_dest *d = g_hash_table_lookup(ob->dests, to);
+    if (!d) {
+        d = g_new0(ob_dest, 1);
+        g_strlcpy(d->to, to, sizeof d->to);
+        d->backoff_ms = OUTBOX_RETRY_MS;
+        g_hash_table_insert(ob->dests, d->to, d);
+    }
+    return d;
+}
+
+static void push(mb_outbox *ob, ob_item *it)
+{
+    ob_dest *d = dest_get(ob, it->to);
+    if (!d->items.length)
+        g_queue_push_tail(&ob->turn, d);
+    g_queue_push_tail(&d->items, it);
+    ob->pending++;
+}
+
+/* Take it out of memory; the caller writes the done line. */
+static void take_out(mb_outbox *ob, ob_dest *d, ob_item *it)
+{
+    g_queue_remove(&d->items, it);
+    ob->pending--;
+    if (!d->items.length)
+        g_queue_remove(&ob->turn, d);
 }
 
 static void load_line(mb_outbox *ob, GHashTable *index, const char *line)
@@ -67,8 +143,9 @@ static void load_line(mb_outbox *ob, GHashTable *index, const char *line)
     if (done) {
         ob_item *it = g_hash_table_lookup(index, done);
         if (it) {
+            ob_dest *d = g_hash_table_lookup(ob->dests, it->to);
             g_hash_table_remove(index, done);
-            g_queue_remove(&ob->items, it);
+            take_out(ob, d, it);
             item_free(it);
         }
     } else if (id && env_id_valid(id) && to && env && !g_hash_table_contains(index, id)) {
@@ -76,7 +153,8 @@ static void load_line(mb_outbox *ob, GHashTable *index, const char *line)
         g_strlcpy(it->id, id, sizeof it->id);
         g_strlcpy(it->to, to, sizeof it->to);
         it->json = g_strdup(env);
-        g_queue_push_tail(&ob->items, it);
+        it->expires_ms = env_expiry(env);
+        push(ob, it);
         g_hash_table_insert(index, it->id, it);
     }
     json_decref(j);
@@ -89,6 +167,7 @@ int outbox_open(mailbox *mb, char **err)
     GHashTable *index = g_hash_table_new(g_str_hash, g_str_equal);
     char *path = g_build_filename(mb->o->state_dir, "receipts.outbox", NULL);
     g_cond_init(&ob->cv);
+    ob->dests = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)dest_free);
     ob->log = applog_open(path, APPLOG_WRITE, OUTBOX_LINE_MAX, &lines, err);
     g_free(path);
     mb->outbox = ob;
@@ -101,9 +180,9 @@ int outbox_open(mailbox *mb, char **err)
         load_line(ob, index, lines->pdata[i]);
     g_ptr_array_free(lines, TRUE);
     g_hash_table_destroy(index);
-    if (ob->items.length)
-        log_info("receipts: %u receipts from before the restart wait in the outbox",
-                 ob->items.length);
+    if (ob->pending)
+        log_info("receipts: %zu receipts from before the restart wait in the outbox",
+                 ob->pending);
     return 0;
 }
 
@@ -111,13 +190,32 @@ static GString *render_pending(void *p)
 {
     mb_outbox *ob = p;
     GString *s = g_string_new(NULL);
-    for (GList *l = ob->items.head; l; l = l->next) {
-        char *line = item_line(l->data);
-        g_string_append(s, line);
-        g_string_append_c(s, '\n');
-        free(line);
+    for (GList *l = ob->turn.head; l; l = l->next) {
+        ob_dest *d = l->data;
+        for (GList *k = d->items.head; k; k = k->next) {
+            char *line = item_line(k->data);
+            g_string_append(s, line);
+            g_string_append_c(s, '\n');
+            free(line);
+        }
     }
     return s;
+}
+
+/* Lock held: a destination at its bound takes no more; counted, and
+ * logged once per streak. */
+static bool over_bound_locked(mb_outbox *ob, const char *to, const char *ref)
+{
+    ob_dest *d = g_hash_table_lookup(ob->dests, to);
+    if (!d || d->items.length < OUTBOX_PEER_MAX)
+        return false;
+    ob->dropped++;
+    if (!d->over++)
+        log_warn("receipts: %u receipts for %s wait already (it does not take them); the one "
+                 "about %s and any more are dropped until it takes some (counted in "
+                 "receipts_dropped)",
+                 OUTBOX_PEER_MAX, to, ref);
+    return true;
 }
 
 void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, const char *detail)
@@ -129,6 +227,8 @@ void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, c
     ob_item *it;
     char *line;
 
+    if (ob && over_bound_locked(ob, orig->from, orig->msgId))
+        return;
     memset(&r, 0, sizeof r);
     r.v = 1;
     g_strlcpy(r.type, ENV_TYPE_RECEIPT, sizeof r.type);
@@ -149,6 +249,7 @@ void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, c
     it = g_new0(ob_item, 1);
     g_strlcpy(it->id, r.msgId, sizeof it->id);
     g_strlcpy(it->to, orig->from, sizeof it->to);
+    it->expires_ms = now + mb->o->message_ttl_ms;
     it->json = env_encode(&r, &len);
     if (!it->json) {
         item_free(it);
@@ -160,17 +261,16 @@ void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, c
                  "only",
                  applog_path(ob->log), g_strerror(errno), state, orig->msgId);
     free(line);
-    g_queue_push_tail(&ob->items, it);
+    push(ob, it);
     g_cond_signal(&ob->cv);
 }
 
-size_t outbox_pending(mailbox *mb)
+void outbox_counts(mailbox *mb, uint64_t *pending, uint64_t *dropped)
 {
-    size_t n;
     g_mutex_lock(&mb->lock);
-    n = mb->outbox ? mb->outbox->items.length : 0;
+    *pending = mb->outbox ? mb->outbox->pending : 0;
+    *dropped = mb->outbox ? mb->outbox->dropped : 0;
     g_mutex_unlock(&mb->lock);
-    return n;
 }
 
 const applog *outbox_log_locked(mailbox *mb)
@@ -178,35 +278,119 @@ const applog *outbox_log_locked(mailbox *mb)
     return mb->outbox->log;
 }
 
-/* Lock held: the head was sent (or can never be): forget it durably. */
-static void done_locked(mb_outbox *ob, ob_item *it)
+/* Lock held: it was sent, or is given up: forget it durably. */
+static void done_locked(mb_outbox *ob, ob_dest *d, ob_item *it)
 {
     char *line = g_strdup_printf("{\"done\":\"%s\"}", it->id);
-    g_queue_remove(&ob->items, it);
-    if (applog_add(ob->log, line, ob->items.length, render_pending, ob) < 0)
+    take_out(ob, d, it);
+    if (applog_add(ob->log, line, ob->pending, render_pending, ob) < 0)
         log_warn("receipts: cannot write %s: %s", applog_path(ob->log), g_strerror(errno));
     g_free(line);
     item_free(it);
 }
 
-static void wait_locked(mailbox *mb, int ms)
+static void wait_locked(mailbox *mb, int64_t ms)
 {
-    g_cond_wait_until(&mb->outbox->cv, &mb->lock, g_get_monotonic_time() + (gint64)ms * 1000);
+    g_cond_wait_until(&mb->outbox->cv, &mb->lock, g_get_monotonic_time() + ms * 1000);
+}
+
+/* Lock held: the next destination whose turn it is (its retry time has
+ * come), rotated to the back; NULL and *wait_ms when none is due. */
+static ob_dest *next_due_locked(mb_outbox *ob, int64_t now, int64_t *wait_ms)
+{
+    *wait_ms = OUTBOX_IDLE_MS;
+    for (GList *l = ob->turn.head; l; l = l->next) {
+        ob_dest *d = l->data;
+        if (d->next_ms <= now) {
+            g_queue_unlink(&ob->turn, l);
+            g_queue_push_tail_link(&ob->turn, l);
+            return d;
+        }
+        *wait_ms = MIN(*wait_ms, d->next_ms - now);
+    }
+    return NULL;
+}
+
+/* Lock held: what became of one attempt at d's head. */
+static void settle_locked(mb_outbox *ob, ob_dest *d, ob_item *it, fe_code r, const char *detail)
+{
+    if (r == FE_OK || r == FE_ACCESS) {
+        if (r != FE_OK) {
+            ob->dropped++;
+            log_warn("receipts: %s to %s can never be delivered (%s: %s); dropped", it->id,
+                     it->to, fe_hint(r), detail);
+        } else if (d->warned) {
+            log_info("receipts: %s takes its receipts again (%u waiting)", d->to,
+                     d->items.length - 1);
+        }
+        if (r == FE_OK && d->over)
+            log_info("receipts: %u receipts for %s were dropped over the bound while it did "
+                     "not take them",
+                     d->over, d->to);
+        if (r == FE_OK) {
+            d->warned = false;
+            d->over = 0;
+            d->backoff_ms = OUTBOX_RETRY_MS;
+            d->next_ms = 0;
+        }
+        done_locked(ob, d, it);
+        return;
+    }
+    if (!d->warned)
+        log_warn("receipts: %s does not take its receipts now (%s%s%s); %u wait, retried with "
+                 "backoff until each expires; other peers' receipts go on",
+                 d->to, fe_hint(r), detail[0] ? ": " : "", detail, d->items.length);
+    d->warned = true;
+    d->next_ms = g_get_monotonic_time() / 1000 + d->backoff_ms;
+    d->backoff_ms = MIN(2 * d->backoff_ms, OUTBOX_BACKOFF_MAX_MS);
+}
+
+/* Lock held (on the outbox thread, between two attempts): drop every
+ * receipt whose expiresAt has passed, wherever it waits in its queue. */
+static void expire_locked(mb_outbox *ob)
+{
+    int64_t now = env_now_ms();
+    GList *dests = g_list_copy(ob->turn.head);
+    for (GList *l = dests; l; l = l->next) {
+        ob_dest *d = l->data;
+        GList *k = d->items.head;
+        while (k) {
+            ob_item *it = k->data;
+            k = k->next;
+            if (it->expires_ms == 0 || it->expires_ms > now)
+                continue;
+            ob->dropped++;
+            log_warn("receipts: %s to %s expired in the outbox (the peer did not take it in "
+                     "time); dropped",
+                     it->id, it->to);
+            done_locked(ob, d, it);
+        }
+    }
+    g_list_free(dests);
 }
 
 static gpointer outbox_main(gpointer p)
 {
     mailbox *mb = p;
     mb_outbox *ob = mb->outbox;
+    int64_t swept = 0;
     g_mutex_lock(&mb->lock);
     while (!ob->stopping) {
-        ob_item *it = g_queue_peek_head(&ob->items);
         char id[ENV_ID_LEN + 1], to[64], detail[256] = "";
+        int64_t wait_ms, now = g_get_monotonic_time() / 1000;
+        ob_dest *d;
+        ob_item *it;
         char *json;
         br_status st;
         fe_code r = FE_NOT_CONNECTED;
+        if (now - swept >= OUTBOX_IDLE_MS) {
+            expire_locked(ob);
+            swept = now;
+        }
+        d = next_due_locked(ob, now, &wait_ms);
+        it = d ? g_queue_peek_head(&d->items) : NULL;
         if (!it) {
-            wait_locked(mb, OUTBOX_RETRY_MS);
+            wait_locked(mb, MAX(wait_ms, 1));
             continue;
         }
         g_strlcpy(id, it->id, sizeof id);
@@ -219,24 +403,8 @@ static gpointer outbox_main(gpointer p)
                                        detail, sizeof detail);
         g_free(json);
         g_mutex_lock(&mb->lock);
-        if (g_queue_peek_head(&ob->items) != it)
-            continue;
-        if (r == FE_OK || r == FE_NO_MAILBOX || r == FE_ACCESS) {
-            if (r != FE_OK)
-                log_warn("receipts: %s to %s can never be delivered (%s: %s); dropped", id, to,
-                         fe_hint(r), detail);
-            else if (it->warned)
-                log_info("receipts: %s to %s delivered after all", id, to);
-            done_locked(ob, it);
-            continue;
-        }
-        if (!it->warned)
-            log_warn("receipts: %s to %s waits in the outbox (%s%s%s); retried until the broker "
-                     "takes it",
-                     id, to, fe_hint(r), detail[0] ? ": " : "", detail);
-        it->warned = true;
-        if (!ob->stopping)
-            wait_locked(mb, OUTBOX_RETRY_MS);
+        /* only this thread removes receipts (outbox_queue adds at the tail) */
+        settle_locked(ob, d, it, r, detail);
     }
     g_mutex_unlock(&mb->lock);
     return NULL;
@@ -244,8 +412,10 @@ static gpointer outbox_main(gpointer p)
 
 void outbox_start(mailbox *mb)
 {
-    if (mb->outbox && !mb->outbox->thread)
+    if (mb->outbox && !mb->outbox->thread) {
+        mb->outbox->stopping = false;
         mb->outbox->thread = g_thread_new("outbox", outbox_main, mb);
+    }
 }
 
 void outbox_stop(mailbox *mb)
@@ -266,7 +436,8 @@ void outbox_free(mailbox *mb)
     mb_outbox *ob = mb->outbox;
     if (!ob)
         return;
-    g_queue_clear_full(&ob->items, (GDestroyNotify)item_free);
+    g_queue_clear(&ob->turn);
+    g_hash_table_destroy(ob->dests);
     applog_close(ob->log);
     g_cond_clear(&ob->cv);
     g_free(ob);

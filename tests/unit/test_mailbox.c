@@ -33,6 +33,9 @@ typedef struct {
     GArray *acks; /* fake_ack */
     fe_code ack_result, publish_result, receipt_result;
     unsigned receipts_published;
+    const char *blocked_peer; /* receipts to it get blocked_result */
+    fe_code blocked_result;
+    unsigned blocked_attempts;
     mailbox *mb;             /* for a receipt that overtakes the confirm */
     const char *early_state; /* the peer answers before the confirm returns */
     bool late_ok;            /* the broker confirms just after the write timed out */
@@ -66,9 +69,13 @@ static fe_code f_receipt(void *b, const char *peer, const char *msg_id, const ch
 {
     fake *f = b;
     fe_code r;
-    (void)peer, (void)msg_id, (void)body, (void)len, (void)timeout_ms, (void)detail, (void)dlen;
+    (void)msg_id, (void)body, (void)len, (void)timeout_ms, (void)detail, (void)dlen;
     g_mutex_lock(&f->m);
     r = f->receipt_result;
+    if (f->blocked_peer && !strcmp(peer, f->blocked_peer)) {
+        r = f->blocked_result;
+        f->blocked_attempts++;
+    }
     if (r == FE_OK)
         f->receipts_published++;
     g_mutex_unlock(&f->m);
@@ -476,6 +483,105 @@ static void test_receipts_outbox_survives_restart_and_drains(void **state)
     assert_int_equal(n.receipts_pending, 0);
 }
 
+/* The outbox's counters, read under the fake's lock where they change. */
+static unsigned fake_get(fx *x, unsigned *field)
+{
+    unsigned v;
+    g_mutex_lock(&x->fk.m);
+    v = *field;
+    g_mutex_unlock(&x->fk.m);
+    return v;
+}
+
+static void wait_until(fx *x, unsigned *field, unsigned at_least)
+{
+    for (int i = 0; i < 1000 && fake_get(x, field) < at_least; i++)
+        g_usleep(10000);
+}
+
+/* A receipt for peer about msg_id, as the injector or the ack file queue it. */
+static void owe_receipt(fx *x, const char *peer, const char *msg_id)
+{
+    envelope e;
+    memset(&e, 0, sizeof e);
+    g_strlcpy(e.msgId, msg_id, sizeof e.msgId);
+    g_strlcpy(e.from, peer, sizeof e.from);
+    mb_send_receipt(x->mb, &e, "acked", "");
+}
+
+/* A peer whose receipt queue is full (offline long enough) holds back its
+ * own receipts only: a receipt queued after it, for another peer, goes. */
+static void test_a_full_receipt_queue_stalls_only_its_peer(void **state)
+{
+    fx *x = *state;
+    mb_counters n;
+    x->fk.blocked_peer = "gamma";
+    x->fk.blocked_result = FE_FULL;
+    owe_receipt(x, "gamma", ID1);
+    owe_receipt(x, "alpha", ID2);
+    mb_start(x->mb);
+    wait_until(x, &x->fk.receipts_published, 1);
+    wait_until(x, &x->fk.blocked_attempts, 2); /* gamma's was retried */
+    mb_stop(x->mb);
+    assert_int_equal(x->fk.receipts_published, 1);
+    assert_true(x->fk.blocked_attempts >= 2);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 1); /* gamma's waits, it is not dropped */
+    assert_int_equal(n.receipts_dropped, 0);
+}
+
+/* No receipt queue (yet): retried until the receipt's expiresAt, then
+ * dropped, counted. */
+static void test_a_missing_receipt_queue_is_retried_until_expiry(void **state)
+{
+    fx *x = *state;
+    mb_counters n;
+    x->fk.blocked_peer = "gamma";
+    x->fk.blocked_result = FE_NO_MAILBOX;
+    owe_receipt(x, "gamma", ID1);
+    mb_start(x->mb);
+    wait_until(x, &x->fk.blocked_attempts, 2);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 1);
+    assert_int_equal(n.receipts_dropped, 0);
+    mb_stop(x->mb);
+    /* one that lives 1 ms */
+    x->o.message_ttl_ms = 1;
+    owe_receipt(x, "gamma", ID2);
+    g_usleep(5000);
+    mb_start(x->mb);
+    for (int i = 0; i < 500 && n.receipts_dropped == 0; i++) {
+        g_usleep(10000);
+        mb_counters_get(x->mb, &n, NULL);
+    }
+    mb_stop(x->mb);
+    assert_int_equal(n.receipts_dropped, 1);
+    assert_int_equal(n.receipts_pending, 1);
+    /* the drop is durable: not back after a restart */
+    mb_free(x->mb);
+    x->mb = open_mb(x);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 1);
+}
+
+/* A peer that never takes its receipts cannot make us keep unboundedly
+ * many: beyond the per-peer bound a new one is dropped and counted; other
+ * peers are not affected. */
+static void test_receipts_per_peer_are_bounded(void **state)
+{
+    fx *x = *state;
+    mb_counters n;
+    char id[40];
+    for (int i = 0; i < 1003; i++) {
+        snprintf(id, sizeof id, "%032x", i + 1);
+        owe_receipt(x, "gamma", id);
+    }
+    owe_receipt(x, "alpha", ID1);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 1001);
+    assert_int_equal(n.receipts_dropped, 3);
+}
+
 static void test_open_inbox_memory_is_bounded(void **state)
 {
     fx *x = *state;
@@ -520,6 +626,11 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_receipts_outbox_survives_restart_and_drains, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_a_full_receipt_queue_stalls_only_its_peer, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_missing_receipt_queue_is_retried_until_expiry,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_receipts_per_peer_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_inbox_memory_is_bounded, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
