@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,6 +402,15 @@ static json_t *t_send(const char *mnt, json_t *args)
         snprintf(path, sizeof path, "%s/peers/%s/send", mnt, to);
     before = sent_ids(mnt);
     e = write_once(path, json_string_value(jbody), json_string_length(jbody));
+    if (e == ETIMEDOUT && (entry = new_sent_entry(mnt, to, before))) {
+        /* its msgId is what a resend needs */
+        char *t = mcp_fleet_errno_text(e, what, mnt, to, NULL);
+        res = fail("%s. Its msgId: %s", t, json_string_value(json_object_get(entry, "msgId")));
+        g_free(t);
+        json_decref(entry);
+        g_hash_table_destroy(before);
+        return res;
+    }
     if (e) {
         g_hash_table_destroy(before);
         /* a reply path that does not resolve: the peer may be unknown too */

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `fleetfs mcp` when the broker does not confirm: fleet_send returns within
+# its bound with isError, says ETIMEDOUT (may or may not be there, never
+# send anew) and gives the msgId; resending that msgId through the file
+# gets it to beta exactly once. Uses its own broker: it freezes it, then
+# kills it, so the publish is lost for sure (as t0730 does).
+. "$(dirname "$0")/../lib.sh"
+case ${FLEETFS_BUILD:-build} in *san*) test_skip_all "plain run only (t0940 runs the MCP server under ASan; this one restarts a broker)" ;; esac
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_start_own
+
+SDK_DIR=$FLEET_ROOT/build/npm-mcp-sdk
+test -f "$SDK_DIR/mcp_client.mjs" && test -d "$SDK_DIR/node_modules/@modelcontextprotocol/sdk" ||
+  test_skip_all "the MCP SDK client is not installed yet (t0940 installs it into build/)"
+
+test_expect_success 'alpha and beta mount' '
+    mount_fleet alpha peers=beta inject=none send_timeout=2s &&
+    mount_fleet beta peers=alpha inject=none
+'
+
+test_expect_success 'a send into a frozen broker: isError, ETIMEDOUT, and the msgId to resend' '
+    kill -STOP -- -$BROKER_PGID &&
+    { timeout 60 node "$SDK_DIR/mcp_client.mjs" "$FLEETFS" "$TEST_DIR/alpha" call fleet_send \
+        "{\"to\":\"beta\",\"body\":\"lost in the freeze\"}" >r; rc=$?; } &&
+    broker_kill && broker_restart &&
+    test $rc = 0 &&
+    jq -e ".isError == true" r &&
+    jq -r .text r >text &&
+    grep "ETIMEDOUT" text &&
+    grep "Never send the text anew" text &&
+    id=$(sed -n "s/.*Its msgId: \([0-9a-f]\{32\}\).*/\1/p" text) &&
+    test ${#id} = 32 &&
+    wait_for 30 "grep -q \"^broker: connected\" alpha/status" &&
+    wait_for 30 "grep -q \"^broker: connected\" beta/status" &&
+    grep $id alpha/leads/alpha/sent | jq -e ".state == \"unconfirmed\"" &&
+    echo $id >lost.id
+'
+
+test_expect_success 'resent by that msgId, beta holds it once' '
+    id=$(cat lost.id) &&
+    echo $id >alpha/leads/alpha/resend &&
+    wait_for 10 "grep -q $id beta/leads/beta/inbox" &&
+    test "$(grep -c $id beta/leads/beta/inbox)" = 1
+'
+
+test_done
