@@ -195,6 +195,23 @@ void br_cache_probe(br_conn *c, const char *queue, const br_probe *p)
 /* ------------------------------------------------------------------ */
 /* requests on the broker thread                                       */
 
+/* The login may not create the peer's queue (403 on its declare): with
+ * per-host logins only the operator makes a host's queues, so the host
+ * was never added.  The send fails ENXIO (the publish is returned), and
+ * the peer's status says why until the queue exists. */
+static void br_never_added(br_conn *c, br_req *r)
+{
+    br_probe p;
+    snprintf(r->detail, sizeof r->detail,
+             "no %s: that host was never added (this broker login may not create %s; an "
+             "operator adds the host: scripts/broker host add %s)",
+             r->receipt ? "receipt queue" : "mailbox", r->queue, r->peer);
+    if (br_probe_cached(c, r->queue, &p) && !p.present) {
+        p.create_refused = true;
+        br_cache_probe(c, r->queue, &p);
+    }
+}
+
 static void do_publish(br_conn *c, br_req *r)
 {
     amqp_basic_properties_t props;
@@ -212,7 +229,9 @@ static void do_publish(br_conn *c, br_req *r)
                 br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
                 return;
             }
-            if (!p.present)
+            if (!p.present && p.err == FE_ACCESS)
+                br_never_added(c, r);
+            else if (!p.present)
                 snprintf(r->detail, sizeof r->detail, "cannot create mailbox %s: %s", r->queue,
                          p.detail);
             else

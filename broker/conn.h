@@ -125,6 +125,9 @@ typedef struct {
     int64_t at_ms;
     fe_code err;
     char detail[256];
+    /* this login was refused (403) when it tried to create the queue: with
+     * per-host logins, a host that was never added (scripts/broker host add) */
+    bool create_refused;
 } br_probe;
 
 /* br_new sets everything up without a thread, so the owner can wire its

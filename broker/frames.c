@@ -67,9 +67,10 @@ static void on_return(br_conn *c, amqp_basic_return_t *ret)
             r->returned = true;
             /* gone (deleted?): the next publish checks again, and may create it */
             g_hash_table_remove(c->declared, r->queue);
-            snprintf(r->detail, sizeof r->detail,
-                     "the broker returned the message (%d %s): mailbox %s does not exist",
-                     ret->reply_code, text, r->queue);
+            if (!r->detail[0]) /* else do_publish already said why (never added) */
+                snprintf(r->detail, sizeof r->detail,
+                         "the broker returned the message (%d %s): mailbox %s does not exist",
+                         ret->reply_code, text, r->queue);
             break;
         }
     }

@@ -216,28 +216,75 @@ out:
     return rc;
 }
 
-/* Exchange, our queue, its binding, the consumer. */
+/* After a refused synchronous call on the roster channel: when the broker
+ * closed the channel (not the connection), answer close-ok and reopen it
+ * (BROKER-FACTS.md), and return its reply code; 0 for anything else. */
+static int channel_refused(ro_conn *r)
+{
+    amqp_rpc_reply_t rep = amqp_get_rpc_reply(r->amqp);
+    amqp_channel_close_ok_t ok = {0};
+    int code;
+
+    if (rep.reply_type != AMQP_RESPONSE_SERVER_EXCEPTION ||
+        rep.reply.id != AMQP_CHANNEL_CLOSE_METHOD)
+        return 0;
+    code = ((amqp_channel_close_t *)rep.reply.decoded)->reply_code;
+    if (amqp_send_method(r->amqp, RO_CH, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
+        !amqp_channel_open(r->amqp, RO_CH))
+        return 0;
+    return code;
+}
+
+/* The exchange: declared as fleetfs always has (topic, not durable); a
+ * per-host login may not (403), and an operator's `scripts/broker host add`
+ * makes it durable (406 against ours): then the one there is used, checked
+ * with a passive declare, which needs no permission. */
+static int declare_exchange(ro_conn *r, char *why, size_t n)
+{
+    char first[300];
+    int code;
+
+    if (amqp_exchange_declare(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
+                              amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table))
+        return 0;
+    rpc_words(r, "cannot declare exchange " TOPO_ROSTER_EXCHANGE, first, sizeof first);
+    code = channel_refused(r);
+    if (code != 403 && code != 406) {
+        g_strlcpy(why, first, n);
+        return -1;
+    }
+    if (amqp_exchange_declare(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
+                              amqp_cstring_bytes("topic"), 1, 0, 0, 0, amqp_empty_table))
+        return 0;
+    rpc_words(r,
+              "exchange " TOPO_ROSTER_EXCHANGE " is missing and this broker login may not "
+              "create it (an operator makes it: scripts/broker host add)",
+              why, n);
+    return -1;
+}
+
+/* Exchange, our queue (roster.<coord_id>.<random>, so that a per-host
+ * login can be allowed exactly its own), its binding, the consumer. */
 static int setup(ro_conn *r, char *why, size_t n)
 {
     amqp_queue_declare_ok_t *q;
     amqp_table_entry_t e[TOPO_ROSTER_ARGS];
     amqp_table_t args = topo_roster_args(e);
     amqp_bytes_t qname;
+    char name[128];
 
     if (!amqp_channel_open(r->amqp, RO_CH)) {
         rpc_words(r, "cannot open a channel", why, n);
         return -1;
     }
-    if (!amqp_exchange_declare(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
-                               amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table)) {
-        rpc_words(r, "cannot declare exchange " TOPO_ROSTER_EXCHANGE, why, n);
+    if (declare_exchange(r, why, n) < 0)
         return -1;
-    }
     if (stopping(r)) {
         snprintf(why, n, "stopping");
         return -1;
     }
-    q = amqp_queue_declare(r->amqp, RO_CH, amqp_empty_bytes, 0, 0, 1, 1, args);
+    topo_roster_queue(r->cfg.coord_id, name, sizeof name);
+    q = amqp_queue_declare(r->amqp, RO_CH, amqp_cstring_bytes(name), 0, 0, 1, 1, args);
     if (!q) {
         rpc_words(r, "cannot declare the roster queue", why, n);
         return -1;

@@ -6,8 +6,9 @@
  * delays a heartbeat, and a roster hiccup never drops the mailbox consumer.
  *
  * On every connection the thread declares the topic exchange `fleet.roster`
- * (non-durable: presence is soft state), one exclusive auto-delete queue
- * with a server-chosen name bound to `roster.#`, and consumes it without
+ * (non-durable: presence is soft state; when the login may not declare it,
+ * or an operator made it durable, the one there is used), one exclusive
+ * auto-delete queue roster.<coord_id>.<random> bound to `roster.#`, and consumes it without
  * acks.  Every interval it asks its owner for a heartbeat body (the owner
  * signs it) and publishes it with routing key roster.<host>.<coord_id>,
  * non-persistent, with an AMQP expiration of ttl_ms.  Each delivery's raw

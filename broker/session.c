@@ -132,6 +132,8 @@ int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p)
     }
     p->valid = true;
     if (code == 404) {
+        br_probe old;
+        p->create_refused = br_probe_cached(c, queue, &old) && old.create_refused;
         p->present = false;
         p->err = FE_NO_MAILBOX;
         br_cache_probe(c, queue, p);
@@ -146,12 +148,33 @@ int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p)
 /* ------------------------------------------------------------------ */
 /* connection set-up                                                   */
 
+/* A login without configure rights on fleet.* (a per-host login, made by
+ * scripts/broker host add) may not declare the dead letters (403): they are
+ * the operator's, and what matters is that they are there.  Passive
+ * declares need no permission.  Returns -1 when the connection died. */
+static int dead_letters_present(br_conn *c, bool *present)
+{
+    int code;
+    char text[256];
+
+    *present = amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLX),
+                                     amqp_cstring_bytes("fanout"), 1, 1, 0, 0, amqp_empty_table) &&
+               amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLQ), 1, 1, 0, 0,
+                                  amqp_empty_table);
+    if (!*present && br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
+        br_drop_connection(c, text);
+        return -1;
+    }
+    return 0;
+}
+
 static void setup_dead_letters(br_conn *c)
 {
     amqp_table_entry_t e[TOPO_DLQ_ARGS];
     amqp_table_t args = topo_dlq_args(&c->cfg, e);
     int code;
     char text[256];
+    bool present;
 
     if (!amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLX),
                                amqp_cstring_bytes("fanout"), 0, 1, 0, 0, amqp_empty_table) ||
@@ -162,6 +185,10 @@ static void setup_dead_letters(br_conn *c)
             br_drop_connection(c, text);
             return;
         }
+        if (code == 403) {
+            if (dead_letters_present(c, &present) < 0 || present)
+                return;
+        }
         /* optional: the connection and the consumers carry on */
         log_warn("broker: cannot declare %s/%s (%d %s); poison messages may be dropped, not "
                  "dead-lettered, until it can; %s",
@@ -171,6 +198,8 @@ static void setup_dead_letters(br_conn *c)
                                  "fleet.dlq) and fleetfs declares it anew"
                  : code == 404 ? "its node is down (a classic queue lives on one node; use "
                                  "queue_type=quorum on a cluster)"
+                 : code == 403 ? "they are missing and this login may not make them: an operator "
+                                 "runs scripts/broker host add, which makes them"
                                : "give this user configure rights on them");
     }
 }

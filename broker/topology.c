@@ -8,6 +8,8 @@
 
 #include <stdio.h>
 
+#include <glib.h>
+
 static amqp_table_entry_t entry_i64(const char *key, int64_t v)
 {
     amqp_table_entry_t e;
@@ -76,4 +78,9 @@ void br_inbox_queue(const char *id, char *out, size_t n)
 void topo_receipts_queue(const char *id, char *out, size_t n)
 {
     topo_consumer_queue(false, id, out, n);
+}
+
+void topo_roster_queue(const char *coord_id, char *out, size_t n)
+{
+    snprintf(out, n, "roster.%s.%08x%08x", coord_id, g_random_int(), g_random_int());
 }

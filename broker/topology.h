@@ -34,6 +34,11 @@ amqp_table_t topo_dlq_args(const br_config *cfg, amqp_table_entry_t *entries);
 #define TOPO_ROSTER_QUEUE_MAX 10000
 #define TOPO_ROSTER_ARGS 1
 amqp_table_t topo_roster_args(amqp_table_entry_t *entries);
+/* The own presence queue: "roster.<coord_id>.<16 random hex digits>", new on
+ * every connection.  Named after its owner, not left to the broker
+ * (amq.gen-...), so that a per-host login can be given configure and read
+ * rights on exactly its own (doc/security.md). */
+void topo_roster_queue(const char *coord_id, char *out, size_t n);
 /* "roster.<host>.<coord_id>" ("_" for an empty host). */
 void topo_roster_key(const char *host, const char *coord_id, char *out, size_t n);
 

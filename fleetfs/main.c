@@ -38,6 +38,7 @@
 #include "fleetfs/log.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/model/mailbox.h"
+#include "fleetfs/hostcmd.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
 #include "fleetfs/sdnotify.h"
@@ -433,6 +434,8 @@ int main(int argc, char **argv)
         return keygen(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "mcp"))
         return mcp_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "declare"))
+        return hc_declare_main(argc, argv);
     /* a closed pipe (the notifier's poker gone) is an error, not a death */
     signal(SIGPIPE, SIG_IGN);
     /* past a file size limit (ulimit -f, LimitFSIZE=) a write fails EFBIG

@@ -282,6 +282,11 @@ GString *st_peer(fleet *f, const char *peer, bool fresh)
                                   "state: unknown\n");
     } else if (!p.present) {
         g_string_append_printf(s, "mailbox: absent\nmessages: 0\nconsumers: 0\nstate: absent\n");
+        if (p.create_refused)
+            g_string_append_printf(s,
+                                   "detail: no mailbox: that host was never added (this broker "
+                                   "login may not create %s; scripts/broker host add %s)\n",
+                                   queue, peer);
     } else {
         g_string_append_printf(s, "mailbox: present\nmessages: %u\nconsumers: %u\nstate: %s\n",
                                p.messages, p.consumers,

@@ -1,0 +1,195 @@
+/* broker/declare.c — the operator's declarations for a host (declare.h).
+ *
+ * Synchronous rabbitmq-c calls on one channel: a refused call closes the
+ * channel, which is answered with close-ok and reopened before the next
+ * one (BROKER-FACTS.md).  The fleet-wide objects are probed passively
+ * first and made only when missing, so an existing fleet.roster made
+ * non-durable by a fleetfs with a shared login is left as it is; the
+ * host's own queues are always declared actively, which is also the check
+ * that their arguments match the fleet's.
+ */
+#include "broker/declare.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include <amqp.h>
+#include <amqp_ssl_socket.h>
+#include <amqp_tcp_socket.h>
+
+#include "broker/explain.h"
+#include "broker/topology.h"
+#include "broker/uri.h"
+
+#define DC_CH 1
+
+/* The broker's words for the last failed call; reopens a closed channel.
+ * Returns the reply code (0: not a channel-level refusal). */
+static int dc_failed(amqp_connection_state_t a, const char *what, char *why, size_t n)
+{
+    amqp_rpc_reply_t rep = amqp_get_rpc_reply(a);
+    int code = 0;
+
+    if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+        rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        amqp_channel_close_t *m = rep.reply.decoded;
+        amqp_channel_close_ok_t ok = {0};
+        code = m->reply_code;
+        snprintf(why, n, "%s: %d %.*s", what, code, (int)m->reply_text.len,
+                 (const char *)m->reply_text.bytes);
+        if (amqp_send_method(a, DC_CH, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
+            !amqp_channel_open(a, DC_CH))
+            code = 0;
+    } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+        snprintf(why, n, "%s: %s", what, amqp_error_string2(rep.library_error));
+    } else {
+        snprintf(why, n, "%s: the broker closed the connection", what);
+    }
+    return code;
+}
+
+static int dc_exchange(amqp_connection_state_t a, const char *name, const char *type, char *why,
+                       size_t n)
+{
+    char what[128];
+    if (amqp_exchange_declare(a, DC_CH, amqp_cstring_bytes(name), amqp_cstring_bytes(type), 1, 0,
+                              0, 0, amqp_empty_table))
+        return 0;
+    snprintf(what, sizeof what, "probe exchange %s", name);
+    if (dc_failed(a, what, why, n) != 404)
+        return -1;
+    snprintf(what, sizeof what, "declare exchange %s", name);
+    if (amqp_exchange_declare(a, DC_CH, amqp_cstring_bytes(name), amqp_cstring_bytes(type), 0, 1,
+                              0, 0, amqp_empty_table))
+        return 0;
+    dc_failed(a, what, why, n);
+    return -1;
+}
+
+static int dc_queue(amqp_connection_state_t a, const char *name, bool probe_first,
+                    amqp_table_t args, char *why, size_t n)
+{
+    char what[128];
+    if (probe_first) {
+        if (amqp_queue_declare(a, DC_CH, amqp_cstring_bytes(name), 1, 1, 0, 0, amqp_empty_table))
+            return 0;
+        snprintf(what, sizeof what, "probe queue %s", name);
+        if (dc_failed(a, what, why, n) != 404)
+            return -1;
+    }
+    if (amqp_queue_declare(a, DC_CH, amqp_cstring_bytes(name), 0, 1, 0, 0, args))
+        return 0;
+    snprintf(what, sizeof what, "declare queue %s", name);
+    dc_failed(a, what, why, n);
+    return -1;
+}
+
+static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const char *name,
+                      char *why, size_t n)
+{
+    amqp_table_entry_t dlq[TOPO_DLQ_ARGS], mb[TOPO_MAILBOX_ARGS];
+    char q[96];
+
+    if (dc_exchange(a, TOPO_DLX, "fanout", why, n) < 0 ||
+        dc_queue(a, TOPO_DLQ, true, topo_dlq_args(cfg, dlq), why, n) < 0)
+        return -1;
+    if (!amqp_queue_bind(a, DC_CH, amqp_cstring_bytes(TOPO_DLQ), amqp_cstring_bytes(TOPO_DLX),
+                         amqp_cstring_bytes(""), amqp_empty_table)) {
+        dc_failed(a, "bind " TOPO_DLQ " to " TOPO_DLX, why, n);
+        return -1;
+    }
+    if (dc_exchange(a, TOPO_ROSTER_EXCHANGE, "topic", why, n) < 0)
+        return -1;
+    for (int inbox = 1; inbox >= 0; inbox--) {
+        topo_consumer_queue(inbox, name, q, sizeof q);
+        if (dc_queue(a, q, false, topo_mailbox_args(cfg, mb), why, n) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n)
+{
+    struct amqp_connection_info info;
+    struct timeval tv = {5, 0};
+    char *buf, *shown;
+    amqp_connection_state_t a;
+    amqp_socket_t *sock;
+    amqp_rpc_reply_t rep;
+    br_where w;
+    int rc = -1, s;
+
+    if (!cfg->uris || !cfg->uris[0]) {
+        snprintf(why, n, "no broker URI");
+        return -1;
+    }
+    buf = g_strdup(cfg->uris[0]);
+    shown = br_uri_redact(cfg->uris[0]);
+    a = amqp_new_connection();
+    amqp_default_connection_info(&info);
+    if (amqp_parse_url(buf, &info) != AMQP_STATUS_OK) {
+        snprintf(why, n, "cannot parse broker URI %s", shown);
+        goto out;
+    }
+    w = (br_where){.shown = shown,
+                   .host = info.host,
+                   .port = info.port,
+                   .user = info.user,
+                   .vhost = cfg->vhost && *cfg->vhost ? cfg->vhost : info.vhost,
+                   .ca = cfg->ca,
+                   .uri_env = cfg->uri_env};
+    if (info.ssl && !cfg->ca) {
+        snprintf(why, n, "%s: amqps:// needs -o ca=FILE", shown);
+        goto out;
+    }
+    sock = info.ssl ? amqp_ssl_socket_new(a) : amqp_tcp_socket_new(a);
+    if (sock && info.ssl) {
+        if (amqp_ssl_socket_set_cacert(sock, cfg->ca) != AMQP_STATUS_OK) {
+            snprintf(why, n, "cannot load CA file %s", cfg->ca);
+            goto out;
+        }
+        amqp_ssl_socket_set_verify_peer(sock, 1);
+        amqp_ssl_socket_set_verify_hostname(sock, 1);
+    }
+    if (!sock) {
+        snprintf(why, n, "cannot create a socket");
+        goto out;
+    }
+    s = amqp_socket_open_noblock(sock, info.host, info.port, &tv);
+    if (s != AMQP_STATUS_OK) {
+        br_explain_open(&w, s, why, n);
+        goto out;
+    }
+    amqp_set_rpc_timeout(a, &tv);
+    rep = amqp_login(a, w.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password);
+    if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
+        char t[256] = "unexpected reply";
+        int code = 0;
+        if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+            rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+            amqp_connection_close_t *m = rep.reply.decoded;
+            code = m->reply_code;
+            snprintf(t, sizeof t, "%.*s", (int)m->reply_text.len,
+                     (const char *)m->reply_text.bytes);
+        } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+            code = rep.library_error;
+            g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
+        }
+        br_explain_login(&w, code, t, why, n);
+        goto out;
+    }
+    if (!amqp_channel_open(a, DC_CH)) {
+        dc_failed(a, "open a channel", why, n);
+        goto out;
+    }
+    rc = dc_objects(a, cfg, name, why, n);
+    amqp_channel_close(a, DC_CH, AMQP_REPLY_SUCCESS);
+    amqp_connection_close(a, AMQP_REPLY_SUCCESS);
+out:
+    amqp_destroy_connection(a);
+    g_free(shown);
+    g_free(buf);
+    return rc;
+}

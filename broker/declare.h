@@ -1,0 +1,29 @@
+/* broker/declare.h — what an operator makes for a host before it mounts
+ * (`fleetfs declare`, run by `scripts/broker host add`).
+ *
+ * With per-host logins (doc/security.md) a host may configure nothing but
+ * its own queues, so the fleet-wide objects and a host's mailbox must be
+ * made by someone who may: the operator, with a login that has configure
+ * rights on the vhost.  One short synchronous connection, on the calling
+ * thread (no broker thread runs in this mode).  The arguments come from
+ * broker/topology.c, the same table every fleetfs declares with, so the
+ * queues made here are the ones the host's fleetfs expects (a difference
+ * would be a 406 at its start).
+ */
+#ifndef FLEETFS_BROKER_DECLARE_H
+#define FLEETFS_BROKER_DECLARE_H
+
+#include <stddef.h>
+
+#include "broker/conn.h"
+
+/* Connects to cfg->uris[0] (vhost cfg->vhost when set, CA cfg->ca) and
+ * makes, when missing, fleet.dlx (fanout, durable), fleet.dlq (durable,
+ * capped) bound to it, and fleet.roster (topic, durable: a per-host login
+ * cannot make it again after a broker restart); then declares
+ * lead.<name>.inbox and lead.<name>.receipts with the fleet's arguments
+ * (an existing queue with other arguments is an error, 406).  Returns 0,
+ * or -1 with why (no password in it). */
+int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n);
+
+#endif

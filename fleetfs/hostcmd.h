@@ -1,0 +1,11 @@
+/* fleetfs/hostcmd.h — `fleetfs declare NAME [-o opt,...]`: the operator's
+ * side of adding a host (scripts/broker host add runs it).  See
+ * broker/declare.h for what it makes and why an operator must. */
+#ifndef FLEETFS_HOSTCMD_H
+#define FLEETFS_HOSTCMD_H
+
+/* argv[1] is "declare".  Exit status: 0 done, 1 the broker refused or is
+ * unreachable, 2 usage. */
+int hc_declare_main(int argc, char **argv);
+
+#endif

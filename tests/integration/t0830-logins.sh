@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Per-host broker logins (issue 20, doc/security.md "Per-host logins"):
+# scripts/broker host add makes alpha, beta and gamma least-privilege
+# logins; three mounts on those logins send, receive receipts, reply,
+# resend and see each other's presence; from alpha's login every attack on
+# another host's queues and on the fleet-wide objects is refused by the
+# broker itself (403, read from the broker's answer by tests/tools/amqptry,
+# not from fleetfs); the fleet works after the attempts; a host never added
+# is ENXIO with the reason; remove and passwd do what they say.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_start_own
+TRY=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/amqptry
+[[ ${FLEETFS_BUILD:-} == /* ]] && TRY=$FLEETFS_BUILD/tools/amqptry
+
+# login NAME: the FLEET_BROKER_URI host add printed for NAME
+login() { sed -n 's/^FLEET_BROKER_URI=//p' "$TEST_DIR/$1.login"; }
+# as NAME OP ARG...: amqptry as NAME's login; prints the broker's answer
+as() { local n=$1; shift; "$TRY" "$(login "$n")" "$@"; }
+# refused NAME OP ARG...: the broker refused it with 403 ACCESS_REFUSED
+refused() {
+    local out rc
+    out=$(as "$@") && { echo "NOT refused: $* -> $out" >&2; return 1; }
+    rc=$?
+    echo "$* -> $out"
+    [[ $rc == 3 && $out == "refused 403 ACCESS_REFUSED"* ]]
+}
+# mount_as NAME OPT...: NAME mounted on its own login (its own variable)
+mount_as() {
+    local n=$1
+    shift
+    export "LOGIN_$n=$(login "$n")" &&
+        mount_fleet "$n" "broker_uri_env=LOGIN_$n" heartbeat=1s inject=none send_timeout=2s "$@"
+}
+presence_of() { sed -n 's/^presence: //p' "$1/peers/$2/status"; }
+state_of() { jq -r "select(.msgId == \"$2\") | .state" "$1/leads/$1/sent" | tail -n1; }
+queues() { rmqctl list_queues -q name | sort; }
+
+test_expect_success 'host add: three least-privilege logins, their queues made before any mount' '
+    for h in alpha beta gamma; do
+        { "$FLEET_ROOT/scripts/broker" host add $h --dir "$BROKER_DIR" >$h.login 2>$h.add & }
+    done &&
+    wait &&
+    cat alpha.add beta.add gamma.add &&
+    grep -q "^FLEET_BROKER_URI=amqp://alpha:[A-Za-z0-9_-]\{20,\}@127.0.0.1:$BROKER_PORT/%2F$" alpha.login &&
+    test $(wc -l <beta.login) = 1 &&
+    queues >q &&
+    for h in alpha beta gamma; do grep -qx "lead.$h.inbox" q && grep -qx "lead.$h.receipts" q || exit 1; done &&
+    grep -qx fleet.dlq q &&
+    rmqctl list_permissions -q >perms &&
+    grep "^alpha" perms &&
+    ! grep "^alpha" perms | grep -qF ".*" &&
+    rmqctl list_users -q >users && test $(grep -cE "^(alpha|beta|gamma)[[:space:]]" users) = 3 &&
+    test_must_fail "$FLEET_ROOT/scripts/broker" host add alpha --dir "$BROKER_DIR" 2>err &&
+    grep -q "exists already" err
+'
+
+test_expect_success 'three hosts on their own logins: connected, consuming, each live to the others' '
+    mount_as alpha peers=beta:gamma:delta &&
+    mount_as beta peers=alpha:gamma &&
+    mount_as gamma peers=alpha:beta &&
+    for h in alpha beta gamma; do
+        wait_for 10 "grep -q \"^broker: connected\" $h/status && grep -q \"^consumer: ok\" $h/status" || return 1
+    done &&
+    wait_for 10 "presence_of alpha beta | grep -q \"^live (\" && presence_of alpha gamma | grep -q \"^live (\"" &&
+    wait_for 5 "presence_of beta alpha | grep -q \"^live (\" && presence_of gamma beta | grep -q \"^live (\"" &&
+    ! grep -E "cannot declare|roster connection failed" alpha.log beta.log gamma.log &&
+    queues | grep "^roster\.alpha\.[0-9a-f]\{16\}$"
+'
+
+test_expect_success 'sends, receipts and a reply across the three' '
+    echo "alpha to beta" >alpha/peers/beta/send &&
+    echo "beta to gamma" >beta/peers/gamma/send &&
+    echo "gamma to alpha" >gamma/peers/alpha/send &&
+    wait_for 5 "grep -q \"alpha to beta\" beta/leads/beta/inbox" &&
+    wait_for 5 "grep -q \"beta to gamma\" gamma/leads/gamma/inbox" &&
+    wait_for 5 "grep -q \"gamma to alpha\" alpha/leads/alpha/inbox" &&
+    q=$(msgids beta/leads/beta/inbox) &&
+    echo "beta answers" >beta/peers/alpha/reply/$q &&
+    wait_for 5 "grep -q \"beta answers\" alpha/leads/alpha/inbox" &&
+    grep "beta answers" alpha/leads/alpha/inbox | jq -e ".replyTo == \"$q\" and .from == \"beta\"" &&
+    echo all >beta/leads/beta/ack && echo all >gamma/leads/gamma/ack && echo all >alpha/leads/alpha/ack &&
+    wait_for 5 "test \"\$(state_of alpha $q)\" = acked" &&
+    b=$(msgids gamma/leads/gamma/history | head -n1) &&
+    wait_for 5 "test \"\$(state_of beta $b)\" = acked"
+'
+
+# alpha gets a message from every attack below that publishes, so alpha's
+# own mailbox is watched: nothing may arrive there that alpha did not get
+# from a peer (the publish to beta below is the one thing a login may do).
+test_expect_success 'from alpha login: every attack on another host and on fleet.* is refused (403)' '
+    refused alpha delete-queue lead.beta.inbox &&
+    refused alpha purge-queue lead.beta.inbox &&
+    refused alpha get lead.beta.inbox &&
+    refused alpha consume lead.beta.inbox &&
+    refused alpha delete-queue lead.beta.receipts &&
+    refused alpha get lead.beta.receipts &&
+    refused alpha purge-queue lead.beta.receipts &&
+    refused alpha consume lead.beta.receipts &&
+    refused alpha declare-mailbox lead.beta.inbox &&
+    refused alpha bind lead.beta.inbox fleet.roster "roster.#" &&
+    refused alpha bind fleet.dlq fleet.roster "roster.#" &&
+    r=$(queues | grep "^roster\.beta\.") &&
+    refused alpha consume "$r" &&
+    refused alpha delete-queue "$r" &&
+    refused alpha delete-exchange fleet.roster &&
+    refused alpha delete-exchange fleet.dlx &&
+    refused alpha declare-exchange fleet.roster topic &&
+    refused alpha declare-exchange fleet.dlx fanout &&
+    refused alpha delete-queue fleet.dlq &&
+    refused alpha purge-queue fleet.dlq &&
+    refused alpha get fleet.dlq &&
+    refused alpha consume fleet.dlq &&
+    refused alpha declare-queue lead.delta.inbox &&
+    refused alpha declare-mailbox lead.delta.inbox &&
+    refused alpha declare-queue lead.delta.receipts &&
+    as alpha declare-queue roster.alpha.spy &&
+    refused alpha bind roster.alpha.spy fleet.dlx "" &&
+    refused alpha bind roster.alpha.spy fleet.roster "#" &&
+    refused alpha publish fleet.roster roster.somewhere.beta "{}" &&
+    as alpha delete-queue roster.alpha.spy
+'
+
+test_expect_success 'what a login may do, and the same tool as an admin is not refused' '
+    as alpha declare-mailbox lead.alpha.inbox &&
+    as alpha purge-queue lead.alpha.receipts &&
+    as alpha probe-queue lead.beta.inbox &&
+    as alpha probe-exchange fleet.dlx &&
+    as alpha publish "" lead.beta.inbox "junk from alpha login" &&
+    as alpha publish "" fleet.dlq "junk into the dead letters" &&
+    as alpha publish fleet.dlx "" "junk through the dead-letter exchange" &&
+    "$TRY" "$FLEET_BROKER_URI" get fleet.dlq >admin &&
+    grep -q "^ok" admin
+'
+
+test_expect_success 'the fleet works after the attempts: queues, consumers, presence, sends' '
+    queues >q &&
+    for h in alpha beta gamma; do grep -qx "lead.$h.inbox" q && grep -qx "lead.$h.receipts" q || exit 1; done &&
+    for h in alpha beta gamma; do grep -q "^consumer: ok" $h/status || exit 1; done &&
+    wait_for 10 "grep -q \"^rejected_malformed: 1$\" beta/status" &&
+    echo "still here" >gamma/peers/beta/send &&
+    wait_for 5 "grep -q \"still here\" beta/leads/beta/inbox" &&
+    presence_of beta gamma | grep -q "^live (" &&
+    presence_of gamma alpha | grep -q "^live ("
+'
+
+test_expect_success 'a host never added: ENXIO, and sent, status and log say why; nothing created' '
+    test_must_fail bash -c "echo hello delta >alpha/peers/delta/send" 2>err &&
+    grep -q "No such device or address" err &&
+    grep -q "no mailbox: that host was never added" alpha.log &&
+    grep -q "^detail: no mailbox: that host was never added" alpha/peers/delta/status &&
+    grep -q "^mailbox: absent" alpha/peers/delta/status &&
+    ! queues | grep -q "lead\.delta"
+'
+
+test_expect_success 'with the shared login a sender still creates a missing mailbox' '
+    mount_fleet omega peers=zeta inject=none &&
+    echo "for zeta, later" >omega/peers/zeta/send &&
+    tail -n1 omega/leads/omega/sent | jq -e ".state == \"published-unread\"" &&
+    n=$(broker_count lead.zeta.inbox) && test "$n" = 1 &&
+    unmount_fleet omega
+'
+
+test_expect_success 'resend on a per-host login: a publish lost in a frozen broker, resent after a restart' '
+    kill -STOP -- -$BROKER_PGID &&
+    if test_must_fail bash -c "echo \"lost in the freeze\" >alpha/peers/gamma/send" 2>err; then failed=1; else failed=0; fi &&
+    broker_kill && broker_restart &&
+    test $failed = 1 &&
+    grep -q "Connection timed out" err &&
+    lost=$(tail -n1 alpha/leads/alpha/sent | jq -r .msgId) &&
+    test "$(state_of alpha $lost)" = unconfirmed &&
+    wait_for 30 "grep -q \"^broker: connected\" alpha/status" &&
+    echo $lost >alpha/leads/alpha/resend &&
+    test "$(state_of alpha $lost)" = published &&
+    wait_for 10 "grep -q $lost gamma/leads/gamma/inbox"
+'
+
+test_expect_success 'after the broker restart presence comes back on the logins (fleet.roster is durable)' '
+    wait_for 20 "presence_of gamma alpha | grep -q \"^live (\" && presence_of alpha beta | grep -q \"^live (\""
+'
+
+test_expect_success 'host passwd: the new password logs in, the old one no longer does' '
+    old=$(login gamma) &&
+    "$FLEET_ROOT/scripts/broker" host passwd gamma --dir "$BROKER_DIR" >gamma.login 2>passwd.err &&
+    new=$(login gamma) &&
+    test "$old" != "$new" &&
+    "$TRY" "$new" probe-queue lead.gamma.inbox &&
+    test_must_fail "$TRY" "$old" probe-queue lead.gamma.inbox 2>err &&
+    grep -q "login refused" err
+'
+
+test_expect_success 'host remove: login and queues gone, beta is cut off, alpha gets ENXIO for beta' '
+    "$FLEET_ROOT/scripts/broker" host remove beta --dir "$BROKER_DIR" 2>remove.err &&
+    ! queues | grep -q "^lead\.beta\." &&
+    ! rmqctl list_users -q | grep -q "^beta" &&
+    wait_for 10 "! grep -q \"^broker: connected\" beta/status" &&
+    test_must_fail bash -c "echo gone >alpha/peers/beta/send" 2>err &&
+    grep -q "No such device or address" err
+'
+
+test_expect_success 'unmount cleanly' '
+    unmount_fleet alpha && unmount_fleet beta && unmount_fleet gamma
+'
+
+test_done
