@@ -165,19 +165,7 @@ int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n)
     amqp_set_rpc_timeout(a, &tv);
     rep = amqp_login(a, w.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password);
     if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
-        char t[256] = "unexpected reply";
-        int code = 0;
-        if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
-            rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-            amqp_connection_close_t *m = rep.reply.decoded;
-            code = m->reply_code;
-            snprintf(t, sizeof t, "%.*s", (int)m->reply_text.len,
-                     (const char *)m->reply_text.bytes);
-        } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
-            code = rep.library_error;
-            g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
-        }
-        br_explain_login(&w, code, t, why, n);
+        br_explain_login_reply(&w, rep, why, n);
         goto out;
     }
     if (!amqp_channel_open(a, DC_CH)) {

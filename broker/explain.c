@@ -164,3 +164,19 @@ void br_explain_login(const br_where *w, int code, const char *text, char *out, 
                  "(usually 5672, 5671 for amqps://)?",
                  w->shown, w->host, w->port, text);
 }
+
+void br_explain_login_reply(const br_where *w, amqp_rpc_reply_t rep, char *out, size_t n)
+{
+    char t[256] = "unexpected reply";
+    int code = 0;
+    if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+        rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        amqp_connection_close_t *m = rep.reply.decoded;
+        code = m->reply_code;
+        snprintf(t, sizeof t, "%.*s", (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+    } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+        code = rep.library_error; /* negative: an amqp_status_enum */
+        snprintf(t, sizeof t, "%s", amqp_error_string2(rep.library_error));
+    }
+    br_explain_login(w, code, t, out, n);
+}

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include <amqp.h>
+
 /* Where the connection attempt stood, for the messages. */
 typedef struct {
     const char *shown; /* the URI, password redacted */
@@ -24,5 +26,8 @@ void br_explain_open(const br_where *w, int rc, char *out, size_t n);
  * (code < 0: no connection.close came; code is rabbitmq-c's status and
  * text its words). */
 void br_explain_login(const br_where *w, int code, const char *text, char *out, size_t n);
+/* The same from the reply of a failed amqp_login (the code and text taken
+ * from the broker's connection.close, or rabbitmq-c's status). */
+void br_explain_login_reply(const br_where *w, amqp_rpc_reply_t rep, char *out, size_t n);
 
 #endif

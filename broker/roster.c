@@ -196,18 +196,7 @@ static int open_login(ro_conn *r, const char *uri, char *why, size_t n)
                                          AMQP_SASL_METHOD_PLAIN, info.user, info.password);
     }
     if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
-        char t[256] = "unexpected reply";
-        int code = 0;
-        if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
-            rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-            amqp_connection_close_t *m = rep.reply.decoded;
-            code = m->reply_code;
-            bytes_str(m->reply_text, t, sizeof t);
-        } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
-            code = rep.library_error;
-            g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
-        }
-        br_explain_login(&w, code, t, why, n);
+        br_explain_login_reply(&w, rep, why, n);
         goto out;
     }
     rc = 0;

@@ -427,20 +427,7 @@ static int attempt_open(br_conn *c, attempt *a)
 
 static void login_failure(attempt *a, amqp_rpc_reply_t rep)
 {
-    char t[256];
-    int code = 0;
-    if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
-        rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-        amqp_connection_close_t *m = rep.reply.decoded;
-        code = m->reply_code;
-        br_bytes_to_str(m->reply_text, t, sizeof t);
-    } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
-        code = rep.library_error; /* negative: an amqp_status_enum */
-        g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
-    } else {
-        g_strlcpy(t, "unexpected reply", sizeof t);
-    }
-    br_explain_login(&a->w, code, t, a->reason, sizeof a->reason);
+    br_explain_login_reply(&a->w, rep, a->reason, sizeof a->reason);
 }
 
 /* Log in with a connection name the broker shows (fleetfs <coord_id>@<host>)

@@ -5,7 +5,7 @@
  *
  *   amqptry URI OP ARG...
  *     declare-queue Q        active declare, durable (configure on Q)
- *     declare-mailbox Q      active declare with the fleet's mailbox arguments
+ *     declare-mailbox Q      active declare with fleetfs's default mailbox arguments
  *                            (configure + read on Q, write on fleet.dlx)
  *     probe-queue Q          passive declare (no permission needed)
  *     delete-queue Q         queue.delete (configure on Q)
@@ -31,6 +31,8 @@
 
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
+
+#include "broker/topology.h"
 
 #define AT_USAGE 2
 #define AT_403 3
@@ -72,24 +74,6 @@ static int at_reply(amqp_connection_state_t c, amqp_rpc_reply_t rep)
     (void)c;
     printf("refused %d %.*s\n", code, (int)text.len, (const char *)text.bytes);
     return code == 403 ? AT_403 : AT_OTHER;
-}
-
-static amqp_table_entry_t at_i64(const char *k, int64_t v)
-{
-    amqp_table_entry_t e;
-    e.key = amqp_cstring_bytes(k);
-    e.value.kind = AMQP_FIELD_KIND_I64;
-    e.value.value.i64 = v;
-    return e;
-}
-
-static amqp_table_entry_t at_str(const char *k, const char *v)
-{
-    amqp_table_entry_t e;
-    e.key = amqp_cstring_bytes(k);
-    e.value.kind = AMQP_FIELD_KIND_UTF8;
-    e.value.value.bytes = amqp_cstring_bytes(v);
-    return e;
 }
 
 /* A publish in confirm mode: ack (ok), basic.return (refused 312, no
@@ -170,12 +154,11 @@ int main(int argc, char **argv)
         amqp_queue_declare(c, 1, amqp_cstring_bytes(argv[3]), !strcmp(op, "probe-queue"), 1, 0, 0,
                            amqp_empty_table);
     } else if (!strcmp(op, "declare-mailbox")) {
-        amqp_table_entry_t e[5] = {at_i64("x-max-length", 10000),
-                                   at_str("x-overflow", "reject-publish"),
-                                   at_i64("x-message-ttl", 604800000),
-                                   at_str("x-dead-letter-exchange", "fleet.dlx"),
-                                   at_str("x-queue-type", "classic")};
-        amqp_queue_declare(c, 1, amqp_cstring_bytes(argv[3]), 0, 1, 0, 0, (amqp_table_t){5, e});
+        /* the defaults of fleetfs, from the one table (broker/topology.c) */
+        br_config cfg = {.max_length = 10000, .message_ttl_ms = 7 * 24 * 3600 * 1000LL};
+        amqp_table_entry_t e[TOPO_MAILBOX_ARGS];
+        amqp_queue_declare(c, 1, amqp_cstring_bytes(argv[3]), 0, 1, 0, 0,
+                           topo_mailbox_args(&cfg, e));
     } else if (!strcmp(op, "delete-queue")) {
         amqp_queue_delete(c, 1, amqp_cstring_bytes(argv[3]), 0, 0);
     } else if (!strcmp(op, "purge-queue")) {
