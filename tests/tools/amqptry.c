@@ -122,33 +122,10 @@ static int at_publish(amqp_connection_state_t c, const char *x, const char *key,
     }
 }
 
-int main(int argc, char **argv)
+/* The operation named by argv[2], on channel 1; the exit code. */
+static int at_op(amqp_connection_state_t c, int argc, char **argv)
 {
-    struct amqp_connection_info info;
-    amqp_connection_state_t c;
-    amqp_socket_t *s;
-    amqp_rpc_reply_t rep;
-    const char *op;
-    char *buf;
-
-    if (argc < 4)
-        return at_fail("usage: amqptry URI OP ARG... (see the top of tests/tools/amqptry.c)");
-    buf = strdup(argv[1]);
-    op = argv[2];
-    amqp_default_connection_info(&info);
-    if (!buf || amqp_parse_url(buf, &info) != AMQP_STATUS_OK)
-        return at_fail("cannot parse the URI");
-    c = amqp_new_connection();
-    s = amqp_tcp_socket_new(c);
-    if (!s || amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK)
-        return at_fail("cannot connect");
-    rep = amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user,
-                     info.password);
-    if (rep.reply_type != AMQP_RESPONSE_NORMAL)
-        return at_fail("login refused");
-    amqp_channel_open(c, 1);
-    if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL)
-        return at_fail("cannot open a channel");
+    const char *op = argv[2];
 
     if (!strcmp(op, "declare-queue") || !strcmp(op, "probe-queue")) {
         amqp_queue_declare(c, 1, amqp_cstring_bytes(argv[3]), !strcmp(op, "probe-queue"), 1, 0, 0,
@@ -185,4 +162,39 @@ int main(int argc, char **argv)
         return at_fail("unknown operation or missing arguments");
     }
     return at_reply(c, amqp_get_rpc_reply(c));
+}
+
+int main(int argc, char **argv)
+{
+    struct amqp_connection_info info;
+    amqp_connection_state_t c;
+    amqp_socket_t *s;
+    amqp_rpc_reply_t rep;
+    char *buf;
+    int rc;
+
+    if (argc < 4)
+        return at_fail("usage: amqptry URI OP ARG... (see the top of tests/tools/amqptry.c)");
+    buf = strdup(argv[1]);
+    amqp_default_connection_info(&info);
+    if (!buf || amqp_parse_url(buf, &info) != AMQP_STATUS_OK) {
+        free(buf);
+        return at_fail("cannot parse the URI");
+    }
+    c = amqp_new_connection();
+    s = amqp_tcp_socket_new(c);
+    if (!s || amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK) {
+        rc = at_fail("cannot connect");
+    } else if ((rep = amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user,
+                                 info.password))
+                   .reply_type != AMQP_RESPONSE_NORMAL) {
+        rc = at_fail("login refused");
+    } else if (!amqp_channel_open(c, 1)) {
+        rc = at_fail("cannot open a channel");
+    } else {
+        rc = at_op(c, argc, argv);
+    }
+    amqp_destroy_connection(c); /* no goodbye: a get's message goes back */
+    free(buf);
+    return rc;
 }
