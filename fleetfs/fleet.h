@@ -29,6 +29,7 @@ typedef struct fleet {
     int64_t started_ms; /* monotonic */
     uid_t uid;
     gid_t gid;
+    bool uri_defaulted; /* no URI given: amqp://localhost:5672 is tried */
 } fleet;
 
 /* name is in peers/: configured, or discovered by presence */

@@ -42,6 +42,7 @@
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
 #include "fleetfs/sdnotify.h"
+#include "fleetfs/startup.h"
 #include "fleetfs/wire/sign.h"
 #include "fleetfs/tree.h"
 
@@ -49,12 +50,7 @@
 
 static char **broker_uris(const fs_opts *o)
 {
-    const char *env = getenv(o->broker_uri_env);
-    if (env && *env)
-        return uri_split(env);
-    if (o->broker_uri)
-        return uri_split(o->broker_uri);
-    return uri_split("amqp://localhost:5672");
+    return su_broker_uris(o, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -451,9 +447,26 @@ int main(int argc, char **argv)
         rc = rc == 1 ? 0 : 2;
         goto done;
     }
-    if (!realpath(cl.mountpoint, real)) {
-        fprintf(stderr, "fleetfs: mount point %s: %s\n", cl.mountpoint, strerror(errno));
+    /* what cannot heal is refused before the broker is touched */
+    if (su_check_uris(&o) < 0) {
         rc = 2;
+        goto done;
+    }
+    if (!realpath(cl.mountpoint, real)) {
+        if (errno == ENOTCONN) {
+            fprintf(stderr,
+                    "fleetfs: not mounting: %s is a FUSE mount whose daemon is gone: "
+                    "fusermount3 -uz %s, then mount again\n",
+                    cl.mountpoint, cl.mountpoint);
+            rc = 1;
+        } else {
+            fprintf(stderr, "fleetfs: mount point %s: %s\n", cl.mountpoint, strerror(errno));
+            rc = 2;
+        }
+        goto done;
+    }
+    if (su_check_mountpoint(real) < 0 || su_check_dev_fuse() < 0) {
+        rc = 1;
         goto done;
     }
     if (g_mkdir_with_parents(o.state_dir, 0700) < 0) {
@@ -467,6 +480,7 @@ int main(int argc, char **argv)
     f.uid = getuid();
     f.gid = getgid();
     f.started_ms = g_get_monotonic_time() / 1000;
+    g_strfreev(su_broker_uris(&o, &f.uri_defaulted));
     if (gethostname(f.host, sizeof f.host - 1) < 0)
         g_strlcpy(f.host, "unknown", sizeof f.host);
     {

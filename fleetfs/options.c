@@ -262,6 +262,8 @@ static int opts_set_uri(fs_opts *o, const struct opts_def *d, const char *value,
             rc = opts_fail(err, d, "amqp://HOST[:PORT][/VHOST] or amqps://...", shown);
         } else if (!opts_text_ok(uris[i])) {
             rc = opts_fail(err, d, "a URI of printable characters", shown);
+        } else if (!br_uri_parses(uris[i])) {
+            rc = opts_fail(err, d, "a URI that parses: amqp[s]://HOST[:PORT][/VHOST]", shown);
         }
         g_free(shown);
     }
@@ -711,19 +713,5 @@ char *uri_redact(const char *uri)
 
 char **uri_split(const char *list)
 {
-    GPtrArray *out = g_ptr_array_new();
-    const char *sep = " \t\r\n,";
-    const char *p = list ? list : "";
-
-    while (*p != '\0') {
-        size_t n;
-
-        p += strspn(p, sep);
-        n = strcspn(p, sep);
-        if (n > 0)
-            g_ptr_array_add(out, g_strndup(p, n));
-        p += n;
-    }
-    g_ptr_array_add(out, NULL);
-    return (char **)g_ptr_array_free(out, FALSE);
+    return br_uri_split(list);
 }

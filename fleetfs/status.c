@@ -162,6 +162,11 @@ GString *st_root(fleet *f)
     g_string_append_printf(s, "broker_uri: %s\nvhost: %s\ntls: %s\nbroker_since: %s\n",
                            st.uri[0] ? st.uri : "(none yet)", st.vhost[0] ? st.vhost : "(from URI)",
                            st.tls ? "on" : "off", since);
+    if (f->uri_defaulted)
+        g_string_append_printf(s,
+                               "broker_uri_note: %s is unset and no broker_uri is configured: "
+                               "trying the default\n",
+                               f->opts->broker_uri_env);
     if (st.link == BR_CONNECTED && st.node[0])
         g_string_append_printf(s, "broker_node: %s (%s; heartbeat %d s)\n", st.node, st.server,
                                st.heartbeat_s);

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 broker_use_shared
-FLEET_VHOST=t0950
+FLEET_VHOST=t0975
 new_vhost $FLEET_VHOST
 
 # one_write FILE BYTES: BYTES bytes of "x" in ONE write(2) (dd, one block)
@@ -55,6 +55,121 @@ test_expect_success 'one write of max_message + 1: EMSGSIZE, nothing published' 
     test_must_fail one_write splitter/peers/far/send 1044481 >err &&
     grep -q "Message too long" err &&
     n=$(broker_count lead.far.inbox) && test "$n" = 2
+'
+
+# try_start DIR [OPT...]: fleetfs DIR -f in the foreground, at most 30 s
+# (a mistake that used to mount then runs until the timeout: exit 124);
+# its exit status in rc, its stderr in err
+try_start() {
+    local dir=$1 opts="coord_id=$(basename "$1"),insecure,state_dir=$TEST_DIR/state/$(basename "$1"),vhost=$FLEET_VHOST"
+    shift
+    for o in "$@"; do opts="$opts,$o"; done
+    mkdir -p "$TEST_DIR/state"
+    if timeout 30 "$FLEETFS" "$dir" -f -o "$opts" </dev/null 2>err; then echo 0 >rc; else echo $? >rc; fi
+}
+
+# ---- mount-point mistakes: exit 1 at once, said plainly, broker untouched
+test_expect_success 'a second fleetfs on a fleetfs mount: exit 1; the first still serves' '
+    mount_fleet first peers=far:nodev &&
+    try_start first &&
+    test "$(cat rc)" = 1 &&
+    grep -q "first is already a fleetfs mount" err && grep -q "fusermount3 -u" err &&
+    ! grep -q "broker: connected" err &&
+    grep -q "^coord_id: first$" first/status &&
+    n=$(broker_count lead.first.inbox) && test -n "$n" &&
+    n=$(broker_count lead.full.inbox) && test -z "$n"
+'
+
+test_expect_success 'a directory that is not empty: exit 1, its files untouched' '
+    mkdir -p full && echo keep >full/notes &&
+    try_start full &&
+    test "$(cat rc)" = 1 &&
+    grep -q "full is not empty (it holds notes)" err &&
+    ! mountpoint -q full && test "$(cat full/notes)" = keep &&
+    n=$(broker_count lead.full.inbox) && test -z "$n"
+'
+
+test_expect_success 'a regular file: exit 1 (in the background mode too), nothing mounted' '
+    echo text >afile &&
+    try_start afile &&
+    test "$(cat rc)" = 1 &&
+    grep -q "afile is not a directory" err &&
+    at_exit "fusermount3 -u $TEST_DIR/afile 2>/dev/null || true" &&
+    test_must_fail timeout 30 "$FLEETFS" afile -o "coord_id=afile,insecure,state_dir=$TEST_DIR/state/afile" 2>err &&
+    grep -q "afile is not a directory" err &&
+    ! mountpoint -q afile && test "$(cat afile)" = text &&
+    n=$(broker_count lead.afile.inbox) && test -z "$n"
+'
+
+test_expect_success 'no /dev/fuse: exit 1 before the broker is touched; the waiting message stays' '
+    echo "wait for me" >first/peers/nodev/send &&
+    n=$(broker_count lead.nodev.inbox) && test "$n" = 1 &&
+    mkdir -p nodev &&
+    if timeout 30 unshare -m bash -c "mount -t tmpfs none /dev && exec \"\$0\" \"\$@\"" \
+        "$FLEETFS" nodev -f -o "coord_id=nodev,insecure,state_dir=$TEST_DIR/state/nodev,vhost=$FLEET_VHOST" \
+        </dev/null 2>err; then echo 0 >rc; else echo $? >rc; fi &&
+    cat err &&
+    test "$(cat rc)" = 1 &&
+    grep -q "cannot open /dev/fuse: No such file or directory: load the fuse module" err &&
+    ! grep -q "broker: connected" err &&
+    n=$(broker_count lead.nodev.inbox) && test "$n" = 1
+'
+
+# ---- configuration that cannot heal: exit 2 at once (RestartPreventExitStatus=2)
+test_expect_success 'an unparsable URI, another scheme, amqps:// without ca=: exit 2, nothing mounted' '
+    mkdir -p cfg &&
+    for uri in "htp://127.0.0.1:$BROKER_PORT/" "amqps://127.0.0.1:$BROKER_PORT/" \
+        "amqp://guest:gu@st@127.0.0.1:$BROKER_PORT/" "amqp://guest:guest@127.0.0.1:99999/"; do
+        FLEET_BROKER_URI=$uri try_start cfg &&
+        echo "$uri: exit $(cat rc): $(cat err)" &&
+        test "$(cat rc)" = 2 && ! mountpoint -q cfg || exit 1
+    done &&
+    FLEET_BROKER_URI="amqps://127.0.0.1:$BROKER_PORT/" try_start cfg &&
+    grep -q "is amqps:// but no ca= is set" err && grep -q "ca=FILE" err &&
+    FLEET_BROKER_URI="htp://127.0.0.1:$BROKER_PORT/" try_start cfg &&
+    grep -q "not amqp://... or amqps://..." err &&
+    FLEET_BROKER_URI="amqp://guest:gu@st@127.0.0.1:$BROKER_PORT/" try_start cfg &&
+    grep -q "does not parse" err && grep -q "%40" err && ! grep -q "gu@st\|guest" err
+'
+
+test_expect_success 'an unreachable broker still mounts (it can heal) and says so' '
+    FLEET_BROKER_URI=amqp://guest:guest@127.0.0.1:1/ mount_fleet away peers=far &&
+    grep -q "^broker: unreachable" away/status
+'
+
+# ---- the URI variable unset (sudo, mount(8), systemd): say the default is tried
+test_expect_success 'FLEET_BROKER_URI unset: the log and status say a default is being tried' '
+    echo "unshare -n" >.harness/exec.nouri &&
+    (unset FLEET_BROKER_URI && mount_fleet nouri peers=far) &&
+    grep -q "^broker_uri_note: FLEET_BROKER_URI is unset and no broker_uri is configured: trying the default$" nouri/status &&
+    grep -q "FLEET_BROKER_URI is unset and no broker_uri is configured: trying the default amqp://localhost:5672" nouri.log &&
+    grep -q "^broker_uri: amqp://localhost:5672$" nouri/status &&
+    echo "unshare -n" >.harness/exec.nouri2 &&
+    (unset MY_URI_T0975 && mount_fleet nouri2 peers=far broker_uri_env=MY_URI_T0975) &&
+    grep -q "^broker_uri_note: MY_URI_T0975 is unset" nouri2/status &&
+    ! grep -q "^broker_uri_note" first/status
+'
+
+# ---- a password may hold , ; @ : % and spaces (issue 20, section 3)
+PW="Xy,9q@:%z w;"
+test_expect_success 'a password with , @ : % space ; (percent-encoded where needed) logs in; never shown' '
+    rmqctl add_user pwuser "$PW" >/dev/null &&
+    rmqctl set_permissions -p $FLEET_VHOST pwuser ".*" ".*" ".*" >/dev/null &&
+    FLEET_BROKER_URI="amqp://pwuser:Xy,9q%40%3A%25z w;@127.0.0.1:$BROKER_PORT/$FLEET_VHOST" mount_fleet pw peers=first &&
+    wait_for 15 "grep -q \"^broker: connected$\" pw/status" &&
+    grep -q "^broker_uri: amqp://pwuser:\*\*\*@127.0.0.1:$BROKER_PORT/$FLEET_VHOST$" pw/status &&
+    echo "with a strange password" >pw/peers/first/send &&
+    wait_for 10 "grep -q \"with a strange password\" first/leads/first/inbox" &&
+    wait_for 15 "grep -q \"roster connected\" pw.log" &&
+    ! grep -e "Xy" -e "9q" -e "z w" -e "%25" pw/status pw.log
+'
+
+test_expect_success 'the same password unencoded does not parse: exit 2, only scheme://host:port shown' '
+    mkdir -p pw2 &&
+    FLEET_BROKER_URI="amqp://pwuser:$PW@127.0.0.1:$BROKER_PORT/$FLEET_VHOST" try_start pw2 &&
+    test "$(cat rc)" = 2 &&
+    grep -q "amqp://127.0.0.1:$BROKER_PORT (unparsable)" err &&
+    ! grep -e "Xy" -e "9q" -e "z w" -e pwuser err
 '
 
 test_done

@@ -507,10 +507,20 @@ static void test_uri_redact(void **state)
     redacts("amqp://user@h/v", "amqp://user@h/v");
     redacts("amqp://", "amqp://");
     redacts("", "");
-    redacts("amqp://u:p@ss@h/v", "amqp://u:***@h/v");  /* '@' in password */
-    redacts("amqp://u:pa/ss@h/v", "amqp://u:***@h/v"); /* '/' in password */
+    /* a URI that does not parse (a raw '@', '/' or ':' in the password,
+     * a bad %-escape, another scheme): scheme://host:port at most */
+    redacts("amqp://u:p@ss@h/v", "amqp://h (unparsable)");
+    redacts("amqp://u:pa/ss@h:5672/v", "amqp://h:5672 (unparsable)");
+    redacts("amqp://u:a:b@h:1", "amqp://h:1 (unparsable)");
+    redacts("amqp://u:Xy%zz@127.0.0.1:5672/v", "amqp://127.0.0.1:5672 (unparsable)");
+    redacts("htp://u:secret@h:1", "htp://h:1 (unparsable)");
+    redacts("amqp://u:Xy", "amqp://(unparsable)"); /* a list cut inside a password */
+    /* what parses may hold ',', ';' and spaces in the password */
+    redacts("amqp://u:Xy,9q@127.0.0.1:5672/v", "amqp://u:***@127.0.0.1:5672/v");
+    redacts("amqp://u:a b;c@h", "amqp://u:***@h");
+    redacts("amqp://u:a%40b%3A%25c%20d@h:1/%2f", "amqp://u:***@h:1/%2f");
     redacts("amqp://u:@h", "amqp://u:***@h");
-    redacts("u:secret@h", "u:***@h"); /* no scheme */
+    redacts("u:secret@h", "(not a URI)"); /* no scheme */
     redacts("amqp://:secret@h", "amqp://:***@h");
     assert_null(uri_redact(NULL));
     {
@@ -520,6 +530,8 @@ static void test_uri_redact(void **state)
         g_free(out);
     }
     assert_true(uri_has_password("amqp://u:p@h"));
+    assert_true(uri_has_password("amqp://u:p@ss@h"));
+    assert_true(uri_has_password("amqp://u:a,b@h"));
     assert_false(uri_has_password("amqp://u@h:5672"));
     assert_false(uri_has_password("amqp://h:5672/v"));
     assert_false(uri_has_password(NULL));
@@ -536,6 +548,14 @@ static void test_uri_split(void **state)
     assert_string_equal(v[1], "amqp://b");
     assert_string_equal(v[2], "amqps://c");
     assert_string_equal(v[3], "amqp://d");
+    g_strfreev(v);
+    /* a separator counts only before the next amqp:// or amqps://, so a
+     * password may hold ',', ';' and spaces */
+    v = uri_split("amqp://u:Xy,9q@h:1/v, amqps://u:a b;c@h2 amqp://h3,");
+    assert_int_equal(g_strv_length(v), 3);
+    assert_string_equal(v[0], "amqp://u:Xy,9q@h:1/v");
+    assert_string_equal(v[1], "amqps://u:a b;c@h2");
+    assert_string_equal(v[2], "amqp://h3");
     g_strfreev(v);
     v = uri_split("  , ");
     assert_null(v[0]);

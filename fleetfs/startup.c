@@ -1,0 +1,205 @@
+/* fleetfs/startup.c — start-up checks, run before anything touches the
+ * broker or forks.
+ *
+ * Why here, and why first: a mistake that cannot heal must not look like a
+ * mount that works.  An unparsable broker URI, amqps:// without ca=, a
+ * mount point that is a file, not empty, or already a fleetfs mount, and a
+ * /dev/fuse this user cannot open all used to mount (or consume the
+ * mailbox) first and fail later or never: the daemon then retried forever,
+ * hid the first lead under the second, or held the mailbox so the user's
+ * next, correct mount waited out takeover_grace.  Each is now refused at
+ * once with what to do: exit 2 for configuration (systemd's
+ * RestartPreventExitStatus=2 stops the restarts), exit 1 for a mount that
+ * cannot come up.  An unreachable broker is not checked here: that heals,
+ * and the broker thread keeps trying.
+ */
+#include "fleetfs/startup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "broker/uri.h"
+#include "fleetfs/log.h"
+
+#define SU_DEFAULT_URI "amqp://localhost:5672"
+
+char **su_broker_uris(const fs_opts *o, bool *defaulted)
+{
+    const char *env = getenv(o->broker_uri_env);
+
+    if (defaulted)
+        *defaulted = false;
+    if (env && *env)
+        return uri_split(env);
+    if (o->broker_uri)
+        return uri_split(o->broker_uri);
+    if (defaulted)
+        *defaulted = true;
+    return uri_split(SU_DEFAULT_URI);
+}
+
+int su_check_uris(const fs_opts *o)
+{
+    const char *env = getenv(o->broker_uri_env);
+    const char *from = env && *env ? o->broker_uri_env : o->broker_uri ? "broker_uri" : NULL;
+    bool defaulted;
+    char **uris = su_broker_uris(o, &defaulted);
+    char why[768];
+    int rc = 0;
+
+    if (uris[0] == NULL) {
+        fprintf(stderr,
+                "fleetfs: %s holds no broker URI: give amqp://HOST:PORT/VHOST (or amqps://...)\n",
+                from ? from : "the configuration");
+        rc = -1;
+    }
+    for (char **u = uris; rc == 0 && *u; u++) {
+        if (br_uri_check(*u, o->ca, why, sizeof why) < 0) {
+            fprintf(stderr, "fleetfs: %s (from %s); not starting: retrying would not mend it\n",
+                    why, from ? from : "the default");
+            rc = -1;
+        }
+    }
+    if (rc == 0 && defaulted)
+        log_warn("broker: %s is unset and no broker_uri is configured: trying the default %s; "
+                 "set %s where fleetfs starts (sudo drops it unless -E or env; a systemd unit "
+                 "needs Environment= or EnvironmentFile=; mount(8) passes no environment: "
+                 "use broker_uri= in the config file for the address)",
+                 o->broker_uri_env, SU_DEFAULT_URI, o->broker_uri_env);
+    g_strfreev(uris);
+    return rc;
+}
+
+/* /proc/self/mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo. */
+static void su_unescape(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+            r[3] >= '0' && r[3] <= '7') {
+            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+            r += 3;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
+/* The file-system type mounted on dir (the last such mount), or NULL. */
+static char *su_mounted_type(const char *dir)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char *line = NULL, *type = NULL;
+    size_t cap = 0;
+
+    if (!f)
+        return NULL;
+    while (getline(&line, &cap, f) > 0) {
+        char **field = g_strsplit(line, " ", 0);
+        guint n = g_strv_length(field), i;
+        if (n > 5) {
+            su_unescape(field[4]);
+            for (i = 6; i + 1 < n && strcmp(field[i], "-") != 0; i++)
+                ;
+            if (strcmp(field[4], dir) == 0 && i + 1 < n) {
+                g_free(type);
+                type = g_strdup(field[i + 1]);
+            }
+        }
+        g_strfreev(field);
+    }
+    free(line);
+    fclose(f);
+    return type;
+}
+
+int su_check_mountpoint(const char *dir)
+{
+    char *type = su_mounted_type(dir);
+    struct stat st;
+    DIR *d;
+    struct dirent *e;
+
+    if (type && g_str_has_prefix(type, "fuse")) {
+        if (strcmp(type, "fuse.fleetfs") == 0)
+            fprintf(stderr,
+                    "fleetfs: not mounting: %s is already a fleetfs mount; a second one would "
+                    "hide it while its daemon keeps consuming its mailbox: unmount it first "
+                    "(fusermount3 -u %s) or choose another directory\n",
+                    dir, dir);
+        else
+            fprintf(stderr,
+                    "fleetfs: not mounting: %s is already a FUSE mount (%s): unmount it first "
+                    "(fusermount3 -u %s) or choose another directory\n",
+                    dir, type, dir);
+        g_free(type);
+        return -1;
+    }
+    g_free(type);
+    if (stat(dir, &st) < 0) {
+        fprintf(stderr, "fleetfs: not mounting: mount point %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr,
+                "fleetfs: not mounting: %s is not a directory: the mount point must be an empty "
+                "directory (mkdir it)\n",
+                dir);
+        return -1;
+    }
+    d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "fleetfs: not mounting: mount point %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        fprintf(stderr,
+                "fleetfs: not mounting: %s is not empty (it holds %s): the mount would hide what "
+                "is there; mount on an empty directory\n",
+                dir, e->d_name);
+        closedir(d);
+        return -1;
+    }
+    closedir(d);
+    return 0;
+}
+
+/* A fusermount3 on PATH that is setuid root opens /dev/fuse for us. */
+static bool su_fusermount_setuid(void)
+{
+    char *path = g_find_program_in_path("fusermount3");
+    struct stat st;
+    bool ok = path && stat(path, &st) == 0 && st.st_uid == 0 && (st.st_mode & S_ISUID);
+    g_free(path);
+    return ok;
+}
+
+int su_check_dev_fuse(void)
+{
+    int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+    int e = errno;
+    bool absent = e == ENOENT || e == ENODEV || e == ENXIO;
+
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    if (!absent && geteuid() != 0 && su_fusermount_setuid())
+        return 0;
+    fprintf(stderr, "fleetfs: not mounting: cannot open /dev/fuse: %s: %s\n", strerror(e),
+            absent ? "load the fuse module (modprobe fuse); in a container, pass the device "
+                     "(docker run --device /dev/fuse --cap-add SYS_ADMIN)"
+                   : "give this user read and write access to /dev/fuse, or install "
+                     "fusermount3 setuid root (the fuse3 package does)");
+    return -1;
+}
