@@ -293,7 +293,7 @@ static int setup(ro_conn *r, char *why, size_t n)
 static void try_connect(ro_conn *r)
 {
     unsigned n = g_strv_length(r->cfg.uris);
-    char why[512];
+    char why[512] = "stopping";
 
     if (n == 0 || stopping(r))
         return;
@@ -308,6 +308,13 @@ static void try_connect(ro_conn *r)
         return;
     }
     r->uri_index++;
+    if (stopping(r)) {
+        /* unmounting: nothing failed, and nothing will be retried */
+        if (r->amqp)
+            amqp_destroy_connection(r->amqp);
+        r->amqp = NULL;
+        return;
+    }
     if (strcmp(r->st.reason, why) != 0)
         log_warn("presence: roster connection failed: %s; retrying (backoff up to %d ms)", why,
                  RO_BACKOFF_MAX_MS);

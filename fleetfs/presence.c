@@ -53,6 +53,7 @@ struct presence {
     uint64_t rejected;
     uint64_t ignored; /* too old, from the future, or a replay */
     bool link_up;
+    bool link_tried;    /* the roster thread reported once: up, or a failure */
     int64_t link_since; /* monotonic ms */
     char *agent_sent;   /* agent words of our last heartbeat */
 };
@@ -387,6 +388,7 @@ void pr_link(presence *pr, bool up)
 {
     g_mutex_lock(&pr->lock);
     pr->link_up = up;
+    pr->link_tried = true;
     pr->link_since = mono_ms();
     g_mutex_unlock(&pr->lock);
     if (pr->hooks.changed)
@@ -584,6 +586,15 @@ int pr_liveness(presence *pr, const char *peer, char *why, size_t n)
     return 0;
 }
 
+bool pr_link_connecting(presence *pr)
+{
+    bool connecting;
+    g_mutex_lock(&pr->lock);
+    connecting = !pr->link_up && !pr->link_tried;
+    g_mutex_unlock(&pr->lock);
+    return connecting;
+}
+
 bool pr_link_up(presence *pr)
 {
     bool up;
@@ -606,7 +617,10 @@ void pr_link_words(presence *pr, char *out, size_t n)
 {
     g_mutex_lock(&pr->lock);
     snprintf(out, n, "%s (heartbeat every %lld ms, stale after 3; discovery %s)",
-             pr->link_up ? "connected" : "roster connection down", (long long)pr->o->heartbeat_ms,
+             pr->link_up      ? "connected"
+             : pr->link_tried ? "roster connection down"
+                              : "roster connecting",
+             (long long)pr->o->heartbeat_ms,
              pr->o->discovery ? "on" : "off");
     g_mutex_unlock(&pr->lock);
 }

@@ -92,6 +92,8 @@ int pr_liveness(presence *pr, const char *peer, char *why, size_t n);
 uint64_t pr_rejected(presence *pr);
 /* Our roster link is up. */
 bool pr_link_up(presence *pr);
+/* No answer from the roster thread yet: its first attempt is under way. */
+bool pr_link_connecting(presence *pr);
 /* "connected" or "down: reason" and counts, for the root status */
 void pr_link_words(presence *pr, char *out, size_t n);
 

@@ -71,7 +71,10 @@ static void presence_peer_lines(GString *s, fleet *f, const char *peer)
                            i.agent[0] ? i.agent : "unknown");
     if (i.last_at[0])
         g_string_append_printf(s, "last_heartbeat: %s\nstarted: %s\n", i.last_at, i.started_at);
-    if (!pr_link_up(f->pr))
+    if (pr_link_connecting(f->pr))
+        g_string_append(s, "presence_note: this lead's own roster connection is still "
+                           "connecting, so no peer has been heard yet\n");
+    else if (!pr_link_up(f->pr))
         g_string_append(s, "presence_note: this lead's own roster connection is down (see "
                            "status), so every peer looks stale from here\n");
 }

@@ -172,4 +172,36 @@ test_expect_success 'the same password unencoded does not parse: exit 2, only sc
     ! grep -e "Xy" -e "9q" -e "z w" -e pwuser err
 '
 
+# ---- the roster link right after a mount: connecting, not down
+# A listener that accepts and never answers holds each login attempt for
+# its 2 s timeout. The status is read first, the log after: if the log has
+# no roster failure yet, the status was read before the first attempt
+# ended and must say connecting (otherwise the run cannot tell, and says so).
+test_expect_success 'right after a mount the roster link is connecting, not down' '
+    { python3 -c "
+import socket, sys, time
+s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)
+" >silent.port & } &&
+    echo $! >silent.pid && at_exit "kill $(cat silent.pid) 2>/dev/null || true" &&
+    wait_for 10 "test -s silent.port" &&
+    FLEET_BROKER_URI="amqp://guest:guest@127.0.0.1:$(cat silent.port)/" mount_fleet quiet peers=far &&
+    grep "^presence:" quiet/status >presence.seen &&
+    grep "^presence_note:" quiet/peers/far/status >note.seen &&
+    cat presence.seen note.seen &&
+    if grep -q "roster connection failed" quiet.log; then
+        echo "inconclusive: the first roster attempt ended before status was read"
+    else
+        grep -q "^presence: roster connecting " presence.seen &&
+        grep -q "still connecting, so no peer has been heard yet" note.seen
+    fi &&
+    wait_for 20 "grep -q \"roster connection failed\" quiet.log" &&
+    grep -q "^presence: roster connection down" quiet/status &&
+    unmount_fleet quiet &&
+    ! grep -E "roster connection failed: (stopping|fleetfs )" quiet.log
+'
+
 test_done
