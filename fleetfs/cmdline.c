@@ -96,6 +96,13 @@ static int add_o(cmdline *cl, const char *list)
             g_ptr_array_add(cl->fuse_opts, g_strdup(*it));
         } else if (is_mount_only(*it)) {
             continue; /* for mount(8) and systemd, not for us */
+        } else if (klen == strlen(*it) && it != items && g_str_has_prefix(it[-1], "peers=")) {
+            /* peers=a,b: the comma ended the option; the rest looks like a peer */
+            fprintf(stderr,
+                    "fleetfs: unknown option '%s' (after %s): peers are separated by ':', "
+                    "not ',' (peers=a:b)\n",
+                    key, it[-1]);
+            rc = -1;
         } else {
             fprintf(stderr, "fleetfs: unknown option '%s' (see fleetfs --help)\n", key);
             rc = -1;

@@ -229,7 +229,9 @@ static fe_code collect_acks(mailbox *mb, gchar **lines, const br_status *st, GPt
             continue;
         }
         if (!env_id_valid(*l)) {
-            snprintf(detail, dlen, "'%.40s' is neither a msgId (32 hex digits) nor 'all'", *l);
+            snprintf(detail, dlen,
+                     "'%.40s' is neither a msgId (32 lowercase hex digits, as in inbox) nor 'all'",
+                     *l);
             return FE_BAD_INPUT;
         }
         m = g_hash_table_lookup(mb->held_ids, *l);

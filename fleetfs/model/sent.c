@@ -480,10 +480,15 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char 
     detail[0] = '\0';
     if (len > 0 && data[len - 1] == '\n')
         len--; /* echo's newline is not part of the message */
-    if ((res = send_input_ok(mb, peer, data, len)) != FE_OK)
+    if ((res = send_input_ok(mb, peer, data, len)) == FE_OK && reply_to &&
+        !env_id_valid(reply_to))
+        res = FE_BAD_INPUT;
+    if (res != FE_OK) {
+        /* the writer sees only the errno: the log says which rule and what to do */
+        log_warn("send to %s: refused, nothing was sent: %s (%s)", peer, fe_name(res),
+                 fe_hint(res));
         return res;
-    if (reply_to && !env_id_valid(reply_to))
-        return FE_BAD_INPUT;
+    }
 
     memset(&e, 0, sizeof e);
     e.v = 1;
@@ -520,13 +525,16 @@ fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_
     while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == ' '))
         len--;
     if (len != ENV_ID_LEN || memchr(data, '\0', len)) {
-        snprintf(detail, dlen, "write one msgId (32 hex digits) of an unconfirmed entry of sent");
+        snprintf(detail, dlen,
+                 "write one msgId (32 lowercase hex digits) of an unconfirmed entry of sent");
+        log_warn("resend: refused: %s", detail);
         return FE_BAD_INPUT;
     }
     memcpy(id, data, len);
     id[len] = '\0';
     if (!env_id_valid(id)) {
-        snprintf(detail, dlen, "'%s' is not a msgId", id);
+        snprintf(detail, dlen, "'%s' is not a msgId (32 lowercase hex digits, as in sent)", id);
+        log_warn("resend: refused: %s", detail);
         return FE_BAD_INPUT;
     }
     g_mutex_lock(&mb->lock);

@@ -204,6 +204,34 @@ while True:
     ! grep -E "roster connection failed: (stopping|fleetfs )" quiet.log
 '
 
+# ---- input refusals: the writer sees an errno, the log says which rule
+test_expect_success 'refused sends and resends are logged with what to do; msgIds say lowercase' '
+    test_must_fail bash -c "echo >splitter/peers/far/send" &&
+    grep -q "send to far: refused, nothing was sent: empty (the message is empty; write some text" splitter.log &&
+    test_must_fail bash -c "printf \"caf\\xe9\" >splitter/peers/far/send" &&
+    grep -q "send to far: refused, nothing was sent: bad-utf8" splitter.log &&
+    grep -q "send to far: refused, nothing was sent: too-big (the message is larger than max_message" splitter.log &&
+    test_must_fail bash -c "echo 0123456789ABCDEF0123456789ABCDEF >splitter/leads/splitter/ack" &&
+    grep -q "0123456789ABCDEF0123456789ABCDEF.* is neither a msgId (32 lowercase hex digits" splitter.log &&
+    test_must_fail bash -c "echo 0123456789ABCDEF0123456789ABCDEF >splitter/leads/splitter/resend" &&
+    grep -q "resend: refused: .0123456789ABCDEF0123456789ABCDEF. is not a msgId (32 lowercase hex digits" splitter.log &&
+    test_must_fail bash -c "echo nope >splitter/leads/splitter/resend" &&
+    grep -q "resend: refused: write one msgId (32 lowercase hex digits)" splitter.log &&
+    n=$(broker_count lead.far.inbox) && test "$n" = 2
+'
+
+test_expect_success 'peers=a,b says peers are separated by a colon' '
+    test_must_fail timeout 20 "$FLEETFS" full -f -o coord_id=x,insecure,peers=alpha,beta 2>err &&
+    grep -q "unknown option .beta. (after peers=alpha): peers are separated by .:., not .,. (peers=a:b)" err
+'
+
+test_expect_success 'scripts/mount Beta: refused before it makes a key, a trust file or a directory' '
+    test_must_fail "$FLEET_ROOT/scripts/mount" Beta "$TEST_DIR/beta-dir" 2>err &&
+    grep -q "not a valid coord_id" err &&
+    ! test -e beta-dir && ! test -e "$FLEET_ROOT/.run/keys/Beta.key" &&
+    ! test -e "$FLEET_ROOT/.run/trust/Beta.pub" && ! test -e "$FLEET_ROOT/.run/logins/Beta.env"
+'
+
 # ---- docs a newcomer copies from
 test_expect_success 'the man page: no control characters, no hyphenated words to copy' '
     ! LC_ALL=C grep -n "[[:cntrl:]]" "$FLEET_ROOT/doc/fleetfs.1" &&
