@@ -17,7 +17,7 @@
 typedef struct {
     const char *coord_id;      /* the lead: agent name, pane label, tmux pane title */
     const char *inject_target; /* NULL: find the pane by coord_id */
-    const char *state_dir;     /* tmux: where the paste file is written */
+    const char *state_dir;     /* unused since tmux pastes through stdin */
     const char *herdr_socket;  /* herdr: NULL = by the protocol's resolution order */
     int call_ms;               /* herdr: bound of one ordinary call */
     int prompt_ms;             /* herdr: bound of agent.prompt */

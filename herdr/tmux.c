@@ -9,13 +9,21 @@
  * never a shell (herdr/foreground.h) — checked when deciding, right before
  * typing, and once more between loading the paste buffer and pasting it.
  * Nothing is ever "confirmed".  Typing is a bracketed paste (the program
- * sees one paste, not keystrokes) followed by Enter.  tmux runs with an
- * argv, never through a shell; TMUX_TMPDIR picks the server.
+ * sees one paste, not keystrokes) followed by Enter.  The text reaches
+ * tmux on the stdin of `load-buffer -`, never through a file (another
+ * process could read or swap a file between write and load).  tmux runs
+ * with an argv, never through a shell; TMUX_TMPDIR picks the server.
+ *
+ * A title is no proof of identity: any program printing to any pane can
+ * set its title with an escape sequence (printf '\033]2;beta\033\\'), so a
+ * pane found by its title is warned about in the log, once per pane, with
+ * the pane id to pin instead (-o inject_target=%N).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -24,7 +32,15 @@
 #include "herdr/backend.h"
 #include "herdr/foreground.h"
 
-#define CFG(b) ((const ib_config *)(b)->priv)
+/* The backend's own state: its copy of the config, and the pane last
+ * warned about (a pane found by its title is warned about once per pane). */
+typedef struct {
+    ib_config *cfg;
+    char warned[128];
+} tb_priv;
+
+#define PRIV(b) ((tb_priv *)(b)->priv)
+#define CFG(b) ((const ib_config *)PRIV(b)->cfg)
 
 /* Runs tmux ARGS; stdout in *out (g_free).  false with why on failure. */
 static bool tmux(const char *const *args, char **out, char *why, size_t n)
@@ -53,6 +69,61 @@ static bool tmux(const char *const *args, char **out, char *why, size_t n)
         g_free(o);
     g_free(e);
     g_ptr_array_free(argv, TRUE);
+    return ok;
+}
+
+/* Runs tmux ARGS with input on its stdin (load-buffer -).  false with why. */
+static bool tmux_in(const char *const *args, const char *input, char *why, size_t n)
+{
+    GPtrArray *argv = g_ptr_array_new();
+    GError *err = NULL;
+    GPid pid;
+    gint in = -1, errfd = -1, status = 0;
+    GString *e = g_string_new(NULL);
+    size_t len = strlen(input), off = 0;
+    bool ok;
+
+    g_ptr_array_add(argv, (gpointer) "tmux");
+    for (const char *const *a = args; *a; a++)
+        g_ptr_array_add(argv, (gpointer)*a);
+    g_ptr_array_add(argv, NULL);
+    ok = g_spawn_async_with_pipes(NULL, (gchar **)argv->pdata, NULL,
+                                  G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+                                      G_SPAWN_STDOUT_TO_DEV_NULL,
+                                  NULL, NULL, &pid, &in, NULL, &errfd, &err);
+    g_ptr_array_free(argv, TRUE);
+    if (!ok) {
+        snprintf(why, n, "%s", err->message);
+        g_error_free(err);
+        g_string_free(e, TRUE);
+        return false;
+    }
+    while (off < len) { /* a paste is small: tmux reads it all before it answers */
+        ssize_t w = write(in, input + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    close(in);
+    for (;;) {
+        char buf[256];
+        ssize_t r = read(errfd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        g_string_append_len(e, buf, r);
+    }
+    close(errfd);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    g_spawn_close_pid(pid);
+    ok = off == len && g_spawn_check_wait_status(status, NULL);
+    if (!ok)
+        snprintf(why, n, "%s", e->len ? g_strstrip(e->str) : "tmux load-buffer failed");
+    g_string_free(e, TRUE);
     return ok;
 }
 
@@ -106,6 +177,13 @@ static ib_verdict resolve(inj_backend *b, ib_target *t, char *why, size_t n)
             snprintf(t->name, sizeof t->name, "tmux pane %s (%s)", want, t->id);
         else
             snprintf(t->name, sizeof t->name, "tmux pane titled %s (%s)", me, t->id);
+        if (!want && strcmp(PRIV(b)->warned, t->id) != 0) {
+            g_strlcpy(PRIV(b)->warned, t->id, sizeof PRIV(b)->warned);
+            log_warn("inject: typing into tmux pane %s because its title is %s; any program "
+                     "writing to any pane can set a title with an escape sequence and take "
+                     "this lead's messages: pin the pane with -o inject_target=%s",
+                     t->id, me, t->id);
+        }
         return IB_OK;
     }
     if (want)
@@ -204,21 +282,15 @@ static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char
 
 static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char *why, size_t n)
 {
-    char *path = g_build_filename(CFG(b)->state_dir, "tmux-paste", NULL);
     char buf[64], err[256];
     ib_typed r = IT_TYPED;
 
     snprintf(buf, sizeof buf, "fleetfs-%ld", (long)getpid());
-    if (!g_file_set_contents(path, text, -1, NULL)) {
-        snprintf(why, n, "cannot write %s", path);
-        g_free(path);
-        return IT_REFUSED;
-    }
-    const char *load[] = {"load-buffer", "-b", buf, path, NULL};
+    const char *load[] = {"load-buffer", "-b", buf, "-", NULL};
     const char *paste[] = {"paste-buffer", "-p", "-d", "-b", buf, "-t", t->id, NULL};
     const char *enter[] = {"send-keys", "-t", t->id, "Enter", NULL};
     char words[512];
-    if (!tmux(load, NULL, err, sizeof err)) {
+    if (!tmux_in(load, text, err, sizeof err)) {
         snprintf(why, n, "tmux refused the paste into %s: %s", t->name, err);
         r = IT_REFUSED;
     } else if (look(b, t, words, sizeof words) != IB_OK) {
@@ -241,14 +313,13 @@ static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char 
     } else if (!tmux(enter, NULL, err, sizeof err)) {
         log_warn("inject: pasted into %s but Enter failed: %s", t->name, err);
     }
-    unlink(path);
-    g_free(path);
     return r;
 }
 
 static void tb_free(inj_backend *b)
 {
-    ib_config_free(b->priv);
+    ib_config_free(PRIV(b)->cfg);
+    g_free(b->priv);
     g_free(b);
 }
 
@@ -261,6 +332,7 @@ inj_backend *inj_backend_tmux(const ib_config *cfg)
     b->status = status;
     b->type = type;
     b->free = tb_free;
-    b->priv = ib_config_copy(cfg);
+    b->priv = g_new0(tb_priv, 1);
+    PRIV(b)->cfg = ib_config_copy(cfg);
     return b;
 }

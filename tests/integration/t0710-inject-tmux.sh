@@ -33,6 +33,7 @@ mkdir -p "$TEST_DIR/bin"
 cat >"$TEST_DIR/bin/tmux" <<EOF
 #!/bin/sh
 case " \$* " in *" list-panes "*) echo x >>"$TEST_DIR/tmux-looks" ;; esac
+case " \$* " in *" load-buffer "*) echo "\$*" >>"$TEST_DIR/tmux-loads" ;; esac
 exec "$REAL_TMUX" "\$@"
 EOF
 chmod +x "$TEST_DIR/bin/tmux"
@@ -42,6 +43,7 @@ looks() { if [[ -f $TEST_DIR/tmux-looks ]]; then wc -l <"$TEST_DIR/tmux-looks"; 
 looked_again() { (( $(looks) >= $2 + $1 )); }
 
 AGENT=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/fake-agent
+[[ ${FLEETFS_BUILD:-} == /* ]] && AGENT=$FLEETFS_BUILD/tools/fake-agent
 test -x "$AGENT" || test_skip_all "no $AGENT: build it with make"
 
 state_of() { jq -r "select(.msgId == \"$1\") | .state" alpha/leads/alpha/sent; }
@@ -82,6 +84,20 @@ test_expect_success 'it arrived as one bracketed paste (then Enter), not as loos
     test "$(grep -c "\^\[\[201~$" typed)" = 1 &&
     grep -q "^\^\[\[200~\[fleet message from alpha" typed &&
     grep -q "^please review the parser\^\[\[201~$" typed
+'
+
+test_expect_success 'the text reaches tmux on its stdin (load-buffer -), never through a file' '
+    test -s "$TEST_DIR/tmux-loads" &&
+    cat "$TEST_DIR/tmux-loads" &&
+    ! grep -v -- " -$" "$TEST_DIR/tmux-loads" &&
+    ! find "$TEST_DIR/state/beta" -name "*paste*" | grep -q .
+'
+
+test_expect_success 'a pane found by its title is warned about once, with the pane id to pin' '
+    grep "because its title is beta" beta.log >warned &&
+    test $(wc -l <warned) = 1 &&
+    id=$(tmux display-message -p -t lead "#{pane_id}") &&
+    grep -q "typing into tmux pane $id because its title is beta.*-o inject_target=$id" warned
 '
 
 test_expect_success 'alpha sees injected (tmux cannot tell a turn started: never confirmed); beta consumed it' '
