@@ -80,6 +80,7 @@ static void bytes_str(amqp_bytes_t b, char *out, size_t n)
     if (len)
         memcpy(out, b.bytes, len);
     out[len] = '\0';
+    log_clean(out);
 }
 
 /* Words for the last failed synchronous call. */

@@ -38,6 +38,7 @@ void br_bytes_to_str(amqp_bytes_t b, char *out, size_t n)
     if (len)
         memcpy(out, b.bytes, len);
     out[len] = '\0';
+    log_clean(out); /* the broker's words go to status and the log */
 }
 
 int br_consumer_index(amqp_channel_t ch)

@@ -9,6 +9,7 @@
 #include "herdr/client.h"
 #include "herdr/client_int.h"
 #include "herdr/sanitize.h"
+#include "fleetfs/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -191,6 +192,7 @@ static int copy_id(char *dst, size_t cap, const json_t *v, bool required)
     if (n >= cap || strlen(s) != n)
         return -1;
     memcpy(dst, s, n + 1);
+    log_clean(dst); /* herdr's, but a hostile name must not steer a log or status line */
     return 0;
 }
 

@@ -60,6 +60,7 @@ static bool tmux(const char *const *args, char **out, char *why, size_t n)
          g_spawn_check_wait_status(status, NULL);
     if (!ok) {
         snprintf(why, n, "%s", err ? err->message : (e && *e ? g_strstrip(e) : "tmux failed"));
+        log_clean(why);
         if (err)
             g_error_free(err);
     }
@@ -121,8 +122,10 @@ static bool tmux_in(const char *const *args, const char *input, char *why, size_
         ;
     g_spawn_close_pid(pid);
     ok = off == len && g_spawn_check_wait_status(status, NULL);
-    if (!ok)
+    if (!ok) {
         snprintf(why, n, "%s", e->len ? g_strstrip(e->str) : "tmux load-buffer failed");
+        log_clean(why);
+    }
     g_string_free(e, TRUE);
     return ok;
 }

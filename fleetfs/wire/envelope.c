@@ -22,6 +22,7 @@
  * and gmtime_r, so it neither depends on TZ nor on the C library's range. */
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/names.h"
+#include "fleetfs/log.h"
 
 #include <jansson.h>
 #include <sodium.h>
@@ -454,6 +455,9 @@ static int env_get_receipt(struct env_dec *dc, envelope *out)
         return -1;
     if (!env_receipt_state_valid(out->state))
         return env_fail(dc, "state is not a receipt state");
+    /* advisory and unsigned: kept, but never with a control character (it
+     * reaches the sender's log and sent file) */
+    log_clean(out->detail);
     return 0;
 }
 

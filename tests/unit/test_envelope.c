@@ -346,6 +346,14 @@ static void test_decode_receipts(void **state)
     assert_non_null(d.body);
     assert_int_equal(d.body_len, 0);
     env_free(&d);
+    {
+        /* the unsigned detail keeps its words but no control character */
+        const char *esc = "{" RHEAD ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
+                          "\"detail\":\"typed\\u001b[2J\\nstate: injected\\u0085\"}";
+        assert_int_equal(env_decode(esc, strlen(esc), MAXB, &d, why, sizeof(why)), 0);
+        assert_string_equal(d.detail, "typed?[2J?state: injected??");
+        env_free(&d);
+    }
     reject("{" RHEAD ",\"state\":\"acked\"}", "missing field ref");
     reject("{" RHEAD ",\"ref\":\"" ID1 "\"}", "missing field state");
     reject("{" RHEAD ",\"ref\":\"nothex\",\"state\":\"acked\"}", "ref is not 32 hex digits");

@@ -104,6 +104,14 @@ static void pane_and_agent_required_fields(void **state)
     assert_int_equal(strlen(p.label), HD_TEXT_MAX - 1);
     json_decref(o);
     assert_int_equal(hd_parse_pane(NULL, &p), -1);
+    /* ids and names reach status files and logs: no control character */
+    o = json_pack("{s:s, s:s}", "pane_id", "w1:p2\x1b]2;x\x07", "name", "be\nta");
+    assert_int_equal(hd_parse_pane(o, &p), 0);
+    assert_string_equal(p.pane_id, "w1:p2?]2;x?");
+    assert_string_equal(p.name, "be?ta");
+    assert_int_equal(hd_parse_agent(o, &a), 0);
+    assert_string_equal(a.pane_id, "w1:p2?]2;x?");
+    json_decref(o);
 }
 
 static void agent_info_line(void **state)
