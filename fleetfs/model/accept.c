@@ -3,14 +3,28 @@
  * The checks of SPEC section 4, in its order: the signature against the
  * key trusted for `from` (the trust directory is re-read when an unknown
  * sender shows up and the directory changed: a peer's .pub was just copied
- * in), the type, the recipient, a lifetime no longer than message_ttl, not
- * expired; then, once redeliveries are told apart (held.c), not a replay
- * (the persisted seen set).  A seen set that cannot be written is not
- * silent: status shows it, and the log says so once per failure streak.
+ * in), the type, the recipient, a lifetime no longer than message_ttl that
+ * does not start in the future, not expired; then, once redeliveries are
+ * told apart (held.c), not a replay.
+ *
+ * The replay guard is two persisted seen sets (store/seen.h): one for
+ * messages, recording what became of each msgId (delivered, consumed,
+ * refused; held.c decides with it), and one for the receipts applied here
+ * (receipts.c), so that a flood of one cannot flush the other.  At start
+ * the message set learns what history knows and it does not (a file from
+ * before states, or a deleted one), so an upgrade does not forget what was
+ * consumed.  A seen set that cannot be written is not silent: status shows
+ * it, and the log says so once per failure streak.
+ *
+ * Refusals of a verified sender's messages get a history line and a
+ * receipt (held.c) only within a per-sender budget: REFUSAL_BURST, then
+ * one per REFUSAL_EVERY_MS; beyond it they are still dead-lettered and
+ * counted, and the log says once per streak that receipts are held back.
  */
 #include "fleetfs/model/mb_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,13 +40,37 @@ static int64_t trust_stamp(const char *dir)
     return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+/* history.c names a consumed (or refused) msgId the seen set lacks */
+static void seed_from_history(mailbox *mb, const char *msg_id, const char *how)
+{
+    seen_state now = seen_get(mb->seen, msg_id, NULL);
+    seen_state st = strcmp(how, "rejected") == 0 ? SEEN_REFUSED : SEEN_CONSUMED;
+    if (now == SEEN_CONSUMED || now == st)
+        return;
+    accept_record_locked(mb, msg_id, st, 0);
+}
+
+static seen_set *open_set(mailbox *mb, const char *name, const seen_caps *caps, char **err)
+{
+    char *path = g_build_filename(mb->o->state_dir, name, NULL);
+    seen_set *s = seen_open(path, caps, err);
+    g_free(path);
+    return s;
+}
+
 int mb_set_security(mailbox *mb, char **err)
 {
-    char *path = g_build_filename(mb->o->state_dir, "seen", NULL);
-    mb->seen = seen_open(path, SEEN_CAP, err);
-    g_free(path);
+    const seen_caps msg_caps = {SEEN_DELIVERED_CAP, SEEN_CAP, SEEN_REFUSED_CAP};
+    const seen_caps receipt_caps = {0, RECEIPTS_SEEN_CAP, 0};
+    mb->seen = open_set(mb, "seen", &msg_caps, err);
     if (!mb->seen)
         return -1;
+    mb->receipts_seen = open_set(mb, "seen.receipts", &receipt_caps, err);
+    if (!mb->receipts_seen)
+        return -1;
+    g_mutex_lock(&mb->lock);
+    history_each_locked(mb, seed_from_history);
+    g_mutex_unlock(&mb->lock);
     if (outbox_open(mb, err) < 0)
         return -1;
     if (mb->o->insecure)
@@ -77,6 +115,7 @@ void accept_close(mailbox *mb)
     sig_key_free(mb->key);
     sig_trust_free(mb->trust);
     seen_close(mb->seen);
+    seen_close(mb->receipts_seen);
 }
 
 sig_result accept_verify_locked(mailbox *mb, const envelope *e)
@@ -101,7 +140,6 @@ sig_result accept_verify_locked(mailbox *mb, const envelope *e)
 
 const char *accept_check_locked(mailbox *mb, const envelope *e, bool *verified, char *why, size_t n)
 {
-    int64_t exp, sent;
     *verified = mb->o->insecure;
     if (!mb->o->insecure) {
         sig_result r = accept_verify_locked(mb, e);
@@ -122,22 +160,35 @@ const char *accept_check_locked(mailbox *mb, const envelope *e, bool *verified, 
         snprintf(why, n, "addressed to '%s', not to this lead", e->to);
         return "wrong-recipient";
     }
+    return accept_lifetime(mb, e, why, n);
+}
+
+const char *accept_lifetime(mailbox *mb, const envelope *e, char *why, size_t n)
+{
+    int64_t exp, sent, now = env_now_ms();
     if (env_time_parse(e->expiresAt, &exp) < 0 || env_time_parse(e->sentAt, &sent) < 0 ||
         exp - sent > mb->o->message_ttl_ms + CLOCK_SKEW_MS) {
         snprintf(why, n, "lifetime from %s to %s is longer than message_ttl", e->sentAt,
                  e->expiresAt);
         return "bad-lifetime";
     }
-    if (exp + CLOCK_SKEW_MS < env_now_ms()) {
+    /* a sentAt in the future would stretch how long a capture stays
+     * usable past what the lifetime rule allows */
+    if (sent > now + CLOCK_SKEW_MS) {
+        snprintf(why, n, "sentAt %s is in the future (more than 5 minutes ahead of this clock)",
+                 e->sentAt);
+        return "bad-lifetime";
+    }
+    if (exp + CLOCK_SKEW_MS < now) {
         snprintf(why, n, "expired at %s", e->expiresAt);
         return "expired";
     }
     return NULL;
 }
 
-bool accept_first_time_locked(mailbox *mb, const char *msg_id)
+/* Lock held: a seen set write failed (r < 0) or worked; say so once. */
+static void seen_written_locked(mailbox *mb, int r, const char *msg_id)
 {
-    int r = seen_add(mb->seen, msg_id);
     if (r < 0) {
         /* remembered in memory, not on disk: a restart would forget it */
         if (!mb->seen_err[0])
@@ -145,11 +196,78 @@ bool accept_first_time_locked(mailbox *mb, const char *msg_id)
                      "restart would not be caught: free space or fix permissions in %s",
                      msg_id, g_strerror(errno), mb->o->state_dir);
         snprintf(mb->seen_err, sizeof mb->seen_err, "%s", g_strerror(errno));
-        return true;
+        return;
     }
     if (mb->seen_err[0]) {
         log_info("security: the seen set is written again");
         mb->seen_err[0] = '\0';
     }
-    return r == 0;
+}
+
+seen_state accept_seen_locked(mailbox *mb, const char *msg_id, uint64_t *acked_on)
+{
+    return seen_get(mb->seen, msg_id, acked_on);
+}
+
+void accept_record_locked(mailbox *mb, const char *msg_id, seen_state st, uint64_t acked_on)
+{
+    int r = seen_put(mb->seen, msg_id, st, acked_on);
+    if (r != 1)
+        seen_written_locked(mb, r, msg_id);
+}
+
+bool accept_receipt_seen_locked(mailbox *mb, const char *msg_id)
+{
+    int r;
+    if (seen_get(mb->receipts_seen, msg_id, NULL) != SEEN_NONE)
+        return true;
+    r = seen_put(mb->receipts_seen, msg_id, SEEN_CONSUMED, 0);
+    seen_written_locked(mb, r, msg_id);
+    return false;
+}
+
+typedef struct {
+    int64_t budget_ms; /* every_ms per event, at most burst of them */
+    int64_t at_ms;     /* when budget_ms was last brought up to date */
+    unsigned held_back;
+} rate_budget;
+
+int rate_take_locked(GHashTable *budgets, const char *key, int burst, int every_ms)
+{
+    const int64_t full = (int64_t)burst * every_ms;
+    int64_t now = g_get_monotonic_time() / 1000;
+    rate_budget *b = g_hash_table_lookup(budgets, key);
+    int r;
+    if (!b) {
+        /* keys are verified senders, few (the trusted keys); with
+         * insecure, any claimed name: start over rather than grow */
+        if (g_hash_table_size(budgets) >= 1024)
+            g_hash_table_remove_all(budgets);
+        b = g_new0(rate_budget, 1);
+        b->budget_ms = full;
+        b->at_ms = now;
+        g_hash_table_insert(budgets, g_strdup(key), b);
+    }
+    b->budget_ms = MIN(full, b->budget_ms + (now - b->at_ms));
+    b->at_ms = now;
+    if (b->budget_ms < every_ms)
+        return b->held_back++ == 0 ? -1 : -2;
+    b->budget_ms -= every_ms;
+    r = (int)MIN(b->held_back, (unsigned)INT_MAX);
+    b->held_back = 0;
+    return r;
+}
+
+bool accept_refusal_allowed_locked(mailbox *mb, const char *sender)
+{
+    int r = rate_take_locked(mb->refusals, sender, REFUSAL_BURST, REFUSAL_EVERY_MS);
+    if (r == -1)
+        log_warn("inbox: more than %d refusals of %s's messages within %d s: further ones "
+                 "get no receipt and no history line for now (still dead-lettered and "
+                 "counted in status); check what %s is sending",
+                 REFUSAL_BURST, sender, REFUSAL_BURST * REFUSAL_EVERY_MS / 1000, sender);
+    else if (r > 0)
+        log_info("inbox: refusals of %s's messages get receipts again (%d went without one)",
+                 sender, r);
+    return r >= 0;
 }

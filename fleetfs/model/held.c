@@ -16,8 +16,26 @@
  * owner.  Consuming happens under the lock in one step — history written,
  * receipt queued durably, message removed — and the broker ack follows
  * after unlocking.  If that ack is lost (the connection or channel went
- * down first), the broker redelivers the message, its msgId is in the
- * consumed set, and the redelivery is acked instead of shown.
+ * down first), the broker redelivers the message, the seen set has its
+ * msgId as consumed, and the redelivery is acked instead of shown.
+ *
+ * What comes again.  The broker's `redelivered` flag decides nothing about
+ * showing: the seen set (accept.c) records what became of each msgId.
+ *   - held now: the same consumer generation means a second publish
+ *     (`duplicate`); a new one is the broker's redelivery (retagged);
+ *   - consumed: never shown again.  A copy on the very generation whose
+ *     channel its ack went out on cannot be the broker's redelivery
+ *     (the broker redelivers only on another channel): `replayed`.  On
+ *     another generation a flagged copy may be our own ack lost with a
+ *     channel, so it is acked quietly (a laundered replay is dropped the
+ *     same way: not shown, not typed, not dead-lettered); an unflagged one
+ *     is `replayed`;
+ *   - delivered before and never consumed (held when fleetfs stopped, or
+ *     forgotten by the tick): ours coming back, shown again whatever the
+ *     flag says (LavinMQ forgets the flag across its own restart);
+ *   - refused before, or never seen: judged afresh, shown if it passes;
+ *   - a msgId from a seen file older than states (SEEN_LEGACY): as before
+ *     them, shown again only when flagged, else `replayed`.
  */
 #include "fleetfs/model/mb_int.h"
 
@@ -76,6 +94,27 @@ static br_action refuse_locked(mailbox *mb, envelope *e, const char *reason, con
     return BR_REJECT;
 }
 
+/* Lock held: a verified sender's message was refused by a check.  It gets
+ * a history line and a `rejected` receipt once per msgId, within the
+ * sender's refusal budget; never about a msgId consumed or held here (its
+ * sender has, or will get, the receipt that says what became of it: a
+ * refusal of a late copy would contradict it). */
+static void report_refusal_locked(mailbox *mb, const envelope *e, const char *reason,
+                                  const char *why)
+{
+    char now[40], detail[400];
+    seen_state st = accept_seen_locked(mb, e->msgId, NULL);
+    if (st == SEEN_CONSUMED || st == SEEN_REFUSED || g_hash_table_contains(mb->held_ids, e->msgId))
+        return;
+    accept_record_locked(mb, e->msgId, SEEN_REFUSED, 0);
+    if (!accept_refusal_allowed_locked(mb, e->from))
+        return;
+    env_time_format(env_now_ms(), now);
+    snprintf(detail, sizeof detail, "%s: %s", reason, why);
+    history_add_locked(mb, e, now, "rejected", reason);
+    outbox_queue_locked(mb, e, "rejected", detail);
+}
+
 static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag, bool redelivered)
 {
     held_msg *m = g_new0(held_msg, 1);
@@ -101,6 +140,8 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     const char *reason;
     bool verified;
     held_msg *m;
+    seen_state st;
+    uint64_t acked_on;
 
     if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0) {
         char id[ENV_ID_LEN + 1], from[64];
@@ -121,13 +162,8 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
          * (an unverified sender's bytes are not worth keeping), and never
          * about a receipt; the receipt's detail starts with the reason
          * word, so a peer can act on it */
-        if (verified && !strcmp(e.type, ENV_TYPE_COORD)) {
-            char now[40], detail[400];
-            env_time_format(env_now_ms(), now);
-            snprintf(detail, sizeof detail, "%s: %s", reason, why);
-            history_add_locked(mb, &e, now, "rejected", reason);
-            outbox_queue_locked(mb, &e, "rejected", detail);
-        }
+        if (verified && !strcmp(e.type, ENV_TYPE_COORD))
+            report_refusal_locked(mb, &e, reason, why);
         return refuse_locked(mb, &e, reason, why);
     }
     m = g_hash_table_lookup(mb->held_ids, e.msgId);
@@ -142,18 +178,28 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
         env_free(&e);
         return BR_KEEP;
     }
-    if (redelivered && history_consumed_locked(mb, e.msgId)) {
-        g_mutex_unlock(&mb->lock);
-        log_info("inbox: %s was already consumed (its ack was lost with a connection or "
-                 "channel); acking the redelivery",
-                 e.msgId);
-        env_free(&e);
-        return BR_ACK;
+    st = accept_seen_locked(mb, e.msgId, &acked_on);
+    if (st == SEEN_CONSUMED) {
+        if (redelivered && acked_on != gen) {
+            accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
+            g_mutex_unlock(&mb->lock);
+            log_info("inbox: %s was already consumed (its ack was lost with a connection or "
+                     "channel, or this is a replay); acking it without showing it",
+                     e.msgId);
+            env_free(&e);
+            return BR_ACK;
+        }
+        return refuse_locked(mb, &e, "replayed",
+                             acked_on == gen
+                                 ? "consumed here, and acked on this very consumer channel: "
+                                   "a copy published again"
+                                 : "consumed here before, and this copy is not the broker's "
+                                   "redelivery");
     }
-    /* seen before and not a broker redelivery: someone published it again */
-    if (!accept_first_time_locked(mb, e.msgId) && !redelivered)
+    if (st == SEEN_LEGACY && !redelivered)
         return refuse_locked(mb, &e, "replayed", "this msgId was received before");
-    held_add_locked(mb, &e, gen, tag, redelivered);
+    accept_record_locked(mb, e.msgId, SEEN_DELIVERED, 0);
+    held_add_locked(mb, &e, gen, tag, redelivered || st == SEEN_DELIVERED || st == SEEN_LEGACY);
     g_mutex_unlock(&mb->lock);
     mb_changed(mb, mb->inbox_path);
     mb_changed(mb, mb->lead_status_path);
@@ -181,6 +227,9 @@ static ack_item consume_locked(mailbox *mb, held_msg *m, const char *how, const 
     it.tag = m->tag;
     history_add_locked(mb, &m->env, m->received_at, how, detail);
     outbox_queue_locked(mb, &m->env, how, detail);
+    /* never shown again; the generation its ack goes out on tells a
+     * replay on that channel from our own ack lost with it */
+    accept_record_locked(mb, m->env.msgId, SEEN_CONSUMED, m->gen);
     if (!strcmp(how, "injected"))
         mb->n.injected++;
     else if (!strcmp(how, "acked"))
@@ -190,7 +239,7 @@ static ack_item consume_locked(mailbox *mb, held_msg *m, const char *how, const 
 }
 
 /* No lock: ack the broker copies; a failure is logged, never retried
- * here: the redelivery is acked (consumed set). */
+ * here: the redelivery is acked (the seen set has them as consumed). */
 static void ack_broker(mailbox *mb, const ack_item *items, guint n)
 {
     fe_code first = FE_OK;

@@ -1,10 +1,16 @@
-/* fleetfs/model/history.c — the last HISTORY_MAX consumed messages, in order,
- * and the set of their msgIds (the consumed set), which lets held.c tell a
- * redelivery of something already consumed (its ack was lost) from a new
- * message.  Persisted as JSON Lines in state_dir/history.jsonl (an applog,
- * APPLOG_WRITE).  An entry is added to memory first and then appended, and
- * a rewrite renders memory, so the rewrite always includes the newest
- * entry.  Consumers write history before they ack the broker copy.
+/* fleetfs/model/history.c — the last HISTORY_MAX consumed (or refused)
+ * messages, in order, and which msgIds they name and who sent them (for
+ * replies: mb_known_from).  Persisted as JSON Lines in
+ * state_dir/history.jsonl (an applog, APPLOG_WRITE).  An entry is added to
+ * memory first and then appended, and a rewrite renders memory, so the
+ * rewrite always includes the newest entry.  Consumers write history
+ * before they ack the broker copy.
+ *
+ * History is for people, and bounded by lines: it is not the replay guard.
+ * What became of each msgId (consumed or not) is the seen set's (accept.c),
+ * which history only seeds at start for msgIds it does not know (a seen
+ * file from before states, or a deleted one).  A msgId may appear on
+ * several lines; it is forgotten only when its last line goes.
  */
 #include "fleetfs/model/mb_int.h"
 
@@ -30,15 +36,33 @@ static char *line_msgid(const char *line, char **from)
     return r;
 }
 
+/* One more line names id, sent by from (the newest line's sender wins). */
+static void history_ref(mailbox *mb, char *id, const char *from)
+{
+    hist_ref *old = g_hash_table_lookup(mb->consumed, id);
+    size_t n = strlen(from) + 1;
+    hist_ref *r = g_malloc(sizeof *r + n);
+    r->lines = old ? old->lines + 1 : 1;
+    memcpy(r->from, from, n);
+    g_hash_table_replace(mb->consumed, id, r);
+}
+
+/* One line naming id left history. */
+static void history_unref(mailbox *mb, const char *id)
+{
+    hist_ref *r = g_hash_table_lookup(mb->consumed, id);
+    if (r && --r->lines == 0)
+        g_hash_table_remove(mb->consumed, id);
+}
+
 /* Takes line (g_malloc'd, no newline). */
 static void history_push(mailbox *mb, char *line)
 {
     char *from = NULL;
     char *id = line_msgid(line, &from);
     if (id)
-        g_hash_table_replace(mb->consumed, id, from);
-    else
-        g_free(from);
+        history_ref(mb, id, from);
+    g_free(from);
     g_queue_push_tail(&mb->history, line);
     mb->history_bytes += strlen(line) + 1;
     while (mb->history.length > HISTORY_MAX) {
@@ -46,7 +70,7 @@ static void history_push(mailbox *mb, char *line)
         char *oid = line_msgid(old, NULL);
         mb->history_bytes -= strlen(old) + 1;
         if (oid)
-            g_hash_table_remove(mb->consumed, oid);
+            history_unref(mb, oid);
         g_free(oid);
         g_free(old);
     }
@@ -92,14 +116,22 @@ GString *history_render_locked(mailbox *mb)
     return s;
 }
 
-bool history_consumed_locked(mailbox *mb, const char *msg_id)
-{
-    return g_hash_table_contains(mb->consumed, msg_id);
-}
-
 const char *history_sender_locked(mailbox *mb, const char *msg_id)
 {
-    return g_hash_table_lookup(mb->consumed, msg_id);
+    hist_ref *r = g_hash_table_lookup(mb->consumed, msg_id);
+    return r ? r->from : NULL;
+}
+
+void history_each_locked(mailbox *mb, void (*fn)(mailbox *mb, const char *msg_id, const char *how))
+{
+    for (GList *l = mb->history.head; l; l = l->next) {
+        json_t *j = json_loads(l->data, 0, NULL);
+        const char *id = json_string_value(json_object_get(j, "msgId"));
+        const char *how = json_string_value(json_object_get(j, "consumed"));
+        if (id && how)
+            fn(mb, id, how);
+        json_decref(j);
+    }
 }
 
 static GString *render_cb(void *mb)

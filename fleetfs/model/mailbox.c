@@ -55,6 +55,8 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
     mb->sent_ids = g_hash_table_new(g_str_hash, g_str_equal);
     mb->consumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     mb->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    mb->refusals = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    mb->receipt_logs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     history_load(mb);
     sent_load(mb);
     for (int i = 0; i < MB__FILES; i++)
@@ -88,6 +90,8 @@ void mb_free(mailbox *mb)
     g_hash_table_destroy(mb->sent_ids);
     g_hash_table_destroy(mb->consumed);
     g_hash_table_destroy(mb->rejections);
+    g_hash_table_destroy(mb->refusals);
+    g_hash_table_destroy(mb->receipt_logs);
     g_free(mb->injector_words);
     g_mutex_clear(&mb->lock);
     g_free(mb);
@@ -146,7 +150,7 @@ GPtrArray *mb_ids_from(mailbox *mb, const char *peer)
     }
     g_hash_table_iter_init(&it, mb->consumed);
     while (g_hash_table_iter_next(&it, &k, &v))
-        if (!strcmp(v, peer))
+        if (!strcmp(((hist_ref *)v)->from, peer))
             g_ptr_array_add(ids, g_strdup(k));
     g_mutex_unlock(&mb->lock);
     return ids;

@@ -3,9 +3,10 @@
  *
  *   mailbox.c   lifecycle, counters, rendering for the tree, the tick
  *   held.c      held messages: arrivals, the claim, acks, the one remove path
- *   accept.c    acceptance: signatures, trust reload, policy, the seen set
+ *   accept.c    acceptance: signatures, trust reload, policy, the seen sets,
+ *               the rate of refusal receipts
  *   sent.c      the sent log and its state machine; sending
- *   history.c   history and the consumed set
+ *   history.c   history (and which msgIds it names, for replies)
  *   views.c     open inbox readers (tail -f) and poll
  *   receipts.c  receipts in (lead.<me>.receipts) and out (the durable outbox)
  *
@@ -19,7 +20,8 @@
  * it (the ack file, or the injector holding its claim) records history and
  * queues the receipt first, removes it, and acks the broker copy after
  * unlocking; an ack that is lost with a connection is redone when the
- * broker redelivers the message (its msgId is in the consumed set).
+ * broker redelivers the message (the seen set has its msgId as consumed,
+ * with the consumer generation it was acked on: accept.c).
  */
 #ifndef FLEETFS_MB_INT_H
 #define FLEETFS_MB_INT_H
@@ -35,7 +37,27 @@
 #define HISTORY_MAX 1000
 #define STALE_GRACE_MS 10000
 #define CLOCK_SKEW_MS (5 * 60 * 1000)
+/* the message seen set, per class (store/seen.h): consumed msgIds must
+ * outnumber what prefetch can hold unacked (a lost ack comes back for at
+ * most that many), and stay many more than a lead consumes within one
+ * message_ttl; a refusal flood only churns its own class */
 #define SEEN_CAP 100000
+#define SEEN_DELIVERED_CAP 65536
+#define SEEN_REFUSED_CAP 10000
+#define PREFETCH_MAX 65535 /* AMQP's basic.qos prefetch-count is 16 bits */
+_Static_assert(SEEN_CAP > PREFETCH_MAX && SEEN_DELIVERED_CAP > PREFETCH_MAX,
+               "the seen set must cover every message prefetch can hold");
+/* receipts have their own set (one flood must not flush the other), and
+ * only receipts about a `sent` entry are recorded: SENT_MAX entries with a
+ * handful of receipts each */
+#define RECEIPTS_SEEN_CAP (20 * SENT_MAX)
+/* refusal receipts (and their history lines) to one sender: a burst of
+ * REFUSAL_BURST, then one per REFUSAL_EVERY_MS */
+#define REFUSAL_BURST 10
+#define REFUSAL_EVERY_MS 6000
+/* "a receipt changed nothing" log lines, per sender: the same budget */
+#define RECEIPT_LOG_BURST 10
+#define RECEIPT_LOG_EVERY_MS 6000
 #define VIEW_KEEP (256 * 1024) /* bytes an open inbox keeps behind its reader */
 
 typedef enum {
@@ -54,6 +76,14 @@ typedef struct {
 } held_msg;
 
 typedef struct mb_outbox mb_outbox;
+
+/* history.c: a msgId in history, with the number of lines naming it (a
+ * message refused and later resent, or consumed twice under one msgId,
+ * has several) */
+typedef struct {
+    unsigned lines;
+    char from[];
+} hist_ref;
 
 struct mailbox {
     GMutex lock;
@@ -82,20 +112,23 @@ struct mailbox {
 
     /* history.c */
     GQueue history;       /* char* JSON lines without newline, oldest first */
-    GHashTable *consumed; /* msgId -> sender, of the history entries */
+    GHashTable *consumed; /* msgId -> hist_ref, of the history entries */
     size_t history_bytes;
     applog *history_log;
     bool history_warned; /* the last write failed and was logged */
 
     /* accept.c */
-    sig_key *key;         /* NULL only with insecure */
-    sig_trust *trust;     /* reloaded when an unknown sender shows up */
-    int64_t trust_loaded; /* trust directory mtime (ns) when it was read */
-    seen_set *seen;
-    char seen_err[200]; /* why the seen set could not be written, or "" */
+    sig_key *key;            /* NULL only with insecure */
+    sig_trust *trust;        /* reloaded when an unknown sender shows up */
+    int64_t trust_loaded;    /* trust directory mtime (ns) when it was read */
+    seen_set *seen;          /* messages: what became of each msgId */
+    seen_set *receipts_seen; /* receipts applied (their own msgIds) */
+    char seen_err[200];      /* why a seen set could not be written, or "" */
+    GHashTable *refusals;    /* sender -> rate budget of refusal receipts (accept.c) */
 
     /* receipts.c */
     mb_outbox *outbox;
+    GHashTable *receipt_logs; /* peer -> rate budget of "nothing to update" lines */
 
     /* mailbox.c */
     mb_counters n;
@@ -122,8 +155,27 @@ bool held_tick_locked(mailbox *mb, const br_status *st, int64_t now_mono_ms);
 const char *accept_check_locked(mailbox *mb, const envelope *e, bool *verified, char *why,
                                 size_t n);
 sig_result accept_verify_locked(mailbox *mb, const envelope *e);
-/* The replay check: false when msgId was accepted before. */
-bool accept_first_time_locked(mailbox *mb, const char *msg_id);
+/* The time checks alone (messages and receipts): the lifetime is at most
+ * message_ttl (+ the skew) and does not start in the future; not expired.
+ * NULL, "bad-lifetime" or "expired". */
+const char *accept_lifetime(mailbox *mb, const envelope *e, char *why, size_t n);
+/* What the seen set says about msgId; *acked_on: the consumer generation
+ * its broker copy was acked on (0: unknown, e.g. before a restart). */
+seen_state accept_seen_locked(mailbox *mb, const char *msg_id, uint64_t *acked_on);
+/* Record msgId's new state (a write failure shows in status, see
+ * mb_render_rejections). */
+void accept_record_locked(mailbox *mb, const char *msg_id, seen_state st, uint64_t acked_on);
+/* A per-key rate budget in budgets (key -> budget, owned): burst events at
+ * once, then one per every_ms.  >= 0: allowed, and how many were held back
+ * since the last allowed one; -1: not allowed, the first held back of a
+ * streak; -2: not allowed. */
+int rate_take_locked(GHashTable *budgets, const char *key, int burst, int every_ms);
+/* Whether a refusal of sender's message may get a receipt and a history
+ * line now (REFUSAL_BURST, then one per REFUSAL_EVERY_MS). */
+bool accept_refusal_allowed_locked(mailbox *mb, const char *sender);
+/* The receipts' own set: true when receipt msgId was applied before;
+ * else records it. */
+bool accept_receipt_seen_locked(mailbox *mb, const char *msg_id);
 void accept_close(mailbox *mb);
 
 /* sent.c */
@@ -131,6 +183,9 @@ void sent_load(mailbox *mb);
 void sent_close(mailbox *mb);
 GString *sent_render_locked(mailbox *mb);
 void sent_expire_locked(mailbox *mb);
+/* Whether msg_id names a message this lead sent to peer (a sent entry, or
+ * a send still waiting for its confirm). */
+bool sent_names_locked(mailbox *mb, const char *msg_id, const char *peer);
 
 /* history.c */
 void history_load(mailbox *mb);
@@ -139,9 +194,11 @@ GString *history_render_locked(mailbox *mb);
 /* how: injected / acked / uncertain / rejected */
 void history_add_locked(mailbox *mb, const envelope *e, const char *received_at, const char *how,
                         const char *detail);
-bool history_consumed_locked(mailbox *mb, const char *msg_id);
-/* The sender of a consumed message, or NULL. */
+/* The sender of a message in history, or NULL. */
 const char *history_sender_locked(mailbox *mb, const char *msg_id);
+/* Calls fn for each history entry, oldest first: its msgId and how it was
+ * consumed (injected / acked / uncertain / rejected). */
+void history_each_locked(mailbox *mb, void (*fn)(mailbox *mb, const char *msg_id, const char *how));
 
 /* views.c */
 void views_append_locked(mailbox *mb, const char *line, size_t len);

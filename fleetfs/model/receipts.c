@@ -2,9 +2,16 @@
  *
  * In: lead.<me>.receipts carries signed receipts about messages this lead
  * sent.  Each is checked like a message — it parses, is a receipt for me,
- * its signature matches the key trusted for its sender, it has not expired
- * and its msgId was not seen before (so a captured old receipt cannot move
- * a `sent` state) — and then moves the sent entry forward (sent.c).
+ * its signature matches the key trusted for its sender, its lifetime is at
+ * most message_ttl and does not start in the future, it has not expired —
+ * and then, if its `ref` names a message this lead sent to that sender,
+ * its msgId must not have been applied before (so a captured old receipt
+ * cannot move a `sent` state) and it moves the sent entry forward
+ * (sent.c).  Applied receipts are recorded in their own seen set
+ * (accept.c), never in the messages' one: a peer flooding receipts cannot
+ * flush the record that stops a replayed message.  A receipt about
+ * anything else changes nothing and is not recorded (so a flood of those
+ * costs no memory); it is acked, and logged within a budget per sender.
  *
  * Out: a receipt about a message we consumed must reach its sender even if
  * our link is down right then, or we crash right after consuming.  So it
@@ -447,26 +454,53 @@ void outbox_free(mailbox *mb)
 /* ------------------------------------------------------------------ */
 /* in                                                                  */
 
-/* Lock held: why a receipt must not move `sent`, or NULL. */
-static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, char *why, size_t n)
+/* Lock held: why a receipt must not move `sent`, or NULL; *unknown: it is
+ * valid but its ref names nothing this lead sent to its sender. */
+static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, bool *unknown, char *why,
+                                          size_t n)
 {
-    int64_t exp;
+    const char *r;
+    *unknown = false;
     if (!mb->o->insecure) {
-        sig_result r = accept_verify_locked(mb, e);
-        if (r != SIG_OK) {
-            snprintf(why, n, "%s", sig_result_name(r));
+        sig_result v = accept_verify_locked(mb, e);
+        if (v != SIG_OK) {
+            snprintf(why, n, "%s", sig_result_name(v));
             return "bad-receipt";
         }
     }
-    if (env_time_parse(e->expiresAt, &exp) < 0 || exp + CLOCK_SKEW_MS < env_now_ms()) {
-        snprintf(why, n, "expired at %s", e->expiresAt);
-        return "stale-receipt";
+    r = accept_lifetime(mb, e, why, n);
+    if (r)
+        return !strcmp(r, "expired") ? "stale-receipt" : "bad-receipt";
+    if (!sent_names_locked(mb, e->ref, e->from)) {
+        *unknown = true;
+        return NULL;
     }
-    if (!accept_first_time_locked(mb, e->msgId)) {
+    if (accept_receipt_seen_locked(mb, e->msgId)) {
         snprintf(why, n, "receipt msgId %s was received before", e->msgId);
         return "replayed-receipt";
     }
     return NULL;
+}
+
+/* A receipt changed nothing: logged within a budget per sender
+ * (RECEIPT_LOG_BURST, then one per RECEIPT_LOG_EVERY_MS), so a flood of
+ * them does not flood the log. */
+static void receipt_changed_nothing(mailbox *mb, const envelope *e, bool unknown)
+{
+    int r;
+    g_mutex_lock(&mb->lock);
+    r = rate_take_locked(mb->receipt_logs, e->from, RECEIPT_LOG_BURST, RECEIPT_LOG_EVERY_MS);
+    g_mutex_unlock(&mb->lock);
+    if (r == -1)
+        log_info("receipts: more receipts from %s that change nothing: logged again in %d s",
+                 e->from, RECEIPT_LOG_EVERY_MS / 1000);
+    if (r < 0)
+        return;
+    log_info("receipts: %s says %s about %s: nothing to update (%s)", e->from, e->state, e->ref,
+             unknown ? "not a message this lead sent to it, or no longer in sent"
+                     : "already further along");
+    if (r > 0)
+        log_info("receipts: %d more from %s changed nothing and were not logged", r, e->from);
 }
 
 br_action mb_receipt(mailbox *mb, const char *body, size_t len)
@@ -474,6 +508,7 @@ br_action mb_receipt(mailbox *mb, const char *body, size_t len)
     envelope e;
     char why[300] = "";
     const char *reason = NULL;
+    bool unknown = false;
     if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0 ||
         strcmp(e.type, ENV_TYPE_RECEIPT) != 0 || strcmp(e.to, mb->o->coord_id) != 0) {
         if (!why[0] || e.body)
@@ -482,7 +517,7 @@ br_action mb_receipt(mailbox *mb, const char *body, size_t len)
     }
     g_mutex_lock(&mb->lock);
     if (!reason)
-        reason = receipt_refusal_locked(mb, &e, why, sizeof why);
+        reason = receipt_refusal_locked(mb, &e, &unknown, why, sizeof why);
     if (reason)
         mb_count_rejection_locked(mb, reason);
     g_mutex_unlock(&mb->lock);
@@ -496,10 +531,8 @@ br_action mb_receipt(mailbox *mb, const char *body, size_t len)
         mb_changed(mb, "status");
         return BR_REJECT;
     }
-    if (!mb_sent_update(mb, e.ref, e.from, e.state, e.detail))
-        log_info("receipts: %s says %s about %s: nothing to update (unknown, or already "
-                 "further along)",
-                 e.from, e.state, e.ref);
+    if (unknown || !mb_sent_update(mb, e.ref, e.from, e.state, e.detail))
+        receipt_changed_nothing(mb, &e, unknown);
     env_free(&e);
     return BR_ACK;
 }

@@ -341,6 +341,16 @@ bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const cha
     return applied;
 }
 
+bool sent_names_locked(mailbox *mb, const char *msg_id, const char *peer)
+{
+    sent_entry *se = sent_find(mb, msg_id);
+    if (se)
+        return strcmp(se->to, peer) == 0;
+    /* its publish still waits for the confirm: the peer is checked when
+     * the early receipt is applied (apply_locked) */
+    return g_hash_table_contains(mb->inflight, msg_id);
+}
+
 void sent_expire_locked(mailbox *mb)
 {
     int64_t now = env_now_ms(), exp;

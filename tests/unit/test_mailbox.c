@@ -4,7 +4,12 @@
  * a timed-out ack, the history bound across a restart, expiry, unconfirmed
  * sends, sent never moving back (a resend overtaken by a receipt, a late
  * confirm that beats the record), the receipts outbox, and the memory
- * bound of an open inbox. */
+ * bound of an open inbox; then replay (accept.c's seen sets): a consumed
+ * msgId is never shown again whatever history forgot, whatever refusals or
+ * receipts flooded in, and whatever the `redelivered` flag says, while an
+ * unconsumed one comes back even without the flag; refusal receipts are
+ * rate-limited; receipts are recorded only about what was sent, and their
+ * time is checked. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,22 +157,37 @@ static int teardown(void **state)
     return 0;
 }
 
+/* An envelope (insecure: unsigned), JSON: type coord unless ref is set
+ * (a receipt about ref), sent sent_in ms from now, expiring life ms later. */
+static char *envelope_json(const char *id, const char *from, const char *to, const char *ref,
+                           int64_t sent_in, int64_t life, size_t *len)
+{
+    envelope e;
+    int64_t sent = env_now_ms() + sent_in;
+    memset(&e, 0, sizeof e);
+    e.v = 1;
+    g_strlcpy(e.type, ref ? ENV_TYPE_RECEIPT : ENV_TYPE_COORD, sizeof e.type);
+    g_strlcpy(e.msgId, id, sizeof e.msgId);
+    g_strlcpy(e.from, from, sizeof e.from);
+    g_strlcpy(e.to, to, sizeof e.to);
+    env_time_format(sent, e.sentAt);
+    env_time_format(sent + life, e.expiresAt);
+    if (ref) {
+        g_strlcpy(e.ref, ref, sizeof e.ref);
+        g_strlcpy(e.state, "injected", sizeof e.state);
+        e.body = "";
+    } else {
+        e.body = "hello";
+    }
+    e.body_len = strlen(e.body);
+    return env_encode(&e, len);
+}
+
 /* A coord envelope from alpha to beta (insecure: unsigned), JSON. */
 static char *msg(const char *id, const char *body, size_t *len)
 {
-    envelope e;
-    int64_t now = env_now_ms();
-    memset(&e, 0, sizeof e);
-    e.v = 1;
-    g_strlcpy(e.type, ENV_TYPE_COORD, sizeof e.type);
-    g_strlcpy(e.msgId, id, sizeof e.msgId);
-    g_strlcpy(e.from, "alpha", sizeof e.from);
-    g_strlcpy(e.to, "beta", sizeof e.to);
-    env_time_format(now, e.sentAt);
-    env_time_format(now + 3600 * 1000, e.expiresAt);
-    e.body = (char *)body;
-    e.body_len = strlen(body);
-    return env_encode(&e, len);
+    (void)body;
+    return envelope_json(id, "alpha", "beta", NULL, 0, 3600 * 1000, len);
 }
 
 static br_action deliver(fx *x, const char *id, uint64_t gen, uint64_t tag, bool redelivered)
@@ -199,6 +219,47 @@ static fe_code ack_write(fx *x, const char *text)
 {
     char detail[256];
     return mb_ack(x->mb, text, strlen(text), detail, sizeof detail);
+}
+
+/* deliver an envelope_json */
+static br_action deliver_env(fx *x, const char *id, const char *to, int64_t sent_in, int64_t life,
+                             uint64_t gen, bool redelivered)
+{
+    size_t len;
+    char *json = envelope_json(id, "alpha", to, NULL, sent_in, life, &len);
+    br_action a = mb_deliver(x->mb, gen, 1, redelivered, json, len);
+    free(json);
+    return a;
+}
+
+/* a receipt from gamma about ref, msgId id */
+static br_action receipt(fx *x, const char *id, const char *ref, int64_t sent_in, int64_t life)
+{
+    size_t len;
+    char *json = envelope_json(id, "gamma", "beta", ref, sent_in, life, &len);
+    br_action a = mb_receipt(x->mb, json, len);
+    free(json);
+    return a;
+}
+
+/* rejected_<reason> in status, 0 when absent */
+static unsigned rejections(fx *x, const char *reason)
+{
+    GString *r = mb_render_rejections(x->mb);
+    char *key = g_strdup_printf("rejected_%s: ", reason);
+    const char *p = strstr(r->str, key);
+    unsigned n = p ? (unsigned)strtoul(p + strlen(key), NULL, 10) : 0;
+    g_free(key);
+    g_string_free(r, TRUE);
+    return n;
+}
+
+static unsigned in_history(fx *x, const char *needle)
+{
+    GString *h = mb_render(x->mb, MB_HISTORY);
+    unsigned n = count(h->str, needle);
+    g_string_free(h, TRUE);
+    return n;
 }
 
 #define ID1 "11111111111111111111111111111111"
@@ -603,6 +664,198 @@ static void test_open_inbox_memory_is_bounded(void **state)
     mb_view_close(x->mb, v);
 }
 
+/* Defect 2.7 of issue 16: the consumed set was history's newest 1000
+ * msgIds.  A message consumed through the ack file, then pushed out of
+ * history by 1500 newer ones, comes back from the broker (its ack lost
+ * with a channel): acked quietly, never shown, before and after a
+ * restart. */
+static void test_consumed_msgid_outlives_history(void **state)
+{
+    fx *x = *state;
+    char id[40];
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    for (int i = 0; i < 1500; i++) {
+        snprintf(id, sizeof id, "%032x", i + 0x100000);
+        assert_int_equal(deliver(x, id, 1, (uint64_t)i + 2, false), BR_KEEP);
+        assert_int_equal(ack_write(x, id), FE_OK);
+    }
+    assert_int_equal(in_history(x, ID1), 0);
+    for (int round = 0; round < 2; round++) {
+        x->fk.st.epoch++;
+        assert_int_equal(deliver(x, ID1, x->fk.st.epoch, 1, true), BR_ACK);
+        assert_int_equal(held(x), 0);
+        assert_int_equal(mb_size(x->mb, MB_INBOX), 0);
+        mb_free(x->mb);
+        x->mb = open_mb(x);
+    }
+}
+
+/* A refusal flood from a verified sender (1100 misaddressed messages)
+ * flushed history, and with it the consumed set.  Now a consumed msgId
+ * stays consumed; and the flood got a history line and a receipt for
+ * only the first REFUSAL_BURST (10). */
+static void test_refusals_neither_flush_consumed_nor_flood(void **state)
+{
+    fx *x = *state;
+    mb_counters n;
+    char id[40];
+    x->fk.receipt_result = FE_NOT_CONNECTED; /* receipts wait in the outbox, counted */
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    for (int i = 0; i < 1100; i++) {
+        snprintf(id, sizeof id, "%032x", i + 0x200000);
+        assert_int_equal(deliver_env(x, id, "gamma", 0, 3600000, 1, false), BR_REJECT);
+    }
+    assert_int_equal(rejections(x, "wrong-recipient"), 1100);
+    assert_int_equal(in_history(x, "\"consumed\":\"rejected\""), 10);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 1 + 10);
+    /* the same refused msgId again: no second receipt, whatever the budget */
+    snprintf(id, sizeof id, "%032x", 0x200000);
+    assert_int_equal(deliver_env(x, id, "gamma", 0, 3600000, 1, false), BR_REJECT);
+    x->fk.st.epoch = 2;
+    assert_int_equal(deliver(x, ID1, 2, 1, true), BR_ACK);
+    assert_int_equal(held(x), 0);
+}
+
+/* The redelivered flag launders nothing: a copy of a consumed message on
+ * the consumer channel its ack went out on is a replay (the broker only
+ * redelivers on another channel), flag or not; on a later channel an
+ * unflagged copy is a replay, and a flagged one is acked quietly once (it
+ * may be our own lost ack), a second one on that channel refused. */
+static void test_replay_with_the_flag_is_refused(void **state)
+{
+    fx *x = *state;
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    assert_int_equal(deliver(x, ID1, 1, 2, true), BR_REJECT);
+    assert_int_equal(deliver(x, ID1, 1, 3, false), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed"), 2);
+    x->fk.st.epoch = 2;
+    assert_int_equal(deliver(x, ID1, 2, 1, false), BR_REJECT);
+    assert_int_equal(deliver(x, ID1, 2, 2, true), BR_ACK);
+    assert_int_equal(deliver(x, ID1, 2, 3, true), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed"), 4);
+    assert_int_equal(held(x), 0);
+    assert_int_equal(in_history(x, ID1), 1);
+    /* consumed by the injector: the same */
+    envelope e;
+    assert_int_equal(deliver(x, ID2, 2, 4, false), BR_KEEP);
+    assert_true(mb_next_for_injection(x->mb, &e));
+    env_free(&e);
+    assert_true(mb_claim(x->mb, ID2, true));
+    assert_int_equal(mb_consume(x->mb, ID2, "injected", "typed"), FE_OK);
+    assert_int_equal(deliver(x, ID2, 2, 5, true), BR_REJECT);
+    assert_int_equal(held(x), 0);
+}
+
+/* A message held (never consumed) when fleetfs stopped comes back after
+ * the restart without the flag (LavinMQ forgets it across its own
+ * restart; a shovel or a re-publish loses it): shown again, marked
+ * redelivered, not refused as a replay. */
+static void test_unconsumed_comes_back_without_the_flag(void **state)
+{
+    fx *x = *state;
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    mb_free(x->mb);
+    x->mb = open_mb(x);
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(held(x), 1);
+    assert_int_equal(rejections(x, "replayed"), 0);
+    envelope e;
+    assert_true(mb_next_for_injection(x->mb, &e));
+    env_free(&e);
+    mb_view *v = mb_view_open(x->mb, 1);
+    char buf[4096];
+    size_t n = mb_view_read(x->mb, v, buf, sizeof buf - 1, 0);
+    buf[n] = '\0';
+    assert_non_null(strstr(buf, "\"redelivered\":true"));
+    mb_view_close(x->mb, v);
+    /* forgotten by the tick and delivered again: shown again too */
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    assert_int_equal(held(x), 0);
+}
+
+/* Receipts have their own set: 110000 valid receipts from gamma (more
+ * than the messages' seen set holds) do not make a consumed message
+ * acceptable again; a receipt about something never sent to gamma is
+ * acked and not recorded. */
+static void test_receipt_flood_leaves_messages_alone(void **state)
+{
+    fx *x = *state;
+    char detail[256], sent[40], id[40];
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    last_sent_id(x, sent);
+    for (int i = 0; i < 110000; i++) {
+        snprintf(id, sizeof id, "%032x", i + 0x300000);
+        assert_int_equal(receipt(x, id, sent, 0, 3600000), BR_ACK);
+    }
+    /* the newest of them again: a replayed receipt */
+    snprintf(id, sizeof id, "%032x", 0x300000 + 109999);
+    assert_int_equal(receipt(x, id, sent, 0, 3600000), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed-receipt"), 1);
+    x->fk.st.epoch = 2;
+    assert_int_equal(deliver(x, ID1, 2, 1, false), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed"), 1);
+    assert_int_equal(held(x), 0);
+    /* not about a message sent to gamma: acked, not recorded (twice) */
+    assert_int_equal(receipt(x, "44444444444444444444444444444444", ID2, 0, 3600000), BR_ACK);
+    assert_int_equal(receipt(x, "44444444444444444444444444444444", ID2, 0, 3600000), BR_ACK);
+    assert_int_equal(rejections(x, "replayed-receipt"), 1);
+}
+
+/* Time: a receipt's lifetime is bounded like a message's, and neither may
+ * start in the future beyond the 5 minute skew. */
+static void test_time_checks(void **state)
+{
+    fx *x = *state;
+    char detail[256], sent[40];
+    const int64_t hour = 3600000;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    last_sent_id(x, sent);
+    assert_int_equal(receipt(x, "a1000000000000000000000000000000", sent, hour, hour), BR_REJECT);
+    assert_int_equal(
+        receipt(x, "a2000000000000000000000000000000", sent, 0, x->o.message_ttl_ms + hour),
+        BR_REJECT);
+    assert_int_equal(rejections(x, "bad-receipt"), 2);
+    assert_int_equal(receipt(x, "a3000000000000000000000000000000", sent, -2 * hour, hour),
+                     BR_REJECT);
+    assert_int_equal(rejections(x, "stale-receipt"), 1);
+    /* within the skew: fine */
+    assert_int_equal(receipt(x, "a4000000000000000000000000000000", sent, 60000, hour), BR_ACK);
+    /* a message from the future */
+    assert_int_equal(deliver_env(x, ID1, "beta", hour, hour, 1, false), BR_REJECT);
+    assert_int_equal(rejections(x, "bad-lifetime"), 1);
+    assert_int_equal(deliver_env(x, ID2, "beta", 60000, hour, 1, false), BR_KEEP);
+}
+
+/* A seen file from before states (bare msgIds) and the history beside it:
+ * what history says was consumed stays consumed; other old ids keep the
+ * old rule (shown again only when the broker flags a redelivery). */
+static void test_upgrade_from_a_stateless_seen_file(void **state)
+{
+    fx *x = *state;
+    char *path, *hist, *line;
+    mb_free(x->mb);
+    path = g_build_filename(x->dir, "seen", NULL);
+    assert_true(g_file_set_contents(path, ID1 "\n" ID2 "\n", -1, NULL));
+    hist = g_build_filename(x->dir, "history.jsonl", NULL);
+    line = g_strdup_printf("{\"msgId\":\"%s\",\"from\":\"alpha\",\"consumed\":\"acked\"}\n", ID1);
+    assert_true(g_file_set_contents(hist, line, -1, NULL));
+    x->mb = open_mb(x);
+    assert_int_equal(deliver(x, ID1, 1, 1, true), BR_ACK);
+    assert_int_equal(deliver(x, ID1, 2, 1, false), BR_REJECT);
+    assert_int_equal(deliver(x, ID2, 1, 2, false), BR_REJECT);
+    assert_int_equal(deliver(x, ID2, 1, 3, true), BR_KEEP);
+    assert_int_equal(held(x), 1);
+    g_free(line);
+    g_free(hist);
+    g_free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -632,6 +885,15 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_receipts_per_peer_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_inbox_memory_is_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_consumed_msgid_outlives_history, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refusals_neither_flush_consumed_nor_flood, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_replay_with_the_flag_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unconsumed_comes_back_without_the_flag, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_receipt_flood_leaves_messages_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_from_a_stateless_seen_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

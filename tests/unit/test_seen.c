@@ -1,8 +1,11 @@
 /* test_seen.c — the replay guard: membership, FIFO eviction at the cap,
  * survival across a reopen, compaction that keeps exactly the newest
- * entries, a damaged file that loads what it can, and concurrent adders.
- * A replay slipping through after a restart or a compaction is the failure
- * these tests exist to catch. */
+ * entries, a damaged file that loads what it can, and concurrent adders;
+ * then the states: each msgId's fate survives a reopen, each class evicts
+ * only its own (a flood of refusals never pushes out a consumed msgId),
+ * and a file from before states loads as legacy without demoting what a
+ * later line recorded.  A replay slipping through after a restart, a
+ * compaction or a flood is the failure these tests exist to catch. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -54,14 +57,31 @@ static void id_of(char out[33], unsigned n)
     snprintf(out, 33, "%032x", n);
 }
 
-static seen_set *open_ok(const char *path, size_t cap)
+static seen_set *open_caps(const char *path, size_t delivered, size_t consumed, size_t refused)
 {
     char *err = NULL;
-    seen_set *s = seen_open(path, cap, &err);
+    seen_caps caps = {delivered, consumed, refused};
+    seen_set *s = seen_open(path, &caps, &err);
 
     if (s == NULL)
         fail_msg("seen_open: %s", err);
     return s;
+}
+
+/* The plain set of the first tests: ids recorded as delivered. */
+static seen_set *open_ok(const char *path, size_t cap)
+{
+    return open_caps(path, cap, cap, cap);
+}
+
+static int seen_add(seen_set *s, const char *id)
+{
+    return seen_put(s, id, SEEN_DELIVERED, 0);
+}
+
+static bool seen_contains(seen_set *s, const char *id)
+{
+    return seen_get(s, id, NULL) != SEEN_NONE;
 }
 
 static size_t file_lines(const char *path)
@@ -93,7 +113,7 @@ static void test_add_contains(void **state)
     assert_false(seen_contains(s, "c"));
     assert_false(seen_contains(s, NULL));
     assert_int_equal(seen_add(s, "a"), 1);
-    assert_int_equal(seen_count(s), 2);
+    assert_int_equal(seen_count(s, SEEN_NONE), 2);
     assert_int_equal(file_lines(f->path), 2);
 
     /* Not ids: refused, never half-written into the file. */
@@ -126,7 +146,7 @@ static void test_fifo_eviction(void **state)
         id_of(id, i);
         assert_int_equal(seen_add(s, id), 0);
     }
-    assert_int_equal(seen_count(s), 3);
+    assert_int_equal(seen_count(s, SEEN_NONE), 3);
     for (i = 1; i <= 5; i++) {
         id_of(id, i);
         assert_int_equal(seen_contains(s, id), i >= 3);
@@ -146,34 +166,34 @@ static void test_fifo_eviction(void **state)
 static void test_persists_across_reopen(void **state)
 {
     struct fx *f = *state;
-    seen_set *s = open_ok(f->path, 100);
+    seen_set *s = open_ok(f->path, 200);
     char id[33];
     unsigned i;
 
-    for (i = 0; i < 50; i++) {
+    for (i = 0; i < 100; i++) {
         id_of(id, i);
         assert_int_equal(seen_add(s, id), 0);
     }
     seen_close(s);
-    s = open_ok(f->path, 100);
-    assert_int_equal(seen_count(s), 50);
-    for (i = 0; i < 50; i++) {
+    s = open_ok(f->path, 200);
+    assert_int_equal(seen_count(s, SEEN_NONE), 100);
+    for (i = 0; i < 100; i++) {
         id_of(id, i);
         assert_true(seen_contains(s, id));
         assert_int_equal(seen_add(s, id), 1);
     }
-    assert_int_equal(file_lines(f->path), 50);
+    assert_int_equal(file_lines(f->path), 100);
     seen_close(s);
 
     /* Reopened with a smaller cap: the newest survive. */
-    s = open_ok(f->path, 10);
-    assert_int_equal(seen_count(s), 10);
-    for (i = 0; i < 50; i++) {
+    s = open_ok(f->path, 20);
+    assert_int_equal(seen_count(s, SEEN_NONE), 20);
+    for (i = 0; i < 100; i++) {
         id_of(id, i);
-        assert_int_equal(seen_contains(s, id), i >= 40);
+        assert_int_equal(seen_contains(s, id), i >= 80);
     }
-    /* 50 lines >= 2 x 10: compacted on open. */
-    assert_int_equal(file_lines(f->path), 10);
+    /* 100 lines >= 2 x 20 live (and over 64): compacted on open. */
+    assert_int_equal(file_lines(f->path), 20);
     seen_close(s);
 }
 
@@ -181,42 +201,43 @@ static void test_compaction_keeps_newest(void **state)
 {
     struct fx *f = *state;
     char *tmp = g_strdup_printf("%s.tmp", f->path), *text = NULL;
-    seen_set *s = open_ok(f->path, 3);
-    char id[33], want[200] = "";
+    seen_set *s = open_ok(f->path, 40);
+    char id[33];
+    GString *want = g_string_new(NULL);
     unsigned i;
 
-    for (i = 1; i <= 5; i++) {
+    for (i = 1; i <= 79; i++) {
         id_of(id, i);
         assert_int_equal(seen_add(s, id), 0);
     }
-    assert_int_equal(file_lines(f->path), 5);
-    id_of(id, 6);
+    assert_int_equal(file_lines(f->path), 79);
+    id_of(id, 80);
     assert_int_equal(seen_add(s, id), 0);
-    /* 6 = 2 x cap lines: rewritten to the newest three, oldest first. */
-    for (i = 4; i <= 6; i++) {
+    /* 80 = 2 x 40 live lines: rewritten to the newest 40, oldest first. */
+    for (i = 41; i <= 80; i++) {
         id_of(id, i);
-        strcat(want, id);
-        strcat(want, "\n");
+        g_string_append_printf(want, "d %s\n", id);
     }
     assert_true(g_file_get_contents(f->path, &text, NULL, NULL));
-    assert_string_equal(text, want);
+    assert_string_equal(text, want->str);
     g_free(text);
+    g_string_free(want, TRUE);
     assert_false(g_file_test(tmp, G_FILE_TEST_EXISTS));
 
     /* Appends continue on the new file (the old fd must not be used). */
-    id_of(id, 7);
+    id_of(id, 81);
     assert_int_equal(seen_add(s, id), 0);
-    assert_int_equal(file_lines(f->path), 4);
-    for (i = 8; i <= 40; i++) {
+    assert_int_equal(file_lines(f->path), 41);
+    for (i = 82; i <= 400; i++) {
         id_of(id, i);
         assert_int_equal(seen_add(s, id), 0);
-        assert_true(file_lines(f->path) < 6);
+        assert_true(file_lines(f->path) < 80);
     }
     seen_close(s);
-    s = open_ok(f->path, 3);
-    for (i = 1; i <= 40; i++) {
+    s = open_ok(f->path, 40);
+    for (i = 1; i <= 400; i++) {
         id_of(id, i);
-        assert_int_equal(seen_contains(s, id), i >= 38);
+        assert_int_equal(seen_contains(s, id), i >= 361);
     }
     seen_close(s);
     g_free(tmp);
@@ -225,39 +246,40 @@ static void test_compaction_keeps_newest(void **state)
 static void test_corrupt_lines_skipped(void **state)
 {
     struct fx *f = *state;
-    GString *g = g_string_new("good1\n\n   \nbad id\n\x01\x1b[31m\n");
+    GString *g = g_string_new("d good1\n\n   \nbad id\nd \x01\x1b[31m\nx abc\nc \nc  two\n");
     seen_set *s;
     char *text = NULL;
     size_t i, len = 0;
 
     for (i = 0; i < 100000; i++)
         g_string_append_c(g, 'x'); /* far over SEEN_ID_MAX */
-    g_string_append(g, "\ngood2\ncaf\xc3\xa9\n");
-    g_string_append_len(g, "nul\0byte\n", 9);
-    g_string_append(g, "torn");
+    g_string_append(g, "\nc good2\nd caf\xc3\xa9\n");
+    g_string_append_len(g, "d nul\0byte\n", 11);
+    g_string_append(g, "d torn");
     assert_true(g_file_set_contents(f->path, g->str, (gssize)g->len, NULL));
     g_string_free(g, TRUE);
 
     s = open_ok(f->path, 100);
-    assert_true(seen_contains(s, "good1"));
-    assert_true(seen_contains(s, "good2"));
+    assert_int_equal(seen_get(s, "good1", NULL), SEEN_DELIVERED);
+    assert_int_equal(seen_get(s, "good2", NULL), SEEN_CONSUMED);
     assert_false(seen_contains(s, "bad id"));
+    assert_false(seen_contains(s, "abc"));
     assert_false(seen_contains(s, "torn"));
     assert_false(seen_contains(s, "nul"));
-    assert_int_equal(seen_count(s), 2);
+    assert_int_equal(seen_count(s, SEEN_NONE), 2);
     assert_int_equal(seen_add(s, "new"), 0);
     seen_close(s);
 
     /* The torn line was closed off: "new" is its own line, not "tornnew". */
     assert_true(g_file_get_contents(f->path, &text, &len, NULL));
-    assert_true(len > 11);
-    assert_memory_equal(text + len - 11, "\ntorn \nnew\n", 11);
+    assert_true(len > 15);
+    assert_memory_equal(text + len - 15, "\nd torn \nd new\n", 15);
     g_free(text);
     s = open_ok(f->path, 100);
     assert_true(seen_contains(s, "new"));
     assert_false(seen_contains(s, "tornnew"));
     assert_false(seen_contains(s, "torn"));
-    assert_int_equal(seen_count(s), 3);
+    assert_int_equal(seen_count(s, SEEN_NONE), 3);
     seen_close(s);
 }
 
@@ -266,15 +288,171 @@ static void test_open_errors(void **state)
     struct fx *f = *state;
     char *err = NULL, *p = g_build_filename(f->dir, "no", "such", NULL);
 
-    assert_null(seen_open(f->path, 0, &err));
+    seen_caps none = {0, 0, 0}, ten = {10, 10, 10};
+
+    assert_null(seen_open(f->path, &none, &err));
     assert_non_null(err);
     g_free(err);
     err = NULL;
-    assert_null(seen_open(p, 10, &err));
+    assert_null(seen_open(p, &ten, &err));
     assert_non_null(err);
     assert_non_null(strstr(err, p));
     g_free(err);
     g_free(p);
+}
+
+/* Each msgId's fate, its mark, and what a reopen keeps of them. */
+static void test_states_persist(void **state)
+{
+    struct fx *f = *state;
+    seen_set *s = open_caps(f->path, 10, 10, 10);
+    uint64_t mark = 99;
+    char *text = NULL;
+
+    assert_int_equal(seen_get(s, "a", &mark), SEEN_NONE);
+    assert_int_equal(mark, 0);
+    assert_int_equal(seen_put(s, "a", SEEN_DELIVERED, 0), 0);
+    assert_int_equal(seen_put(s, "b", SEEN_DELIVERED, 0), 0);
+    assert_int_equal(seen_put(s, "c", SEEN_REFUSED, 0), 0);
+    /* consumed, acked on consumer generation 7 (a mark, memory only) */
+    assert_int_equal(seen_put(s, "a", SEEN_CONSUMED, 7), 0);
+    assert_int_equal(seen_get(s, "a", &mark), SEEN_CONSUMED);
+    assert_int_equal(mark, 7);
+    /* the same state again: only the mark changes, nothing is written */
+    assert_int_equal(seen_put(s, "a", SEEN_CONSUMED, 8), 1);
+    assert_int_equal(seen_get(s, "a", &mark), SEEN_CONSUMED);
+    assert_int_equal(mark, 8);
+    assert_int_equal(file_lines(f->path), 4);
+    assert_int_equal(seen_count(s, SEEN_CONSUMED), 1);
+    assert_int_equal(seen_count(s, SEEN_DELIVERED), 1);
+    assert_int_equal(seen_count(s, SEEN_REFUSED), 1);
+    /* nothing is put as "none" or "legacy" */
+    errno = 0;
+    assert_int_equal(seen_put(s, "d", SEEN_NONE, 0), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_int_equal(seen_put(s, "d", SEEN_LEGACY, 0), -1);
+    seen_close(s);
+
+    assert_true(g_file_get_contents(f->path, &text, NULL, NULL));
+    assert_string_equal(text, "d a\nd b\nr c\nc a\n");
+    g_free(text);
+    s = open_caps(f->path, 10, 10, 10);
+    assert_int_equal(seen_get(s, "a", &mark), SEEN_CONSUMED);
+    assert_int_equal(mark, 0); /* marks are not kept across a restart */
+    assert_int_equal(seen_get(s, "b", NULL), SEEN_DELIVERED);
+    assert_int_equal(seen_get(s, "c", NULL), SEEN_REFUSED);
+    assert_string_equal(seen_state_name(SEEN_CONSUMED), "consumed");
+    seen_close(s);
+}
+
+/* Each class forgets only its own oldest: a flood of refused (or merely
+ * delivered) msgIds never evicts a consumed one, across a reopen too. */
+static void test_classes_evict_their_own(void **state)
+{
+    struct fx *f = *state;
+    seen_set *s = open_caps(f->path, 5, 3, 5);
+    char id[33];
+    unsigned i;
+
+    for (i = 1; i <= 3; i++) {
+        id_of(id, i);
+        assert_int_equal(seen_put(s, id, SEEN_CONSUMED, 0), 0);
+    }
+    for (i = 100; i < 1100; i++) {
+        id_of(id, i);
+        assert_int_equal(seen_put(s, id, i % 2 ? SEEN_REFUSED : SEEN_DELIVERED, 0), 0);
+    }
+    for (int round = 0; round < 2; round++) {
+        for (i = 1; i <= 3; i++) {
+            id_of(id, i);
+            assert_int_equal(seen_get(s, id, NULL), SEEN_CONSUMED);
+        }
+        assert_int_equal(seen_count(s, SEEN_REFUSED), 5);
+        assert_int_equal(seen_count(s, SEEN_DELIVERED), 5);
+        assert_int_equal(seen_count(s, SEEN_NONE), 13);
+        seen_close(s);
+        s = open_caps(f->path, 5, 3, 5);
+    }
+    /* a fourth consumed one pushes out the oldest consumed, only */
+    id_of(id, 4);
+    assert_int_equal(seen_put(s, id, SEEN_CONSUMED, 0), 0);
+    id_of(id, 1);
+    assert_int_equal(seen_get(s, id, NULL), SEEN_NONE);
+    id_of(id, 2);
+    assert_int_equal(seen_get(s, id, NULL), SEEN_CONSUMED);
+    /* moving a delivered id to consumed frees its delivered slot */
+    id_of(id, 1098);
+    assert_int_equal(seen_get(s, id, NULL), SEEN_DELIVERED);
+    assert_int_equal(seen_put(s, id, SEEN_CONSUMED, 0), 0);
+    assert_int_equal(seen_count(s, SEEN_DELIVERED), 4);
+    assert_int_equal(seen_count(s, SEEN_CONSUMED), 3);
+    seen_close(s);
+}
+
+/* A class with cap 0 takes nothing: the receipts' set has only one. */
+static void test_class_without_room(void **state)
+{
+    struct fx *f = *state;
+    seen_set *s = open_caps(f->path, 0, 4, 0);
+
+    errno = 0;
+    assert_int_equal(seen_put(s, "a", SEEN_DELIVERED, 0), -1);
+    assert_int_equal(errno, EINVAL);
+    assert_int_equal(seen_put(s, "a", SEEN_REFUSED, 0), -1);
+    assert_int_equal(seen_put(s, "a", SEEN_CONSUMED, 0), 0);
+    assert_int_equal(seen_count(s, SEEN_NONE), 1);
+    seen_close(s);
+}
+
+/* A seen file written before states (one bare msgId a line) loads as
+ * legacy: known, fate unknown.  A later record wins over a bare line, a
+ * bare line never demotes one, and a compaction keeps legacy ids bare. */
+static void test_legacy_file(void **state)
+{
+    struct fx *f = *state;
+    GString *g = g_string_new(NULL);
+    seen_set *s;
+    char id[33], *text = NULL;
+    unsigned i;
+
+    for (i = 0; i < 40; i++) {
+        id_of(id, i);
+        g_string_append_printf(g, "%s\n", id);
+    }
+    id_of(id, 1);
+    g_string_append_printf(g, "c %s\n%s\n", id, id);
+    assert_true(g_file_set_contents(f->path, g->str, (gssize)g->len, NULL));
+    g_string_free(g, TRUE);
+
+    s = open_caps(f->path, 100, 100, 10);
+    id_of(id, 0);
+    assert_int_equal(seen_get(s, id, NULL), SEEN_LEGACY);
+    id_of(id, 1);
+    assert_int_equal(seen_get(s, id, NULL), SEEN_CONSUMED);
+    assert_int_equal(seen_count(s, SEEN_LEGACY), 39);
+    /* legacy ids move on like any other */
+    id_of(id, 2);
+    assert_int_equal(seen_put(s, id, SEEN_DELIVERED, 0), 0);
+    assert_int_equal(seen_put(s, id, SEEN_CONSUMED, 0), 0);
+    for (i = 100; i < 200; i++) {
+        id_of(id, i);
+        assert_int_equal(seen_put(s, id, SEEN_REFUSED, 0), 0);
+    }
+    seen_close(s);
+    /* 142 lines for 50 live: compacted along the way; legacy ids stay
+     * bare lines */
+    assert_true(file_lines(f->path) < 100);
+    assert_true(g_file_get_contents(f->path, &text, NULL, NULL));
+    id_of(id, 3);
+    assert_non_null(strstr(text, id));
+    assert_null(strstr(text, "d 00000000000000000000000000000003"));
+    g_free(text);
+    s = open_caps(f->path, 100, 100, 10);
+    assert_int_equal(seen_get(s, id, NULL), SEEN_LEGACY);
+    id_of(id, 2);
+    assert_int_equal(seen_get(s, id, NULL), SEEN_CONSUMED);
+    assert_int_equal(seen_count(s, SEEN_LEGACY), 38);
+    seen_close(s);
 }
 
 struct worker {
@@ -317,7 +495,7 @@ static void test_threads(void **state)
         assert_null(g_thread_join(t[i]));
     /* 8000 adds through a cap of 3000: compacted along the way, and what
 	 * a reopen loads is exactly what memory held. */
-    assert_int_equal(seen_count(s), 3000);
+    assert_int_equal(seen_count(s, SEEN_NONE), 3000);
     for (i = 0; i < 4; i++) {
         for (j = 0; j < 2000; j++) {
             id_of(id, w[i].base + j);
@@ -327,7 +505,7 @@ static void test_threads(void **state)
     seen_close(s);
     assert_true(file_lines(f->path) < 6000);
     s = open_ok(f->path, 3000);
-    assert_int_equal(seen_count(s), 3000);
+    assert_int_equal(seen_count(s, SEEN_NONE), 3000);
     for (i = 0; i < 4; i++) {
         for (j = 0; j < 2000; j++) {
             id_of(id, w[i].base + j);
@@ -347,6 +525,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_lines_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_states_persist, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_classes_evict_their_own, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_class_without_room, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_legacy_file, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
