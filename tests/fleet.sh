@@ -12,6 +12,9 @@
 #   msgids FILE                 the msgIds of a JSON Lines file, one per line
 #   broker_count QUEUE          messages ready + unacked in QUEUE per rabbitmqctl
 #                               (nothing for no such queue; fails if rabbitmqctl fails)
+#   broker_close_consumer_channel QUEUE
+#                               the broker closes the channel consuming QUEUE in
+#                               $FLEET_VHOST with 406 (as after an ack of an unknown tag)
 
 # fleet_key NAME: a key pair for lead NAME in $TEST_DIR/keys, its public half
 # in the shared trust directory $TEST_DIR/trust (every test mount trusts
@@ -114,6 +117,20 @@ broker_count() {
     return 1
   }
   awk -v q="$1" '$1 == q { print $2 }' <<<"$out"
+}
+
+# The broker runs an ack of a delivery tag that does not exist on the
+# channel consuming QUEUE, as if the client had sent it: the channel is
+# closed with 406 PRECONDITION_FAILED and its unacked messages requeued.
+broker_close_consumer_channel() {
+  local out
+  out=$(rmqctl eval "
+      {ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<\"${FLEET_VHOST:-/}\">>, queue, <<\"$1\">>)),
+      [rabbit_channel:do(element(1, C), {'basic.ack', 987654321, false})
+       || C <- rabbit_amqqueue:consumers(Q)]." 2>&1) && grep -q ok <<<"$out" || {
+    echo "broker_close_consumer_channel $1: $out" >&2
+    return 1
+  }
 }
 
 # fleet_header FROM MSGID MOUNT [REPLYTO]: the header line the injector types

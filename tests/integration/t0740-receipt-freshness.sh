@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Receipts get the same freshness checks as messages (issue 12 item 4): a
 # receipt is refused — dead-lettered, counted, logged once — when it has
-# expired or when its msgId was seen before, so a captured old receipt
-# cannot move a `sent` state. The receipts are forged the way a broker user
+# expired, when its msgId was seen before, when it lives longer than
+# message_ttl or starts in the future (issue 20), so a captured old
+# receipt cannot move a `sent` state. The receipts are forged the way a broker user
 # holding gamma's key (or a capture of gamma's receipts) would: with
 # tests/tools/rawpub straight into lead.alpha.receipts.
 . "$(dirname "$0")/../lib.sh"
@@ -68,6 +69,17 @@ test_expect_success 'the refused receipts are dead letters; a fresh one about m2
     receipt acked "$(cat m2)" >/dev/null &&
     wait_for 5 "test \"\$(state_of \$(cat m2))\" = acked" &&
     test "$(state_of $(cat m1))" = injected
+'
+
+test_expect_success 'a receipt from the future, or living longer than message_ttl: refused, changes nothing' '
+    n=$(rejected bad-receipt) &&
+    receipt confirmed "$(cat m1)" --sent-in 3600 >/dev/null &&
+    receipt confirmed "$(cat m1)" --expires-in 1000000 >/dev/null &&
+    wait_for 5 "test \"\$(rejected bad-receipt)\" = $((n + 2))" &&
+    test "$(state_of $(cat m1))" = injected &&
+    grep -q "about $(cat m1) (bad-receipt: sentAt .* is in the future" alpha.log &&
+    grep -q "about $(cat m1) (bad-receipt: lifetime from .* is longer than message_ttl" alpha.log &&
+    test "$(broker_count fleet.dlq)" = 5
 '
 
 test_expect_success 'unmount cleanly' '

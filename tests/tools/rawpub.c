@@ -5,9 +5,12 @@
  *   rawpub URI QUEUE [--body-file F | --body STR] [--message-id ID]
  *                    [--ca FILE] [--confirm]
  *   rawpub URI QUEUE --sign KEYFILE --from ID --to ID --text BODY
- *                    [--expires-in SEC] [--msgid ID] [--reply-to ID]
- *                    [--receipt REF STATE] [--tamper] [--print]
+ *                    [--expires-in SEC] [--sent-in SEC] [--msgid ID]
+ *                    [--reply-to ID] [--receipt REF STATE] [--tamper]
+ *                    [--print] [--count N]
  *                    [--message-id ID] [--ca FILE] [--confirm]
+ *   rawpub URI QUEUE --get-requeue [--ca FILE]
+ *   rawpub URI QUEUE --move [--ca FILE]
  *
  * One persistent message to the default exchange, routing key QUEUE,
  * mandatory, on a channel in confirm mode; it always waits for the
@@ -24,8 +27,26 @@
  * mis-addressed (--to another lead than the queue's). --print writes the
  * envelope to stdout too, so a test can republish the exact bytes later
  * with --body-file. The AMQP message_id is the msgId unless --message-id
- * says otherwise. */
+ * says otherwise. --sent-in shifts sentAt (and expiresAt with it) from now,
+ * e.g. into the future.
+ *
+ * --count N (with --sign, without --msgid) publishes N such envelopes,
+ * each with its own msgId and signature, on one connection with up to
+ * 1000 confirms outstanding, not persistent (delivery mode 1): a flood
+ * from a trusted key.  Exit 0 when the broker took all of them.
+ *
+ * Two ways a broker login touches what is already queued:
+ * --get-requeue takes the first ready message of QUEUE with basic.get
+ * (manual ack), prints its body, and closes the channel without acking:
+ * the broker puts it back flagged `redelivered`, the way any channel reset
+ * does (exit 1 when the queue was empty).  --move takes every message of
+ * QUEUE in turn, publishes its body (and content type and message id) to
+ * QUEUE again as a new message and acks the old one once the broker
+ * confirmed the new: the messages stay, in order, but lose the
+ * `redelivered` flag, as a shovel or a broker that forgets the flag
+ * (LavinMQ across its restart) does.  It prints how many it moved. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <glib.h>
 #include <stdint.h>
@@ -49,8 +70,8 @@ typedef struct {
     const char *body, *body_file, *message_id, *ca;
     const char *sign, *from, *to, *text, *msgid, *reply_to;
     const char *ref, *state;
-    long expires_in;
-    bool tamper, print;
+    long expires_in, sent_in, count;
+    bool tamper, print, get_requeue, move;
 } rp_args;
 
 static void rp_usage(void)
@@ -58,8 +79,10 @@ static void rp_usage(void)
     fprintf(stderr, "usage: rawpub URI QUEUE [--body-file F | --body STR] [--message-id ID]\n"
                     "                        [--ca FILE] [--confirm]\n"
                     "       rawpub URI QUEUE --sign KEYFILE --from ID --to ID --text BODY\n"
-                    "                        [--expires-in SEC] [--msgid ID] [--reply-to ID]\n"
-                    "                        [--receipt REF STATE] [--tamper] [--print] ...\n");
+                    "                        [--expires-in SEC] [--sent-in SEC] [--msgid ID]\n"
+                    "                        [--reply-to ID] [--receipt REF STATE] [--tamper]\n"
+                    "                        [--print] [--count N] ...\n"
+                    "       rawpub URI QUEUE --get-requeue | --move [--ca FILE]\n");
     exit(RP_USAGE);
 }
 
@@ -84,9 +107,21 @@ static const char *rp_val(int argc, char **argv, int *i)
     return argv[++*i];
 }
 
+static long rp_long(int argc, char **argv, int *i)
+{
+    const char *o = argv[*i], *v = rp_val(argc, argv, i);
+    char *end;
+    long n;
+
+    errno = 0;
+    n = strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0')
+        rp_die(RP_USAGE, "%s wants a number, not '%s'", o, v);
+    return n;
+}
+
 static void rp_parse(int argc, char **argv, rp_args *a)
 {
-    char *end;
     int i;
 
     memset(a, 0, sizeof(*a));
@@ -128,19 +163,26 @@ static void rp_parse(int argc, char **argv, rp_args *a)
             a->ref = rp_val(argc, argv, &i);
             a->state = rp_val(argc, argv, &i);
         } else if (strcmp(o, "--expires-in") == 0) {
-            o = rp_val(argc, argv, &i);
-            errno = 0;
-            a->expires_in = strtol(o, &end, 10);
-            if (errno != 0 || end == o || *end != '\0')
-                rp_die(RP_USAGE, "--expires-in wants seconds, not '%s'", o);
+            a->expires_in = rp_long(argc, argv, &i);
+        } else if (strcmp(o, "--sent-in") == 0) {
+            a->sent_in = rp_long(argc, argv, &i);
+        } else if (strcmp(o, "--count") == 0) {
+            a->count = rp_long(argc, argv, &i);
+        } else if (strcmp(o, "--get-requeue") == 0) {
+            a->get_requeue = true;
+        } else if (strcmp(o, "--move") == 0) {
+            a->move = true;
         } else {
             rp_die(RP_USAGE, "unknown option '%s'", o);
         }
     }
-    if ((a->body != NULL) + (a->body_file != NULL) + (a->sign != NULL) != 1)
-        rp_die(RP_USAGE, "give exactly one of --body, --body-file, --sign");
+    if ((a->body != NULL) + (a->body_file != NULL) + (a->sign != NULL) + a->get_requeue + a->move !=
+        1)
+        rp_die(RP_USAGE, "give exactly one of --body, --body-file, --sign, --get-requeue, --move");
     if (a->sign != NULL && (a->from == NULL || a->to == NULL || a->text == NULL))
         rp_die(RP_USAGE, "--sign needs --from, --to and --text");
+    if (a->count != 0 && (a->sign == NULL || a->msgid != NULL || a->count < 1))
+        rp_die(RP_USAGE, "--count N wants N >= 1, --sign, and no --msgid");
 }
 
 /* Copies s into a fixed envelope field; the tool may build hostile
@@ -154,11 +196,13 @@ static void rp_set(char *dst, size_t n, const char *s, const char *what)
 
 static char *rp_envelope(const rp_args *a, size_t *len, char msgid[ENV_ID_LEN + 1])
 {
+    static sig_key *k;
     char *err = NULL, *js;
-    sig_key *k = sig_load_secret(a->sign, &err);
-    int64_t now = env_now_ms();
+    int64_t now = env_now_ms() + (int64_t)a->sent_in * 1000;
     envelope e;
 
+    if (k == NULL)
+        k = sig_load_secret(a->sign, &err);
     if (k == NULL)
         rp_die(RP_USAGE, "%s", err);
     memset(&e, 0, sizeof(e));
@@ -182,7 +226,6 @@ static char *rp_envelope(const rp_args *a, size_t *len, char msgid[ENV_ID_LEN + 
     e.body_len = strlen(a->text);
     if (sig_sign(k, &e) < 0)
         rp_die(RP_USAGE, "signing failed");
-    sig_key_free(k);
     if (a->tamper && e.body_len > 0)
         e.body[e.body_len - 1] ^= 0x01;
     js = env_encode(&e, len);
@@ -231,53 +274,107 @@ static amqp_connection_state_t rp_connect(const rp_args *a, const char *shown)
     amqp_confirm_select(c, 1);
     if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL)
         rp_die(RP_USAGE, "confirm.select refused on %s", shown);
+    amqp_channel_open(c, 2); /* basic.get, for --get-requeue and --move */
+    if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL)
+        rp_die(RP_USAGE, "cannot open a second channel on %s", shown);
     g_free(buf);
     return c;
 }
 
-/* Reads frames until the confirm of delivery tag 1. A return (no queue)
- * arrives before its ack, so it is remembered and turns the ack into a
- * failure. */
-static int rp_wait_confirm(amqp_connection_state_t c)
+/* The confirms of everything published on channel 1: tag i (1-based) is
+ * 0 pending, 1 acked, 2 nacked.  A return (no queue) arrives before its
+ * ack and turns it into a failure. */
+typedef struct {
+    GByteArray *st;
+    uint64_t published, answered, failed;
+    bool returned;
+} rp_confirms;
+
+static void rp_answer(rp_confirms *k, uint64_t tag, bool multiple, uint8_t how)
+{
+    uint64_t from = multiple ? 1 : tag;
+
+    for (uint64_t t = from; t <= tag && t <= k->published; t++) {
+        if (k->st->data[t] != 0)
+            continue;
+        k->st->data[t] = how;
+        k->answered++;
+        k->failed += how != 1;
+    }
+}
+
+/* Reads one frame of the publish channel's answers. 0, or RP_REFUSED /
+ * RP_USAGE when the channel or the connection is gone. */
+static int rp_read_confirm(amqp_connection_state_t c, rp_confirms *k)
 {
     struct timeval tv = {30, 0};
-    bool returned = false;
     amqp_frame_t f;
     amqp_message_t m;
+    int rc = amqp_simple_wait_frame_noblock(c, &f, &tv);
+
+    if (rc != AMQP_STATUS_OK) {
+        fprintf(stderr, "rawpub: no confirm: %s\n", amqp_error_string2(rc));
+        return RP_USAGE;
+    }
+    if (f.frame_type != AMQP_FRAME_METHOD)
+        return 0;
+    switch (f.payload.method.id) {
+    case AMQP_BASIC_ACK_METHOD: {
+        amqp_basic_ack_t *ack = f.payload.method.decoded;
+
+        rp_answer(k, ack->delivery_tag, ack->multiple, k->returned ? 2 : 1);
+        if (k->returned)
+            fprintf(stderr, "rawpub: returned: no such queue\n");
+        k->returned = false;
+        return 0;
+    }
+    case AMQP_BASIC_NACK_METHOD: {
+        amqp_basic_nack_t *nack = f.payload.method.decoded;
+
+        fprintf(stderr, "rawpub: nacked (queue full?)\n");
+        rp_answer(k, nack->delivery_tag, nack->multiple, 2);
+        return 0;
+    }
+    case AMQP_BASIC_RETURN_METHOD:
+        k->returned = true;
+        if (amqp_read_message(c, f.channel, &m, 0).reply_type == AMQP_RESPONSE_NORMAL)
+            amqp_destroy_message(&m);
+        return 0;
+    case AMQP_CHANNEL_CLOSE_METHOD: {
+        amqp_channel_close_t *cl = f.payload.method.decoded;
+
+        fprintf(stderr, "rawpub: broker closed the channel: %d %.*s\n", cl->reply_code,
+                (int)cl->reply_text.len, (char *)cl->reply_text.bytes);
+        return RP_REFUSED;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Publishes body to queue on channel 1 (persistent, mandatory). */
+static void rp_publish(amqp_connection_state_t c, rp_confirms *k, const char *queue,
+                       amqp_basic_properties_t *p, const char *body, size_t len)
+{
+    int rc = amqp_basic_publish(c, 1, amqp_empty_bytes, amqp_cstring_bytes(queue), 1, 0, p,
+                                (amqp_bytes_t){len, (void *)body});
+
+    if (rc != AMQP_STATUS_OK)
+        rp_die(RP_USAGE, "publish to %s failed: %s", queue, amqp_error_string2(rc));
+    k->published++;
+    g_byte_array_set_size(k->st, (guint)k->published + 1);
+    k->st->data[k->published] = 0;
+}
+
+/* Reads answers until at most `pending` publishes wait for theirs. */
+static int rp_settle(amqp_connection_state_t c, rp_confirms *k, uint64_t pending)
+{
     int rc;
 
-    for (;;) {
-        rc = amqp_simple_wait_frame_noblock(c, &f, &tv);
-        if (rc != AMQP_STATUS_OK) {
-            fprintf(stderr, "rawpub: no confirm: %s\n", amqp_error_string2(rc));
-            return RP_USAGE;
-        }
-        if (f.frame_type != AMQP_FRAME_METHOD)
-            continue;
-        switch (f.payload.method.id) {
-        case AMQP_BASIC_ACK_METHOD:
-            if (returned)
-                fprintf(stderr, "rawpub: returned: no such queue\n");
-            return returned ? RP_REFUSED : 0;
-        case AMQP_BASIC_NACK_METHOD:
-            fprintf(stderr, "rawpub: nacked (queue full?)\n");
-            return RP_REFUSED;
-        case AMQP_BASIC_RETURN_METHOD:
-            returned = true;
-            if (amqp_read_message(c, f.channel, &m, 0).reply_type == AMQP_RESPONSE_NORMAL)
-                amqp_destroy_message(&m);
-            break;
-        case AMQP_CHANNEL_CLOSE_METHOD: {
-            amqp_channel_close_t *cl = f.payload.method.decoded;
-
-            fprintf(stderr, "rawpub: broker closed the channel: %d %.*s\n", cl->reply_code,
-                    (int)cl->reply_text.len, (char *)cl->reply_text.bytes);
-            return RP_REFUSED;
-        }
-        default:
-            break;
-        }
-    }
+    while (k->published - k->answered > pending)
+        if ((rc = rp_read_confirm(c, k)) != 0)
+            return rc;
+    return 0;
 }
 
 static char *rp_body(const rp_args *a, size_t *len, char msgid[ENV_ID_LEN + 1])
@@ -299,41 +396,130 @@ static char *rp_body(const rp_args *a, size_t *len, char msgid[ENV_ID_LEN + 1])
     return body;
 }
 
+/* persistent: delivery mode 2, else 1 (a flood: three times faster) */
+static void rp_props(amqp_basic_properties_t *p, const char *message_id, bool persistent)
+{
+    memset(p, 0, sizeof(*p));
+    p->_flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG;
+    p->content_type = amqp_cstring_bytes("application/json");
+    p->delivery_mode = persistent ? 2 : 1;
+    if (message_id != NULL && *message_id) {
+        p->_flags |= AMQP_BASIC_MESSAGE_ID_FLAG;
+        p->message_id = amqp_cstring_bytes(message_id);
+    }
+}
+
+/* basic.get of one message on channel 2 (manual ack): false when empty. */
+static bool rp_get(amqp_connection_state_t c, const rp_args *a, amqp_message_t *m,
+                   amqp_basic_get_ok_t *ok)
+{
+    amqp_rpc_reply_t r = amqp_basic_get(c, 2, amqp_cstring_bytes(a->queue), 0);
+
+    if (r.reply_type != AMQP_RESPONSE_NORMAL)
+        rp_die(RP_USAGE, "basic.get on %s refused", a->queue);
+    if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD)
+        return false;
+    *ok = *(amqp_basic_get_ok_t *)r.reply.decoded;
+    if (amqp_read_message(c, 2, m, 0).reply_type != AMQP_RESPONSE_NORMAL)
+        rp_die(RP_USAGE, "cannot read the message got from %s", a->queue);
+    return true;
+}
+
+static int rp_get_requeue(amqp_connection_state_t c, const rp_args *a)
+{
+    amqp_message_t m;
+    amqp_basic_get_ok_t ok;
+
+    if (!rp_get(c, a, &m, &ok))
+        return RP_REFUSED;
+    fwrite(m.body.bytes, 1, m.body.len, stdout);
+    fputc('\n', stdout);
+    amqp_destroy_message(&m);
+    /* not acked: closing the channel gives it back, flagged redelivered */
+    amqp_channel_close(c, 2, AMQP_REPLY_SUCCESS);
+    return 0;
+}
+
+static int rp_move(amqp_connection_state_t c, const rp_args *a, rp_confirms *k)
+{
+    amqp_message_t m;
+    amqp_basic_get_ok_t ok;
+    amqp_basic_properties_t p;
+    long moved = 0, left = -1;
+    int rc;
+
+    while (left != 0 && rp_get(c, a, &m, &ok)) {
+        char *mid = NULL;
+
+        if (left < 0)
+            left = (long)ok.message_count + 1;
+        if (m.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
+            mid = g_strndup(m.properties.message_id.bytes, m.properties.message_id.len);
+        rp_props(&p, mid, true);
+        rp_publish(c, k, a->queue, &p, m.body.bytes, m.body.len);
+        if ((rc = rp_settle(c, k, 0)) != 0 || k->failed)
+            rp_die(RP_REFUSED, "the copy of a message was refused; the original stays");
+        if (amqp_basic_ack(c, 2, ok.delivery_tag, 0) != AMQP_STATUS_OK)
+            rp_die(RP_USAGE, "cannot ack the original");
+        amqp_destroy_message(&m);
+        g_free(mid);
+        moved++;
+        left--;
+    }
+    printf("moved %ld\n", moved);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     amqp_connection_state_t c;
     amqp_basic_properties_t p;
+    rp_confirms k = {g_byte_array_new(), 0, 0, 0, false};
     char msgid[ENV_ID_LEN + 1];
-    char *body, *shown;
+    char *body = NULL, *shown;
     size_t len;
     rp_args a;
-    int rc;
+    int rc = 0;
 
     rp_parse(argc, argv, &a);
     shown = uri_redact(a.uri);
-    body = rp_body(&a, &len, msgid);
-    if (a.print) {
-        fwrite(body, 1, len, stdout);
-        fputc('\n', stdout);
-        fflush(stdout);
+    if (!a.get_requeue && !a.move) {
+        body = rp_body(&a, &len, msgid);
+        if (a.print) {
+            fwrite(body, 1, len, stdout);
+            fputc('\n', stdout);
+            fflush(stdout);
+        }
     }
     c = rp_connect(&a, shown);
-    memset(&p, 0, sizeof(p));
-    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG;
-    p.content_type = amqp_cstring_bytes("application/json");
-    p.delivery_mode = 2;
-    if (a.message_id != NULL || msgid[0] != '\0') {
-        p._flags |= AMQP_BASIC_MESSAGE_ID_FLAG;
-        p.message_id = amqp_cstring_bytes(a.message_id ? a.message_id : msgid);
+    if (a.get_requeue) {
+        rc = rp_get_requeue(c, &a);
+    } else if (a.move) {
+        rc = rp_move(c, &a, &k);
+    } else {
+        long n = a.count ? a.count : 1;
+
+        for (long i = 0; i < n && rc == 0; i++) {
+            if (i > 0) {
+                g_free(body);
+                body = rp_body(&a, &len, msgid);
+            }
+            rp_props(&p, a.message_id ? a.message_id : msgid, a.count == 0);
+            rp_publish(c, &k, a.queue, &p, body, len);
+            rc = rp_settle(c, &k, 1000);
+        }
+        if (rc == 0)
+            rc = rp_settle(c, &k, 0);
+        if (rc == 0 && k.failed)
+            rc = RP_REFUSED;
+        if (a.count)
+            fprintf(stderr, "rawpub: %" PRIu64 " published, %" PRIu64 " refused\n", k.published,
+                    k.failed);
     }
-    rc = amqp_basic_publish(c, 1, amqp_empty_bytes, amqp_cstring_bytes(a.queue), 1, 0, &p,
-                            (amqp_bytes_t){len, body});
-    if (rc != AMQP_STATUS_OK)
-        rp_die(RP_USAGE, "publish to %s failed: %s", shown, amqp_error_string2(rc));
-    rc = rp_wait_confirm(c);
     amqp_channel_close(c, 1, AMQP_REPLY_SUCCESS);
     amqp_connection_close(c, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c);
+    g_byte_array_free(k.st, TRUE);
     g_free(body);
     g_free(shown);
     return rc;
