@@ -43,6 +43,7 @@
 #include "fleetfs/options.h"
 #include "fleetfs/sdnotify.h"
 #include "fleetfs/startup.h"
+#include "fleetfs/store/statelock.h"
 #include "fleetfs/wire/sign.h"
 #include "fleetfs/tree.h"
 
@@ -398,6 +399,34 @@ static int serve(cmdline *cl, fleet *f)
     return rc;
 }
 
+/* The state directory must be ours and writable by nobody else (like
+ * ssh's StrictModes: whoever can write there can forge the journal, the
+ * seen set and the receipts we owe); then it is locked for our life
+ * (store/statelock.h), before any state is loaded.  0, or the exit code. */
+static int state_dir_take(const fs_opts *o, state_lock **lock)
+{
+    struct stat st;
+    char why[160], *err = NULL;
+    if (stat(o->state_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "fleetfs: state_dir %s: not a directory\n", o->state_dir);
+        return 2;
+    }
+    if (sig_lax_owner_or_mode(&st, why, sizeof why)) {
+        fprintf(stderr,
+                "fleetfs: not mounting: state_dir %s: %s (whoever can write there can forge "
+                "what fleetfs remembers)\n",
+                o->state_dir, why);
+        return 2;
+    }
+    *lock = sl_acquire(o->state_dir, o->takeover_grace_ms, &err);
+    if (!*lock) {
+        fprintf(stderr, "fleetfs: not mounting: %s\n", err);
+        g_free(err);
+        return 1;
+    }
+    return 0;
+}
+
 /* fleetfs keygen PATH: an ed25519 key pair for this host. */
 static int keygen(int argc, char **argv)
 {
@@ -423,6 +452,7 @@ int main(int argc, char **argv)
     cmdline cl = {0};
     fs_opts o;
     fleet f;
+    state_lock *lock = NULL;
     char real[PATH_MAX];
     int rc;
 
@@ -474,6 +504,8 @@ int main(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    if ((rc = state_dir_take(&o, &lock)) != 0)
+        goto done;
     memset(&f, 0, sizeof f);
     f.opts = &o;
     f.mountpoint = real;
@@ -514,6 +546,7 @@ int main(int argc, char **argv)
             goto done;
         }
         quiet_stdio();
+        sl_note_pid(lock); /* the lock came along; the holder is the daemon now */
     }
     rc = serve(&cl, &f);
     ro_free(f.ro);
@@ -521,6 +554,7 @@ int main(int argc, char **argv)
     mb_free(f.mb);
     br_free(f.br);
 done:
+    sl_release(lock); /* after every state file is closed */
     opts_free(&o);
     g_free(cl.mountpoint);
     g_free(cl.source);

@@ -97,6 +97,46 @@ static int load(applog *a, size_t max_line, GPtrArray *out)
     return rc;
 }
 
+/* A new PATH.tmp.XXXXXXXX, created exclusively (O_EXCL): never a file
+ * someone else made or still writes.  *tmp: its name (g_free). */
+static int open_tmp(const applog *a, char **tmp)
+{
+    for (int i = 0; i < 16; i++) {
+        int fd;
+        *tmp = g_strdup_printf("%s.tmp.%08x", a->path, g_random_int());
+        fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+        g_free(*tmp);
+    }
+    *tmp = NULL;
+    return -1;
+}
+
+/* Leftovers of a rewrite that a crash interrupted (PATH.tmp.*, and the
+ * PATH.tmp of older versions): under the state_dir lock nobody else is
+ * writing them. */
+static void remove_stale_tmp(const char *path)
+{
+    char *dir = g_path_get_dirname(path), *base = g_path_get_basename(path);
+    char *prefix = g_strconcat(base, ".tmp", NULL);
+    GDir *d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d))) {
+        if (g_str_has_prefix(name, prefix) &&
+            (name[strlen(prefix)] == '\0' || name[strlen(prefix)] == '.')) {
+            char *p = g_build_filename(dir, name, NULL);
+            unlink(p);
+            g_free(p);
+        }
+    }
+    if (d)
+        g_dir_close(d);
+    g_free(prefix);
+    g_free(base);
+    g_free(dir);
+}
+
 applog *applog_open(const char *path, applog_sync sync, size_t max_line, GPtrArray **lines,
                     char **err)
 {
@@ -104,6 +144,7 @@ applog *applog_open(const char *path, applog_sync sync, size_t max_line, GPtrArr
     a->path = g_strdup(path);
     a->sync = sync;
     *lines = g_ptr_array_new_with_free_func(g_free);
+    remove_stale_tmp(path);
     a->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (a->fd < 0 || load(a, max_line, *lines) < 0) {
         *err = g_strdup_printf("%s: %s", path, g_strerror(errno));
@@ -161,8 +202,8 @@ static int sync_dir(const char *path)
 
 int applog_rewrite(applog *a, const GString *content, size_t live)
 {
-    char *tmp = g_strconcat(a->path, ".tmp", NULL);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600), nfd, saved;
+    char *tmp = NULL;
+    int fd = open_tmp(a, &tmp), nfd, saved;
     size_t done;
     if (fd < 0)
         goto fail;
@@ -187,7 +228,8 @@ int applog_rewrite(applog *a, const GString *content, size_t live)
     return 0;
 fail:
     saved = errno;
-    unlink(tmp);
+    if (tmp)
+        unlink(tmp);
     g_free(tmp);
     errno = saved;
     return -1;

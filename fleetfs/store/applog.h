@@ -14,9 +14,12 @@
  *   APPLOG_FSYNC  an append is fdatasync'd before applog_append returns:
  *                 it survives a power loss too.  The injector's journal,
  *                 on which "at most once" rests.
- * Compaction, for both: the new content goes to PATH.tmp, which is
+ * Compaction, for both: the new content goes to a fresh PATH.tmp.XXXXXXXX
+ * (created with O_EXCL: never a file someone else made), which is
  * fdatasync'd, renamed over PATH, and the directory is fsync'd, so a crash
- * at any point leaves the old file or the new one, each complete.
+ * at any point leaves the old file or the new one, each complete.  Opening
+ * a log removes the PATH.tmp* a crash left (the state_dir lock,
+ * statelock.h, guarantees nobody else is writing them).
  *
  * A full disk (ENOSPC, EDQUOT, EFBIG past RLIMIT_FSIZE) can still tear an
  * append part way: the fragment is cut off again at once (ftruncate), and

@@ -268,6 +268,25 @@ void sig_key_free(sig_key *k)
 
 /* ---- trust -------------------------------------------------------------- */
 
+/* Like ssh's StrictModes: whoever may change a trust file or directory
+ * can make this host trust any key, so it must belong to us (or root) and
+ * be writable by nobody else.  True (and why) when it is not so. */
+bool sig_lax_owner_or_mode(const struct stat *st, char *why, size_t whylen)
+{
+    if (st->st_uid != geteuid() && st->st_uid != 0) {
+        g_snprintf(why, whylen, "belongs to uid %u, not to this user (uid %u) or root; run: chown %u",
+                   (unsigned)st->st_uid, (unsigned)geteuid(), (unsigned)geteuid());
+        return true;
+    }
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        g_snprintf(why, whylen, "writable by %s (mode %04o); run: chmod go-w",
+                   (st->st_mode & S_IWOTH) ? "anyone" : "its group",
+                   (unsigned)(st->st_mode & 07777));
+        return true;
+    }
+    return false;
+}
+
 static int sig_read_pub(const char *path, unsigned char *pk, char *why, size_t whylen)
 {
     char buf[SIG_FILE_MAX];
@@ -275,13 +294,8 @@ static int sig_read_pub(const char *path, unsigned char *pk, char *why, size_t w
 
     if (sig_read_small(path, buf, sizeof(buf), &st, why, whylen) < 0)
         return -1;
-    if ((st.st_mode & S_IWOTH) != 0) {
-        g_snprintf(why, whylen,
-                   "writable by anyone (mode %04o); run: "
-                   "chmod o-w",
-                   (unsigned)(st.st_mode & 07777));
+    if (sig_lax_owner_or_mode(&st, why, whylen))
         return -1;
-    }
     if (strncmp(buf, SIG_SEC_TAG " ", sizeof(SIG_SEC_TAG)) == 0) {
         sodium_memzero(buf, sizeof(buf));
         g_snprintf(why, whylen,
@@ -329,6 +343,7 @@ sig_trust *sig_trust_load(const char *dir, char **err)
     GError *ge = NULL;
     GDir *d;
     const char *name;
+    char why[160];
     struct stat st;
     sig_trust *t;
     char *shown;
@@ -342,12 +357,14 @@ sig_trust *sig_trust_load(const char *dir, char **err)
         g_error_free(ge);
         return NULL;
     }
-    if (stat(dir, &st) == 0 && (st.st_mode & S_IWOTH) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    if (stat(dir, &st) == 0 && sig_lax_owner_or_mode(&st, why, sizeof why)) {
         shown = g_strescape(dir, NULL);
-        log_warn("trusted_keys: %s is writable by anyone, who can then "
-                 "add a key; run: chmod o-w",
-                 shown);
+        *err = g_strdup_printf("trusted_keys directory %s: %s (whoever can change it can add "
+                               "a key this host trusts)",
+                               shown, why);
         g_free(shown);
+        g_dir_close(d);
+        return NULL;
     }
     t = g_new0(sig_trust, 1);
     t->keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);

@@ -58,6 +58,11 @@ sig_key *sig_load_secret(const char *path, char **err);
 /* Wipes the secret and frees. NULL is fine. */
 void sig_key_free(sig_key *k);
 
+/* Like ssh's StrictModes: true (and why) when st — a trust file or
+ * directory, or the state directory — belongs to neither this user nor
+ * root, or is writable by its group or by anyone. */
+struct stat;
+bool sig_lax_owner_or_mode(const struct stat *st, char *why, size_t whylen);
 /* Reads every <coord_id>.pub in dir whose coord_id is a valid lead name.
  * Other files are ignored; a malformed or world-writable .pub, or an
  * invalid name ending in .pub, is skipped with a warning. An unreadable

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The state directory under stress: a full disk (a small tmpfs) with a torn
 # last line left by a crash — the mount comes up with every line it had,
-# says it runs degraded, and heals once space is back.
+# says it runs degraded, and heals once space is back; one daemon per
+# state_dir (a second one waits within takeover_grace, then refuses, naming
+# the lock and the holder's pid; a takeover loads the state only once the
+# old daemon is gone); a state_dir others may write is refused.
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 broker_use_shared
@@ -79,8 +82,38 @@ test_expect_success 'after a restart: what was written is there, nothing glued t
     done
 '
 
+test_expect_success 'a second fleetfs on beta'\''s state_dir waits, then refuses naming the holder' '
+    mkdir -p other &&
+    if timeout -k 5 20 "$FLEETFS" other -f -o coord_id=other,state_dir=$TEST_DIR/state/beta,insecure,takeover_grace=1s,vhost=t0380 2>err; then rc=0; else rc=$?; fi &&
+    test $rc = 1 &&
+    ! mountpoint -q other &&
+    grep -q "not mounting: state_dir $TEST_DIR/state/beta is in use: another fleetfs (pid $(cat .harness/pid.beta)) holds the lock $TEST_DIR/state/beta/lock" err &&
+    test $(wc -l <beta/leads/beta/history) = 4
+'
+
+test_expect_success 'a takeover: the new beta waits for the lock and loads what the old one wrote last' '
+    { mount_fleet beta2 coord_id=beta state_dir=$TEST_DIR/state/beta key=$TEST_DIR/keys/beta.key trusted_keys=$TEST_DIR/trust peers=alpha inject=none takeover_grace=30s >beta2.out 2>&1 & } &&
+    wait_for 15 "grep -q \"holds $TEST_DIR/state/beta/lock; waiting up to 30000 ms\" beta2.log" &&
+    echo "message 6" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q \"message 6\" beta/leads/beta/inbox" &&
+    echo all >beta/leads/beta/ack &&
+    unmount_fleet beta &&
+    wait_for 30 "mountpoint -q beta2 && test -r beta2/status" &&
+    grep -q "message 6" beta2/leads/beta/history &&
+    test $(grep -c "message [12356]" beta2/leads/beta/history) = 5
+'
+
+test_expect_success 'a state_dir its group may write is refused, nothing mounted' '
+    mkdir -p gamma && mkdir -m 0770 state/gamma &&
+    if timeout -k 5 20 "$FLEETFS" gamma -f -o coord_id=gamma,state_dir=$TEST_DIR/state/gamma,insecure,vhost=t0380 2>err; then rc=0; else rc=$?; fi &&
+    test $rc = 2 &&
+    ! mountpoint -q gamma &&
+    grep -q "not mounting: state_dir $TEST_DIR/state/gamma: writable by its group (mode 0770); run: chmod go-w" err &&
+    chmod 0700 state/gamma
+'
+
 test_expect_success 'unmount cleanly' '
-    unmount_fleet alpha && unmount_fleet beta
+    unmount_fleet alpha && unmount_fleet beta2
 '
 
 test_done

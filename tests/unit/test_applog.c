@@ -102,6 +102,60 @@ static void test_torn_and_hostile_lines_are_skipped(void **state)
     g_free(path);
 }
 
+/* How many rewrite leftovers (PATH.tmp*) lie beside path. */
+static int tmp_files(const char *path)
+{
+    char *dir = g_path_get_dirname(path), *prefix = g_strconcat(path, ".tmp", NULL);
+    GDir *d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    int n = 0;
+    while ((name = g_dir_read_name(d))) {
+        char *p = g_build_filename(dir, name, NULL);
+        n += g_str_has_prefix(p, prefix);
+        g_free(p);
+    }
+    g_dir_close(d);
+    g_free(prefix);
+    g_free(dir);
+    return n;
+}
+
+/* A rewrite never writes into a .tmp file someone else made (O_EXCL, a
+ * fresh name), and a crash's leftovers are removed at the next open. */
+static void test_rewrite_uses_a_fresh_tmp_file(void **state)
+{
+    char *path = tmpfile_path();
+    char *planted = g_strconcat(path, ".tmp", NULL);
+    char *left = g_strconcat(path, ".tmp.0badf00d", NULL);
+    GPtrArray *lines;
+    GString *all = g_string_new("one\n");
+    applog *a;
+    (void)state;
+    /* another writer's file (or a link an attacker planted) */
+    assert_true(g_file_set_contents(planted, "not ours\n", -1, NULL));
+    a = open_ok(path, APPLOG_WRITE, &lines);
+    g_ptr_array_free(lines, TRUE);
+    assert_int_equal(tmp_files(path), 0); /* a leftover goes at open */
+    assert_true(g_file_set_contents(planted, "not ours\n", -1, NULL));
+    assert_true(g_file_set_contents(left, "a crash's\n", -1, NULL));
+    assert_int_equal(applog_rewrite(a, all, 1), 0);
+    char *text = slurp(planted);
+    assert_string_equal(text, "not ours\n"); /* untouched */
+    g_free(text);
+    text = slurp(path);
+    assert_string_equal(text, "one\n");
+    g_free(text);
+    applog_close(a);
+    a = open_ok(path, APPLOG_WRITE, &lines);
+    assert_int_equal(tmp_files(path), 0);
+    g_ptr_array_free(lines, TRUE);
+    applog_close(a);
+    g_string_free(all, TRUE);
+    g_free(left);
+    g_free(planted);
+    g_free(path);
+}
+
 static void test_rewrite_bounds_the_file(void **state)
 {
     char *path = tmpfile_path();
@@ -127,9 +181,7 @@ static void test_rewrite_bounds_the_file(void **state)
     a = open_ok(path, APPLOG_WRITE, &lines);
     assert_true(lines->len <= 65);
     assert_string_equal(lines->pdata[lines->len - 1], "n199");
-    char *tmp = g_strconcat(path, ".tmp", NULL);
-    assert_false(g_file_test(tmp, G_FILE_TEST_EXISTS));
-    g_free(tmp);
+    assert_int_equal(tmp_files(path), 0);
     g_ptr_array_free(lines, TRUE);
     g_string_free(live, TRUE);
     applog_close(a);
@@ -270,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_append_and_reload),
         cmocka_unit_test(test_torn_and_hostile_lines_are_skipped),
         cmocka_unit_test(test_rewrite_bounds_the_file),
+        cmocka_unit_test(test_rewrite_uses_a_fresh_tmp_file),
         cmocka_unit_test(test_add_rewrites_from_the_owner),
         cmocka_unit_test(test_a_short_append_leaves_no_fragment),
         cmocka_unit_test(test_a_torn_tail_on_a_full_disk_keeps_every_line),

@@ -591,6 +591,8 @@ static void test_trust_dir(void **state)
         {"zeta.pub", "", 0644},
         {"eta.pub", "ssh-ed25519 AAAA\n", 0644},
         {"iota.pub", NULL, 0666}, /* writable by anyone */
+        {"nu.pub", NULL, 0664},   /* writable by the group */
+        {"xi.pub", NULL, 0644},   /* chowned to another user below */
         {"kappa.pub", "\x1b]0;pwned\x07", 0644},
         {"crlf.pub", "", 0644}, /* filled below: trailing \r\n */
         {"nonl.pub", "", 0644}, /* filled below: no newline */
@@ -615,6 +617,12 @@ static void test_trust_dir(void **state)
         g_free(p);
         g_free(text);
     }
+    p = g_build_filename(f->trust, "xi.pub", NULL);
+    if (geteuid() == 0) /* as root (CI): a file that belongs to someone else */
+        assert_int_equal(chown(p, 12345, 12345), 0);
+    else
+        assert_int_equal(chmod(p, 0664), 0); /* cannot chown: fail it the other way */
+    g_free(p);
     p = g_build_filename(f->trust, "theta.pub", NULL);
     assert_int_equal(g_mkdir(p, 0755), 0); /* a directory */
     g_free(p);
@@ -645,6 +653,8 @@ static void test_trust_dir(void **state)
     assert_false(sig_trust_has(t, "gamma"));
     assert_false(sig_trust_has(t, "delta"));
     assert_false(sig_trust_has(t, "iota"));
+    assert_false(sig_trust_has(t, "nu"));
+    assert_false(sig_trust_has(t, "xi"));
     assert_false(sig_trust_has(t, "mu"));
     assert_false(sig_trust_has(t, NULL));
     assert_false(sig_trust_has(NULL, "alpha"));
