@@ -85,6 +85,19 @@ if command -v systemd-analyze >/dev/null && unshare -m --propagation private tru
         cat verify.out &&
         test ! -s verify.out
     '
+    # the sandbox FUSE allows (doc/operations.md, "Sandboxing"): exposure as
+    # systemd-analyze scores it, and none of the options that would give the
+    # service its own mount namespace (the mount would be invisible outside)
+    test_expect_success 'systemd-analyze security: the system unit is sandboxed, its mount stays visible' '
+        u=$D/usr/local/lib/systemd/system/fleetfs@.service &&
+        systemd-analyze security --offline=true "$u" >sec.out 2>&1 &&
+        tail -n1 sec.out &&
+        level=$(sed -n "s/.*Overall exposure level for .*: \([0-9.]*\) .*/\1/p" sec.out) &&
+        awk -v l="$level" "BEGIN { exit !(l > 0 && l < 5) }" &&
+        grep -q "^NoNewPrivileges=yes$" "$u" &&
+        grep -q "^DeviceAllow=/dev/fuse rw$" "$u" &&
+        ! grep -E "^(ProtectSystem|ProtectHome|PrivateTmp|PrivateDevices|PrivateMounts|ProtectKernel[A-Za-z]*|ProtectControlGroups|ProtectHostname|ProtectProc|ReadWritePaths|ReadOnlyPaths|InaccessiblePaths|TemporaryFileSystem|BindPaths)=" "$u"
+    '
 else
     echo "# systemd-analyze or unshare -m not available: units not verified"
 fi
