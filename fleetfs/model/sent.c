@@ -387,19 +387,26 @@ static fe_code send_input_ok(const mailbox *mb, const char *peer, const char *da
     return FE_OK;
 }
 
-/* Confirmed into the mailbox: published, or published-unread when nobody
- * reads it (no consumer) or presence says the peer is not live. */
+/* Confirmed into the mailbox: published-unread when nobody reads it (the
+ * probe at publish saw no consumer), else published.  A mailbox with a
+ * reader but no heartbeat from its peer (another implementation of
+ * doc/protocol.md, or presence off there) is published, with the missing
+ * heartbeat in detail: it is read, only we cannot see by whom. */
 static void send_published(mailbox *mb, const envelope *e, const char *json, bool no_consumer)
 {
     char why[160] = "", detail[256];
     bool away =
         mb->hooks.peer_live && mb->hooks.peer_live(mb->hooks.ud, e->to, why, sizeof why) == 0;
-    if (!no_consumer && !away) {
-        sent_record(mb, e, json, "published", "");
+    if (!no_consumer) {
+        if (away)
+            snprintf(detail, sizeof detail,
+                     "the mailbox has a reader, but %s: not a fleetfs we can see, or its "
+                     "presence is off",
+                     why);
+        sent_record(mb, e, json, "published", away ? detail : "");
         return;
     }
-    snprintf(detail, sizeof detail, "%s%s%s", no_consumer ? "no consumer" : "",
-             no_consumer && away ? "; " : "", away ? why : "");
+    snprintf(detail, sizeof detail, "no consumer%s%s", away ? "; " : "", away ? why : "");
     sent_record(mb, e, json, "published-unread", detail);
     log_info("send %s to %s: published-unread (%s); it waits in the mailbox until %s reads it",
              e->msgId, e->to, detail, e->to);

@@ -11,6 +11,7 @@
  *                    [--message-id ID] [--ca FILE] [--confirm]
  *   rawpub URI QUEUE --get-requeue [--ca FILE]
  *   rawpub URI QUEUE --move [--ca FILE]
+ *   rawpub URI QUEUE --consume N [--ca FILE]
  *
  * One persistent message to the default exchange, routing key QUEUE,
  * mandatory, on a channel in confirm mode; it always waits for the
@@ -44,7 +45,13 @@
  * QUEUE again as a new message and acks the old one once the broker
  * confirmed the new: the messages stay, in order, but lose the
  * `redelivered` flag, as a shovel or a broker that forgets the flag
- * (LavinMQ across its restart) does.  It prints how many it moved. */
+ * (LavinMQ across its restart) does.  It prints how many it moved.
+ *
+ * --consume N is a raw reader instead: it consumes QUEUE (not exclusively,
+ * manual ack), prints "consuming", then each of the next N bodies on a
+ * line of its own, acking each, and exits 0: a reader of a mailbox that is
+ * no fleetfs and sends no heartbeat (another implementation of the
+ * protocol). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -71,6 +78,7 @@ typedef struct {
     const char *sign, *from, *to, *text, *msgid, *reply_to;
     const char *ref, *state;
     long expires_in, sent_in, count;
+    long consume;
     bool tamper, print, get_requeue, move;
 } rp_args;
 
@@ -82,7 +90,8 @@ static void rp_usage(void)
                     "                        [--expires-in SEC] [--sent-in SEC] [--msgid ID]\n"
                     "                        [--reply-to ID] [--receipt REF STATE] [--tamper]\n"
                     "                        [--print] [--count N] ...\n"
-                    "       rawpub URI QUEUE --get-requeue | --move [--ca FILE]\n");
+                    "       rawpub URI QUEUE --get-requeue | --move [--ca FILE]\n"
+                    "       rawpub URI QUEUE --consume N [--ca FILE]\n");
     exit(RP_USAGE);
 }
 
@@ -172,13 +181,19 @@ static void rp_parse(int argc, char **argv, rp_args *a)
             a->get_requeue = true;
         } else if (strcmp(o, "--move") == 0) {
             a->move = true;
+        } else if (strcmp(o, "--consume") == 0) {
+            a->consume = rp_long(argc, argv, &i);
+            if (a->consume < 1)
+                rp_die(RP_USAGE, "--consume wants a count of at least 1");
         } else {
             rp_die(RP_USAGE, "unknown option '%s'", o);
         }
     }
-    if ((a->body != NULL) + (a->body_file != NULL) + (a->sign != NULL) + a->get_requeue + a->move !=
+    if ((a->body != NULL) + (a->body_file != NULL) + (a->sign != NULL) + a->get_requeue + a->move +
+            (a->consume > 0) !=
         1)
-        rp_die(RP_USAGE, "give exactly one of --body, --body-file, --sign, --get-requeue, --move");
+        rp_die(RP_USAGE, "give exactly one of --body, --body-file, --sign, --get-requeue, --move, "
+                         "--consume");
     if (a->sign != NULL && (a->from == NULL || a->to == NULL || a->text == NULL))
         rp_die(RP_USAGE, "--sign needs --from, --to and --text");
     if (a->count != 0 && (a->sign == NULL || a->msgid != NULL || a->count < 1))
@@ -470,6 +485,32 @@ static int rp_move(amqp_connection_state_t c, const rp_args *a, rp_confirms *k)
     return 0;
 }
 
+/* --consume: print and ack the next n deliveries of queue. */
+static int rp_consume(amqp_connection_state_t c, const char *queue, long n)
+{
+    amqp_basic_consume(c, 1, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0,
+                       amqp_empty_table);
+    if (amqp_get_rpc_reply(c).reply_type != AMQP_RESPONSE_NORMAL) {
+        fprintf(stderr, "rawpub: cannot consume %s\n", queue);
+        return RP_REFUSED;
+    }
+    printf("consuming\n");
+    fflush(stdout);
+    for (; n > 0; n--) {
+        amqp_envelope_t e;
+        amqp_maybe_release_buffers(c);
+        if (amqp_consume_message(c, &e, NULL, 0).reply_type != AMQP_RESPONSE_NORMAL) {
+            fprintf(stderr, "rawpub: the consumer of %s ended\n", queue);
+            return RP_REFUSED;
+        }
+        printf("%.*s\n", (int)e.message.body.len, (const char *)e.message.body.bytes);
+        fflush(stdout);
+        amqp_basic_ack(c, 1, e.delivery_tag, 0);
+        amqp_destroy_envelope(&e);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     amqp_connection_state_t c;
@@ -483,7 +524,7 @@ int main(int argc, char **argv)
 
     rp_parse(argc, argv, &a);
     shown = uri_redact(a.uri);
-    if (!a.get_requeue && !a.move) {
+    if (!a.get_requeue && !a.move && !a.consume) {
         body = rp_body(&a, &len, msgid);
         if (a.print) {
             fwrite(body, 1, len, stdout);
@@ -492,7 +533,9 @@ int main(int argc, char **argv)
         }
     }
     c = rp_connect(&a, shown);
-    if (a.get_requeue) {
+    if (a.consume) {
+        rc = rp_consume(c, a.queue, a.consume);
+    } else if (a.get_requeue) {
         rc = rp_get_requeue(c, &a);
     } else if (a.move) {
         rc = rp_move(c, &a, &k);

@@ -44,6 +44,7 @@ typedef struct {
     mailbox *mb;             /* for a receipt that overtakes the confirm */
     const char *early_state; /* the peer answers before the confirm returns */
     bool late_ok;            /* the broker confirms just after the write timed out */
+    bool no_consumer;        /* the probe at publish saw 0 consumers */
 } fake;
 
 static void f_status(void *b, br_status *st)
@@ -61,7 +62,7 @@ static fe_code f_publish(void *b, const char *peer, bool may_create, const char 
     fake *f = b;
     (void)may_create, (void)body, (void)len, (void)timeout_ms;
     (void)detail, (void)dlen;
-    *unread = false;
+    *unread = f->no_consumer;
     if (f->early_state)
         assert_true(mb_sent_update(f->mb, msg_id, peer, f->early_state, "bad-lifetime: too long"));
     if (f->late_ok) /* the broker thread's late confirm, before the write records */
@@ -514,6 +515,39 @@ static void test_a_late_confirm_that_beats_the_record_counts(void **state)
     assert_false(sent_has(x, "expired"));
 }
 
+/* presence says the peer sends no heartbeat */
+static int never_heard(void *ud, const char *peer, char *why, size_t n)
+{
+    (void)ud, (void)peer;
+    snprintf(why, n, "peer not live (no heartbeat heard from it)");
+    return 0;
+}
+
+/* published-unread means nobody reads the mailbox (the probe saw 0
+ * consumers); a reader that sends no heartbeat (another implementation of
+ * the protocol) gets published, with the missing heartbeat in detail. */
+static void test_published_unread_only_without_a_consumer(void **state)
+{
+    fx *x = *state;
+    char detail[256];
+    mb_hooks hooks = {.peer_live = never_heard};
+    char *err = NULL;
+    mb_free(x->mb);
+    x->mb = mb_new(&x->o, &hooks, &x->seam);
+    assert_int_equal(mb_set_security(x->mb, &err), 0);
+    /* a consumer reads gamma's mailbox, but gamma never heartbeats */
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    assert_true(sent_has(x, "\"state\":\"published\""));
+    assert_false(sent_has(x, "published-unread"));
+    assert_true(sent_has(x, "no heartbeat"));
+    assert_true(sent_has(x, "the mailbox has a reader"));
+    /* nobody reads it */
+    x->fk.no_consumer = true;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "two", 3, detail, sizeof detail), FE_OK);
+    assert_true(sent_has(x, "\"state\":\"published-unread\""));
+    assert_true(sent_has(x, "no consumer"));
+}
+
 static void test_receipts_outbox_survives_restart_and_drains(void **state)
 {
     fx *x = *state;
@@ -876,6 +910,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_resend_never_moves_sent_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_late_confirm_that_beats_the_record_counts, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_published_unread_only_without_a_consumer, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_receipts_outbox_survives_restart_and_drains, setup,
                                         teardown),
