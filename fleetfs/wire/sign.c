@@ -229,6 +229,20 @@ sig_key *sig_load_secret(const char *path, char **err)
         *err = g_strdup_printf("secret key %s: %s", path, why);
         return NULL;
     }
+    {
+        /* a public key given as key= (the .pub): no chmod will mend that */
+        unsigned char pk[crypto_sign_PUBLICKEYBYTES];
+        if (sig_parse_line(buf, SIG_PUB_TAG, pk, sizeof(pk)) == 0) {
+            sodium_memzero(buf, sizeof(buf));
+            *err = g_strdup_printf("key=%s is a public key: key= takes the secret key, the "
+                                   "file without .pub that fleetfs keygen wrote next to it%s",
+                                   path,
+                                   g_str_has_suffix(path, ".pub")
+                                       ? " (drop the .pub from the path)"
+                                       : "");
+            return NULL;
+        }
+    }
     if ((st.st_mode & 077) != 0) {
         sodium_memzero(buf, sizeof(buf));
         *err = g_strdup_printf("secret key %s is accessible by group or "

@@ -232,6 +232,15 @@ test_expect_success 'scripts/mount Beta: refused before it makes a key, a trust 
     ! test -e "$FLEET_ROOT/.run/trust/Beta.pub" && ! test -e "$FLEET_ROOT/.run/logins/Beta.env"
 '
 
+test_expect_success 'key= naming the .pub: exit 2, told it is the public key, not to chmod it' '
+    fleet_key pubby && mkdir -p pubby &&
+    if timeout 20 "$FLEETFS" pubby -f -o "coord_id=pubby,key=$TEST_DIR/keys/pubby.key.pub,trusted_keys=$TEST_DIR/trust" \
+        </dev/null 2>err; then echo 0 >rc; else echo $? >rc; fi &&
+    test "$(cat rc)" = 2 &&
+    grep -q "pubby.key.pub is a public key: key= takes the secret key" err &&
+    grep -q "drop the .pub" err && ! grep -q chmod err
+'
+
 # ---- docs a newcomer copies from
 test_expect_success 'the man page: no control characters, no hyphenated words to copy' '
     ! LC_ALL=C grep -n "[[:cntrl:]]" "$FLEET_ROOT/doc/fleetfs.1" &&
