@@ -644,6 +644,19 @@ static int opts_load_group(fs_opts *o, GKeyFile *kf, const char *path, char **er
             break;
         }
         value = g_key_file_get_string(kf, "fleetfs", keys[i], &ge);
+        if (value != NULL && opts_find(keys[i])->set == opts_set_path && value[0] != '/' &&
+            value[0] != '~' && value[0] != '\0') {
+            /* a relative path in a config file is the file's neighbour, not
+             * something under whatever directory fleetfs was started in (/
+             * under systemd) */
+            char *rel = g_path_get_dirname(path);
+            char *dir = g_canonicalize_filename(rel, NULL);
+            char *abs = g_canonicalize_filename(value, dir);
+            g_free(value);
+            g_free(rel);
+            g_free(dir);
+            value = abs;
+        }
         if (value == NULL) {
             *err = g_strdup_printf("%s: %s: %s", path, keys[i], ge->message);
             g_error_free(ge);

@@ -490,6 +490,34 @@ static void test_config_file(void **state)
     opts_free(&o);
 }
 
+/* A relative path in a config file names the file's neighbour, whatever
+ * the directory fleetfs was started in (/ under systemd). */
+static void test_config_relative_paths(void **state)
+{
+    fs_opts o;
+    char *err = NULL;
+    char *path = write_conf("[fleetfs]\nkey = keys/mac.key\ntrusted_keys = ../trust\n"
+                            "ca = /abs/ca.pem\n");
+    char *dir = g_path_get_dirname(path);
+    char *want_key = g_build_filename(dir, "keys", "mac.key", NULL);
+    char *parent = g_path_get_dirname(dir);
+    char *want_trust = g_build_filename(parent, "trust", NULL);
+
+    (void)state;
+    opts_init(&o);
+    assert_int_equal(opts_load_file(&o, path, true, &err), 0);
+    assert_string_equal(o.key, want_key);
+    assert_string_equal(o.trusted_keys, want_trust);
+    assert_string_equal(o.ca, "/abs/ca.pem");
+    opts_free(&o);
+    unlink(path);
+    g_free(path);
+    g_free(dir);
+    g_free(parent);
+    g_free(want_key);
+    g_free(want_trust);
+}
+
 static void redacts(const char *in, const char *want)
 {
     char *out = uri_redact(in);
@@ -583,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_paths),
         cmocka_unit_test(test_unknown_and_known),
         cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_config_relative_paths),
         cmocka_unit_test(test_uri_redact),
         cmocka_unit_test(test_uri_split),
     };
