@@ -94,6 +94,11 @@ int mb_set_security(mailbox *mb, char **err)
         log_warn("security: %s/%s.pub is not the public half of %s; peers that trust that "
                  "file will reject this host's messages",
                  mb->o->trusted_keys, mb->o->coord_id, mb->o->key);
+    else if (!sig_trust_has(mb->trust, mb->o->coord_id))
+        log_warn("security: trusted_keys %s has no %s.pub, this lead's own public key: its own "
+                 "heartbeats are rejected here and every peer needs it too; run: cp %s.pub %s/%s.pub",
+                 mb->o->trusted_keys, mb->o->coord_id, mb->o->key, mb->o->trusted_keys,
+                 mb->o->coord_id);
     return 0;
 }
 

@@ -241,6 +241,15 @@ test_expect_success 'key= naming the .pub: exit 2, told it is the public key, no
     grep -q "drop the .pub" err && ! grep -q chmod err
 '
 
+test_expect_success 'a trust directory without this lead'"'"'s own .pub: the log says so and what to copy' '
+    fleet_key lonely && fleet_key other && mkdir -p lonetrust &&
+    cp "$TEST_DIR/keys/other.key.pub" lonetrust/other.pub &&
+    mount_fleet lonely peers=other "key=$TEST_DIR/keys/lonely.key" "trusted_keys=$TEST_DIR/lonetrust" &&
+    grep -q "trusted_keys $TEST_DIR/lonetrust has no lonely.pub, this lead.s own public key" lonely.log &&
+    grep -q "run: cp $TEST_DIR/keys/lonely.key.pub $TEST_DIR/lonetrust/lonely.pub" lonely.log &&
+    ! grep -q "has no .*\.pub" first.log
+'
+
 # ---- docs a newcomer copies from
 test_expect_success 'the man page: no control characters, no hyphenated words to copy' '
     ! LC_ALL=C grep -n "[[:cntrl:]]" "$FLEET_ROOT/doc/fleetfs.1" &&
