@@ -144,7 +144,7 @@ test_expect_success 'the fleet works after the attempts: queues, consumers, pres
     presence_of gamma alpha | grep -q "^live ("
 '
 
-test_expect_success 'a host never added: ENXIO, and sent, status and log say why; nothing created' '
+test_expect_success 'a host never added: ENXIO, and the log and peers/<id>/status say why; nothing created' '
     test_must_fail bash -c "echo hello delta >alpha/peers/delta/send" 2>err &&
     grep -q "No such device or address" err &&
     grep -q "no mailbox: that host was never added" alpha.log &&
