@@ -100,7 +100,7 @@ presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char
     if (!o->insecure) {
         pr->key = sig_load_secret(o->key, err);
         if (pr->key)
-            pr->trust = sig_trust_load(o->trusted_keys, err);
+            pr->trust = sig_trust_load_quiet(o->trusted_keys, err); /* the mailbox warns */
         if (!pr->key || !pr->trust) {
             pr_free(pr);
             return NULL;
@@ -259,7 +259,7 @@ static sig_result verify_locked(presence *pr, const env_heartbeat *h)
     int64_t stamp;
     if (r == SIG_UNKNOWN_KEY && (stamp = trust_stamp(pr->o->trusted_keys)) != pr->trust_stamp) {
         char *err = NULL;
-        sig_trust *t = sig_trust_load(pr->o->trusted_keys, &err);
+        sig_trust *t = sig_trust_load_quiet(pr->o->trusted_keys, &err);
         pr->trust_stamp = stamp;
         if (t) {
             sig_trust_free(pr->trust);

@@ -109,6 +109,18 @@ char *mb_security_words(mailbox *mb)
         return g_strdup("INSECURE (-o insecure): messages are neither signed nor checked; "
                         "anyone with broker access can type into this lead's pane");
     g_mutex_lock(&mb->lock);
+    {
+        /* the count follows the directory: re-read it when it changed */
+        int64_t stamp = trust_stamp(mb->o->trusted_keys);
+        char *err = NULL;
+        sig_trust *t = stamp != mb->trust_loaded ? sig_trust_load(mb->o->trusted_keys, &err) : NULL;
+        if (t) {
+            sig_trust_free(mb->trust);
+            mb->trust = t;
+            mb->trust_loaded = stamp;
+        }
+        g_free(err);
+    }
     w = g_strdup_printf("on (ed25519; %zu trusted keys in %s)", sig_trust_count(mb->trust),
                         mb->o->trusted_keys);
     g_mutex_unlock(&mb->lock);

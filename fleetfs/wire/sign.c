@@ -328,7 +328,7 @@ static int sig_read_pub(const char *path, unsigned char *pk, char *why, size_t w
 }
 
 /* Considers one directory entry; adds its key when it is a good one. */
-static void sig_trust_entry(sig_trust *t, const char *dir, const char *name)
+static void sig_trust_entry(sig_trust *t, const char *dir, const char *name, bool warn)
 {
     unsigned char pk[crypto_sign_PUBLICKEYBYTES];
     char why[128];
@@ -339,20 +339,22 @@ static void sig_trust_entry(sig_trust *t, const char *dir, const char *name)
     stem = g_strndup(name, strlen(name) - 4);
     path = g_build_filename(dir, name, NULL);
     shown = g_strescape(path, NULL);
-    if (!name_valid(stem))
-        log_warn("trusted_keys: ignoring %s: the name before .pub must "
-                 "be a lead name ([a-z0-9][a-z0-9_-]{0,62})",
-                 shown);
-    else if (sig_read_pub(path, pk, why, sizeof(why)) < 0)
-        log_warn("trusted_keys: skipping %s: %s", shown, why);
-    else
+    if (!name_valid(stem)) {
+        if (warn)
+            log_warn("trusted_keys: ignoring %s: the name before .pub must "
+                     "be a lead name ([a-z0-9][a-z0-9_-]{0,62})",
+                     shown);
+    } else if (sig_read_pub(path, pk, why, sizeof(why)) < 0) {
+        if (warn)
+            log_warn("trusted_keys: skipping %s: %s", shown, why);
+    } else
         g_hash_table_replace(t->keys, g_steal_pointer(&stem), g_memdup2(pk, sizeof(pk)));
     g_free(shown);
     g_free(path);
     g_free(stem);
 }
 
-sig_trust *sig_trust_load(const char *dir, char **err)
+static sig_trust *sig_trust_read(const char *dir, bool warn, char **err)
 {
     GError *ge = NULL;
     GDir *d;
@@ -383,9 +385,19 @@ sig_trust *sig_trust_load(const char *dir, char **err)
     t = g_new0(sig_trust, 1);
     t->keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     while ((name = g_dir_read_name(d)) != NULL)
-        sig_trust_entry(t, dir, name);
+        sig_trust_entry(t, dir, name, warn);
     g_dir_close(d);
     return t;
+}
+
+sig_trust *sig_trust_load(const char *dir, char **err)
+{
+    return sig_trust_read(dir, true, err);
+}
+
+sig_trust *sig_trust_load_quiet(const char *dir, char **err)
+{
+    return sig_trust_read(dir, false, err);
 }
 
 static const unsigned char *sig_trust_key(const sig_trust *t, const char *id)

@@ -69,6 +69,9 @@ bool sig_lax_owner_or_mode(const struct stat *st, char *why, size_t whylen);
  * directory is an error (NULL and *err); an empty one is not (nothing is
  * trusted). */
 sig_trust *sig_trust_load(const char *dir, char **err);
+/* The same without the per-file warnings: for a second reader of the same
+ * directory (presence), so each warning is logged once. */
+sig_trust *sig_trust_load_quiet(const char *dir, char **err);
 bool sig_trust_has(const sig_trust *t, const char *coord_id);
 /* How many keys were loaded (for the log and status). */
 size_t sig_trust_count(const sig_trust *t);

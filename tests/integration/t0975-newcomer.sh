@@ -250,6 +250,17 @@ test_expect_success 'a trust directory without this lead'"'"'s own .pub: the log
     ! grep -q "has no .*\.pub" first.log
 '
 
+test_expect_success 'trust warnings are logged once; the trusted-keys count follows the directory' '
+    fleet_key counter && mkdir -p cnttrust &&
+    cp "$TEST_DIR/keys/counter.key.pub" cnttrust/counter.pub &&
+    cp "$TEST_DIR/keys/counter.key.pub" cnttrust/Bad.pub &&
+    mount_fleet counter peers=other "key=$TEST_DIR/keys/counter.key" "trusted_keys=$TEST_DIR/cnttrust" &&
+    test $(grep -c "trusted_keys: ignoring .*Bad.pub" counter.log) = 1 &&
+    grep -q "^signing: on (ed25519; 1 trusted keys in $TEST_DIR/cnttrust)$" counter/status &&
+    cp "$TEST_DIR/keys/other.key.pub" cnttrust/other.pub &&
+    grep -q "^signing: on (ed25519; 2 trusted keys in $TEST_DIR/cnttrust)$" counter/status
+'
+
 # ---- docs a newcomer copies from
 test_expect_success 'the man page: no control characters, no hyphenated words to copy' '
     ! LC_ALL=C grep -n "[[:cntrl:]]" "$FLEET_ROOT/doc/fleetfs.1" &&
