@@ -62,8 +62,9 @@ typedef struct {
      * Must not call back into br_* synchronously. */
     br_action (*deliver)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
                          size_t len);
-    /* On the broker thread, for every receipt on lead.<coord_id>.receipts. */
-    br_action (*receipt)(void *ud, const char *body, size_t len);
+    /* On the broker thread, for every receipt on lead.<coord_id>.receipts
+     * (redelivered: the broker's flag, set on a copy it delivered before). */
+    br_action (*receipt)(void *ud, bool redelivered, const char *body, size_t len);
     /* Connection or consumer state changed (status files). */
     void (*changed)(void *ud);
     /* A publish whose writer gave up (br_publish returned FE_TIMEOUT) got

@@ -92,7 +92,7 @@ static void on_deliver(br_conn *c, amqp_channel_t ch, amqp_basic_deliver_t *d)
         return;
     }
     if (ch == CH_RCPT)
-        act = c->cb.receipt ? c->cb.receipt(c->cb.ud, msg.body.bytes, msg.body.len) : BR_ACK;
+        act = c->cb.receipt ? c->cb.receipt(c->cb.ud, redelivered, msg.body.bytes, msg.body.len) : BR_ACK;
     else if (c->cb.deliver)
         act = c->cb.deliver(c->cb.ud, c->st.epoch, tag, redelivered, msg.body.bytes, msg.body.len);
     amqp_destroy_message(&msg);

@@ -75,10 +75,10 @@ static void hook_arrived(void *ud)
     inj_kick(g_atomic_pointer_get(&f->inj));
 }
 
-static br_action cb_receipt(void *ud, const char *body, size_t len)
+static br_action cb_receipt(void *ud, bool redelivered, const char *body, size_t len)
 {
     fleet *f = ud;
-    return mb_receipt(f->mb, body, len);
+    return mb_receipt(f->mb, redelivered, body, len);
 }
 
 static br_action cb_deliver(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,

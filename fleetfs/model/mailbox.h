@@ -68,8 +68,8 @@ br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered
                      size_t len);
 void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread);
 
-/* broker callback for lead.<me>.receipts */
-br_action mb_receipt(mailbox *mb, const char *body, size_t len);
+/* broker callback for lead.<me>.receipts; redelivered: the broker's flag */
+br_action mb_receipt(mailbox *mb, bool redelivered, const char *body, size_t len);
 /* Tell orig's sender what happened to it: queued in the durable outbox,
  * sent when the broker is reachable. */
 void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const char *detail);

@@ -12,6 +12,11 @@
  * flush the record that stops a replayed message.  A receipt about
  * anything else changes nothing and is not recorded (so a flood of those
  * costs no memory); it is acked, and logged within a budget per sender.
+ * One exception to "applied before": a copy the broker marks redelivered
+ * is this lead's own delivery coming back, its ack lost with the
+ * connection (a broker restart): it is acked and not applied again, never
+ * dead-lettered (a replay of captured bytes is a fresh delivery,
+ * redelivered false, and is refused).
  *
  * Out: a receipt about a message we consumed must reach its sender even if
  * our link is down right then, or we crash right after consuming.  So it
@@ -455,9 +460,11 @@ void outbox_free(mailbox *mb)
 /* in                                                                  */
 
 /* Lock held: why a receipt must not move `sent`, or NULL; *unknown: it is
- * valid but its ref names nothing this lead sent to its sender. */
-static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, bool *unknown, char *why,
-                                          size_t n)
+ * valid but its ref names nothing this lead sent to its sender; *again: it
+ * was applied before and the broker redelivered it (ack it, do not apply
+ * it). */
+static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, bool redelivered,
+                                          bool *unknown, bool *again, char *why, size_t n)
 {
     const char *r;
     *unknown = false;
@@ -476,6 +483,10 @@ static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, bool *
         return NULL;
     }
     if (accept_receipt_seen_locked(mb, e->msgId)) {
+        if (redelivered) {
+            *again = true;
+            return NULL;
+        }
         snprintf(why, n, "receipt msgId %s was received before", e->msgId);
         return "replayed-receipt";
     }
@@ -503,12 +514,12 @@ static void receipt_changed_nothing(mailbox *mb, const envelope *e, bool unknown
         log_info("receipts: %d more from %s changed nothing and were not logged", r, e->from);
 }
 
-br_action mb_receipt(mailbox *mb, const char *body, size_t len)
+br_action mb_receipt(mailbox *mb, bool redelivered, const char *body, size_t len)
 {
     envelope e;
     char why[300] = "";
     const char *reason = NULL;
-    bool unknown = false;
+    bool unknown = false, again = false;
     if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0 ||
         strcmp(e.type, ENV_TYPE_RECEIPT) != 0 || strcmp(e.to, mb->o->coord_id) != 0) {
         if (!why[0] || e.body)
@@ -517,7 +528,7 @@ br_action mb_receipt(mailbox *mb, const char *body, size_t len)
     }
     g_mutex_lock(&mb->lock);
     if (!reason)
-        reason = receipt_refusal_locked(mb, &e, &unknown, why, sizeof why);
+        reason = receipt_refusal_locked(mb, &e, redelivered, &unknown, &again, why, sizeof why);
     if (reason)
         mb_count_rejection_locked(mb, reason);
     g_mutex_unlock(&mb->lock);
@@ -530,6 +541,13 @@ br_action mb_receipt(mailbox *mb, const char *body, size_t len)
         env_free(&e);
         mb_changed(mb, "status");
         return BR_REJECT;
+    }
+    if (again) {
+        log_info("receipts: %s's receipt %s about %s came again, redelivered by the broker (its "
+                 "ack was lost with the connection); acked, applied once already",
+                 e.from, e.msgId, e.ref);
+        env_free(&e);
+        return BR_ACK;
     }
     if (unknown || !mb_sent_update(mb, e.ref, e.from, e.state, e.detail))
         receipt_changed_nothing(mb, &e, unknown);
