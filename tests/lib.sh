@@ -34,8 +34,16 @@
 #
 # Functions:
 #   test_expect_success DESC SNIPPET   run one test, print ok/not ok N - DESC (time)
-#   test_done                          print "# FILE: N passed, N failed"; exit 1 if any failed
-#   test_skip_all REASON               skip the whole file (prints "# FILE: 0 passed, 0 failed")
+#   test_done                          print "# FILE: N passed, N failed, N skipped"; exit 1 if
+#                                      any failed
+#   test_skip_all [--planned] REASON   skip the whole file: prints "# SKIP FILE: REASON" and
+#                                      "# FILE: N passed, N failed, 1 skipped". Without --planned
+#                                      (something the machine lacks: root, a tool, a namespace)
+#                                      it is a FAILURE instead when FLEET_NO_SKIP=1 (scripts/run-tests
+#                                      sets it: CI has everything, so nothing may skip there);
+#                                      --planned is a skip by design (e.g. a sanitizer build)
+#   test_fail_all REASON               end the file now as one failure ("# FAIL FILE: REASON"),
+#                                      for what must work here (e.g. as root, a network namespace)
 #   test_cmp EXPECTED ACTUAL           diff -u, fails if the files differ
 #   test_must_fail CMD...              succeeds only if CMD exits non-zero (not by a signal)
 #   wait_for TIMEOUT_S CONDITION       poll CONDITION (shell code) every 0.1 s; 1 on timeout
@@ -90,6 +98,7 @@ _test_count=0
 _test_passed=0
 _test_failed=0
 _test_done_called=0
+_test_skipped=0
 _test_cleaned=0
 
 # ---------------------------------------------------------------- running tests
@@ -164,13 +173,25 @@ _test_chain_lint() {
 
 test_done() {
   _test_done_called=1
-  echo "# $TEST_NAME: $_test_passed passed, $_test_failed failed"
+  echo "# $TEST_NAME: $_test_passed passed, $_test_failed failed, $_test_skipped skipped"
   if [[ $_test_failed -gt 0 ]]; then exit 1; fi
   exit 0
 }
 
+test_fail_all() {
+  echo "# FAIL $TEST_NAME: $*"
+  _test_failed=$((_test_failed + 1))
+  test_done
+}
+
 test_skip_all() {
+  local planned=0
+  if [[ ${1:-} == --planned ]]; then planned=1; shift; fi
+  if [[ $planned -eq 0 && ${FLEET_NO_SKIP:-0} == 1 ]]; then
+    test_fail_all "would skip, but FLEET_NO_SKIP=1 says this machine must run it: $*"
+  fi
   echo "# SKIP $TEST_NAME: $*"
+  _test_skipped=$((_test_skipped + 1))
   test_done
 }
 

@@ -23,16 +23,18 @@
 #   link_restore NAME           undo link_cut
 #   netns_teardown              remove everything (also registered with at_exit)
 #
-# Needs root, iproute2 (ip) and nsenter; netns_require skips the file otherwise.
+# Needs root, iproute2 (ip) and nsenter: netns_require skips the file when
+# not root, and fails it when root lacks the rest (CI runs as root).
 
 NETNS_TAG=${NETNS_TAG:-$(od -An -N2 -tx1 /dev/urandom | tr -d ' \n')}
 NETNS_LIST=$TEST_DIR/.harness/netns.created
 
 netns_require() {
   [[ $(id -u) -eq 0 ]] || test_skip_all "network namespaces need root"
+  # as root (CI) everything below must work: a failure, never a skip
   command -v ip >/dev/null && command -v nsenter >/dev/null ||
-    test_skip_all "iproute2 (ip) and nsenter are needed"
-  ip netns add "ff${NETNS_TAG}-probe" 2>/dev/null || test_skip_all "cannot create a network namespace"
+    test_fail_all "iproute2 (ip) and nsenter are needed (scripts/install-deps)"
+  ip netns add "ff${NETNS_TAG}-probe" 2>/dev/null || test_fail_all "cannot create a network namespace as root"
   ip netns del "ff${NETNS_TAG}-probe"
 }
 

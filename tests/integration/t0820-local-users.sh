@@ -10,7 +10,7 @@ new_vhost $FLEET_VHOST
 [[ $(id -u) -eq 0 ]] || test_skip_all "needs root to create a second local user"
 OTHER=fleetfs-other
 id "$OTHER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /bin/sh "$OTHER" ||
-    test_skip_all "useradd failed"
+    test_fail_all "useradd failed as root"
 # the other user must be able to reach the mount points
 chmod 755 "$TEST_DIR"
 as_other() { runuser -u "$OTHER" -- "$@"; }
