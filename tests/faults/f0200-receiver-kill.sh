@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # beta's fleetfs is kill -9'd mid-stream and restarted at once, with
 # injection on (fake herdr): nothing is typed twice (the fake's prompt log
-# records every typed text), every successful write is consumed once.
+# records every typed text), every successful write is typed once — or, at
+# most once in all, caught by the kill mid-typing (uncertain, never
+# retyped) — nothing is dead-lettered and the broker's mailbox ends empty;
+# after the kill alpha's writes succeed and beta types them.
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 . "$FLEET_ROOT/tests/herdr.sh"
@@ -24,7 +27,8 @@ test_expect_success "$N messages; beta killed with -9 after a third were typed, 
     kill_fleet beta &&
     mount_fleet beta peers=alpha inject=herdr &&
     stream_wait '$TAG' 300 &&
-    wait_for 300 "test ! -s beta/leads/beta/inbox && grep -q \"^messages: 0$\" beta/leads/beta/status && grep -q \"^held: 0$\" beta/leads/beta/status"
+    after_fault alpha beta '$TAG' &&
+    { wait_for 300 "settled '$TAG' beta" || true; }
 '
 
 test_expect_success 'nothing was typed twice' '
@@ -32,8 +36,8 @@ test_expect_success 'nothing was typed twice' '
     test_cmp /dev/null twice
 '
 
-test_expect_success 'reconciliation: every successful write consumed exactly once' '
-    reconcile '$TAG' beta/leads/beta/history beta/leads/beta/inbox
+test_expect_success 'reconciliation: every successful write typed exactly once (one uncertain at most)' '
+    reconcile '$TAG' beta --min-ok '$N' --uncertain 1
 '
 [[ -f $TEST_DIR/$TAG.reconciled ]] && sed "s/^/# $TAG: /" "$TEST_DIR/$TAG.reconciled"
 

@@ -5,6 +5,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 . "$FLEET_ROOT/tests/herdr.sh"
+. "$FLEET_ROOT/tests/faults/faults.sh"
 broker_start_own
 at_exit "kill -CONT -- -\$(cat $TEST_DIR/broker/pgid) 2>/dev/null || true"
 
@@ -44,6 +45,12 @@ test_expect_success 'the agent goes idle: the acked message is never typed' '
     test_absent 20 "test \$(prompts) -ge 1" "grep -q \"ack me while\" \"$HERDR_LOG\"" &&
     wait_for 10 "test \"\$(state_of $(cat id))\" = acked"
 '
+
+test_expect_success 'after the fault: fleet.dlq empty, nothing rejected, both sides work' '
+    herdr_set ".panes[0].agent_status=\"idle\"" &&
+    fault_end f0600 alpha beta typed
+'
+[[ -f $TEST_DIR/f0600.reconciled ]] && sed "s/^/# f0600: /" "$TEST_DIR/f0600.reconciled"
 
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta

@@ -14,10 +14,12 @@ N=$(scaled 2500)
 test_expect_success "$N messages alpha -> beta, beta acks them as they come" '
     mount_fleet alpha peers=beta max_length=100000 &&
     mount_fleet beta peers=alpha max_length=100000 &&
-    drain_start beta &&
+    reader_start beta &&
     { for i in $(seq 1 '$N'); do echo "h $i"; done; } >alpha/peers/beta/send &&
-    wait_for 120 "drained beta" &&
-    drain_stop beta
+    wait_for 120 "test \$(grep -c \"	ok\$\" beta.acked) -ge '$N'" &&
+    reader_stop beta &&
+    test $(grep -c "	ok$" beta.acked) = '$N' &&
+    n=$(broker_count lead.beta.inbox) && test "$n" = 0
 '
 
 test_expect_success 'history: exactly the newest 1000, in order' '
@@ -32,6 +34,11 @@ test_expect_success 'the same after a restart of beta' '
     jq -r .body beta/leads/beta/history >got &&
     test_cmp want got
 '
+
+test_expect_success 'after the fault: fleet.dlq empty, nothing rejected, both sides work' '
+    fault_end f0700 alpha beta 
+'
+[[ -f $TEST_DIR/f0700.reconciled ]] && sed "s/^/# f0700: /" "$TEST_DIR/f0700.reconciled"
 
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta

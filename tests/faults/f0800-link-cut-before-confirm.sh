@@ -10,6 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 . "$FLEET_ROOT/tests/netns.sh"
+. "$FLEET_ROOT/tests/faults/faults.sh"
 netns_require
 netns_setup || { echo "# netns_setup failed" >&2; exit 1; }
 at_exit "kill -CONT -- -\$(cat $TEST_DIR/broker/pgid) 2>/dev/null || true"
@@ -48,6 +49,11 @@ test_expect_success 'link back: beta has it; once beta acks it the receipt moves
     cat id >beta/leads/beta/ack &&
     wait_for 20 "test \"\$(state_of $(cat id))\" = acked"
 '
+
+test_expect_success 'after the fault: fleet.dlq empty, nothing rejected, both sides work' '
+    fault_end f0800 alpha beta 
+'
+[[ -f $TEST_DIR/f0800.reconciled ]] && sed "s/^/# f0800: /" "$TEST_DIR/f0800.reconciled"
 
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta

@@ -7,6 +7,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 . "$FLEET_ROOT/tests/herdr.sh"
+. "$FLEET_ROOT/tests/faults/faults.sh"
 broker_start_own
 
 state_of() { jq -r "select(.msgId == \"$1\") | .state" alpha/leads/alpha/sent; }
@@ -51,6 +52,12 @@ test_expect_success 'receipts beta makes while the broker is down reach alpha af
     wait_for 30 "test \"\$(state_of $id)\" = injected || test \"\$(state_of $id)\" = confirmed" &&
     test $(prompts) = 2
 '
+
+test_expect_success 'after the fault: fleet.dlq empty, nothing rejected, both sides work' '
+    herdr_set ".panes[0].agent_status=\"idle\"" &&
+    fault_end f0900 alpha beta typed
+'
+[[ -f $TEST_DIR/f0900.reconciled ]] && sed "s/^/# f0900: /" "$TEST_DIR/f0900.reconciled"
 
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta

@@ -5,6 +5,7 @@
 # mail that waited for it arrives.
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
+. "$FLEET_ROOT/tests/faults/faults.sh"
 port_free() { [[ -z $(ss -Hltn "sport = :$1" 2>/dev/null) ]]; }
 pick() { local p; for _ in $(seq 50); do p=$((40000 + RANDOM % 20000)); port_free $p && { echo $p; return; }; done; return 1; }
 P1=$(pick) && P2=$(pick) && P3=$(pick) || { echo "# no free ports" >&2; exit 1; }
@@ -31,6 +32,11 @@ test_expect_success 'sending works; beta, mounted later, gets it' '
     FLEET_BROKER_URI=$URIS mount_fleet beta peers=alpha &&
     wait_for 30 "grep -q \"now you can hear me\" beta/leads/beta/inbox"
 '
+
+test_expect_success 'after the fault: fleet.dlq empty, nothing rejected, both sides work' '
+    fault_end f1130 alpha beta 
+'
+[[ -f $TEST_DIR/f1130.reconciled ]] && sed "s/^/# f1130: /" "$TEST_DIR/f1130.reconciled"
 
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
