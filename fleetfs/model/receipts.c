@@ -39,6 +39,12 @@
  * OUTBOX_PEER_MAX receipts: beyond that a new one is dropped.  Every drop
  * is counted (status: receipts_dropped) and logged: a refusal or an expiry
  * per receipt, the bound once per streak with the count when it ends.
+ *
+ * A receipt that may have reached the peer's queue already (an attempt
+ * without a confirm, or one loaded after a restart) is signed again under
+ * a fresh msgId before the next attempt (renew_locked): the peer refuses a
+ * msgId it has seen as a replay, but takes a second receipt with the same
+ * ref and state as changing nothing.
  */
 #include "fleetfs/model/mb_int.h"
 
@@ -61,6 +67,7 @@ typedef struct {
     char to[64];
     char *json;
     int64_t expires_ms; /* the receipt's own expiresAt (wall clock ms) */
+    bool unsure;        /* it may be in the peer's queue already: renew before sending */
 } ob_item;
 
 typedef struct {
@@ -166,6 +173,7 @@ static void load_line(mb_outbox *ob, GHashTable *index, const char *line)
         g_strlcpy(it->to, to, sizeof it->to);
         it->json = g_strdup(env);
         it->expires_ms = env_expiry(env);
+        it->unsure = true; /* sent before the restart, or not: nobody knows */
         push(ob, it);
         g_hash_table_insert(index, it->id, it);
     }
@@ -348,6 +356,8 @@ static void settle_locked(mb_outbox *ob, ob_dest *d, ob_item *it, fe_code r, con
         done_locked(ob, d, it);
         return;
     }
+    if (r == FE_TIMEOUT)
+        it->unsure = true; /* the broker may have taken it: no confirm came */
     if (!d->warned)
         log_warn("receipts: %s does not take its receipts now (%s%s%s); %u wait, retried with "
                  "backoff until each expires; other peers' receipts go on",
@@ -381,6 +391,43 @@ static void expire_locked(mb_outbox *ob)
     g_list_free(dests);
 }
 
+/* Lock held: an earlier attempt may have put this receipt into the peer's
+ * queue already (no confirm came, or it was sent before a restart).  The
+ * next attempt goes under a fresh msgId, signed again: a copy that did
+ * arrive and this one are then two receipts with the same ref and state
+ * (the second changes nothing), never one msgId twice, which the peer must
+ * refuse as a replay (replayed-receipt, to fleet.dlq).  Durable: the new
+ * line, then the old id's "done". */
+static void renew_locked(mailbox *mb, mb_outbox *ob, ob_item *it)
+{
+    envelope e;
+    char why[160], old[ENV_ID_LEN + 1], *json, *line, *done;
+    size_t len;
+    it->unsure = false;
+    if (env_decode(it->json, strlen(it->json), mb->o->max_message, &e, why, sizeof why) < 0)
+        return; /* sent as it is; the peer will say what is wrong with it */
+    env_new_msgid(e.msgId);
+    json = (mb->key && sig_sign(mb->key, &e) < 0) ? NULL : env_encode(&e, &len);
+    if (!json) {
+        env_free(&e);
+        return;
+    }
+    g_strlcpy(old, it->id, sizeof old);
+    g_strlcpy(it->id, e.msgId, sizeof it->id);
+    env_free(&e);
+    g_free(it->json);
+    it->json = json;
+    line = item_line(it);
+    done = g_strdup_printf("{\"done\":\"%s\"}", old);
+    if (!line || applog_append(ob->log, line) < 0 || applog_append(ob->log, done) < 0)
+        log_warn("receipts: cannot write %s (%s); receipt %s is kept in memory only",
+                 applog_path(ob->log), g_strerror(errno), it->id);
+    log_info("receipts: %s to %s goes again as %s (the broker may have taken the first copy)",
+             old, it->to, it->id);
+    free(line);
+    g_free(done);
+}
+
 static gpointer outbox_main(gpointer p)
 {
     mailbox *mb = p;
@@ -405,6 +452,8 @@ static gpointer outbox_main(gpointer p)
             wait_locked(mb, MAX(wait_ms, 1));
             continue;
         }
+        if (it->unsure)
+            renew_locked(mb, ob, it);
         g_strlcpy(id, it->id, sizeof id);
         g_strlcpy(to, it->to, sizeof to);
         json = g_strdup(it->json);

@@ -41,6 +41,8 @@ typedef struct {
     const char *blocked_peer; /* receipts to it get blocked_result */
     fe_code blocked_result;
     unsigned blocked_attempts;
+    char receipt_ids[8][ENV_ID_LEN + 1]; /* the msgId of each receipt attempt */
+    unsigned receipt_attempts;
     mailbox *mb;             /* for a receipt that overtakes the confirm */
     const char *early_state; /* the peer answers before the confirm returns */
     bool late_ok;            /* the broker confirms just after the write timed out */
@@ -75,8 +77,11 @@ static fe_code f_receipt(void *b, const char *peer, const char *msg_id, const ch
 {
     fake *f = b;
     fe_code r;
-    (void)msg_id, (void)body, (void)len, (void)timeout_ms, (void)detail, (void)dlen;
+    (void)body, (void)len, (void)timeout_ms, (void)detail, (void)dlen;
     g_mutex_lock(&f->m);
+    if (f->receipt_attempts < G_N_ELEMENTS(f->receipt_ids))
+        g_strlcpy(f->receipt_ids[f->receipt_attempts], msg_id, sizeof f->receipt_ids[0]);
+    f->receipt_attempts++;
     r = f->receipt_result;
     if (f->blocked_peer && !strcmp(peer, f->blocked_peer)) {
         r = f->blocked_result;
@@ -625,6 +630,31 @@ static void test_a_full_receipt_queue_stalls_only_its_peer(void **state)
     assert_int_equal(n.receipts_dropped, 0);
 }
 
+/* A receipt attempt that ended without a confirm (the broker may have
+ * taken it) is tried again under a fresh msgId: the peer would dead-letter
+ * the same msgId twice as a replay (seen in f0600 and f1100). */
+static void test_an_unconfirmed_receipt_goes_again_under_a_new_msgid(void **state)
+{
+    fx *x = *state;
+    mb_counters n;
+    x->fk.blocked_peer = "alpha";
+    x->fk.blocked_result = FE_TIMEOUT;
+    owe_receipt(x, "alpha", ID1);
+    mb_start(x->mb);
+    wait_until(x, &x->fk.blocked_attempts, 1);
+    g_mutex_lock(&x->fk.m);
+    x->fk.blocked_peer = NULL;
+    g_mutex_unlock(&x->fk.m);
+    wait_until(x, &x->fk.receipts_published, 1);
+    mb_stop(x->mb);
+    assert_int_equal(x->fk.receipt_attempts, 2);
+    assert_true(env_id_valid(x->fk.receipt_ids[0]));
+    assert_true(env_id_valid(x->fk.receipt_ids[1]));
+    assert_string_not_equal(x->fk.receipt_ids[0], x->fk.receipt_ids[1]);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 0);
+}
+
 /* No receipt queue (yet): retried until the receipt's expiresAt, then
  * dropped, counted. */
 static void test_a_missing_receipt_queue_is_retried_until_expiry(void **state)
@@ -917,6 +947,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_full_receipt_queue_stalls_only_its_peer, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_an_unconfirmed_receipt_goes_again_under_a_new_msgid,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_missing_receipt_queue_is_retried_until_expiry,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_receipts_per_peer_are_bounded, setup, teardown),
