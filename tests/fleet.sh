@@ -15,6 +15,8 @@
 #   broker_close_consumer_channel QUEUE
 #                               the broker closes the channel consuming QUEUE in
 #                               $FLEET_VHOST with 406 (as after an ack of an unknown tag)
+#   broker_queues               "QUEUE MESSAGES" for every queue of the vhost in use (the
+#                               same count; fails if rabbitmqctl fails)
 
 # fleet_key NAME: a key pair for lead NAME in $TEST_DIR/keys, its public half
 # in the shared trust directory $TEST_DIR/trust (every test mount trusts
@@ -109,13 +111,19 @@ msgids() {
 # rabbitmqctl itself fails it says why on stderr and returns 1 (so a
 # broken count never reads as zero or as "absent": use
 # `n=$(broker_count Q) && test ...` where the status matters).
-broker_count() {
-  local out err=$TEST_DIR/.harness/broker_count.err
+broker_queues() {
+  local out err=$TEST_DIR/.harness/broker_queues.err
   out=$(rmqctl list_queues -q -p "${FLEET_VHOST:-/}" name messages 2>"$err") || {
-    echo "broker_count $1: rabbitmqctl list_queues failed:" >&2
+    echo "rabbitmqctl list_queues failed:" >&2
     cat "$err" >&2
     return 1
   }
+  printf '%s\n' "$out"
+}
+
+broker_count() {
+  local out
+  out=$(broker_queues) || { echo "(broker_count $1)" >&2; return 1; }
   awk -v q="$1" '$1 == q { print $2 }' <<<"$out"
 }
 

@@ -11,7 +11,7 @@
 . "$FLEET_ROOT/tests/faults/faults.sh"
 QUEUES=$'lead.beta.inbox 0\nfleet.dlq 0'
 FAULT_SETTLE_S=0
-_queue_counts() { printf '%s\n' "$QUEUES"; }
+broker_queues() { printf '%s\n' "$QUEUES"; }
 _dlq_sample() { :; }
 mkdir -p alpha beta/leads/beta
 

@@ -234,18 +234,6 @@ settled() {
 
 # ---------------------------------------------------------------- the broker's counts
 
-# _queue_counts: "QUEUE MESSAGES" for every queue of the vhost in use, from
-# rabbitmqctl (fails loudly if rabbitmqctl fails)
-_queue_counts() {
-  local out err=$TEST_DIR/.harness/queue_counts.err
-  out=$(rmqctl list_queues -q -p "${FLEET_VHOST:-/}" name messages 2>"$err") || {
-    echo "rabbitmqctl list_queues failed:" >&2
-    cat "$err" >&2
-    return 1
-  }
-  printf '%s\n' "$out"
-}
-
 # _status_rejected NAME: the `rejected:` count NAME's status shows
 _status_rejected() {
   sed -n 's/^rejected: //p' "$TEST_DIR/$1/status" 2>/dev/null
@@ -265,7 +253,7 @@ _dlq_sample() {
 dead_letters_are() {
   local want=$1 q n name r rc=0
   shift
-  q=$(_queue_counts) || return 1
+  q=$(broker_queues) || return 1
   n=$(awk '$1 == "fleet.dlq" { print $2 }' <<<"$q")
   if [[ -z $n ]]; then
     echo "dead_letters_are: fleet.dlq does not exist in vhost ${FLEET_VHOST:-/}" >&2
@@ -359,7 +347,7 @@ reconcile() {
   # silently right now (its ack was lost with a node) may take a moment
   # (FAULT_SETTLE_S, default 30 s)
   for ((k = 0; ; k++)); do
-    q=$(_queue_counts) || return 1
+    q=$(broker_queues) || return 1
     left=$(awk -v q="lead.$to.inbox" '$1 == q { print $2 }' <<<"$q")
     [[ $left != 0 && $k -lt ${FAULT_SETTLE_S:-30} ]] || break
     sleep 1
