@@ -17,8 +17,8 @@ FLEET_VHOST=f0300
 new_vhost $FLEET_VHOST
 N=$(stream_size 400)
 LOOPS=$(scaled 10)
-# paced so that the stream outlasts the remounts (1 to 2 s each)
-PACE=$(awk -v l=$LOOPS -v n=$N 'BEGIN { printf "%.3f", l * 2.5 / n }')
+# paced so that the stream outlasts the remounts (2 to 4 s each under load)
+PACE=$(awk -v l=$LOOPS -v n=$N 'BEGIN { printf "%.3f", l * 5 / n }')
 TAG=f0300
 
 # alive PID: the process exists and is not a zombie
