@@ -15,17 +15,6 @@ new_vhost $FLEET_VHOST
 N=$(stream_size 600)
 TAG=f0400
 
-# close_consumer_channel QUEUE: the broker closes the channel consuming
-# QUEUE with a channel error (it runs an ack of a tag that does not exist
-# on that channel, as if the client had sent it)
-close_consumer_channel() {
-    rmqctl eval "
-        {ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<\"$FLEET_VHOST\">>, queue, <<\"$1\">>)),
-        [rabbit_channel:do(element(1, C), {'basic.ack', 987654321, false})
-         || C <- rabbit_amqqueue:consumers(Q)]." >closed.out 2>&1 &&
-    cat closed.out && grep -q "ok" closed.out
-}
-
 test_expect_success 'alpha and beta mount; a script reads beta'"'"'s inbox and acks what it read' '
     mount_fleet alpha peers=beta &&
     mount_fleet beta peers=alpha &&
@@ -35,10 +24,10 @@ test_expect_success 'alpha and beta mount; a script reads beta'"'"'s inbox and a
 test_expect_success "$N messages; beta's consumer channel closed by the broker at 1/3 and 2/3" '
     stream_start alpha beta '$N' '$TAG' &&
     wait_for 120 "test \$(stream_progress '$TAG') -ge $((N / 3))" &&
-    close_consumer_channel lead.beta.inbox &&
+    broker_close_consumer_channel lead.beta.inbox &&
     wait_for 20 "grep -q \"PRECONDITION_FAILED\\|unknown delivery tag\" beta.log" &&
     wait_for 120 "test \$(stream_progress '$TAG') -ge $((2 * N / 3))" &&
-    close_consumer_channel lead.beta.inbox &&
+    broker_close_consumer_channel lead.beta.inbox &&
     stream_wait '$TAG' 300 &&
     after_fault alpha beta '$TAG' &&
     { wait_for 60 "settled '$TAG' beta" || true; }

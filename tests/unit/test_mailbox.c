@@ -238,14 +238,21 @@ static br_action deliver_env(fx *x, const char *id, const char *to, int64_t sent
     return a;
 }
 
-/* a receipt from gamma about ref, msgId id */
-static br_action receipt(fx *x, const char *id, const char *ref, int64_t sent_in, int64_t life)
+/* a receipt from gamma about ref, msgId id, as the broker flags it */
+static br_action receipt_as(fx *x, bool redelivered, const char *id, const char *ref,
+                            int64_t sent_in, int64_t life)
 {
     size_t len;
     char *json = envelope_json(id, "gamma", "beta", ref, sent_in, life, &len);
-    br_action a = mb_receipt(x->mb, json, len);
+    br_action a = mb_receipt(x->mb, redelivered, json, len);
     free(json);
     return a;
+}
+
+/* a receipt from gamma about ref, msgId id */
+static br_action receipt(fx *x, const char *id, const char *ref, int64_t sent_in, int64_t life)
+{
+    return receipt_as(x, false, id, ref, sent_in, life);
 }
 
 /* rejected_<reason> in status, 0 when absent */
@@ -871,6 +878,22 @@ static void test_receipt_flood_leaves_messages_alone(void **state)
     assert_int_equal(rejections(x, "replayed-receipt"), 1);
 }
 
+/* A receipt the broker redelivers (its ack lost with the connection) is
+ * acked and not counted; the same msgId delivered fresh is a replay. */
+static void test_a_redelivered_receipt_is_acked_not_refused(void **state)
+{
+    fx *x = *state;
+    char detail[256], sent[40];
+    const char *id = "55555555555555555555555555555555";
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    last_sent_id(x, sent);
+    assert_int_equal(receipt(x, id, sent, 0, 3600000), BR_ACK);
+    assert_int_equal(receipt_as(x, true, id, sent, 0, 3600000), BR_ACK);
+    assert_int_equal(rejections(x, "replayed-receipt"), 0);
+    assert_int_equal(receipt(x, id, sent, 0, 3600000), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed-receipt"), 1);
+}
+
 /* Time: a receipt's lifetime is bounded like a message's, and neither may
  * start in the future beyond the 5 minute skew. */
 static void test_time_checks(void **state)
@@ -946,6 +969,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_receipts_outbox_survives_restart_and_drains, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_full_receipt_queue_stalls_only_its_peer, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_redelivered_receipt_is_acked_not_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_an_unconfirmed_receipt_goes_again_under_a_new_msgid,
                                         setup, teardown),
