@@ -289,13 +289,35 @@ static void consumer_refused(br_conn *c, bool inbox, const char *queue, int code
     c->consumer_retry_ms = br_now_ms() + CONSUMER_RETRY_MS;
 }
 
+/* Stop taking new deliveries from the own mailbox, keeping the channel:
+ * what it holds stays held under the same epoch (tags stay valid, acks go
+ * on) and nothing is requeued.  Closing the channel instead would leave the
+ * deliveries rabbitmq-c queued during the RPCs behind, to be taken for the
+ * reopened channel's (ghosts with the old channel's tags).  Returns -1
+ * when the connection is gone. */
+static int pause_inbox(br_conn *c, const char *queue)
+{
+    char tag[128], text[256];
+    int code;
+    snprintf(tag, sizeof tag, "fleetfs.%s", queue);
+    if (amqp_basic_cancel(c->amqp, CH_CONS, amqp_cstring_bytes(tag))) {
+        c->consuming[CONS_INBOX] = false;
+        return 0;
+    }
+    if (br_rpc_failure(c, CH_CONS, &code, text, sizeof text) < 0)
+        return -1;
+    return 0; /* the broker closed the channel: it requeues what it held */
+}
+
 /* Become the exclusive consumer of the own mailbox, then of the own
  * receipt queue, each on its own channel.  Only a consumer that is not
  * running is (re)started: a basic.consume on a channel whose consumer is
- * still active, with the same tag, is a connection error (530). */
+ * still active, with the same tag, is a connection error (530).  When the receipt queue cannot be
+ * consumed, the mailbox consumer is cancelled (no new messages whose
+ * receipts we cannot follow), never its channel closed (pause_inbox). */
 void br_setup_consumer(br_conn *c)
 {
-    char queue[96], text[384];
+    char queue[96], inbox[96], text[384];
     bool declaring, started = false;
 
     for (int i = 0; i < CONS__COUNT; i++) {
@@ -310,13 +332,9 @@ void br_setup_consumer(br_conn *c)
         }
         if (rc > 0) {
             consumer_refused(c, i == CONS_INBOX, queue, rc, declaring, text);
-            /* never hold messages whose receipts we cannot follow: the
-             * broker requeues them when their channel closes */
-            if (i == CONS_RECEIPTS && c->consuming[CONS_INBOX] &&
-                (amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS).reply_type !=
-                     AMQP_RESPONSE_NORMAL ||
-                 br_open_channel(c, CH_CONS) < 0))
-                br_drop_connection(c, "cannot close the mailbox consumer");
+            topo_consumer_queue(true, c->cfg.coord_id, inbox, sizeof inbox);
+            if (i == CONS_RECEIPTS && c->consuming[CONS_INBOX] && pause_inbox(c, inbox) < 0)
+                br_drop_connection(c, "cannot cancel the mailbox consumer");
             return;
         }
         c->consuming[i] = true;

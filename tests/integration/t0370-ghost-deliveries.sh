@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Ghost deliveries (issue 16, 2.1): the own receipt queue is replaced by one
+# with other arguments while the mailbox consumer holds messages and more
+# wait in the broker. fleetfs cannot consume its receipts for several retry
+# rounds, then the queue is put right. What the reader script read (and
+# acked, exactly those msgIds) must be every message, each once, and
+# nothing may end in fleet.dlq (per the broker's own count). Before the
+# fix the mailbox channel was closed for the receipts failure and deliveries
+# already queued inside rabbitmq-c were taken for the new channel's: the
+# broker's real redeliveries went to fleet.dlq as duplicates.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_start_own
+
+N=30
+# reader MOUNT LOG: read the inbox, ack exactly the msgIds read, log them
+# once acked (a failed ack is read again next round); until ./stop exists
+reader() {
+  while [[ ! -e stop ]]; do
+    msgids "$1/leads/beta/inbox" >batch 2>/dev/null
+    if [[ -s batch ]] && cat batch >"$1/leads/beta/ack" 2>>reader.err; then
+      cat batch >>"$2"
+    fi
+    sleep 0.2
+  done
+}
+# lead.beta.receipts deleted and declared anew without fleetfs's arguments;
+# fleetfs re-declares it within half a second of the delete, so try again
+# until ours is the declare that made it
+replace_receipts() {
+  local uri try
+  uri=$(broker_uri) || return 1
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    amqp-delete-queue -u "$uri" -q lead.beta.receipts >/dev/null 2>&1
+    amqp-declare-queue -u "$uri" -d -q lead.beta.receipts >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+mismatches() { grep -c "configuration mismatch on lead.beta.receipts" beta.log; }
+
+test_expect_success 'alpha sends; beta holds prefetch of them, the rest wait in the broker' '
+    mount_fleet alpha peers=beta &&
+    mount_fleet beta peers=alpha inject=none prefetch=5 &&
+    wait_for 10 "grep -q \"^consumer: ok$\" beta/status" &&
+    for i in $(seq $N); do echo "message $i" >alpha/peers/beta/send || return 1; done &&
+    jq -r "select(.state != \"unconfirmed\") | .msgId" alpha/leads/alpha/sent | sort >sent.ids &&
+    test $(wc -l <sent.ids) = $N &&
+    wait_for 10 "test \$(wc -l <beta/leads/beta/inbox) = 5"
+'
+
+test_expect_success 'the receipt queue replaced for several retry rounds while beta reads, then put right' '
+    : >read.log &&
+    { reader beta read.log & } &&
+    at_exit "touch $TEST_DIR/stop" &&
+    replace_receipts &&
+    wait_for 10 "test \$(mismatches) -ge 1" &&
+    sleep 8 &&
+    rmqctl delete_queue lead.beta.receipts >/dev/null &&
+    wait_for 30 "test \$(wc -l <read.log) -ge $N" &&
+    sleep 1 && touch stop
+'
+
+test_expect_success 'every message was read once, none dead-lettered (broker counts)' '
+    sort read.log >read.ids &&
+    test_cmp sent.ids read.ids &&
+    wait_for 10 "test \"\$(broker_count lead.beta.inbox)\" = 0" &&
+    n=$(broker_count fleet.dlq) && test "$n" = 0
+'
+
+test_expect_success 'unmount cleanly' '
+    unmount_fleet alpha && unmount_fleet beta
+'
+
+test_done
