@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "broker/conn_int.h"
@@ -38,6 +39,73 @@ int64_t br_now_ms(void)
 int64_t br_wall_ms(void)
 {
     return g_get_real_time() / 1000;
+}
+
+void br_heard(br_conn *c)
+{
+    c->last_recv_ms = br_now_ms();
+    atomic_store(&c->progress_ms, c->last_recv_ms);
+}
+
+void br_set_sock(br_conn *c, int fd, char *kicked, size_t n)
+{
+    g_mutex_lock(&c->lock);
+    c->sockfd = fd;
+    if (kicked && n)
+        g_strlcpy(kicked, c->kick_reason, n);
+    c->kick_reason[0] = '\0';
+    g_mutex_unlock(&c->lock);
+}
+
+/* Shut down c's socket (any thread): a send or poll blocked on it fails
+ * at once.  Under c->lock, so the broker thread cannot have closed the
+ * descriptor (and the number been reused) meanwhile. */
+static bool kick(br_conn *c, const char *why)
+{
+    bool done = false;
+    g_mutex_lock(&c->lock);
+    if (c->sockfd >= 0 && !c->kick_reason[0]) {
+        g_strlcpy(c->kick_reason, why, sizeof c->kick_reason);
+        done = shutdown(c->sockfd, SHUT_RDWR) == 0;
+    }
+    g_mutex_unlock(&c->lock);
+    return done;
+}
+
+/* See STUCK_MS. */
+static void watch_one(br_conn *c)
+{
+    int64_t quiet = br_now_ms() - atomic_load(&c->progress_ms);
+    char why[320], node[300];
+    if (quiet < STUCK_MS)
+        return;
+    g_mutex_lock(&c->lock);
+    g_strlcpy(node, c->st.node, sizeof node);
+    g_mutex_unlock(&c->lock);
+    snprintf(why, sizeof why,
+             "the broker at %s has neither read what fleetfs sent nor answered for %lld s (a "
+             "frozen broker or a stuck link); dropped the %sconnection",
+             node, (long long)quiet / 1000, c->publisher ? "publishing " : "");
+    if (kick(c, why))
+        log_warn("broker: %s", why);
+}
+
+static gpointer watchdog_main(gpointer data)
+{
+    br_conn *c = data;
+    g_mutex_lock(&c->lock);
+    while (!c->wd_stop) {
+        gint64 until = g_get_monotonic_time() + WATCHDOG_TICK_MS * 1000;
+        if (g_cond_wait_until(&c->state_cv, &c->lock, until) || c->wd_stop)
+            continue;
+        g_mutex_unlock(&c->lock);
+        watch_one(c);
+        if (c->pub)
+            watch_one(c->pub);
+        g_mutex_lock(&c->lock);
+    }
+    g_mutex_unlock(&c->lock);
+    return NULL;
 }
 
 const char *br_link_name(br_link l)
@@ -185,11 +253,34 @@ bool br_set_consumer(br_conn *c, br_cons cons, const char *reason)
     return changed;
 }
 
+/* The publishing connection's probes (before each publish) also land in
+ * its owner's cache, which status reads. */
 void br_cache_probe(br_conn *c, const char *queue, const br_probe *p)
 {
     g_mutex_lock(&c->lock);
     g_hash_table_replace(c->probes, g_strdup(queue), g_memdup2(p, sizeof *p));
     g_mutex_unlock(&c->lock);
+    if (c->owner)
+        br_cache_probe(c->owner, queue, p);
+}
+
+void br_set_blocked(br_conn *c, bool blocked, const char *reason)
+{
+    bool changed;
+    g_mutex_lock(&c->lock);
+    changed = c->st.blocked != blocked;
+    c->st.blocked = blocked;
+    g_strlcpy(c->st.blocked_reason, blocked && reason ? reason : "", sizeof c->st.blocked_reason);
+    g_mutex_unlock(&c->lock);
+    if (changed && blocked)
+        log_warn("broker: blocked: %s: the broker raised a resource alarm and blocks publishing; "
+                 "sends fail with ENOBUFS until it clears (consuming and acks go on); free "
+                 "memory or disk on the broker",
+                 reason && *reason ? reason : "no reason given");
+    else if (changed)
+        log_info("broker: unblocked: the broker's resource alarm cleared; sends go out again");
+    if (changed && c->cb.changed)
+        c->cb.changed(c->cb.ud);
 }
 
 /* ------------------------------------------------------------------ */
@@ -218,6 +309,10 @@ static void do_publish(br_conn *c, br_req *r)
     br_probe p;
     int rc;
 
+    if (c->st.blocked) { /* blocked since the request was queued */
+        br_req_complete(c, r, FE_BLOCKED, "the broker blocks publishing (resource alarm)");
+        return;
+    }
     if (!g_hash_table_contains(c->declared, r->queue) || !br_probe_cached(c, r->queue, &p) ||
         br_now_ms() - p.at_ms > 1000 || !p.present) {
         if (br_declare_queue(c, r->queue, true, &p) < 0) {
@@ -256,7 +351,20 @@ static void do_publish(br_conn *c, br_req *r)
         return;
     }
     r->pub_tag = ++c->pub_seq;
+    c->last_pub_ms = br_now_ms();
     g_queue_push_tail(&c->inflight, r);
+}
+
+/* See CANARY_MS: an empty message to the default exchange with an empty
+ * routing key reaches no queue and is dropped by the broker. */
+static void send_canary(br_conn *c)
+{
+    int rc;
+    c->last_pub_ms = br_now_ms();
+    rc = amqp_basic_publish(c->amqp, CH_CANARY, amqp_empty_bytes, amqp_empty_bytes, 0, 0, NULL,
+                            amqp_empty_bytes);
+    if (rc != AMQP_STATUS_OK)
+        br_drop_connection(c, amqp_error_string2(rc));
 }
 
 static void do_ack(br_conn *c, br_req *r)
@@ -336,6 +444,7 @@ static gpointer broker_main(gpointer data)
         int n = 1, timeout = 200;
         int64_t now = br_now_ms();
 
+        atomic_store(&c->progress_ms, now);
         if (!c->connected && now >= c->next_attempt_ms) {
             if (c->st.link != BR_UNREACHABLE)
                 br_set_link(c, BR_CONNECTING, c->st.reason);
@@ -343,6 +452,8 @@ static gpointer broker_main(gpointer data)
         }
         if (c->connected && c->consumer_retry_ms && now >= c->consumer_retry_ms)
             br_setup_consumer(c);
+        if (c->connected && c->publisher && !c->st.blocked && now - c->last_pub_ms >= CANARY_MS)
+            send_canary(c);
         if (c->connected && (amqp_frames_enqueued(c->amqp) || amqp_data_in_buffer(c->amqp)))
             timeout = 0;
         if (!c->connected)
@@ -358,7 +469,7 @@ static gpointer broker_main(gpointer data)
             g_usleep(100000);
         }
         if (n == 2 && pfd[1].revents)
-            c->last_recv_ms = br_now_ms();
+            br_heard(c);
         drain_requests(c);
         if (c->connected)
             br_read_frames(c); /* also sends our heartbeats */
@@ -368,6 +479,10 @@ static gpointer broker_main(gpointer data)
     br_close_connection(c);
     while ((r = g_async_queue_try_pop(c->requests)))
         br_req_complete(c, r, FE_NOT_CONNECTED, "fleetfs is shutting down");
+    g_mutex_lock(&c->lock);
+    c->finished = true;
+    g_cond_broadcast(&c->state_cv);
+    g_mutex_unlock(&c->lock);
     return NULL;
 }
 
@@ -385,7 +500,7 @@ static unsigned first_uri(char **uris)
     return (unsigned)g_random_int_range(0, (gint32)n);
 }
 
-br_conn *br_new(const br_config *cfg, const br_callbacks *cb)
+static br_conn *conn_new(const br_config *cfg, const br_callbacks *cb)
 {
     br_conn *c = g_new0(br_conn, 1);
     c->cfg = *cfg;
@@ -401,6 +516,8 @@ br_conn *br_new(const br_config *cfg, const br_callbacks *cb)
     c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     g_mutex_init(&c->lock);
     g_cond_init(&c->first_cv);
+    g_cond_init(&c->state_cv);
+    c->sockfd = -1;
     c->probes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     c->declared = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_queue_init(&c->inflight);
@@ -411,9 +528,28 @@ br_conn *br_new(const br_config *cfg, const br_callbacks *cb)
     return c;
 }
 
+/* The consuming connection, and inside it the publishing one: it tells the
+ * owner's callbacks of late confirms and changes, nothing else. */
+br_conn *br_new(const br_config *cfg, const br_callbacks *cb)
+{
+    br_conn *c = conn_new(cfg, cb);
+    br_callbacks pcb = {.changed = cb->changed, .late_confirm = cb->late_confirm, .ud = cb->ud};
+    c->pub = conn_new(cfg, &pcb);
+    c->pub->publisher = true;
+    c->pub->owner = c;
+    c->pub->uri_index = c->uri_index; /* the same node first */
+    return c;
+}
+
 void br_run(br_conn *c)
 {
+    atomic_store(&c->progress_ms, br_now_ms());
     c->thread = g_thread_new("broker", broker_main, c);
+    if (c->pub) {
+        atomic_store(&c->pub->progress_ms, br_now_ms());
+        c->pub->thread = g_thread_new("broker-pub", broker_main, c->pub);
+    }
+    c->watchdog = g_thread_new("broker-watchdog", watchdog_main, c);
 }
 
 br_conn *br_start(const br_config *cfg, const br_callbacks *cb)
@@ -423,13 +559,44 @@ br_conn *br_start(const br_config *cfg, const br_callbacks *cb)
     return c;
 }
 
-void br_stop(br_conn *c)
+/* Wait on cv until *flag (both under c->lock) or the monotonic time until. */
+static bool wait_flag(br_conn *c, GCond *cv, const bool *flag, gint64 until)
+{
+    bool done;
+    g_mutex_lock(&c->lock);
+    while (!*flag)
+        if (!g_cond_wait_until(cv, &c->lock, until))
+            break;
+    done = *flag;
+    g_mutex_unlock(&c->lock);
+    return done;
+}
+
+static bool wait_finished(br_conn *c, int64_t ms)
+{
+    return wait_flag(c, &c->state_cv, &c->finished, g_get_monotonic_time() + ms * 1000);
+}
+
+/* Ask the thread to stop and wait for it, within a bound (STOP_WAIT_MS). */
+static void stop_one(br_conn *c)
 {
     br_req *r;
     if (!c || !c->thread)
         return;
     r = req_new(RQ_STOP);
     submit(c, r);
+    if (!wait_finished(c, STOP_WAIT_MS)) {
+        kick(c, "fleetfs is shutting down and the broker does not read what it sends");
+        if (!wait_finished(c, STOP_WAIT_MS)) {
+            log_err("broker: the %sbroker thread did not end within %d s of the unmount (the "
+                    "broker does not answer); exiting without it",
+                    c->publisher ? "publishing " : "", 2 * STOP_WAIT_MS / 1000);
+            g_thread_unref(c->thread);
+            c->thread = NULL;
+            c->left_behind = true;
+            return; /* r stays with the thread, and so does c */
+        }
+    }
     g_thread_join(c->thread);
     c->thread = NULL;
     req_unref(r);
@@ -443,12 +610,28 @@ void br_stop(br_conn *c)
         br_req_complete(c, r, FE_NOT_CONNECTED, "fleetfs is shutting down");
 }
 
-void br_free(br_conn *c)
+void br_stop(br_conn *c)
 {
-    br_req *r;
     if (!c)
         return;
-    br_stop(c);
+    if (c->watchdog) {
+        g_mutex_lock(&c->lock);
+        c->wd_stop = true;
+        g_cond_broadcast(&c->state_cv);
+        g_mutex_unlock(&c->lock);
+        g_thread_join(c->watchdog); /* it waits on nothing but state_cv */
+        c->watchdog = NULL;
+    }
+    stop_one(c->pub);
+    stop_one(c);
+}
+
+static void free_one(br_conn *c)
+{
+    br_req *r;
+    if (!c || c->left_behind) /* its thread may still use it: leaked on purpose */
+        return;
+    stop_one(c);
     /* a request that slipped in after br_stop's drain: every thread that
      * could wait for it has ended, so only our reference is left */
     while ((r = g_async_queue_try_pop(c->requests)))
@@ -459,6 +642,7 @@ void br_free(br_conn *c)
     g_hash_table_destroy(c->declared);
     g_mutex_clear(&c->lock);
     g_cond_clear(&c->first_cv);
+    g_cond_clear(&c->state_cv);
     g_strfreev(c->cfg.uris);
     g_free((char *)c->cfg.vhost);
     g_free((char *)c->cfg.coord_id);
@@ -469,23 +653,46 @@ void br_free(br_conn *c)
     g_free(c);
 }
 
+void br_free(br_conn *c)
+{
+    if (!c)
+        return;
+    br_stop(c);
+    if (c->pub && c->pub->left_behind)
+        c->left_behind = true; /* the publishing thread calls the owner's cache */
+    free_one(c->pub);
+    free_one(c);
+}
+
+/* The consuming connection's status, with the publishing one's block; a
+ * publishing connection that is down while the consuming one is up makes
+ * the link its own (sends fail meanwhile), with its reason. */
 void br_get_status(br_conn *c, br_status *st)
 {
     g_mutex_lock(&c->lock);
     *st = c->st;
     g_mutex_unlock(&c->lock);
+    if (c->pub) {
+        g_mutex_lock(&c->pub->lock);
+        st->blocked = c->pub->st.blocked;
+        g_strlcpy(st->blocked_reason, c->pub->st.blocked_reason, sizeof st->blocked_reason);
+        if (st->link == BR_CONNECTED && c->pub->st.link != BR_CONNECTED) {
+            st->link = c->pub->st.link;
+            snprintf(st->reason, sizeof st->reason, "publishing connection: %s",
+                     c->pub->st.reason[0] ? c->pub->st.reason : "not up yet");
+        }
+        g_mutex_unlock(&c->pub->lock);
+    }
 }
 
+/* Both connections: a send right after the mount must find the publishing
+ * one up too. */
 bool br_wait_first_attempt(br_conn *c, int64_t timeout_ms)
 {
     gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
-    bool done;
-    g_mutex_lock(&c->lock);
-    while (!c->first_attempt_done)
-        if (!g_cond_wait_until(&c->first_cv, &c->lock, deadline))
-            break;
-    done = c->first_attempt_done;
-    g_mutex_unlock(&c->lock);
+    bool done = wait_flag(c, &c->first_cv, &c->first_attempt_done, deadline);
+    if (c->pub)
+        done = wait_flag(c->pub, &c->pub->first_cv, &c->pub->first_attempt_done, deadline) && done;
     return done;
 }
 
@@ -495,10 +702,28 @@ static bool link_up(br_conn *c, char *detail, size_t dlen)
     g_mutex_lock(&c->lock);
     up = c->st.link == BR_CONNECTED;
     if (!up && detail)
-        snprintf(detail, dlen, "broker %s%s%s", br_link_name(c->st.link),
-                 c->st.reason[0] ? ": " : "", c->st.reason);
+        snprintf(detail, dlen, "broker %s%s%s%s", c->publisher ? "(publishing connection) " : "",
+                 br_link_name(c->st.link), c->st.reason[0] ? ": " : "", c->st.reason);
     g_mutex_unlock(&c->lock);
     return up;
+}
+
+/* Where publishes go, and whether they may: FE_OK, FE_NOT_CONNECTED or
+ * FE_BLOCKED (at once, nothing sent), with detail. */
+static fe_code pub_ready(br_conn *c, br_conn **p, char *detail, size_t dlen)
+{
+    bool blocked;
+    *p = c->pub ? c->pub : c;
+    if (!link_up(*p, detail, dlen))
+        return FE_NOT_CONNECTED;
+    g_mutex_lock(&(*p)->lock);
+    blocked = (*p)->st.blocked;
+    if (blocked && detail)
+        snprintf(detail, dlen,
+                 "the broker blocks publishing (resource alarm: %s); nothing was sent",
+                 (*p)->st.blocked_reason[0] ? (*p)->st.blocked_reason : "no reason given");
+    g_mutex_unlock(&(*p)->lock);
+    return blocked ? FE_BLOCKED : FE_OK;
 }
 
 fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
@@ -509,8 +734,8 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
     fe_code res;
     bool gave_up;
 
-    if (!link_up(c, detail, dlen))
-        return FE_NOT_CONNECTED;
+    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
+        return res;
     r = req_new(RQ_PUBLISH);
     g_strlcpy(r->peer, peer, sizeof r->peer);
     br_inbox_queue(peer, r->queue, sizeof r->queue);
@@ -546,8 +771,8 @@ fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, con
     br_req *r;
     fe_code res;
     bool gave_up;
-    if (!link_up(c, detail, dlen))
-        return FE_NOT_CONNECTED;
+    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
+        return res;
     r = req_new(RQ_PUBLISH);
     g_strlcpy(r->peer, peer, sizeof r->peer);
     topo_receipts_queue(peer, r->queue, sizeof r->queue);

@@ -9,6 +9,12 @@
  * thread.  broker/ includes nothing from fleetfs/ but log.h and errors.h
  * (make check).
  *
+ * Two connections, each owned by its own broker thread: br_new makes the
+ * consuming one and, inside it, a publishing one (conn_int.h), so that a
+ * resource alarm of the broker, which blocks only connections that
+ * publish, never stops consuming, acks or typing.  Publishes and receipts
+ * go on the publishing connection; acks and probes on the consuming one.
+ *
  * Channels: 1 publish (confirm mode, mandatory), 2 consume the own mailbox
  * (exclusive, manual ack, qos prefetch), 3 probe (passive declares; a 404
  * closes it and it is reopened after close-ok, see BROKER-FACTS.md),
@@ -19,7 +25,8 @@
  * Results: FE_OK; FE_NOT_CONNECTED (nothing was sent: ECOMM); FE_TIMEOUT
  * (the state is unknown: no confirm in time, or the link or publish channel
  * was lost after the publish left); FE_FULL, FE_NO_MAILBOX, FE_MISMATCH,
- * FE_ACCESS (the broker's refusals); FE_INTERNAL.
+ * FE_ACCESS (the broker's refusals); FE_BLOCKED (a resource alarm blocks
+ * publishing: nothing was sent); FE_INTERNAL.
  */
 #ifndef FLEETFS_BROKER_CONN_H
 #define FLEETFS_BROKER_CONN_H
@@ -116,6 +123,12 @@ typedef struct {
     char node[300];
     char server[256];
     int heartbeat_s; /* negotiated AMQP heartbeat, 0: none */
+    /* The publishing connection is blocked by a resource alarm of the
+     * broker (connection.blocked, with the broker's reason): sends fail at
+     * once with FE_BLOCKED; consuming and acks, on the other connection,
+     * go on. */
+    bool blocked;
+    char blocked_reason[256];
 } br_status;
 
 typedef struct {

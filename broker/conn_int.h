@@ -15,6 +15,7 @@
 #define FLEETFS_BROKER_CONN_INT_H
 
 #include <glib.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,7 +25,7 @@
 
 /* One channel per concern: a 404 on a probe must not close the publish
  * channel, and delivery tags are counted per channel. */
-enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3, CH_RCPT = 4 };
+enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3, CH_RCPT = 4, CH_CANARY = 5 };
 
 /* The two consumers, each on its own channel: index into br_conn.consuming. */
 enum { CONS_INBOX, CONS_RECEIPTS, CONS__COUNT };
@@ -36,6 +37,23 @@ enum { CONS_INBOX, CONS_RECEIPTS, CONS__COUNT };
 #define TAKEOVER_RETRY_MS 500 /* re-try an exclusive consume within takeover_grace */
 #define RPC_TIMEOUT_MS 5000
 #define HEARTBEAT_S 10
+/* RabbitMQ tells a connection of a resource alarm (connection.blocked) only
+ * when it next publishes: an idle publishing connection publishes an empty,
+ * unroutable message this often (CH_CANARY, no confirms), so that a send
+ * after an alarm fails at once instead of hanging. */
+#define CANARY_MS 1500
+/* rabbitmq-c sends without a deadline (amqp_basic_publish, acks): a broker
+ * that stops reading while it still sends heartbeats (a resource alarm, a
+ * stuck proxy) would hold the broker thread in send() for ever.  The
+ * watchdog shuts down the socket of a connected broker thread that has
+ * made no progress (a turn of its loop, or anything read) for STUCK_MS;
+ * the blocked call then fails and the connection is dropped as usual.
+ * br_stop waits STOP_WAIT_MS for the thread, kicks the socket the same
+ * way, waits again, and then leaves the thread behind (never freeing what
+ * it uses) rather than hang the unmount. */
+#define STUCK_MS 10000
+#define WATCHDOG_TICK_MS 1000
+#define STOP_WAIT_MS 3000
 
 typedef enum { RQ_PUBLISH, RQ_ACK, RQ_PROBE, RQ_STOP } rq_kind;
 
@@ -70,6 +88,12 @@ typedef struct br_req {
 struct br_conn {
     br_config cfg;
     br_callbacks cb;
+    /* Set before the threads start, read-only after: the consuming br_conn
+     * owns a publishing one (pub), which knows its owner (owner) and only
+     * publishes (publisher: no consumers, no dead-letter set-up). */
+    bool publisher;
+    br_conn *pub;
+    br_conn *owner;
     GThread *thread;
     GAsyncQueue *requests;
     int wakefd;
@@ -78,7 +102,17 @@ struct br_conn {
     br_status st;
     bool first_attempt_done;
     GCond first_cv;
-    GHashTable *probes; /* queue name -> br_probe* */
+    GHashTable *probes;    /* queue name -> br_probe* */
+    int sockfd;            /* the socket while connected, else -1 (the watchdog's to shut down) */
+    char kick_reason[320]; /* why the socket was shut down from outside; "" */
+    bool finished;         /* broker_main has returned */
+    bool left_behind;      /* the thread did not end in time: never freed */
+    bool wd_stop;          /* owner only: the watchdog is to end */
+    GCond state_cv;        /* finished, wd_stop */
+    GThread *watchdog;     /* owner only */
+    /* broker thread writes, the watchdog reads: a turn of the loop or
+     * anything read from the broker */
+    _Atomic int64_t progress_ms;
 
     /* ---- broker thread only ---- */
     amqp_connection_state_t amqp;
@@ -92,12 +126,19 @@ struct br_conn {
     int64_t consumer_retry_ms;   /* when to consume what is not consuming; 0: nothing to do */
     int64_t refused_since_ms;    /* first exclusive-use refusal of the inbox in a row; 0: none */
     uint64_t pub_seq;            /* last delivery tag used on CH_PUB */
+    int64_t last_pub_ms;         /* last publish (or canary) on this connection */
     GQueue inflight;             /* br_req*, ascending pub_tag */
     GHashTable *declared;        /* queues known present on this connection */
 };
 
 /* conn.c: clocks, completions, shared status */
-int64_t br_now_ms(void);  /* monotonic */
+int64_t br_now_ms(void); /* monotonic */
+/* The broker sent something (or answered): the link and the thread live. */
+void br_heard(br_conn *c);
+/* The connection's socket, for the watchdog: set when connected, -1 before
+ * it is destroyed.  Returns the reason the socket was shut down from
+ * outside (and forgets it), or NULL. */
+void br_set_sock(br_conn *c, int fd, char *kicked, size_t n);
 int64_t br_wall_ms(void); /* ms since the Unix epoch, for status times */
 /* Finish r with result (and detail, unless r has one already) and drop the
  * broker thread's reference; an abandoned request reaches late_confirm or
@@ -107,6 +148,8 @@ void br_set_link(br_conn *c, br_link link, const char *reason);
 bool br_set_consumer(br_conn *c, br_cons cons, const char *reason);
 void br_first_attempt_done(br_conn *c);
 void br_cache_probe(br_conn *c, const char *queue, const br_probe *p);
+/* connection.blocked / unblocked (and unblocked when the connection goes) */
+void br_set_blocked(br_conn *c, bool blocked, const char *reason);
 
 /* session.c: the connection's life */
 void br_connect(br_conn *c);

@@ -4,8 +4,9 @@
  * returns (a mandatory publish that found no queue: it comes *before* its
  * ack, BROKER-FACTS.md, so it marks the in-flight entry and the ack then
  * completes it as "no such mailbox"), deliveries, and the broker closing a
- * channel or cancelling a consumer.  rabbitmq-c answers and checks
- * heartbeats while frames are read.
+ * channel or cancelling a consumer, and connection.blocked / unblocked (a
+ * resource alarm: publishes fail at once meanwhile).  rabbitmq-c answers
+ * and checks heartbeats while frames are read.
  */
 #include <stdio.h>
 #include <string.h>
@@ -186,6 +187,16 @@ static void handle_frame(br_conn *c, amqp_frame_t *f)
     case AMQP_CHANNEL_CLOSE_METHOD:
         on_async_channel_close(c, f->channel, f->payload.method.decoded);
         break;
+    case AMQP_CONNECTION_BLOCKED_METHOD: {
+        amqp_connection_blocked_t *m = f->payload.method.decoded;
+        char text[256];
+        br_bytes_to_str(m->reason, text, sizeof text);
+        br_set_blocked(c, true, text);
+        break;
+    }
+    case AMQP_CONNECTION_UNBLOCKED_METHOD:
+        br_set_blocked(c, false, NULL);
+        break;
     case AMQP_CONNECTION_CLOSE_METHOD: {
         amqp_connection_close_t *m = f->payload.method.decoded;
         amqp_connection_close_ok_t ok = {0};
@@ -215,7 +226,7 @@ void br_read_frames(br_conn *c)
         }
         /* a frame read here may have arrived between poll() and now, unseen
          * by it: it still proves the link alive (br_check_silence) */
-        c->last_recv_ms = br_now_ms();
+        br_heard(c);
         handle_frame(c, &f);
     }
     if (c->connected)

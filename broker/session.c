@@ -14,8 +14,11 @@
  * reopened and only its consumer restarted.  Every (re)opening of the
  * consumer channel starts a new epoch: delivery tags belong to a channel.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <amqp.h>
 #include <amqp_ssl_socket.h>
@@ -81,7 +84,7 @@ int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t 
         rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
         amqp_channel_close_t *m = rep.reply.decoded;
         amqp_channel_close_ok_t ok = {0};
-        c->last_recv_ms = br_now_ms(); /* an answer: the link works */
+        br_heard(c); /* an answer: the link works */
         *code = m->reply_code;
         br_bytes_to_str(m->reply_text, text, n);
         if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK)
@@ -117,7 +120,7 @@ int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p)
     p->at_ms = br_now_ms();
     ok = amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(queue), passive, 1, 0, 0, args);
     if (ok) {
-        c->last_recv_ms = br_now_ms();
+        br_heard(c);
         p->valid = true;
         p->present = true;
         p->messages = ok->message_count;
@@ -226,7 +229,7 @@ static int consume_queue(br_conn *c, amqp_channel_t ch, const char *queue, char 
         !amqp_basic_consume(c->amqp, ch, amqp_cstring_bytes(queue), amqp_cstring_bytes(tag), 0, 0,
                             1, amqp_empty_table))
         goto fail;
-    c->last_recv_ms = br_now_ms();
+    br_heard(c);
     return 0;
 fail:
     if (br_rpc_failure(c, ch, &code, text, n) < 0)
@@ -312,9 +315,10 @@ static int pause_inbox(br_conn *c, const char *queue)
 /* Become the exclusive consumer of the own mailbox, then of the own
  * receipt queue, each on its own channel.  Only a consumer that is not
  * running is (re)started: a basic.consume on a channel whose consumer is
- * still active, with the same tag, is a connection error (530).  When the receipt queue cannot be
- * consumed, the mailbox consumer is cancelled (no new messages whose
- * receipts we cannot follow), never its channel closed (pause_inbox). */
+ * still active, with the same tag, is a connection error (530).  When the
+ * receipt queue cannot be consumed, the mailbox consumer is cancelled (no
+ * new messages whose receipts we cannot follow), never its channel closed
+ * (pause_inbox). */
 void br_setup_consumer(br_conn *c)
 {
     char queue[96], inbox[96], text[384];
@@ -423,6 +427,17 @@ static amqp_socket_t *tls_socket(br_conn *c, attempt *a)
     return sock;
 }
 
+/* Tests only: FLEETFS_TEST_SNDBUF=BYTES fixes the socket's send buffer,
+ * so that a test can fill it (and block a send) with a message or two;
+ * loopback's autotuned buffers take megabytes. */
+static void test_sndbuf(int fd)
+{
+    const char *env = getenv("FLEETFS_TEST_SNDBUF");
+    int n = env ? atoi(env) : 0;
+    if (n > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof n) < 0)
+        log_warn("broker: FLEETFS_TEST_SNDBUF: %s", strerror(errno));
+}
+
 static int attempt_open(br_conn *c, attempt *a)
 {
     struct timeval tv = {3, 0};
@@ -441,6 +456,7 @@ static int attempt_open(br_conn *c, attempt *a)
         br_explain_open(&a->w, rc, a->reason, sizeof a->reason);
         return -1;
     }
+    test_sndbuf(amqp_socket_get_sockfd(sock));
     return 0;
 }
 
@@ -454,14 +470,15 @@ static void login_failure(attempt *a, amqp_rpc_reply_t rep)
 static int attempt_login(br_conn *c, attempt *a)
 {
     struct timeval rpc = {RPC_TIMEOUT_MS / 1000, 0};
-    amqp_table_entry_t prop[3], cap[1];
+    amqp_table_entry_t prop[3], cap[2];
     amqp_table_t props = {3, prop};
     amqp_rpc_reply_t rep;
     char name[256];
 
     amqp_set_handshake_timeout(c->amqp, &rpc);
     amqp_set_rpc_timeout(c->amqp, &rpc);
-    snprintf(name, sizeof name, "fleetfs %s@%s", c->cfg.coord_id, c->cfg.host ? c->cfg.host : "?");
+    snprintf(name, sizeof name, "fleetfs %s@%s%s", c->cfg.coord_id, c->cfg.host ? c->cfg.host : "?",
+             c->publisher ? " (publishing)" : "");
     prop[0].key = amqp_cstring_bytes("connection_name");
     prop[0].value.kind = AMQP_FIELD_KIND_UTF8;
     prop[0].value.value.bytes = amqp_cstring_bytes(name);
@@ -473,9 +490,13 @@ static int attempt_login(br_conn *c, attempt *a)
     cap[0].key = amqp_cstring_bytes("consumer_cancel_notify");
     cap[0].value.kind = AMQP_FIELD_KIND_BOOLEAN;
     cap[0].value.value.boolean = 1;
+    /* a resource alarm is told (connection.blocked), not met as a hang */
+    cap[1].key = amqp_cstring_bytes("connection.blocked");
+    cap[1].value.kind = AMQP_FIELD_KIND_BOOLEAN;
+    cap[1].value.value.boolean = 1;
     prop[2].key = amqp_cstring_bytes("capabilities");
     prop[2].value.kind = AMQP_FIELD_KIND_TABLE;
-    prop[2].value.value.table = (amqp_table_t){1, cap};
+    prop[2].value.value.table = (amqp_table_t){2, cap};
     rep = amqp_login_with_properties(c->amqp, a->vhost, 0, 131072, HEARTBEAT_S, &props,
                                      AMQP_SASL_METHOD_PLAIN, a->info.user, a->info.password);
     if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
@@ -487,8 +508,11 @@ static int attempt_login(br_conn *c, attempt *a)
 
 static int attempt_channels(br_conn *c, attempt *a)
 {
-    static const amqp_channel_t all[] = {CH_PUB, CH_CONS, CH_PROBE, CH_RCPT};
-    for (size_t i = 0; i < G_N_ELEMENTS(all); i++) {
+    static const amqp_channel_t cons[] = {CH_PUB, CH_PROBE, CH_CONS, CH_RCPT};
+    static const amqp_channel_t pub[] = {CH_PUB, CH_PROBE, CH_CANARY};
+    const amqp_channel_t *all = c->publisher ? pub : cons;
+    size_t n = c->publisher ? G_N_ELEMENTS(pub) : G_N_ELEMENTS(cons);
+    for (size_t i = 0; i < n; i++) {
         if (br_open_channel(c, all[i]) < 0) {
             snprintf(a->reason, sizeof a->reason, "%s: cannot open channel %u", a->shown, all[i]);
             return -1;
@@ -544,16 +568,22 @@ void br_check_silence(br_conn *c)
 static void attempt_succeeded(br_conn *c, attempt *a)
 {
     c->connected = true;
+    br_set_sock(c, amqp_get_sockfd(c->amqp), NULL, 0);
     c->pub_seq = 0;
     c->backoff_ms = BACKOFF_MIN_MS;
     g_hash_table_remove_all(c->declared);
     g_mutex_lock(&c->lock);
     c->st.attempts = 0;
     g_mutex_unlock(&c->lock);
-    log_info("broker: connected to %s vhost %s", a->shown, a->vhost);
-    c->last_recv_ms = br_now_ms();
+    log_info("broker: connected to %s vhost %s%s", a->shown, a->vhost,
+             c->publisher ? " (the publishing connection)" : "");
+    br_heard(c);
     server_info(c, a);
     br_set_link(c, BR_CONNECTED, "");
+    if (c->publisher) {
+        br_first_attempt_done(c);
+        return;
+    }
     /* the consumers first: the dead letters are optional, and must not
      * hold up (nor, failing, take down) what is not */
     br_setup_consumer(c);
@@ -601,9 +631,13 @@ void br_connect(br_conn *c)
 void br_drop_connection(br_conn *c, const char *why)
 {
     br_req *r;
+    char kicked[320];
     if (!c->connected)
         return;
     c->connected = false;
+    br_set_sock(c, -1, kicked, sizeof kicked);
+    if (kicked[0]) /* the watchdog's reason, not the failed call's */
+        why = kicked;
     /* these left for the broker: their state is unknown (SPEC section 5) */
     while ((r = g_queue_pop_head(&c->inflight)))
         br_req_complete(c, r, FE_TIMEOUT,
@@ -617,7 +651,9 @@ void br_drop_connection(br_conn *c, const char *why)
     g_mutex_lock(&c->lock);
     c->st.node[0] = c->st.server[0] = '\0';
     g_mutex_unlock(&c->lock);
-    log_warn("broker: connection lost: %s; reconnecting", why ? why : "unknown reason");
+    log_warn("broker: %sconnection lost: %s; reconnecting", c->publisher ? "publishing " : "",
+             why ? why : "unknown reason");
+    br_set_blocked(c, false, NULL); /* a new connection starts unblocked */
     br_set_consumer(c, BR_CONS_NONE, "");
     br_set_link(c, BR_CONNECTING, why);
     c->next_attempt_ms = br_now_ms() + BACKOFF_MIN_MS;
@@ -633,9 +669,11 @@ void br_close_connection(br_conn *c)
         br_req_complete(c, r, FE_TIMEOUT,
                         "fleetfs is shutting down before the broker confirmed; the message may or "
                         "may not be in the mailbox");
+    br_set_sock(c, -1, NULL, 0);
     /* a goodbye, not a conversation: a slow broker must not hold up exit */
     amqp_set_rpc_timeout(c->amqp, &(struct timeval){1, 0});
-    amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS);
+    if (!c->publisher)
+        amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS);
     amqp_connection_close(c->amqp, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c->amqp);
     c->amqp = NULL;

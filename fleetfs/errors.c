@@ -51,6 +51,10 @@ static const struct fe_row fe_table[] = {
     [FE_ACCESS] = {EACCES, "access",
                    "the broker refused access (403); check this host's broker login and its "
                    "permissions on the vhost"},
+    [FE_BLOCKED] = {ENOBUFS, "blocked",
+                    "the broker raised a resource alarm (memory or disk) and blocks publishing; "
+                    "nothing was sent: retry once the broker line in /status no longer says "
+                    "blocked, and free memory or disk on the broker"},
     [FE_INTERNAL] = {EIO, "internal",
                      "an internal error occurred; see the log and report it with the log lines"},
 };

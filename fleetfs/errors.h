@@ -19,6 +19,7 @@ typedef enum {
     FE_NOT_HELD,      /* msgId not among the held messages */
     FE_BAD_INPUT,     /* malformed input (ack line, envelope, option) */
     FE_ACCESS,        /* broker refused access (403) */
+    FE_BLOCKED,       /* broker blocks publishing (resource alarm) */
     FE_INTERNAL,      /* a bug or resource failure */
     FE__COUNT
 } fe_code;

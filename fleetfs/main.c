@@ -105,6 +105,11 @@ static void sd_broker_status(void)
     br_get_status(b, &st);
     if (st.link == BR_CONNECTED)
         st.reason[0] = '\0';
+    if (st.link == BR_CONNECTED && st.blocked) { /* a resource alarm: sends fail ENOBUFS */
+        snprintf(text, sizeof text, "broker: blocked: %s", st.blocked_reason);
+        sdn_status(text);
+        return;
+    }
     if (st.uri[0] && strstr(st.reason, st.uri)) /* the reason names it already */
         st.uri[0] = '\0';
     snprintf(text, sizeof text, "broker: %s%s%s%s%s%s%s%s", br_link_name(st.link),

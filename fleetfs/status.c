@@ -157,7 +157,9 @@ GString *st_root(fleet *f)
     }
     g_string_append_printf(s, "coord_id: %s\nhost: %s\nversion: %s\n", f->opts->coord_id, f->host,
                            FLEETFS_VERSION);
-    if (st.link == BR_CONNECTED)
+    if (st.link == BR_CONNECTED && st.blocked)
+        g_string_append_printf(s, "broker: blocked: %s\n", st.blocked_reason);
+    else if (st.link == BR_CONNECTED)
         g_string_append_printf(s, "broker: connected\n");
     else
         g_string_append_printf(s, "broker: %s%s%s\n", br_link_name(st.link),

@@ -10,6 +10,7 @@
 #   kill_fleet NAME             kill -9 the daemon and lazily unmount
 #   fleet_gone NAME             true once the daemon has exited
 #   msgids FILE                 the msgIds of a JSON Lines file, one per line
+#   fleet_reader MOUNT LOG      read and ack the inbox, log the msgIds acked (an oracle)
 #   broker_count QUEUE          messages ready + unacked in QUEUE per rabbitmqctl
 #                               (nothing for no such queue; fails if rabbitmqctl fails)
 #   broker_close_consumer_channel QUEUE
@@ -148,4 +149,20 @@ fleet_header() {
   [[ -n ${4:-} ]] && re=", in reply to $4"
   printf "[fleet message from %s, msgId %s%s - reply: echo '...' > %s/peers/%s/reply/%s]\n" \
     "$1" "$2" "$re" "$TEST_DIR/$3" "$1" "$2"
+}
+
+# fleet_reader MOUNT LOG: what a careful reading script does, as an oracle
+# that does not ask fleetfs what it did: read MOUNT's inbox, ack exactly the
+# msgIds read, and append them to LOG once the ack succeeded (a failed ack
+# is read again next round); every 0.2 s until ./stop exists. The lead is
+# MOUNT's own name. Run it in the background ({ fleet_reader beta r.log & }).
+fleet_reader() {
+  local inbox=$1/leads/${1##*/}/inbox ack=$1/leads/${1##*/}/ack
+  while [[ ! -e stop ]]; do
+    msgids "$inbox" >batch 2>/dev/null
+    if [[ -s batch ]] && cat batch >"$ack" 2>>reader.err; then
+      cat batch >>"$2"
+    fi
+    sleep 0.2
+  done
 }

@@ -13,17 +13,6 @@
 broker_start_own
 
 N=30
-# reader MOUNT LOG: read the inbox, ack exactly the msgIds read, log them
-# once acked (a failed ack is read again next round); until ./stop exists
-reader() {
-  while [[ ! -e stop ]]; do
-    msgids "$1/leads/beta/inbox" >batch 2>/dev/null
-    if [[ -s batch ]] && cat batch >"$1/leads/beta/ack" 2>>reader.err; then
-      cat batch >>"$2"
-    fi
-    sleep 0.2
-  done
-}
 # lead.beta.receipts deleted and declared anew without fleetfs's arguments;
 # fleetfs re-declares it within half a second of the delete, so try again
 # until ours is the declare that made it
@@ -50,7 +39,7 @@ test_expect_success 'alpha sends; beta holds prefetch of them, the rest wait in 
 
 test_expect_success 'the receipt queue replaced for several retry rounds while beta reads, then put right' '
     : >read.log &&
-    { reader beta read.log & } &&
+    { fleet_reader beta read.log & } &&
     at_exit "touch $TEST_DIR/stop" &&
     replace_receipts &&
     wait_for 10 "test \$(mismatches) -ge 1" &&

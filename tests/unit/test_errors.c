@@ -29,6 +29,7 @@ static void test_errno_table(void **state)
         {FE_NOT_HELD, ENOENT},
         {FE_BAD_INPUT, EINVAL},
         {FE_ACCESS, EACCES},
+        {FE_BLOCKED, ENOBUFS},
         {FE_INTERNAL, EIO},
     };
     size_t i;
