@@ -4,6 +4,11 @@
  * ro_conn.lock; the rest belong to the roster thread alone.  Other threads
  * reach the thread only through the wake-up eventfd (kick, stop).
  *
+ * Stopping is bounded like the broker threads' (conn_int.h, STOP_WAIT_MS):
+ * a thread stuck in a send the broker does not read gets its socket shut
+ * down, and one still stuck after that is left behind, never freed, so
+ * that the unmount ends.
+ *
  * The connect sequence (TCP or TLS with verification, login) is a small
  * private copy of conn.c's: conn.c exports no connect helper, and the
  * roster must not wait for, or share, the mailbox connection.  Fold the two
@@ -18,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <amqp.h>
@@ -34,6 +40,7 @@
 #define RO_RPC_TIMEOUT_MS 2000 /* short: a stop may wait on one call */
 #define RO_AMQP_HEARTBEAT_S 10
 #define RO_KICK_MIN_MS 1000
+#define RO_STOP_WAIT_MS 3000
 
 struct ro_conn {
     ro_config cfg;
@@ -45,6 +52,10 @@ struct ro_conn {
     GMutex lock; /* guards up to the marker */
     ro_status st;
     bool stop, leaving, kicked;
+    int sockfd;       /* while connected, else -1: ro_stop may shut it down */
+    bool finished;    /* roster_main returned */
+    bool left_behind; /* did not end in time: never freed */
+    GCond done_cv;
 
     /* ---- roster thread only ---- */
     amqp_connection_state_t amqp;
@@ -112,8 +123,16 @@ static bool stopping(ro_conn *r)
     return stop;
 }
 
+static void set_sock(ro_conn *r, int fd)
+{
+    g_mutex_lock(&r->lock);
+    r->sockfd = fd;
+    g_mutex_unlock(&r->lock);
+}
+
 static void drop(ro_conn *r, const char *why)
 {
+    set_sock(r, -1);
     if (r->amqp)
         amqp_destroy_connection(r->amqp);
     r->amqp = NULL;
@@ -301,6 +320,7 @@ static void try_connect(ro_conn *r)
     if (open_login(r, r->cfg.uris[r->uri_index % n], why, sizeof why) == 0 && !stopping(r) &&
         setup(r, why, sizeof why) == 0) {
         r->connected = true;
+        set_sock(r, amqp_get_sockfd(r->amqp));
         r->backoff_ms = RO_BACKOFF_MIN_MS;
         r->next_beat_ms = now_ms(); /* say hello at once */
         log_info("presence: roster connected to %s (exchange %s, heartbeat every %lld ms)",
@@ -432,6 +452,7 @@ static void goodbye(ro_conn *r, bool leaving)
      * the leaving heartbeat is routed before we hang up */
     amqp_channel_close(r->amqp, RO_CH, AMQP_REPLY_SUCCESS);
     amqp_connection_close(r->amqp, AMQP_REPLY_SUCCESS);
+    set_sock(r, -1);
     amqp_destroy_connection(r->amqp);
     r->amqp = NULL;
     r->connected = false;
@@ -481,6 +502,10 @@ static gpointer roster_main(gpointer data)
         g_mutex_unlock(&r->lock);
     }
     goodbye(r, leaving);
+    g_mutex_lock(&r->lock);
+    r->finished = true;
+    g_cond_broadcast(&r->done_cv);
+    g_mutex_unlock(&r->lock);
     return NULL;
 }
 
@@ -508,6 +533,8 @@ ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb)
     topo_roster_key(host, r->cfg.coord_id, r->rkey, sizeof r->rkey);
     r->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     g_mutex_init(&r->lock);
+    g_cond_init(&r->done_cv);
+    r->sockfd = -1;
     g_strlcpy(r->st.reason, "not connected yet", sizeof r->st.reason);
     r->st.since_ms = now_ms();
     r->backoff_ms = RO_BACKOFF_MIN_MS;
@@ -536,6 +563,19 @@ void ro_kick(ro_conn *r)
     wake(r);
 }
 
+static bool wait_finished(ro_conn *r, int64_t ms)
+{
+    gint64 until = g_get_monotonic_time() + ms * 1000;
+    bool done;
+    g_mutex_lock(&r->lock);
+    while (!r->finished)
+        if (!g_cond_wait_until(&r->done_cv, &r->lock, until))
+            break;
+    done = r->finished;
+    g_mutex_unlock(&r->lock);
+    return done;
+}
+
 void ro_stop(ro_conn *r, bool leaving)
 {
     if (!r || !r->thread)
@@ -545,6 +585,21 @@ void ro_stop(ro_conn *r, bool leaving)
     r->leaving = leaving;
     g_mutex_unlock(&r->lock);
     wake(r);
+    if (!wait_finished(r, RO_STOP_WAIT_MS)) {
+        g_mutex_lock(&r->lock); /* the thread cannot close it meanwhile */
+        if (r->sockfd >= 0)
+            shutdown(r->sockfd, SHUT_RDWR);
+        g_mutex_unlock(&r->lock);
+        if (!wait_finished(r, RO_STOP_WAIT_MS)) {
+            log_err("presence: the roster thread did not end within %d s of the unmount (the "
+                    "broker does not answer); exiting without it",
+                    2 * RO_STOP_WAIT_MS / 1000);
+            g_thread_unref(r->thread);
+            r->thread = NULL;
+            r->left_behind = true;
+            return;
+        }
+    }
     g_thread_join(r->thread);
     r->thread = NULL;
 }
@@ -554,10 +609,13 @@ void ro_free(ro_conn *r)
     if (!r)
         return;
     ro_stop(r, false);
+    if (r->left_behind) /* its thread may still use it: leaked on purpose */
+        return;
     if (r->amqp)
         amqp_destroy_connection(r->amqp);
     close(r->wakefd);
     g_mutex_clear(&r->lock);
+    g_cond_clear(&r->done_cv);
     g_strfreev(r->cfg.uris);
     g_free((char *)r->cfg.vhost);
     g_free((char *)r->cfg.ca);
