@@ -239,13 +239,19 @@ static ack_item consume_locked(mailbox *mb, held_msg *m, const char *how, const 
 }
 
 /* No lock: ack the broker copies; a failure is logged, never retried
- * here: the redelivery is acked (the seen set has them as consumed). */
+ * here: the redelivery is acked (the seen set has them as consumed).
+ * One deadline (send_timeout) for the whole batch, not one per message: a
+ * broker thread that is busy would otherwise hold `echo all > ack` for
+ * prefetch times send_timeout.  An ack past the deadline is still handed
+ * over (timeout 0): the broker thread carries it out later (late_ack). */
 static void ack_broker(mailbox *mb, const ack_item *items, guint n)
 {
     fe_code first = FE_OK;
     guint failed = 0;
+    int64_t deadline = g_get_monotonic_time() / 1000 + mb->o->send_timeout_ms;
     for (guint i = 0; i < n; i++) {
-        fe_code r = mb->br.ack(mb->br.b, items[i].gen, items[i].tag, mb->o->send_timeout_ms);
+        int64_t left = MAX(deadline - g_get_monotonic_time() / 1000, 0);
+        fe_code r = mb->br.ack(mb->br.b, items[i].gen, items[i].tag, left);
         if (r != FE_OK && !failed++)
             first = r;
     }
