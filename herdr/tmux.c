@@ -18,14 +18,21 @@
  * set its title with an escape sequence (printf '\033]2;beta\033\\'), so a
  * pane found by its title is warned about in the log, once per pane, with
  * the pane id to pin instead (-o inject_target=%N).
+ *
+ * Each tmux command gets TMUX_TIMEOUT_MS and is killed after it: a stopped
+ * or wedged tmux server must not hold the injector (and with it the
+ * unmount).
  */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <glib-unix.h>
 #include <glib.h>
 
 #include "fleetfs/log.h"
@@ -41,93 +48,128 @@ typedef struct {
 
 #define PRIV(b) ((tb_priv *)(b)->priv)
 #define CFG(b) ((const ib_config *)PRIV(b)->cfg)
+#define TMUX_TIMEOUT_MS 5000
 
-/* Runs tmux ARGS; stdout in *out (g_free).  false with why on failure. */
-static bool tmux(const char *const *args, char **out, char *why, size_t n)
+/* One tmux command's pipes: stdin (the input still to write), stdout and
+ * stderr (collected). */
+typedef struct {
+    int fd[3]; /* -1 once done */
+    const char *in;
+    size_t in_len, in_off;
+    GString *out, *err;
+} tmux_io;
+
+/* Writes the input and reads stdout and stderr to their end, or until
+ * timeout_ms passed (false).  The input pipe is non-blocking: a stopped
+ * tmux must not hold a write of a large paste either. */
+static bool tmux_io_run(tmux_io *io, int64_t timeout_ms)
 {
-    GPtrArray *argv = g_ptr_array_new();
-    gchar *o = NULL, *e = NULL;
-    gint status = 0;
-    GError *err = NULL;
-    bool ok;
-
-    g_ptr_array_add(argv, (gpointer) "tmux");
-    for (const char *const *a = args; *a; a++)
-        g_ptr_array_add(argv, (gpointer)*a);
-    g_ptr_array_add(argv, NULL);
-    ok = g_spawn_sync(NULL, (gchar **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &o, &e,
-                      &status, &err) &&
-         g_spawn_check_wait_status(status, NULL);
-    if (!ok) {
-        snprintf(why, n, "%s", err ? err->message : (e && *e ? g_strstrip(e) : "tmux failed"));
-        log_clean(why);
-        if (err)
-            g_error_free(err);
+    int64_t deadline = g_get_monotonic_time() / 1000 + timeout_ms;
+    if (io->fd[0] >= 0)
+        g_unix_set_fd_nonblocking(io->fd[0], TRUE, NULL);
+    while (io->fd[0] >= 0 || io->fd[1] >= 0 || io->fd[2] >= 0) {
+        struct pollfd p[3] = {{.fd = io->fd[0], .events = POLLOUT},
+                              {.fd = io->fd[1], .events = POLLIN},
+                              {.fd = io->fd[2], .events = POLLIN}};
+        int64_t left = deadline - g_get_monotonic_time() / 1000;
+        int r;
+        if (left <= 0)
+            return false;
+        r = poll(p, 3, (int)left); /* a negative fd is skipped */
+        if (r < 0 && errno != EINTR)
+            return false;
+        if (r > 0 && p[0].revents) {
+            ssize_t w = write(io->fd[0], io->in + io->in_off, io->in_len - io->in_off);
+            if (w > 0)
+                io->in_off += (size_t)w;
+            if ((w < 0 && errno != EINTR && errno != EAGAIN) || io->in_off == io->in_len) {
+                close(io->fd[0]);
+                io->fd[0] = -1;
+            }
+        }
+        for (int i = 1; r > 0 && i < 3; i++) {
+            char buf[4096];
+            ssize_t k;
+            if (io->fd[i] < 0 || !p[i].revents)
+                continue;
+            k = read(io->fd[i], buf, sizeof buf);
+            if (k > 0) {
+                g_string_append_len(i == 1 ? io->out : io->err, buf, k);
+            } else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+                close(io->fd[i]);
+                io->fd[i] = -1;
+            }
+        }
     }
-    if (out)
-        *out = o;
-    else
-        g_free(o);
-    g_free(e);
-    g_ptr_array_free(argv, TRUE);
-    return ok;
+    return true;
 }
 
-/* Runs tmux ARGS with input on its stdin (load-buffer -).  false with why. */
-static bool tmux_in(const char *const *args, const char *input, char *why, size_t n)
+/* Runs tmux ARGS, with input on its stdin when not NULL (load-buffer -);
+ * its stdout in *out (g_free) when out is not NULL and it succeeded.  false
+ * with why on failure, including a tmux that did not finish within
+ * TMUX_TIMEOUT_MS (then killed). */
+static bool tmux_run(const char *const *args, const char *input, char **out, char *why, size_t n)
 {
     GPtrArray *argv = g_ptr_array_new();
+    tmux_io io = {.fd = {-1, -1, -1}, .in = input, .in_len = input ? strlen(input) : 0};
+    gint status = 0;
     GError *err = NULL;
     GPid pid;
-    gint in = -1, errfd = -1, status = 0;
-    GString *e = g_string_new(NULL);
-    size_t len = strlen(input), off = 0;
-    bool ok;
+    bool ok, done;
 
+    if (out)
+        *out = NULL;
     g_ptr_array_add(argv, (gpointer) "tmux");
     for (const char *const *a = args; *a; a++)
         g_ptr_array_add(argv, (gpointer)*a);
     g_ptr_array_add(argv, NULL);
     ok = g_spawn_async_with_pipes(NULL, (gchar **)argv->pdata, NULL,
-                                  G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
-                                      G_SPAWN_STDOUT_TO_DEV_NULL,
-                                  NULL, NULL, &pid, &in, NULL, &errfd, &err);
+                                  G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid,
+                                  input ? &io.fd[0] : NULL, &io.fd[1], &io.fd[2], &err);
     g_ptr_array_free(argv, TRUE);
     if (!ok) {
         snprintf(why, n, "%s", err->message);
+        log_clean(why);
         g_error_free(err);
-        g_string_free(e, TRUE);
         return false;
     }
-    while (off < len) { /* a paste is small: tmux reads it all before it answers */
-        ssize_t w = write(in, input + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    close(in);
-    for (;;) {
-        char buf[256];
-        ssize_t r = read(errfd, buf, sizeof buf);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        g_string_append_len(e, buf, r);
-    }
-    close(errfd);
+    io.out = g_string_new(NULL);
+    io.err = g_string_new(NULL);
+    done = tmux_io_run(&io, TMUX_TIMEOUT_MS);
+    if (!done)
+        kill(pid, SIGKILL);
+    for (int i = 0; i < 3; i++)
+        if (io.fd[i] >= 0)
+            close(io.fd[i]);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     g_spawn_close_pid(pid);
-    ok = off == len && g_spawn_check_wait_status(status, NULL);
-    if (!ok) {
-        snprintf(why, n, "%s", e->len ? g_strstrip(e->str) : "tmux load-buffer failed");
+    ok = done && io.in_off == io.in_len && g_spawn_check_wait_status(status, NULL);
+    if (!done)
+        snprintf(why, n,
+                 "tmux %s did not finish within %d s (a stopped or wedged tmux server?); killed it",
+                 args[0], TMUX_TIMEOUT_MS / 1000);
+    else if (!ok)
+        snprintf(why, n, "%s", io.err->len ? g_strstrip(io.err->str) : "tmux failed");
+    if (!ok)
         log_clean(why);
-    }
-    g_string_free(e, TRUE);
+    /* the callers read (and free) *out only when ok */
+    if (out && ok)
+        *out = g_string_free(io.out, FALSE);
+    else
+        g_string_free(io.out, TRUE);
+    g_string_free(io.err, TRUE);
     return ok;
+}
+
+static bool tmux(const char *const *args, char **out, char *why, size_t n)
+{
+    return tmux_run(args, NULL, out, why, n);
+}
+
+static bool tmux_in(const char *const *args, const char *input, char *why, size_t n)
+{
+    return tmux_run(args, input, NULL, why, n);
 }
 
 /* Lists the panes as "#{pane_id}\t<fmt>" and counts those whose <fmt>

@@ -214,6 +214,22 @@ test_expect_success 'an unwritable journal: nothing is typed, status says why, a
     wait_for 10 "grep -q \"only with a journal\" typed2"
 '
 
+# A stopped tmux server: every tmux client waits on it for ever. Each tmux
+# command fleetfs runs is killed after 5 s, so the injector says why and
+# the unmount returns while the server is still stopped (30 s: only a
+# bound that tells a hang).
+test_expect_success 'a stopped tmux server holds neither the injector nor the unmount' '
+    tpid=$(tmux display-message -p "#{pid}") &&
+    at_exit "kill -CONT $tpid 2>/dev/null; true" &&
+    kill -STOP "$tpid" &&
+    echo "to a stopped tmux" >alpha/peers/beta/send &&
+    wait_for 30 "{ inj; cat beta.log; } | grep -q \"did not finish within 5 s\"" &&
+    timeout 30 sh -c "until fusermount3 -u beta 2>/dev/null; do sleep 0.3; done" &&
+    wait_for 30 "fleet_gone beta" &&
+    kill -CONT "$tpid" &&
+    ! grep -q "to a stopped tmux" typed
+'
+
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
 '
