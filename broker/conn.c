@@ -702,8 +702,8 @@ static bool link_up(br_conn *c, char *detail, size_t dlen)
     g_mutex_lock(&c->lock);
     up = c->st.link == BR_CONNECTED;
     if (!up && detail)
-        snprintf(detail, dlen, "broker %s%s%s%s", c->publisher ? "(publishing connection) " : "",
-                 br_link_name(c->st.link), c->st.reason[0] ? ": " : "", c->st.reason);
+        snprintf(detail, dlen, "broker %s%s%s", br_link_name(c->st.link),
+                 c->st.reason[0] ? ": " : "", c->st.reason);
     g_mutex_unlock(&c->lock);
     return up;
 }

@@ -127,9 +127,18 @@ struct br_conn {
     int64_t refused_since_ms;    /* first exclusive-use refusal of the inbox in a row; 0: none */
     uint64_t pub_seq;            /* last delivery tag used on CH_PUB */
     int64_t last_pub_ms;         /* last publish (or canary) on this connection */
+    bool was_connected;          /* connected at least once */
     GQueue inflight;             /* br_req*, ascending pub_tag */
     GHashTable *declared;        /* queues known present on this connection */
 };
+
+/* The word a log line about the connection itself starts with:
+ * "publisher" for the publishing connection (its lines stay apart from
+ * the consuming connection's "broker"), else "broker". */
+static inline const char *br_who(const br_conn *c)
+{
+    return c->publisher ? "publisher" : "broker";
+}
 
 /* conn.c: clocks, completions, shared status */
 int64_t br_now_ms(void); /* monotonic */

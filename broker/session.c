@@ -575,8 +575,11 @@ static void attempt_succeeded(br_conn *c, attempt *a)
     g_mutex_lock(&c->lock);
     c->st.attempts = 0;
     g_mutex_unlock(&c->lock);
-    log_info("broker: connected to %s vhost %s%s", a->shown, a->vhost,
-             c->publisher ? " (the publishing connection)" : "");
+    /* the publishing connection's first connect is not news: the
+     * consuming one's line says it (and the two would interleave) */
+    if (!c->publisher || c->was_connected)
+        log_info("%s: connected to %s vhost %s", br_who(c), a->shown, a->vhost);
+    c->was_connected = true;
     br_heard(c);
     server_info(c, a);
     br_set_link(c, BR_CONNECTED, "");
@@ -603,9 +606,9 @@ static void attempt_failed(br_conn *c, attempt *a)
         c->amqp = NULL;
     }
     if (c->st.link != BR_UNREACHABLE || strcmp(c->st.reason, a->reason) != 0)
-        log_warn("broker: unreachable: %s; retrying every %lld ms at most (sends fail with "
+        log_warn("%s: unreachable: %s; retrying every %lld ms at most (sends fail with "
                  "ECOMM meanwhile)",
-                 a->reason, (long long)BACKOFF_MAX_MS);
+                 br_who(c), a->reason, (long long)BACKOFF_MAX_MS);
     br_set_link(c, BR_UNREACHABLE, a->reason);
     c->uri_index++;
     /* counted from the attempt's start: an attempt that waited out a
@@ -651,8 +654,7 @@ void br_drop_connection(br_conn *c, const char *why)
     g_mutex_lock(&c->lock);
     c->st.node[0] = c->st.server[0] = '\0';
     g_mutex_unlock(&c->lock);
-    log_warn("broker: %sconnection lost: %s; reconnecting", c->publisher ? "publishing " : "",
-             why ? why : "unknown reason");
+    log_warn("%s: connection lost: %s; reconnecting", br_who(c), why ? why : "unknown reason");
     br_set_blocked(c, false, NULL); /* a new connection starts unblocked */
     br_set_consumer(c, BR_CONS_NONE, "");
     br_set_link(c, BR_CONNECTING, why);
