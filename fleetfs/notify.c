@@ -53,6 +53,8 @@ struct notifier {
     gint stopping;
     GHashTable *digests; /* status relpath -> last content */
     guint cursor;        /* next peer to probe */
+    gint64 roster_up_us; /* since when the roster link is up; 0 down */
+    GHashTable *warned;  /* configured peers already called a typo */
     GMutex plock;        /* guards pending (read by FUSE threads) */
     GHashTable *pending; /* "+path" / "-path" being announced -> deadline (mono us) */
 };
@@ -293,6 +295,43 @@ static void compare_status(notifier *nt, GHashTable *dirty, const char *relpath,
     }
 }
 
+/* A configured peer that has no mailbox and that presence has never heard
+ * of, while our own roster link has been up for three heartbeat intervals
+ * (so "never" is not just "not yet"), is most likely a typo in peers=:
+ * said once per peer, in the log; its status file already reads absent and
+ * never.  Without presence nothing can tell a typo from a host not yet
+ * set up, and nothing is said. */
+static void warn_unknown_peers(notifier *nt)
+{
+    fleet *f = nt->f;
+    gint64 now = g_get_monotonic_time();
+    if (!f->pr || !pr_link_up(f->pr)) {
+        nt->roster_up_us = 0;
+        return;
+    }
+    if (!nt->roster_up_us)
+        nt->roster_up_us = now;
+    if (now - nt->roster_up_us < 3 * f->opts->heartbeat_ms * 1000)
+        return;
+    for (char **p = f->opts->peers; p && *p; p++) {
+        char queue[96];
+        br_probe pb;
+        pr_info in;
+        if (g_hash_table_contains(nt->warned, *p))
+            continue;
+        br_inbox_queue(*p, queue, sizeof queue);
+        if (!br_probe_cached(f->br, queue, &pb) || !pb.valid || pb.present)
+            continue;
+        if (pr_get(f->pr, *p, &in) && in.state != PR_NEVER)
+            continue;
+        log_warn("peers: %s has no mailbox (%s) and has never been heard from: a typo in "
+                 "peers=? Check the name against that host's coord_id; if it is right, that "
+                 "host has not mounted fleetfs yet (its status: peers/%s/status)",
+                 *p, queue, *p);
+        g_hash_table_add(nt->warned, g_strdup(*p));
+    }
+}
+
 static void tick(notifier *nt, GHashTable *dirty)
 {
     fleet *f = nt->f;
@@ -320,6 +359,7 @@ static void tick(notifier *nt, GHashTable *dirty)
     if (n)
         nt->cursor = (nt->cursor + i) % n;
     g_strfreev(peers);
+    warn_unknown_peers(nt);
 }
 
 static void flush(notifier *nt, GHashTable *dirty)
@@ -382,6 +422,7 @@ notifier *nt_start(fleet *f)
     nt->f = f;
     nt->q = g_async_queue_new();
     nt->digests = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    nt->warned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_mutex_init(&nt->plock);
     nt->pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     nt->poker_fd = -1;
@@ -418,6 +459,7 @@ void nt_stop(notifier *nt)
         item_free(it);
     g_async_queue_unref(nt->q);
     g_hash_table_destroy(nt->digests);
+    g_hash_table_destroy(nt->warned);
     g_hash_table_destroy(nt->pending);
     g_mutex_clear(&nt->plock);
     g_free(nt);

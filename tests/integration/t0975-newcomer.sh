@@ -225,6 +225,16 @@ test_expect_success 'peers=a,b says peers are separated by a colon' '
     grep -q "unknown option .beta. (after peers=alpha): peers are separated by .:., not .,. (peers=a:b)" err
 '
 
+test_expect_success 'a configured peer with no mailbox, never heard from: the log asks if it is a typo' '
+    mount_fleet typo peers=splitter:splittr:far heartbeat=1s &&
+    grep -q "^mailbox: present" typo/peers/far/status &&
+    grep -q "^mailbox: present" typo/peers/splitter/status &&
+    wait_for 30 "grep -q \"peers: splittr has no mailbox (lead.splittr.inbox) and has never been heard from: a typo in peers=\" typo.log" &&
+    grep -q "^mailbox: absent" typo/peers/splittr/status &&
+    test $(grep -c "peers: splittr has no mailbox" typo.log) = 1 &&
+    ! grep -qE "peers: (splitter|far) has no mailbox" typo.log
+'
+
 test_expect_success 'scripts/mount Beta: refused before it makes a key, a trust file or a directory' '
     test_must_fail "$FLEET_ROOT/scripts/mount" Beta "$TEST_DIR/beta-dir" 2>err &&
     grep -q "not a valid coord_id" err &&
