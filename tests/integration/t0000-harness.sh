@@ -59,7 +59,7 @@ test_expect_success 'a failing snippet is reported as failing' '
 	grep "^#     visible-output$" nested.out &&
 	grep "^ok 4 - registered inside a snippet" nested.out &&
 	grep "^not ok 5 - exit in a snippet ends only the snippet (.*exit 3)" nested.out &&
-	grep -x "# nested: 2 passed, 3 failed" nested.out &&
+	grep -x "# nested: 2 passed, 3 failed, 0 skipped" nested.out &&
 	grep -x "rc=1" nested.out
 '
 
@@ -93,7 +93,7 @@ test_expect_success 'chain-lint: a broken &&-chain fails the test' '
 	grep "^not ok 2 - broken by a semicolon" out3 &&
 	grep "^not ok 3 - broken by a background job" out3 &&
 	grep "^ok 4 - whole chains pass" out3 &&
-	grep -x "# nested3: 1 passed, 3 failed" out3
+	grep -x "# nested3: 1 passed, 3 failed, 0 skipped" out3
 '
 
 test_expect_success 'test_absent: needs its marker, then fails if the event happened' '
@@ -112,7 +112,27 @@ test_expect_success 'an all-passing file exits 0' '
 		test_expect_success one true
 		test_done
 	" >out 2>&1 &&
-	grep -x "# nested2: 1 passed, 0 failed" out
+	grep -x "# nested2: 1 passed, 0 failed, 0 skipped" out
+'
+
+test_expect_success 'a skip is counted as skipped; unplanned under FLEET_NO_SKIP=1 it fails' '
+	FLEET_NO_SKIP=0 TEST_NAME=nested4 bash -c "
+		. \"\$FLEET_ROOT/tests/lib.sh\"
+		test_skip_all no such tool here
+	" >out 2>&1 &&
+	grep -x "# SKIP nested4: no such tool here" out &&
+	grep -x "# nested4: 0 passed, 0 failed, 1 skipped" out &&
+	test_must_fail env FLEET_NO_SKIP=1 TEST_NAME=nested5 bash -c "
+		. \"\$FLEET_ROOT/tests/lib.sh\"
+		test_skip_all no such tool here
+	" >out 2>&1 &&
+	grep -q "^# FAIL nested5: would skip, but FLEET_NO_SKIP=1" out &&
+	grep -x "# nested5: 0 passed, 1 failed, 0 skipped" out &&
+	FLEET_NO_SKIP=1 TEST_NAME=nested6 bash -c "
+		. \"\$FLEET_ROOT/tests/lib.sh\"
+		test_skip_all --planned not for this build
+	" >out 2>&1 &&
+	grep -x "# nested6: 0 passed, 0 failed, 1 skipped" out
 '
 
 test_done
