@@ -40,8 +40,14 @@ void sl_note_pid(state_lock *l)
     int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
     /* best effort: on a full disk the lock holds all the same, and a
      * refusal then says the pid is unknown */
-    if (ftruncate(l->fd, 0) == 0 && pwrite(l->fd, buf, (size_t)n, 0) < 0)
-        (void)ftruncate(l->fd, 0);
+    if (ftruncate(l->fd, 0) != 0)
+        return;
+    if (pwrite(l->fd, buf, (size_t)n, 0) == n)
+        return;
+    /* part of a pid would mislead: leave the file empty if we can (the
+     * results are checked: Debian's _FORTIFY_SOURCE refuses a (void) cast) */
+    if (ftruncate(l->fd, 0) != 0)
+        return;
 }
 
 state_lock *sl_acquire(const char *dir, int64_t wait_ms, char **err)

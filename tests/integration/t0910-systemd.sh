@@ -111,8 +111,11 @@ test_expect_success 'STATUS follows the broker: unreachable (redacted), connecte
     wait_for 15 "grep -q READY=1 st.notify" &&
     grep -q "CHECK ok" st.notify &&
     wait_for 10 "grep -q \"STATUS=broker: unreachable: .*amqp://guest:\\*\\*\\*@127.0.0.1:$port/t0910\" st.notify" &&
-    { socat TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr TCP:127.0.0.1:$BROKER_PORT & } &&
-    echo $! >relay.pid && at_exit "kill -CONT $(cat relay.pid) 2>/dev/null; kill $(cat relay.pid) 2>/dev/null; true" &&
+    # fork: fleetfs opens two connections (consuming, publishing); the
+    # relay and its children are one process group (relay.pid holds it)
+    { setsid sh -c "echo \$\$ >relay.pid; exec socat TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:$BROKER_PORT" & } &&
+    wait_for 5 "test -s relay.pid" &&
+    at_exit "kill -CONT -- -$(cat relay.pid) 2>/dev/null; kill -- -$(cat relay.pid) 2>/dev/null; true" &&
     wait_for 15 "grep -q \"STATUS=broker: connected\" st.notify" &&
     ! grep -q "guest:guest" st.notify
 '
@@ -120,7 +123,7 @@ test_expect_success 'STATUS follows the broker: unreachable (redacted), connecte
 test_expect_success 'a FUSE loop stuck in a request: no pings until it answers again' '
     # -s: one loop thread; a send held up by the frozen relay keeps it busy
     # for send_timeout (4 s)
-    kill -STOP $(cat relay.pid) &&
+    kill -STOP -- -$(cat relay.pid) &&
     t=$(awk "\$3 == \"WATCHDOG=1\" { t = \$1 } END { print t }" st.notify) &&
     { { bash -c "echo stuck >st/peers/nobody/send" 2>send.err; echo $? >send.rc; } & } &&
     wait_for 10 "test -s send.rc" &&
@@ -132,12 +135,12 @@ test_expect_success 'a FUSE loop stuck in a request: no pings until it answers a
     awk "{ if (\$1 > max) max = \$1 } END { print \"max\", max; exit !(max > 2.5) }" g &&
     grep -q "watchdog: the FUSE loop has not answered a request" st.log &&
     grep -q "watchdog: the FUSE loop answers again" st.log &&
-    kill -CONT $(cat relay.pid)
+    kill -CONT -- -$(cat relay.pid)
 '
 
 test_expect_success 'the relay gone: STATUS leaves connected, with the reason' '
     n=$(grep -n "STATUS=broker: connected" st.notify | tail -n1 | cut -d: -f1) &&
-    kill $(cat relay.pid) &&
+    kill -- -$(cat relay.pid) &&
     wait_for 20 "tail -n +$n st.notify | grep -qE \"STATUS=broker: (connecting|unreachable)\"" &&
     tail -n +$n st.notify | grep STATUS= &&
     unmount_fleet st && grep -q STOPPING=1 st.notify

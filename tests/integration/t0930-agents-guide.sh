@@ -136,7 +136,7 @@ test_expect_success 'is the fleet connected: broker: connected' '
 
 test_expect_success 'the error table: each message is the strerror of its errno' '
     sed -n "s/^| \`\([^\`]*\)\` | \(E[A-Z]*\) |.*/\2 \1/p" "$GUIDE" >table &&
-    test $(wc -l <table) = 8 &&
+    test $(wc -l <table) = 9 &&
     python3 -c "
 import errno, os, sys
 for line in open(\"table\"):
