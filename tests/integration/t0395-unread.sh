@@ -34,6 +34,9 @@ test_expect_success 'a reader without heartbeats: published, the missing heartbe
     { "$RAWPUB" "$URI" lead.delta.inbox --consume 1000 >reader.out 2>reader.err & echo $! >reader.pid; } &&
     at_exit "kill \$(cat $TEST_DIR/reader.pid) 2>/dev/null" &&
     wait_for 10 "rmqctl list_queues -q -p $FLEET_VHOST name consumers | grep -q \"^lead.delta.inbox[[:space:]]*1\$\"" &&
+    # a send judges by a probe up to 1 s old: once the status alpha shows has
+    # seen the reader, no send may call the mailbox unread any more
+    wait_for 10 "grep -q \"^consumers: 1\$\" alpha/peers/delta/status" &&
     wait_for 20 published_to_a_silent_reader &&
     jq -r .detail last.json | grep -q "^the mailbox has a reader, but peer not live (no heartbeat heard from it)" &&
     ! grep -q published-unread <(sed 1d alpha/leads/alpha/sent) &&
