@@ -82,7 +82,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text = g_strndup((const char *)data, size);
     fz_option_line(text);
     red = uri_redact(text);
-    if (red != NULL && uri_has_password(text) && strstr(red, ":***@") == NULL)
+    /* a password is shown as *** in a URI that parses; one that does not
+     * parse is shown as scheme://host:port (unparsable) at most */
+    if (red != NULL && uri_has_password(text) && strstr(red, ":***@") == NULL &&
+        (strchr(red, '@') != NULL ||
+         (strstr(red, "(unparsable)") == NULL && strstr(red, "(not a URI)") == NULL)))
         abort();
     g_free(red);
     uris = uri_split(text);
