@@ -166,6 +166,9 @@ void br_drop_connection(br_conn *c, const char *why);
 void br_close_connection(br_conn *c);
 /* Drop a connection that sent nothing for two heartbeat intervals. */
 void br_check_silence(br_conn *c);
+/* c (the consuming connection) was lost: drop its sibling too when it is
+ * to the same node (any thread; see conn.c) */
+void br_kick_sibling(br_conn *c, const char *why);
 void br_setup_consumer(br_conn *c);
 int br_open_channel(br_conn *c, amqp_channel_t ch);
 int br_consumer_index(amqp_channel_t ch);
