@@ -72,29 +72,26 @@ static bool kick(br_conn *c, const char *why)
     return done;
 }
 
-/* c's connection to the broker was lost: its sibling (the publishing
- * connection of a consuming one, or the reverse), if connected to the same
- * node, most likely shares the fault (a silent link, a node gone) and would
- * otherwise hold a send for send_timeout before finding out.  Its socket
- * is shut down, so its own thread drops it and sends fail at once (ECOMM:
- * nothing published) while it reconnects. */
+/* c, the consuming connection, was lost: the publishing connection to the
+ * same node most likely shares the fault (a silent link, a node gone) and
+ * would otherwise hold a send for send_timeout before finding out.  Its
+ * socket is shut down, so its own thread drops it and sends fail at once
+ * (ECOMM: nothing published) while it reconnects. */
 void br_kick_sibling(br_conn *c, const char *why)
 {
-    br_conn *o = c->publisher ? c->owner : c->pub;
     char mine[300], theirs[300], reason[400];
-    if (o == NULL)
+    if (c->pub == NULL)
         return;
     g_mutex_lock(&c->lock);
     g_strlcpy(mine, c->st.node, sizeof mine);
     g_mutex_unlock(&c->lock);
-    g_mutex_lock(&o->lock);
-    g_strlcpy(theirs, o->st.node, sizeof theirs);
-    g_mutex_unlock(&o->lock);
+    g_mutex_lock(&c->pub->lock);
+    g_strlcpy(theirs, c->pub->st.node, sizeof theirs);
+    g_mutex_unlock(&c->pub->lock);
     if (!mine[0] || strcmp(mine, theirs) != 0)
         return;
-    snprintf(reason, sizeof reason, "the %s connection to the same node lost it: %s",
-             c->publisher ? "publishing" : "consuming", why);
-    kick(o, reason);
+    snprintf(reason, sizeof reason, "the consuming connection to the same node lost it: %s", why);
+    kick(c->pub, reason);
 }
 
 /* See STUCK_MS. */

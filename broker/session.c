@@ -644,8 +644,7 @@ void br_drop_connection(br_conn *c, const char *why)
     /* the consuming connection reads all the time and finds a dead link
      * first; the publishing one to the same node would hold the next send
      * for send_timeout before finding out (before the node name is cleared) */
-    if (!c->publisher)
-        br_kick_sibling(c, why ? why : "unknown reason");
+    br_kick_sibling(c, why ? why : "unknown reason");
     /* these left for the broker: their state is unknown (SPEC section 5) */
     while ((r = g_queue_pop_head(&c->inflight)))
         br_req_complete(c, r, FE_TIMEOUT,
