@@ -10,8 +10,17 @@
  * only strict UTF-8 passes: overlong forms and surrogates are classic ways to
  * smuggle bytes past filters, and an embedded NUL would silently truncate the
  * text for every C consumer downstream. The decoder below follows the table
- * in RFC 3629 section 4 (well-formed byte sequences) directly. */
+ * in RFC 3629 section 4 (well-formed byte sequences) directly.
+ *
+ * Agents (SPEC section 10) are named <name>@<coord_id>. The agent name is
+ * herdr's rule (a letter first, at most 32), and neither part may hold an
+ * '@', so a gid splits one way only and its host — the coord_id whose key
+ * must sign for it — is read from the id itself. Groups take the lead-name
+ * rule: a group becomes a routing key (broadcast.<g>) where '.', '*' and
+ * '#' would mean something to the broker, and a directory under groups/. */
 #include "fleetfs/wire/names.h"
+
+#include <string.h>
 
 static bool name_char_ok(char c, bool first)
 {
@@ -89,4 +98,99 @@ bool text_utf8_valid(const char *s, size_t n)
         i += len;
     }
     return true;
+}
+
+/* ---- agents, groups, addresses (SPEC section 10) ------------------------ */
+
+bool agent_name_valid(const char *s)
+{
+    size_t i;
+
+    if (s == NULL || !(s[0] >= 'a' && s[0] <= 'z'))
+        return false;
+    for (i = 1; s[i] != '\0'; i++) {
+        if (i >= AGENT_NAME_MAX_LEN || !name_char_ok(s[i], false))
+            return false;
+    }
+    return true;
+}
+
+/* Splits a gid at its '@' into name and host (each NUL-terminated, sized
+ * for its part); false when s is not a gid. */
+static bool names_split_gid(const char *s, char name[AGENT_NAME_MAX_LEN + 1],
+                            char host[NAME_MAX_LEN + 1])
+{
+    const char *at = s != NULL ? strchr(s, '@') : NULL;
+    size_t n;
+
+    if (at == NULL)
+        return false;
+    n = (size_t)(at - s);
+    if (n == 0 || n > AGENT_NAME_MAX_LEN || strlen(at + 1) > NAME_MAX_LEN)
+        return false;
+    memcpy(name, s, n);
+    name[n] = '\0';
+    strcpy(host, at + 1);
+    /* a second '@' fails name_valid on the host part */
+    return agent_name_valid(name) && name_valid(host);
+}
+
+bool gid_valid(const char *s)
+{
+    char name[AGENT_NAME_MAX_LEN + 1], host[NAME_MAX_LEN + 1];
+
+    return names_split_gid(s, name, host);
+}
+
+bool group_valid(const char *s)
+{
+    return name_valid(s);
+}
+
+bool id_valid(const char *s)
+{
+    return name_valid(s) || gid_valid(s);
+}
+
+bool id_host(const char *id, char out[NAME_MAX_LEN + 1])
+{
+    char name[AGENT_NAME_MAX_LEN + 1];
+
+    out[0] = '\0';
+    if (name_valid(id)) {
+        strcpy(out, id);
+        return true;
+    }
+    if (names_split_gid(id, name, out))
+        return true;
+    out[0] = '\0';
+    return false;
+}
+
+bool addr_parse(const char *s, addr *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (s == NULL)
+        return false;
+    if (strncmp(s, GROUP_PREFIX, strlen(GROUP_PREFIX)) == 0) {
+        const char *g = s + strlen(GROUP_PREFIX);
+
+        if (!group_valid(g))
+            return false;
+        out->kind = ADDR_GROUP;
+        strcpy(out->name, g);
+        return true;
+    }
+    if (name_valid(s)) {
+        out->kind = ADDR_LEAD;
+        strcpy(out->name, s);
+        strcpy(out->host, s);
+        return true;
+    }
+    if (names_split_gid(s, out->name, out->host)) {
+        out->kind = ADDR_AGENT;
+        return true;
+    }
+    memset(out, 0, sizeof(*out));
+    return false;
 }

@@ -1,5 +1,7 @@
-/* test_names.c — lead names and strict UTF-8: the two gates every external
- * string passes. Cases are chosen at the edges of each rule. */
+/* test_names.c — lead names, agent names, gids, groups, addresses and
+ * strict UTF-8: the gates every external string passes. Cases are chosen at
+ * the edges of each rule, and hostile ones (two '@', empty parts, case,
+ * length, NUL, non-ASCII). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -94,6 +96,154 @@ static void test_utf8_rejects(void **state)
     assert_false(text_utf8_valid("\xc3\xa9", 1));
 }
 
+/* ---- SPEC section 10: agent names, gids, groups, addresses ---- */
+
+#define A32 "abcdefghijklmnopqrstuvwxyz012345"
+#define C63 "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0"
+
+static void test_agent_name(void **state)
+{
+    (void)state;
+    assert_true(agent_name_valid("w"));
+    assert_true(agent_name_valid("w1"));
+    assert_true(agent_name_valid("build-bot_2"));
+    assert_true(agent_name_valid("w-"));
+    assert_true(agent_name_valid(A32)); /* 32: the maximum */
+    assert_false(agent_name_valid(A32 "6"));
+    assert_false(agent_name_valid(NULL));
+    assert_false(agent_name_valid(""));
+    assert_false(agent_name_valid("1w")); /* a letter first, unlike a coord_id */
+    assert_false(agent_name_valid("-w"));
+    assert_false(agent_name_valid("_w"));
+    assert_false(agent_name_valid("W1"));
+    assert_false(agent_name_valid("w.1"));
+    assert_false(agent_name_valid("w@a"));
+    assert_false(agent_name_valid("w 1"));
+    assert_false(agent_name_valid("w\xc3\xa9"));
+}
+
+static void test_gid(void **state)
+{
+    (void)state;
+    assert_true(gid_valid("w1@alpha"));
+    assert_true(gid_valid("w@0"));
+    assert_true(gid_valid(A32 "@" C63)); /* 96 bytes: the longest */
+    assert_false(gid_valid(A32 "6@alpha"));
+    assert_false(gid_valid("w1@" C63 "x"));
+    assert_false(gid_valid(NULL));
+    assert_false(gid_valid(""));
+    assert_false(gid_valid("@"));
+    assert_false(gid_valid("w1"));     /* a coord_id is not a gid */
+    assert_false(gid_valid("alpha")); /* nor is a lead */
+    assert_false(gid_valid("@alpha"));
+    assert_false(gid_valid("w1@"));
+    assert_false(gid_valid("w1@alpha@beta"));
+    assert_false(gid_valid("w1@@alpha"));
+    assert_false(gid_valid("W1@alpha"));
+    assert_false(gid_valid("w1@Alpha"));
+    assert_false(gid_valid("1w@alpha"));
+    assert_false(gid_valid("w1@-alpha"));
+    assert_false(gid_valid("w1@al pha"));
+    assert_false(gid_valid("w1@alpha\n"));
+    assert_false(gid_valid("w\xc3\xa9@alpha"));
+    assert_false(gid_valid("w1@alph\xc3\xa9"));
+    assert_false(gid_valid("group:w1@alpha"));
+    /* a NUL ends the C string: what follows it is not part of the id */
+    assert_false(gid_valid("w1\0@alpha"));
+}
+
+static void test_group(void **state)
+{
+    (void)state;
+    assert_true(group_valid("all"));
+    assert_true(group_valid("build"));
+    assert_true(group_valid("0team_a-b"));
+    assert_true(group_valid(C63));
+    assert_false(group_valid(C63 "x"));
+    assert_false(group_valid(NULL));
+    assert_false(group_valid(""));
+    assert_false(group_valid("Build"));
+    assert_false(group_valid("-b"));
+    assert_false(group_valid("a.b")); /* a '.' would add a routing-key word */
+    assert_false(group_valid("a*"));
+    assert_false(group_valid("a#"));
+    assert_false(group_valid("w1@alpha"));
+    assert_false(group_valid("group:a"));
+}
+
+static void test_id_host(void **state)
+{
+    char h[NAME_MAX_LEN + 1];
+
+    (void)state;
+    assert_true(id_valid("alpha"));
+    assert_true(id_valid("w1@alpha"));
+    assert_false(id_valid("group:all"));
+    assert_false(id_valid("w1@alpha@beta"));
+    assert_true(id_host("alpha", h));
+    assert_string_equal(h, "alpha");
+    assert_true(id_host("w1@beta", h));
+    assert_string_equal(h, "beta");
+    assert_true(id_host(A32 "@" C63, h));
+    assert_string_equal(h, C63);
+    strcpy(h, "junk");
+    assert_false(id_host("w1@beta@gamma", h));
+    assert_string_equal(h, "");
+    assert_false(id_host("w1@", h));
+    assert_false(id_host("@beta", h));
+    assert_false(id_host("", h));
+    assert_false(id_host(NULL, h));
+    assert_false(id_host("group:all", h));
+    assert_false(id_host("W1@beta", h));
+    assert_false(id_host("w1@b\xc3\xa9ta", h));
+}
+
+static void test_addr_parse(void **state)
+{
+    addr a;
+
+    (void)state;
+    assert_true(addr_parse("alpha", &a));
+    assert_int_equal(a.kind, ADDR_LEAD);
+    assert_string_equal(a.name, "alpha");
+    assert_string_equal(a.host, "alpha");
+    assert_true(addr_parse("w1@beta", &a));
+    assert_int_equal(a.kind, ADDR_AGENT);
+    assert_string_equal(a.name, "w1");
+    assert_string_equal(a.host, "beta");
+    assert_true(addr_parse("group:build", &a));
+    assert_int_equal(a.kind, ADDR_GROUP);
+    assert_string_equal(a.name, "build");
+    assert_string_equal(a.host, "");
+    assert_true(addr_parse("group:all", &a));
+    assert_int_equal(a.kind, ADDR_GROUP);
+    assert_string_equal(a.name, "all");
+    assert_true(addr_parse("group:" C63, &a));
+    assert_string_equal(a.name, C63);
+
+    a.kind = ADDR_GROUP;
+    strcpy(a.name, "junk");
+    assert_false(addr_parse("group:", &a));
+    assert_string_equal(a.name, "");
+    assert_false(addr_parse("group:" C63 "x", &a));
+    assert_false(addr_parse(NULL, &a));
+    assert_false(addr_parse("", &a));
+    assert_false(addr_parse("group", &a) && a.kind == ADDR_GROUP); /* a lead named group */
+    assert_false(addr_parse("group:Build", &a));
+    assert_false(addr_parse("group:a b", &a));
+    assert_false(addr_parse("group:group:a", &a));
+    assert_false(addr_parse("group:w1@alpha", &a));
+    assert_false(addr_parse("Group:a", &a));
+    assert_false(addr_parse("group: a", &a));
+    assert_false(addr_parse("w1@alpha@beta", &a));
+    assert_false(addr_parse("w1@", &a));
+    assert_false(addr_parse("@alpha", &a));
+    assert_false(addr_parse("ALPHA", &a));
+    assert_false(addr_parse("alph\xc3\xa9", &a));
+    assert_false(addr_parse("alpha/../x", &a));
+    assert_false(addr_parse(C63 "x", &a));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +251,11 @@ int main(void)
         cmocka_unit_test(test_name_valid_rejects),
         cmocka_unit_test(test_utf8_accepts),
         cmocka_unit_test(test_utf8_rejects),
+        cmocka_unit_test(test_agent_name),
+        cmocka_unit_test(test_gid),
+        cmocka_unit_test(test_group),
+        cmocka_unit_test(test_id_host),
+        cmocka_unit_test(test_addr_parse),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
