@@ -476,7 +476,7 @@ sig_result sig_verify(const sig_trust *t, const envelope *e)
 }
 
 /* Heartbeats: the same scheme over their own field list. */
-static int sig_sign_buf(const sig_key *k, const unsigned char *buf, size_t len, char *out,
+int sig_sign_bytes(const sig_key *k, const unsigned char *buf, size_t len, char *out,
                         size_t outsz)
 {
     unsigned char sig[crypto_sign_BYTES];
@@ -488,7 +488,7 @@ static int sig_sign_buf(const sig_key *k, const unsigned char *buf, size_t len, 
     return 0;
 }
 
-static sig_result sig_verify_buf(const sig_trust *t, const char *from, const char *b64,
+sig_result sig_verify_bytes(const sig_trust *t, const char *from, const char *b64,
                                  size_t b64max, const unsigned char *buf, size_t len)
 {
     unsigned char sig[crypto_sign_BYTES];
@@ -515,7 +515,7 @@ int sig_sign_hb(const sig_key *k, env_heartbeat *h)
 
     if (env_hb_signing_fields(h, &buf, &len) < 0)
         return -1;
-    rc = sig_sign_buf(k, buf, len, h->sig, sizeof(h->sig));
+    rc = sig_sign_bytes(k, buf, len, h->sig, sizeof(h->sig));
     free(buf);
     return rc;
 }
@@ -530,7 +530,7 @@ sig_result sig_verify_hb(const sig_trust *t, const env_heartbeat *h)
         return SIG_UNSIGNED;
     if (env_hb_signing_fields(h, &buf, &len) < 0)
         return SIG_BAD;
-    r = sig_verify_buf(t, h->from, h->sig, sizeof(h->sig), buf, len);
+    r = sig_verify_bytes(t, h->from, h->sig, sizeof(h->sig), buf, len);
     free(buf);
     return r;
 }

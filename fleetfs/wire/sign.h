@@ -89,6 +89,16 @@ const char *sig_result_name(sig_result r);
 int sig_sign_hb(const sig_key *k, env_heartbeat *h);
 sig_result sig_verify_hb(const sig_trust *t, const env_heartbeat *h);
 
+/* Any other signed record (fleetfs/wire/control.h): sign the bytes its
+ * own *_signing_fields gave into out (base64, at least 89 bytes), and
+ * verify b64 (at most b64max bytes) over them with the key trusted for
+ * from. The record's fields must begin with its version and type, so a
+ * signature over one kind of record never verifies as another. */
+int sig_sign_bytes(const sig_key *k, const unsigned char *buf, size_t len, char *out,
+                   size_t outsz);
+sig_result sig_verify_bytes(const sig_trust *t, const char *from, const char *b64, size_t b64max,
+                            const unsigned char *buf, size_t len);
+
 /* Extras. */
 /* True when k's public key is the one t trusts for coord_id: a daemon checks
  * at start that peers holding the same trust directory will believe it. */
