@@ -64,6 +64,11 @@ bool env_id_valid(const char *s)
     return s[ENV_ID_LEN] == '\0';
 }
 
+const char *env_receipt_recipient(const envelope *e)
+{
+    return e->recipient[0] != '\0' ? e->recipient : e->from;
+}
+
 bool env_receipt_state_valid(const char *s)
 {
     static const char *const states[] = {
@@ -291,6 +296,7 @@ char *env_encode(const envelope *e, size_t *len)
     if (receipt) {
         ok = ok && env_put_opt(o, "ref", e->ref);
         ok = ok && env_put_opt(o, "state", e->state);
+        ok = ok && env_put_opt(o, "recipient", e->recipient);
         ok = ok && env_put_opt(o, "detail", e->detail);
     }
     if (ok && (!receipt || e->body_len > 0))
@@ -327,7 +333,7 @@ void env_peek(const char *json, size_t len, char id[ENV_ID_LEN + 1], char from[6
     const char *i = json_string_value(json_object_get(o, "msgId"));
     const char *f = json_string_value(json_object_get(o, "from"));
     snprintf(id, ENV_ID_LEN + 1, "%s", i && env_id_valid(i) ? i : "?");
-    snprintf(from, 64, "%s", f && name_valid(f) ? f : "?");
+    snprintf(from, 64, "%s", f && id_valid(f) && strlen(f) < 64 ? f : "?");
     json_decref(o);
 }
 
@@ -402,6 +408,29 @@ static int env_get_name(struct env_dec *dc, const char *key, char *dst)
     return 0;
 }
 
+/* An id (coord_id or gid) in dst[ADDR_MAX_LEN + 1]. */
+static int env_get_id_field(struct env_dec *dc, const char *key, bool required, char *dst)
+{
+    int r = env_get_str(dc, key, required, dst, ADDR_MAX_LEN + 1);
+
+    if (r == 1 && !id_valid(dst))
+        return env_failk(dc, "%s is not a valid lead name or agent id (name@coord_id)", key);
+    return r < 0 ? -1 : 0;
+}
+
+/* A message's to: an id, or group:<g> (SPEC section 10). */
+static int env_get_to(struct env_dec *dc, envelope *out)
+{
+    addr a;
+
+    if (env_get_str(dc, "to", true, out->to, sizeof(out->to)) < 0)
+        return -1;
+    if (!addr_parse(out->to, &a))
+        return env_fail(dc, "to is not a valid lead name, agent id (name@coord_id) or "
+                            "group:<group>");
+    return 0;
+}
+
 static bool env_base64_ok(const char *s)
 {
     for (; *s != '\0'; s++) {
@@ -425,8 +454,11 @@ static int env_get_header(struct env_dec *dc, envelope *out)
         return -1;
     if (strcmp(out->type, ENV_TYPE_COORD) != 0 && strcmp(out->type, ENV_TYPE_RECEIPT) != 0)
         return env_fail(dc, "type is not coord or receipt");
-    if (env_get_id(dc, "msgId", true, out->msgId) < 0 || env_get_name(dc, "from", out->from) < 0 ||
-        env_get_name(dc, "to", out->to) < 0 || env_get_time(dc, "sentAt", out->sentAt) < 0 ||
+    if (env_get_id(dc, "msgId", true, out->msgId) < 0 ||
+        env_get_id_field(dc, "from", true, out->from) < 0 ||
+        (env_is_receipt(out) ? env_get_id_field(dc, "to", true, out->to) : env_get_to(dc, out)) <
+            0 ||
+        env_get_time(dc, "sentAt", out->sentAt) < 0 ||
         env_get_time(dc, "expiresAt", out->expiresAt) < 0 ||
         env_get_id(dc, "replyTo", false, out->replyTo) < 0)
         return -1;
@@ -439,7 +471,8 @@ static int env_get_header(struct env_dec *dc, envelope *out)
 
 static int env_get_receipt(struct env_dec *dc, envelope *out)
 {
-    static const char *const only[] = {"ref", "state", "detail"};
+    static const char *const only[] = {"ref", "state", "recipient", "detail"};
+    char h1[NAME_MAX_LEN + 1], h2[NAME_MAX_LEN + 1];
     size_t i;
 
     if (!env_is_receipt(out)) {
@@ -451,10 +484,16 @@ static int env_get_receipt(struct env_dec *dc, envelope *out)
     }
     if (env_get_id(dc, "ref", true, out->ref) < 0 ||
         env_get_str(dc, "state", true, out->state, sizeof(out->state)) < 0 ||
+        env_get_id_field(dc, "recipient", false, out->recipient) < 0 ||
         env_get_str(dc, "detail", false, out->detail, sizeof(out->detail)) < 0)
         return -1;
     if (!env_receipt_state_valid(out->state))
         return env_fail(dc, "state is not a receipt state");
+    /* a host answers for its own entities only: the signature is checked
+     * against the key of from's host, so the recipient must live there */
+    if (json_object_get(dc->root, "recipient") != NULL &&
+        (!id_host(out->recipient, h1) || !id_host(out->from, h2) || strcmp(h1, h2) != 0))
+        return env_fail(dc, "recipient does not live on the host of from");
     /* advisory and unsigned: kept, but never with a control character (it
      * reaches the sender's log and sent file) */
     log_clean(out->detail);
@@ -563,10 +602,12 @@ int env_signing_fields(const envelope *e, unsigned char **buf, size_t *len)
 {
     char v[16];
     const char *body = e->body != NULL ? e->body : "";
-    const char *f[] = {v,          e->type, e->msgId, e->from, e->to, e->sentAt, e->expiresAt,
-                       e->replyTo, body,    e->ref,   e->state};
+    const char *f[] = {v,          e->type, e->msgId, e->from,  e->to,       e->sentAt,
+                       e->expiresAt, e->replyTo, body,  e->ref, e->state, e->recipient};
     size_t flen[sizeof(f) / sizeof(f[0])];
-    size_t nf = env_is_receipt(e) ? 11 : 9;
+    /* a receipt's recipient is the twelfth field only when it is set, so
+     * every receipt signed before recipients existed verifies as it did */
+    size_t nf = !env_is_receipt(e) ? 9 : e->recipient[0] != '\0' ? 12 : 11;
     size_t i, total = 0;
     unsigned char *p;
 

@@ -9,22 +9,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fleetfs/wire/names.h"
+
 #define ENV_ID_LEN 32
 #define ENV_TYPE_COORD "coord"
 #define ENV_TYPE_RECEIPT "receipt"
 #define ENV_TYPE_HEARTBEAT "heartbeat"
 
+/* Who may appear where (SPEC section 10, names.h):
+ *   from       an id: a coord_id, or a gid <agent>@<coord_id>; the key that
+ *              must sign is the one trusted for its host (id_host)
+ *   to         coord: an id or "group:<g>" (a broadcast); receipt: an id
+ *              (the entity whose message this receipt is about)
+ *   recipient  receipts only: the id of the entity whose mailbox got the
+ *              message (one msgId has many recipients in a broadcast). ""
+ *              means `from` itself, and is how a lead's own receipts go, so
+ *              lead-to-lead receipts stay byte-identical to what shipped and
+ *              an old daemon verifies them. When set, it must live on the
+ *              host of `from` (decode refuses it otherwise) and it is signed
+ *              (env_signing_fields), so a receipt cannot be re-aimed at
+ *              another recipient. */
 typedef struct {
     int v;
     char type[16];
     char msgId[ENV_ID_LEN + 1];
-    char from[64];
-    char to[64];
+    char from[ADDR_MAX_LEN + 1];
+    char to[ADDR_MAX_LEN + 1];
     char sentAt[40];
     char expiresAt[40];
     char replyTo[ENV_ID_LEN + 1]; /* "" when absent */
     char ref[ENV_ID_LEN + 1];     /* receipts, "" otherwise */
     char state[24];               /* receipts */
+    char recipient[ADDR_MAX_LEN + 1]; /* receipts, "" = from (see above) */
     char detail[256];             /* receipts, optional */
     char sig[100];                /* base64, "" when absent */
     char *body;                   /* malloc'd, NUL-terminated */
@@ -49,14 +65,16 @@ char *env_encode(const envelope *e, size_t *len);
 int env_decode(const char *json, size_t len, size_t max_body, envelope *out, char *why,
                size_t whylen);
 /* For a log line about bytes that did not decode: the msgId and claimed
- * sender when they can be read and are well-formed, else "?". */
+ * sender when they can be read and are well-formed, else "?". A sender id
+ * that does not fit 64 bytes (a long gid) is shown as "?" too. */
 void env_peek(const char *json, size_t len, char id[ENV_ID_LEN + 1], char from[64]);
 /* Frees e->body; safe to call twice. */
 void env_free(envelope *e);
 /* The length-prefixed fields a signature covers (8-byte big-endian length,
  * then the bytes) for v, type, msgId, from, to, sentAt, expiresAt, replyTo,
- * body, and for receipts also ref and state. 0 ok (*buf malloc'd), -1 on
- * allocation failure. */
+ * body, for receipts also ref and state, and for a receipt whose recipient
+ * is set, recipient last (a receipt without one has exactly the eleven
+ * fields it always had). 0 ok (*buf malloc'd), -1 on allocation failure. */
 int env_signing_fields(const envelope *e, unsigned char **buf, size_t *len);
 /* One JSON Lines entry of the inbox file, ending in "\n". malloc'd. */
 char *env_inbox_line(const envelope *e, const char *receivedAt, bool redelivered, size_t *len);
@@ -64,6 +82,9 @@ char *env_inbox_line(const envelope *e, const char *receivedAt, bool redelivered
 /* Extras. */
 /* s is exactly 32 lowercase hex digits. */
 bool env_id_valid(const char *s);
+/* The id of the entity a receipt is from: e->recipient, or e->from when
+ * that is empty. */
+const char *env_receipt_recipient(const envelope *e);
 /* s is a state a receipt may carry: injected, confirmed, acked, uncertain,
  * rejected. */
 bool env_receipt_state_valid(const char *s);

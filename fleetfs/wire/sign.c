@@ -22,7 +22,9 @@
  *
  * Verification looks the key up by the envelope's own "from": the
  * signature proves which trusted key signed, and the lookup ties that key to
- * the claimed sender, so one lead's key cannot vouch for another lead. */
+ * the claimed sender, so one lead's key cannot vouch for another lead. An
+ * agent's id names its host (w1@alpha), and the host's key is the one
+ * looked up, so alpha's key cannot vouch for an agent on beta either. */
 #include "fleetfs/wire/sign.h"
 #include "fleetfs/log.h"
 #include "fleetfs/wire/names.h"
@@ -450,6 +452,7 @@ int sig_sign(const sig_key *k, envelope *e)
 
 sig_result sig_verify(const sig_trust *t, const envelope *e)
 {
+    char host[NAME_MAX_LEN + 1];
     unsigned char sig[crypto_sign_BYTES];
     const unsigned char *pk;
     unsigned char *buf;
@@ -459,7 +462,11 @@ sig_result sig_verify(const sig_trust *t, const envelope *e)
     b64len = strnlen(e->sig, sizeof(e->sig));
     if (b64len == 0)
         return SIG_UNSIGNED;
-    pk = sig_trust_key(t, e->from);
+    /* an agent's key is its host's (SPEC section 10): w1@alpha is signed
+     * by alpha; something that is not an id has no key */
+    if (!id_host(e->from, host))
+        return SIG_UNKNOWN_KEY;
+    pk = sig_trust_key(t, host);
     if (pk == NULL)
         return SIG_UNKNOWN_KEY;
     if (b64len != sodium_base64_ENCODED_LEN(sizeof(sig), SIG_B64) - 1 || sig_ready(NULL) < 0 ||

@@ -41,7 +41,7 @@ typedef struct sig_trust sig_trust;
 typedef enum {
     SIG_OK = 0,
     SIG_UNSIGNED,    /* e->sig is empty */
-    SIG_UNKNOWN_KEY, /* no key trusted for e->from */
+    SIG_UNKNOWN_KEY, /* no key trusted for the host of e->from */
     SIG_BAD,         /* malformed sig, or it does not verify */
 } sig_result;
 
@@ -79,7 +79,9 @@ void sig_trust_free(sig_trust *t);
 
 /* Fills e->sig. 0 ok, -1 when out of memory or libsodium cannot start. */
 int sig_sign(const sig_key *k, envelope *e);
-/* Checks e->sig against the key trusted for e->from. t NULL trusts nobody. */
+/* Checks e->sig against the key trusted for the host of e->from
+ * (id_host: a coord_id is its own host, w1@alpha's is alpha); a from that is
+ * not an id is SIG_UNKNOWN_KEY. t NULL trusts nobody. */
 sig_result sig_verify(const sig_trust *t, const envelope *e);
 /* "ok", "unsigned", "unknown-key", "bad-signature". Static storage. */
 const char *sig_result_name(sig_result r);

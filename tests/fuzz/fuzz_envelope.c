@@ -37,6 +37,7 @@ static void fz_same(const envelope *a, const envelope *b)
     fz_same_str("replyTo", a->replyTo, b->replyTo);
     fz_same_str("ref", a->ref, b->ref);
     fz_same_str("state", a->state, b->state);
+    fz_same_str("recipient", a->recipient, b->recipient);
     fz_same_str("detail", a->detail, b->detail);
     fz_same_str("sig", a->sig, b->sig);
     if (a->body_len != b->body_len || memcmp(a->body, b->body, a->body_len) != 0) {

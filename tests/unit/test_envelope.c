@@ -364,6 +364,123 @@ static void test_decode_receipts(void **state)
            "detail is not a string");
 }
 
+/* ---- agents and groups (SPEC section 10) --------------------------------- */
+
+#define GID96 "abcdefghijklmnopqrstuvwxyz012345@abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0"
+#define AHEAD(from, to) "\"v\":1,\"type\":\"coord\",\"msgId\":\"" ID1 "\",\"from\":\"" from "\",\"to\":\"" to "\""
+
+static void accept_js(const char *js, envelope *d)
+{
+    char why[128];
+
+    if (env_decode(js, strlen(js), MAXB, d, why, sizeof(why)) != 0)
+        fail_msg("refused (%s): %.300s", why, js);
+}
+
+static void test_agent_and_group_addresses(void **state)
+{
+    envelope e, d;
+
+    (void)state;
+    /* an agent sends to an agent, exact text */
+    make_coord(&e, "build it");
+    strcpy(e.from, "w1@mac");
+    strcpy(e.to, "w2@fleet01");
+    round_trip(&e, "{\"v\":1,\"type\":\"coord\",\"msgId\":\"" ID1 "\",\"from\":\"w1@mac\","
+                   "\"to\":\"w2@fleet01\",\"sentAt\":\"" T1 "\",\"expiresAt\":\"" T2 "\","
+                   "\"body\":\"build it\"}");
+    /* a broadcast, and the longest ids */
+    strcpy(e.to, "group:build");
+    round_trip(&e, NULL);
+    strcpy(e.to, "group:all");
+    round_trip(&e, NULL);
+    strcpy(e.from, GID96);
+    strcpy(e.to, GID96);
+    round_trip(&e, NULL);
+    env_free(&e);
+
+    accept_js("{" AHEAD("mac", "w1@fleet01") "," TIMES ",\"body\":\"b\"}", &d);
+    assert_string_equal(d.to, "w1@fleet01");
+    env_free(&d);
+    accept_js("{" AHEAD("w1@mac", "fleet01") "," TIMES ",\"body\":\"b\"}", &d);
+    assert_string_equal(d.from, "w1@mac");
+    env_free(&d);
+
+    /* still refused: anything that is not an id (from) or an address (to) */
+    reject("{" AHEAD("group:build", "fleet01") "," TIMES ",\"body\":\"b\"}",
+           "from is not a valid lead name");
+    reject("{" AHEAD("w1@mac@x", "fleet01") "," TIMES ",\"body\":\"b\"}",
+           "from is not a valid lead name");
+    reject("{" AHEAD("@mac", "fleet01") "," TIMES ",\"body\":\"b\"}", "from is not");
+    reject("{" AHEAD("W1@mac", "fleet01") "," TIMES ",\"body\":\"b\"}", "from is not");
+    reject("{" AHEAD("a" GID96, "fleet01") "," TIMES ",\"body\":\"b\"}", "from is too long");
+    reject("{" AHEAD("mac", "group:") "," TIMES ",\"body\":\"b\"}", "to is not a valid lead name");
+    reject("{" AHEAD("mac", "group:Build") "," TIMES ",\"body\":\"b\"}", "to is not");
+    reject("{" AHEAD("mac", "group:a.b") "," TIMES ",\"body\":\"b\"}", "to is not");
+    reject("{" AHEAD("mac", "group:w1@mac") "," TIMES ",\"body\":\"b\"}", "to is not");
+    reject("{" AHEAD("mac", "w1@") "," TIMES ",\"body\":\"b\"}", "to is not");
+    reject("{" AHEAD("mac", "w1@fleet01@x") "," TIMES ",\"body\":\"b\"}", "to is not");
+    reject("{" AHEAD("mac", "w\\u00e9@fleet01") "," TIMES ",\"body\":\"b\"}", "to is not");
+    reject("{" AHEAD("mac", "w1\\u0000@fleet01") "," TIMES ",\"body\":\"b\"}",
+           "to contains a NUL");
+    reject("{" AHEAD("mac", "a" GID96) "," TIMES ",\"body\":\"b\"}", "to is too long");
+    /* a recipient belongs to receipts only */
+    reject("{" HEAD "," TIMES ",\"body\":\"b\",\"recipient\":\"fleet01\"}",
+           "recipient is only allowed in receipts");
+}
+
+#define RECEIPT_TO(to) \
+    "\"v\":1,\"type\":\"receipt\",\"msgId\":\"" ID2 "\",\"from\":\"fleet01\",\"to\":\"" to "\"," TIMES
+
+static void test_receipt_recipient(void **state)
+{
+    envelope e, d;
+
+    (void)state;
+    /* a lead's own receipt: no recipient on the wire, recipient = from */
+    make_receipt(&e);
+    assert_string_equal(env_receipt_recipient(&e), "fleet01");
+    /* an agent's receipt names it, between state and detail */
+    strcpy(e.recipient, "w1@fleet01");
+    strcpy(e.to, "w9@mac"); /* about a message agent w9 sent */
+    round_trip(&e, "{\"v\":1,\"type\":\"receipt\",\"msgId\":\"" ID2 "\",\"from\":\"fleet01\","
+                   "\"to\":\"w9@mac\",\"sentAt\":\"" T1 "\",\"expiresAt\":\"" T2 "\","
+                   "\"ref\":\"" ID1 "\",\"state\":\"injected\",\"recipient\":\"w1@fleet01\","
+                   "\"detail\":\"typed into pane w1:p2\"}");
+    assert_string_equal(env_receipt_recipient(&e), "w1@fleet01");
+
+    accept_js("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
+              "\"recipient\":\"w1@fleet01\"}",
+              &d);
+    assert_string_equal(d.recipient, "w1@fleet01");
+    assert_string_equal(env_receipt_recipient(&d), "w1@fleet01");
+    env_free(&d);
+    accept_js("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\"}", &d);
+    assert_string_equal(d.recipient, "");
+    assert_string_equal(env_receipt_recipient(&d), "fleet01");
+    env_free(&d);
+
+    /* the recipient lives on the sending host, and is an id */
+    reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
+           "\"recipient\":\"w1@mac\"}",
+           "recipient does not live on the host of from");
+    reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
+           "\"recipient\":\"other\"}",
+           "recipient does not live on the host of from");
+    reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
+           "\"recipient\":\"group:all\"}",
+           "recipient is not a valid lead name or agent id");
+    reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
+           "\"recipient\":\"\"}",
+           "recipient is not a valid lead name or agent id");
+    reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
+           "\"recipient\":7}",
+           "recipient is not a string");
+    /* a receipt is about one entity's message: never to a group */
+    reject("{" RECEIPT_TO("group:all") ",\"ref\":\"" ID1 "\",\"state\":\"acked\"}",
+           "to is not a valid lead name or agent id");
+}
+
 /* Deterministic mutation fuzz: flip, drop and insert bytes of valid
  * envelopes. Must never crash (ASan run) and never report success with a
  * NULL body or failure with a body. */
@@ -651,6 +768,38 @@ static void test_signing_sensitivity(void **state)
     assert_false(sign_equal(&a, &b));
 }
 
+static void test_signing_recipient(void **state)
+{
+    envelope a, b;
+    unsigned char *buf, *old;
+    size_t len, oldlen;
+
+    (void)state;
+    make_receipt(&a);
+    sign_bytes(&a, &old, &oldlen);
+    /* with a recipient: the same eleven fields, then the recipient */
+    strcpy(a.recipient, "w1@fleet01");
+    sign_bytes(&a, &buf, &len);
+    assert_int_equal(len, oldlen + 8 + 10);
+    assert_memory_equal(buf, old, oldlen);
+    assert_memory_equal(buf + oldlen, "\0\0\0\0\0\0\0\x0aw1@fleet01", 18);
+    free(buf);
+    free(old);
+    make_receipt(&b);
+    strcpy(b.recipient, "w2@fleet01");
+    assert_false(sign_equal(&a, &b));
+    b.recipient[0] = '\0';
+    assert_false(sign_equal(&a, &b)); /* stripped: not the same bytes */
+    /* a coord envelope never signs a recipient (it has none) */
+    env_free(&a);
+    make_coord(&a, "hi");
+    make_coord(&b, "hi");
+    strcpy(b.recipient, "x");
+    assert_true(sign_equal(&a, &b));
+    env_free(&a);
+    env_free(&b);
+}
+
 static void test_inbox_line(void **state)
 {
     envelope e;
@@ -690,12 +839,15 @@ int main(void)
         cmocka_unit_test(test_decode_rejects_body),
         cmocka_unit_test(test_decode_receipts),
         cmocka_unit_test(test_decode_mutations),
+        cmocka_unit_test(test_agent_and_group_addresses),
+        cmocka_unit_test(test_receipt_recipient),
         cmocka_unit_test(test_time_format),
         cmocka_unit_test(test_time_parse),
         cmocka_unit_test(test_time_round_trip),
         cmocka_unit_test(test_msgid),
         cmocka_unit_test(test_signing_layout),
         cmocka_unit_test(test_signing_sensitivity),
+        cmocka_unit_test(test_signing_recipient),
         cmocka_unit_test(test_inbox_line),
     };
 

@@ -568,6 +568,57 @@ static void test_key_cannot_sign_for_another_lead(void **state)
     assert_false(sig_key_matches(NULL, "alpha", f->ka));
 }
 
+/* SPEC section 10: an agent's id names its host, and only that host's key
+ * signs for it; a receipt's recipient is signed too. */
+static void test_agent_ids_sign_with_their_host_key(void **state)
+{
+    struct fx *f = *state;
+    envelope e, m;
+
+    /* w1@alpha signed by alpha: believed; by beta: refused */
+    make_coord(&e, "w1@alpha", "w2@beta");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+    assert_int_equal(sig_sign(f->kb, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_BAD);
+    /* a host nobody trusts */
+    strcpy(e.from, "w1@gamma");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_UNKNOWN_KEY);
+    /* not an id at all: no key is looked up */
+    strcpy(e.from, "w1@alpha@beta");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_UNKNOWN_KEY);
+    /* a broadcast from alpha's lead */
+    strcpy(e.from, "alpha");
+    strcpy(e.to, "group:all");
+    assert_int_equal(sig_sign(f->ka, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+    /* moving the signed message to another agent of the same host breaks it */
+    copy_env(&m, &e);
+    strcpy(m.from, "w1@alpha");
+    assert_int_equal(sig_verify(f->t, &m), SIG_BAD);
+    env_free(&m);
+    env_free(&e);
+
+    /* receipts: beta's agent w1 got it; the recipient is signed */
+    make_receipt(&e, "beta", "w9@alpha");
+    strcpy(e.recipient, "w1@beta");
+    assert_int_equal(sig_sign(f->kb, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+    copy_env(&m, &e);
+    strcpy(m.recipient, "w2@beta");
+    assert_int_equal(sig_verify(f->t, &m), SIG_BAD);
+    m.recipient[0] = '\0'; /* stripped */
+    assert_int_equal(sig_verify(f->t, &m), SIG_BAD);
+    env_free(&m);
+    /* a receipt without a recipient (every lead's, and every old one)
+     * verifies as it always did */
+    make_receipt(&e, "beta", "alpha");
+    assert_int_equal(sig_sign(f->kb, &e), 0);
+    assert_int_equal(sig_verify(f->t, &e), SIG_OK);
+}
+
 /* ---- trust directory ---------------------------------------------------- */
 
 static void test_trust_dir(void **state)
@@ -701,6 +752,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unsigned_and_unknown, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_sig_strings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_cannot_sign_for_another_lead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_ids_sign_with_their_host_key, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_trust_dir, setup, teardown),
         cmocka_unit_test(test_result_names),
     };
