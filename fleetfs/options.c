@@ -37,6 +37,7 @@
  * write(2) at its first refused piece, so nothing of it is published. */
 #define OPTS_MAX_MESSAGE (1024u * 1024 - 4096)
 #define OPTS_NAME_FORM "[a-z0-9][a-z0-9_-]{0,62}"
+#define OPTS_AGENT_FORM "[a-z][a-z0-9_-]{0,31}"
 
 struct opts_def;
 typedef int (*opts_setter)(fs_opts *o, const struct opts_def *d, const char *value, char **err);
@@ -194,7 +195,12 @@ static int opts_set_name(fs_opts *o, const struct opts_def *d, const char *value
     return 0;
 }
 
-static int opts_set_peers(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+/* value split at ':' into names that each pass ok() ("what", of the form
+ * "form"), none twice, at most max (0: any number); "" is the empty list.
+ * 0 and *out (g_strfreev), or -1 and *err naming key. */
+static int opts_split_names(const char *key, const char *value, bool (*ok)(const char *),
+                            const char *what, const char *form, size_t max, char ***out,
+                            char **err)
 {
     char **items = value[0] == '\0' ? g_new0(char *, 1) : g_strsplit(value, ":", -1);
     size_t i, j;
@@ -205,22 +211,118 @@ static int opts_set_peers(fs_opts *o, const struct opts_def *d, const char *valu
         if (items[i][0] == '\0')
             *err = g_strdup_printf("%s: empty name in the list (expected names "
                                    "separated by ':'), got '%s'",
-                                   d->key, value);
-        else if (!name_valid(items[i]))
-            *err = g_strdup_printf("%s: '%s' is not a lead name (expected " OPTS_NAME_FORM ")",
-                                   d->key, q);
+                                   key, value);
+        else if (!ok(items[i]))
+            *err = g_strdup_printf("%s: '%s' is not %s (expected %s)", key, q, what, form);
         for (j = 0; *err == NULL && j < i; j++) {
             if (strcmp(items[i], items[j]) == 0)
-                *err = g_strdup_printf("%s: '%s' is listed twice", d->key, q);
+                *err = g_strdup_printf("%s: '%s' is listed twice", key, q);
         }
+        if (*err == NULL && max > 0 && i == max)
+            *err = g_strdup_printf("%s: at most %zu names, got more", key, max);
         g_free(q);
         if (*err != NULL) {
             g_strfreev(items);
             return -1;
         }
     }
+    *out = items;
+    return 0;
+}
+
+static int opts_set_peers(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    char **items;
+
+    if (opts_split_names(d->key, value, name_valid, "a lead name", OPTS_NAME_FORM, 0, &items,
+                         err) < 0)
+        return -1;
     g_strfreev(o->peers);
     o->peers = items;
+    return 0;
+}
+
+/* ---- agents and groups (SPEC section 10) --------------------------------- */
+
+/* A group list: group names, at most OPTS_MAX_GROUPS, never "all" (every
+ * entity is in it; listing it would suggest that leaving it out means
+ * something). */
+static int opts_parse_groups(const char *key, const char *value, char ***out, char **err)
+{
+    if (opts_split_names(key, value, group_valid, "a group name", OPTS_NAME_FORM,
+                         OPTS_MAX_GROUPS, out, err) < 0)
+        return -1;
+    if (g_strv_contains((const char *const *)*out, GROUP_ALL)) {
+        *err = g_strdup_printf("%s: '" GROUP_ALL "' is every entity's group already; leave it "
+                               "out",
+                               key);
+        g_strfreev(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int opts_set_groups(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    char **items;
+
+    if (opts_parse_groups(d->key, value, &items, err) < 0)
+        return -1;
+    g_strfreev(o->groups);
+    o->groups = items;
+    return 0;
+}
+
+static fs_agent *opts_agent_find(fs_opts *o, const char *name)
+{
+    for (size_t i = 0; i < o->n_agents; i++)
+        if (strcmp(o->agents[i].name, name) == 0)
+            return &o->agents[i];
+    return NULL;
+}
+
+static fs_agent *opts_agent_add(fs_opts *o, const char *name)
+{
+    fs_agent *a = opts_agent_find(o, name);
+
+    if (a != NULL)
+        return a;
+    o->agents = g_renew(fs_agent, o->agents, o->n_agents + 1);
+    a = &o->agents[o->n_agents++];
+    memset(a, 0, sizeof(*a));
+    a->name = g_strdup(name);
+    return a;
+}
+
+static void opts_agent_clear(fs_agent *a)
+{
+    g_free(a->name);
+    g_strfreev(a->groups);
+    g_free(a->target);
+}
+
+/* agents= replaces the list given before; agents with a section stay. */
+static int opts_set_agents(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    char **names;
+    size_t i, kept = 0;
+
+    if (opts_split_names(d->key, value, agent_name_valid, "an agent name", OPTS_AGENT_FORM, 0,
+                         &names, err) < 0)
+        return -1;
+    for (i = 0; i < o->n_agents; i++) {
+        if (!o->agents[i].section) {
+            opts_agent_clear(&o->agents[i]);
+            continue;
+        }
+        o->agents[i].listed = false;
+        o->agents[kept++] = o->agents[i];
+    }
+    o->n_agents = kept;
+    for (i = 0; names[i] != NULL; i++)
+        opts_agent_add(o, names[i])->listed = true;
+    g_strfreev(names);
     return 0;
 }
 
@@ -465,6 +567,12 @@ static const struct opts_def opts_table[] = {
      "on: peers/ also lists leads heard from; off: only the configured peers"},
     {"discovery_ttl", opts_set_duration, OFF(discovery_ttl_ms), NULL, "10m",
      "a discovered lead silent this long leaves peers/ (configured ones never do)"},
+    /* agents and groups (SPEC section 10) */
+    {"agents", opts_set_agents, 0, NULL, "none",
+     "local agents, names " OPTS_AGENT_FORM " separated by ':' (and [agent NAME] sections)"},
+    {"groups", opts_set_groups, 0, NULL, "none",
+     "groups (" OPTS_NAME_FORM ", ':'-separated, at most 16) of the lead and of every local "
+     "agent without its own; 'all' is implied"},
 };
 
 static const struct opts_def *opts_find(const char *key)
@@ -508,7 +616,10 @@ static char *opts_help_build(void)
         g_string_append_printf(s, "    %-15s %s (default: %s)\n", opts_table[i].key,
                                opts_table[i].help, opts_table[i].defval);
     g_string_append(s, "Durations: number with ms|s|m|h|d (bare = seconds). "
-                       "Sizes: bytes with K|KiB|M|MiB.\n");
+                       "Sizes: bytes with K|KiB|M|MiB.\n"
+                       "Config file sections [agent NAME] declare a local agent: keys groups "
+                       "(its own, ':'-separated;\n  empty: none but all) and target (its pane; "
+                       "default: the one named NAME).\n");
     return g_string_free(s, FALSE);
 }
 
@@ -564,6 +675,39 @@ void opts_init(fs_opts *o)
     o->heartbeat_ms = 5000;
     o->discovery = true;
     o->discovery_ttl_ms = 10 * 60 * 1000;
+    o->groups = g_new0(char *, 1);
+}
+
+/* The pane each entity is typed into, by what names it. */
+static const char *opts_target_of(const fs_agent *a)
+{
+    return a->target != NULL ? a->target : a->name;
+}
+
+static int opts_check_targets(const fs_opts *o, char **err)
+{
+    const char *lead = o->inject_target != NULL ? o->inject_target : o->coord_id;
+
+    for (size_t i = 0; i < o->n_agents; i++) {
+        const char *t = opts_target_of(&o->agents[i]);
+        char *q = opts_quote(t);
+
+        if (strcmp(t, lead) == 0)
+            *err = g_strdup_printf("agent '%s' and the lead would type into the same pane '%s': "
+                                   "give one of them its own (target = in [agent %s], or "
+                                   "inject_target=)",
+                                   o->agents[i].name, q, o->agents[i].name);
+        for (size_t j = 0; *err == NULL && j < i; j++)
+            if (strcmp(t, opts_target_of(&o->agents[j])) == 0)
+                *err = g_strdup_printf("agents '%s' and '%s' would type into the same pane "
+                                       "'%s': give one of them its own (target = in its "
+                                       "[agent NAME] section)",
+                                       o->agents[j].name, o->agents[i].name, q);
+        g_free(q);
+        if (*err != NULL)
+            return -1;
+    }
+    return 0;
 }
 
 int opts_finish(fs_opts *o, char **err)
@@ -587,6 +731,8 @@ int opts_finish(fs_opts *o, char **err)
         g_free(q);
         return -1;
     }
+    if (opts_check_targets(o, err) < 0)
+        return -1;
     if (o->state_dir != NULL)
         return 0;
     if (xdg != NULL && xdg[0] == '/')
@@ -617,6 +763,10 @@ void opts_free(fs_opts *o)
     g_free(o->trusted_keys);
     g_free(o->ca);
     g_free(o->config);
+    for (size_t i = 0; i < o->n_agents; i++)
+        opts_agent_clear(&o->agents[i]);
+    g_free(o->agents);
+    g_strfreev(o->groups);
     memset(o, 0, sizeof(*o));
 }
 
@@ -672,6 +822,92 @@ static int opts_load_group(fs_opts *o, GKeyFile *kf, const char *path, char **er
     return rc;
 }
 
+#define OPTS_AGENT_SECTION "agent "
+
+/* One value of an [agent NAME] section onto a (not yet in o). */
+static int opts_agent_key(fs_agent *a, const char *key, const char *value, char **err)
+{
+    if (strcmp(key, "groups") == 0) {
+        char **g;
+
+        if (opts_parse_groups(key, value, &g, err) < 0)
+            return -1;
+        g_strfreev(a->groups);
+        a->groups = g;
+    } else if (strcmp(key, "target") == 0) {
+        char *q = opts_quote(value);
+
+        if (!opts_text_ok(value)) {
+            *err = g_strdup_printf("target: expected 1..255 printable characters, got '%s'", q);
+            g_free(q);
+            return -1;
+        }
+        g_free(q);
+        g_free(a->target);
+        a->target = g_strdup(value);
+    } else {
+        char *q = opts_quote(key);
+
+        *err = g_strdup_printf("unknown key '%s' (an [agent NAME] section takes groups and "
+                               "target)",
+                               q);
+        g_free(q);
+        return -1;
+    }
+    return 0;
+}
+
+/* [agent NAME]: declares local agent NAME, with its own groups and target. */
+static int opts_load_agent(fs_opts *o, GKeyFile *kf, const char *path, const char *group,
+                           char **err)
+{
+    const char *name = group + strlen(OPTS_AGENT_SECTION);
+    char **keys = g_key_file_get_keys(kf, group, NULL, NULL);
+    char *gq = opts_quote(group), *sub = NULL;
+    fs_agent a;
+    int rc = 0;
+
+    memset(&a, 0, sizeof(a));
+    if (!agent_name_valid(name)) {
+        char *q = opts_quote(name);
+        sub = g_strdup_printf("'%s' is not an agent name (expected " OPTS_AGENT_FORM ")", q);
+        g_free(q);
+    }
+    for (size_t i = 0; sub == NULL && keys != NULL && keys[i] != NULL; i++) {
+        GError *ge = NULL;
+        char *value = g_key_file_get_string(kf, group, keys[i], &ge);
+
+        if (value == NULL) {
+            sub = g_strdup_printf("%s: %s", keys[i], ge->message);
+            g_error_free(ge);
+        } else
+            opts_agent_key(&a, keys[i], value, &sub);
+        g_free(value);
+    }
+    if (sub != NULL) {
+        *err = g_strdup_printf("%s: [%s]: %s", path, gq, sub);
+        rc = -1;
+    } else {
+        fs_agent *t = opts_agent_add(o, name);
+
+        t->section = true;
+        if (a.groups != NULL) {
+            g_strfreev(t->groups);
+            t->groups = g_steal_pointer(&a.groups);
+        }
+        if (a.target != NULL) {
+            g_free(t->target);
+            t->target = g_steal_pointer(&a.target);
+        }
+    }
+    g_strfreev(a.groups);
+    g_free(a.target);
+    g_free(sub);
+    g_free(gq);
+    g_strfreev(keys);
+    return rc;
+}
+
 int opts_load_file(fs_opts *o, const char *path, bool must_exist, char **err)
 {
     GKeyFile *kf = g_key_file_new();
@@ -694,19 +930,40 @@ int opts_load_file(fs_opts *o, const char *path, bool must_exist, char **err)
     }
     groups = g_key_file_get_groups(kf, NULL);
     for (i = 0; rc == 0 && groups[i] != NULL; i++) {
-        if (strcmp(groups[i], "fleetfs") != 0) {
+        if (strcmp(groups[i], "fleetfs") != 0 && !g_str_has_prefix(groups[i], OPTS_AGENT_SECTION)) {
             char *q = opts_quote(groups[i]);
 
-            *err = g_strdup_printf("%s: unknown group [%s] (only [fleetfs] is read)", path, q);
+            *err = g_strdup_printf("%s: unknown group [%s] (known: [fleetfs], [agent NAME])", path,
+                                   q);
             g_free(q);
             rc = -1;
         }
     }
-    g_strfreev(groups);
     if (rc == 0 && g_key_file_has_group(kf, "fleetfs"))
         rc = opts_load_group(o, kf, path, err);
+    /* sections after [fleetfs]: an agent named in agents= keeps its place */
+    for (i = 0; rc == 0 && groups[i] != NULL; i++)
+        if (g_str_has_prefix(groups[i], OPTS_AGENT_SECTION))
+            rc = opts_load_agent(o, kf, path, groups[i], err);
+    g_strfreev(groups);
     g_key_file_free(kf);
     return rc;
+}
+
+/* ---- agents and groups -------------------------------------------------- */
+
+const char *const *opts_agent_groups(const fs_opts *o, const fs_agent *a)
+{
+    static const char *const none[] = {NULL};
+
+    if (a != NULL && a->groups != NULL)
+        return (const char *const *)a->groups;
+    return o->groups != NULL ? (const char *const *)o->groups : none;
+}
+
+const fs_agent *opts_agent(const fs_opts *o, const char *name)
+{
+    return opts_agent_find((fs_opts *)o, name);
 }
 
 /* ---- URIs --------------------------------------------------------------- */

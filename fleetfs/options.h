@@ -9,6 +9,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A local agent (SPEC section 10): from agents=, from an [agent NAME]
+ * section of the config file, or both. */
+typedef struct {
+    char *name;    /* [a-z][a-z0-9_-]{0,31}; its gid is name@coord_id */
+    char **groups; /* its own groups, NULL-terminated (an empty list: none of
+                    * its own); NULL: the default groups (fs_opts.groups) */
+    char *target;  /* herdr agent or pane label, or tmux pane title, to type
+                    * into; NULL: the one named like the agent */
+    bool listed;   /* named in agents= (the last one given) */
+    bool section;  /* has an [agent NAME] section */
+} fs_agent;
+
+#define OPTS_MAX_GROUPS 16 /* per entity (groups=, an agent's groups) */
+
 typedef struct {
     char *coord_id;
     char **peers; /* NULL-terminated, g_strfreev-able; empty = {NULL} */
@@ -36,15 +50,30 @@ typedef struct {
     int64_t heartbeat_ms;     /* between heartbeats; stale after three */
     bool discovery;           /* peers/ also lists leads heard from */
     int64_t discovery_ttl_ms; /* a silent discovered lead leaves peers/ */
+    /* agents and groups (SPEC section 10, doc/agents.md) */
+    fs_agent *agents; /* n_agents of them, in the order first given */
+    size_t n_agents;
+    char **groups; /* groups= : the lead's groups, and those of every local
+                    * agent without its own; NULL-terminated, empty = {NULL};
+                    * never holds "all" (every entity's group implicitly) */
 } fs_opts;
 
 void opts_init(fs_opts *o);
 bool opts_known(const char *key);
 /* 0 ok; -1 and *err (g_free) naming the key and the accepted form. */
 int opts_set(fs_opts *o, const char *key, const char *value, char **err);
-/* GKeyFile with one group [fleetfs]; every key goes through opts_set. */
+/* GKeyFile with a group [fleetfs], whose every key goes through opts_set,
+ * and any number of [agent NAME] sections (keys groups, target; anything
+ * else, or a NAME that is not an agent name, is an error naming it).
+ *
+ * Agents: the local agents are those named in agents= together with those
+ * that have a section; an agent in both is one agent, with its section's
+ * groups and target. A later agents= (-o after the file) replaces the
+ * earlier list but never removes an agent that has a section. */
 int opts_load_file(fs_opts *o, const char *path, bool must_exist, char **err);
-/* Derives state_dir when unset and checks coord_id is known. */
+/* Derives state_dir when unset, checks coord_id is known, and that no two
+ * entities (the lead and the local agents) would type into the same pane
+ * (target, else the name; the lead's: inject_target, else coord_id). */
 int opts_finish(fs_opts *o, char **err);
 void opts_free(fs_opts *o);
 /* Every option, its default, one line each. Static storage. */
@@ -54,6 +83,12 @@ const char *opts_help(void);
 char *uri_redact(const char *uri);
 /* URIs separated by whitespace or commas -> NULL-terminated strv. */
 char **uri_split(const char *list);
+
+/* The groups entity a is in (a NULL: the lead): a's own, else groups=.
+ * Never NULL; "all" is not listed. Owned by o. */
+const char *const *opts_agent_groups(const fs_opts *o, const fs_agent *a);
+/* The local agent called name, or NULL. */
+const fs_agent *opts_agent(const fs_opts *o, const char *name);
 
 /* Extras. */
 /* The URI carries a password (a ':' in its user-info). */

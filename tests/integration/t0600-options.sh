@@ -37,6 +37,27 @@ test_expect_success 'bad values name the option and what it takes' '
     test_must_fail "$FLEETFS" 2>err && grep -q "usage" err
 '
 
+test_expect_success 'agents and groups: a bad name is refused at start (exit 2), saying what it takes' '
+    if "$FLEETFS" m -f -o coord_id=x,agents=w1:W2 </dev/null 2>err; then echo 0 >rc; else echo $? >rc; fi &&
+    echo 2 >want && test_cmp want rc &&
+    grep -q "agents: .W2. is not an agent name (expected \[a-z\]\[a-z0-9_-\]{0,31})" err &&
+    if "$FLEETFS" m -f -o coord_id=x,agents=w1@x </dev/null 2>err; then echo 0 >rc; else echo $? >rc; fi &&
+    test_cmp want rc && grep -q "not an agent name" err &&
+    if "$FLEETFS" m -f -o coord_id=x,groups=all </dev/null 2>err; then echo 0 >rc; else echo $? >rc; fi &&
+    test_cmp want rc && grep -q "groups: .all. is every entity.s group already" err &&
+    printf "[fleetfs]\ncoord_id = x\n[agent Bad]\n" >agent1.conf &&
+    if "$FLEETFS" m -f -o config=$TEST_DIR/agent1.conf </dev/null 2>err; then echo 0 >rc; else echo $? >rc; fi &&
+    test_cmp want rc && grep -q "agent1.conf: \[agent Bad\]: .Bad. is not an agent name" err &&
+    printf "[fleetfs]\ncoord_id = x\n[agent w1]\ncommand = rm\n" >agent2.conf &&
+    if "$FLEETFS" m -f -o config=$TEST_DIR/agent2.conf </dev/null 2>err; then echo 0 >rc; else echo $? >rc; fi &&
+    test_cmp want rc && grep -q "\[agent w1\]: unknown key .command." err &&
+    if "$FLEETFS" m -f -o coord_id=x,agents=x </dev/null 2>err; then echo 0 >rc; else echo $? >rc; fi &&
+    test_cmp want rc && grep -q "agent .x. and the lead would type into the same pane" err &&
+    ! mountpoint -q m &&
+    "$FLEETFS" --help >help && grep -q "^ *agents " help && grep -q "^ *groups " help &&
+    grep -q "\[agent NAME\]" help
+'
+
 test_expect_success 'a password on the command line is refused and not echoed' '
     test_must_fail "$FLEETFS" m -f -o broker_uri=amqp://u:hunter2@127.0.0.1:1/ 2>err &&
     grep -q "FLEET_BROKER_URI" err &&

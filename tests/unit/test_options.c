@@ -518,6 +518,162 @@ static void test_config_relative_paths(void **state)
     g_free(want_trust);
 }
 
+/* ---- agents and groups (SPEC section 10) --------------------------------- */
+
+static const fs_agent *agent_named(const fs_opts *o, const char *name)
+{
+    for (size_t i = 0; i < o->n_agents; i++)
+        if (strcmp(o->agents[i].name, name) == 0)
+            return &o->agents[i];
+    return NULL;
+}
+
+static char *joined(const char *const *v)
+{
+    return v ? g_strjoinv(":", (char **)v) : g_strdup("(null)");
+}
+
+static void groups_are(const fs_opts *o, const fs_agent *a, const char *want)
+{
+    char *got = joined(opts_agent_groups(o, a));
+
+    if (strcmp(got, want) != 0)
+        fail_msg("groups of %s: '%s', want '%s'", a ? a->name : "the lead", got, want);
+    g_free(got);
+}
+
+static void test_agents_and_groups(void **state)
+{
+    fs_opts o;
+
+    (void)state;
+    opts_init(&o);
+    assert_int_equal(o.n_agents, 0);
+    assert_non_null(o.groups);
+    assert_null(o.groups[0]);
+    groups_are(&o, NULL, "");
+
+    set_ok(&o, "agents", "w1:build-bot_2");
+    assert_int_equal(o.n_agents, 2);
+    assert_string_equal(o.agents[0].name, "w1");
+    assert_string_equal(o.agents[1].name, "build-bot_2");
+    assert_null(o.agents[0].groups); /* the default groups */
+    assert_null(o.agents[0].target);  /* its pane is named like it */
+    set_bad(&o, "agents", "W1", "'W1' is not an agent name (expected [a-z][a-z0-9_-]{0,31})");
+    set_bad(&o, "agents", "1w", "not an agent name");
+    set_bad(&o, "agents", "w1@mac", "not an agent name");
+    set_bad(&o, "agents", "abcdefghijklmnopqrstuvwxyz0123456", "not an agent name");
+    set_bad(&o, "agents", "w1::w2", "empty");
+    set_bad(&o, "agents", "w1,w2", "not an agent name");
+    set_bad(&o, "agents", "w1:w2:w1", "'w1' is listed twice");
+    assert_int_equal(o.n_agents, 2); /* unchanged by refusals */
+    set_ok(&o, "agents", "w3");      /* a later agents= replaces the list */
+    assert_int_equal(o.n_agents, 1);
+    assert_string_equal(o.agents[0].name, "w3");
+    set_ok(&o, "agents", "");
+    assert_int_equal(o.n_agents, 0);
+
+    set_ok(&o, "groups", "build:ops");
+    groups_are(&o, NULL, "build:ops");
+    set_bad(&o, "groups", "Build", "'Build' is not a group name");
+    set_bad(&o, "groups", "a.b", "not a group name");
+    set_bad(&o, "groups", "w1@mac", "not a group name");
+    set_bad(&o, "groups", "a::b", "empty");
+    set_bad(&o, "groups", "a:b:a", "'a' is listed twice");
+    set_bad(&o, "groups", "all", "'all' is every entity's group already");
+    set_bad(&o, "groups", "g1:g2:g3:g4:g5:g6:g7:g8:g9:g10:g11:g12:g13:g14:g15:g16:g17",
+            "at most 16");
+    groups_are(&o, NULL, "build:ops");
+    set_ok(&o, "agents", "w1");
+    groups_are(&o, agent_named(&o, "w1"), "build:ops"); /* no groups of its own */
+    opts_free(&o);
+}
+
+static void test_agent_sections(void **state)
+{
+    fs_opts o;
+    char *err = NULL;
+    const fs_agent *a;
+    char *path = write_conf("[fleetfs]\ncoord_id = mac\nagents = w1:w2\ngroups = build\n"
+                            "[agent w2]\ngroups = test:ops\ntarget = pane-7\n"
+                            "[agent w3]\n"
+                            "[agent w4]\ngroups =\n");
+
+    (void)state;
+    opts_init(&o);
+    assert_int_equal(opts_load_file(&o, path, true, &err), 0);
+    assert_null(err);
+    /* agents= and sections both count; each agent once */
+    assert_int_equal(o.n_agents, 4);
+    a = agent_named(&o, "w1");
+    assert_non_null(a);
+    assert_null(a->groups);
+    groups_are(&o, a, "build");
+    a = agent_named(&o, "w2");
+    assert_non_null(a);
+    groups_are(&o, a, "test:ops");
+    assert_string_equal(a->target, "pane-7");
+    a = agent_named(&o, "w3"); /* only a section: an agent all the same */
+    assert_non_null(a);
+    groups_are(&o, a, "build");
+    assert_null(a->target);
+    a = agent_named(&o, "w4"); /* groups = (empty): none of its own, not the default */
+    assert_non_null(a);
+    groups_are(&o, a, "");
+    /* -o agents= replaces the file's agents=, never its sections */
+    set_ok(&o, "agents", "w9");
+    assert_int_equal(o.n_agents, 4);
+    assert_null(agent_named(&o, "w1"));
+    assert_non_null(agent_named(&o, "w2"));
+    assert_non_null(agent_named(&o, "w9"));
+    assert_int_equal(opts_finish(&o, &err), 0);
+    opts_free(&o);
+    unlink(path);
+    g_free(path);
+
+    load_bad("[agent W1]\n", "[agent W1]: 'W1' is not an agent name");
+    load_bad("[agent w1@mac]\n", "not an agent name");
+    load_bad("[agent ]\n", "not an agent name");
+    load_bad("[agent]\ngroups = a\n", "unknown group [agent]");
+    load_bad("[agent w1]\ncolour = blue\n",
+             "[agent w1]: unknown key 'colour' (an [agent NAME] section takes groups and target)");
+    load_bad("[agent w1]\ngroups = Bad\n", "[agent w1]: groups: 'Bad' is not a group name");
+    load_bad("[agent w1]\ntarget =\n", "[agent w1]: target");
+    load_bad("[fleetfs]\nagents = w1:W2\n", "agents: 'W2' is not an agent name");
+    load_bad("[fleetfs]\ncoord_id = mac\n[extra]\nx = 1\n", "unknown group [extra]");
+}
+
+static void finish_bad(const char *conf, const char *want)
+{
+    fs_opts o;
+    char *err = NULL;
+    char *path = write_conf(conf);
+
+    opts_init(&o);
+    assert_int_equal(opts_load_file(&o, path, true, &err), 0);
+    assert_int_equal(opts_finish(&o, &err), -1);
+    if (strstr(err, want) == NULL)
+        fail_msg("message '%s' lacks '%s'", err, want);
+    g_free(err);
+    opts_free(&o);
+    unlink(path);
+    g_free(path);
+}
+
+/* Two entities typed into one pane would each read the other's mail. */
+static void test_agent_targets_distinct(void **state)
+{
+    (void)state;
+    finish_bad("[fleetfs]\ncoord_id = mac\nagents = mac\n",
+               "agent 'mac' and the lead would type into the same pane 'mac'");
+    finish_bad("[fleetfs]\ncoord_id = mac\ninject_target = boss\n[agent w1]\ntarget = boss\n",
+               "agent 'w1' and the lead would type into the same pane 'boss'");
+    finish_bad("[fleetfs]\ncoord_id = mac\n[agent w1]\ntarget = p\n[agent w2]\ntarget = p\n",
+               "agents 'w1' and 'w2' would type into the same pane 'p'");
+    finish_bad("[fleetfs]\ncoord_id = mac\nagents = w1\n[agent w2]\ntarget = w1\n",
+               "agents 'w1' and 'w2' would type into the same pane 'w1'");
+}
+
 static void redacts(const char *in, const char *want)
 {
     char *out = uri_redact(in);
@@ -612,6 +768,9 @@ int main(void)
         cmocka_unit_test(test_unknown_and_known),
         cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_config_relative_paths),
+        cmocka_unit_test(test_agents_and_groups),
+        cmocka_unit_test(test_agent_sections),
+        cmocka_unit_test(test_agent_targets_distinct),
         cmocka_unit_test(test_uri_redact),
         cmocka_unit_test(test_uri_split),
     };
