@@ -18,6 +18,7 @@
  * working directory to /. */
 #include "fleetfs/options.h"
 #include "broker/uri.h"
+#include "fleetfs/spawn/profile.h"
 #include "fleetfs/wire/names.h"
 #include "herdr/foreground.h"
 
@@ -239,6 +240,19 @@ static int opts_set_peers(fs_opts *o, const struct opts_def *d, const char *valu
         return -1;
     g_strfreev(o->peers);
     o->peers = items;
+    return 0;
+}
+
+static int opts_set_spawn_from(fs_opts *o, const struct opts_def *d, const char *value,
+                               char **err)
+{
+    char **items;
+
+    if (opts_split_names(d->key, value, name_valid, "a lead name", OPTS_NAME_FORM, 0, &items,
+                         err) < 0)
+        return -1;
+    g_strfreev(o->spawn_from);
+    o->spawn_from = items;
     return 0;
 }
 
@@ -573,6 +587,9 @@ static const struct opts_def opts_table[] = {
     {"groups", opts_set_groups, 0, NULL, "none",
      "groups (" OPTS_NAME_FORM ", ':'-separated, at most 16) of the lead and of every local "
      "agent without its own; 'all' is implied"},
+    /* spawn (SPEC section 11; profiles are [profile NAME] config sections) */
+    {"spawn_from", opts_set_spawn_from, 0, NULL, "nobody",
+     "leads allowed to start and stop agents here, separated by ':'"},
 };
 
 static const struct opts_def *opts_find(const char *key)
@@ -660,6 +677,7 @@ void opts_init(fs_opts *o)
     memset(o, 0, sizeof(*o));
     o->coord_id = opts_host_name(raw, sizeof(raw));
     o->peers = g_new0(char *, 1);
+    o->spawn_from = g_new0(char *, 1);
     o->broker_uri_env = g_strdup("FLEET_BROKER_URI");
     o->queue_type = g_strdup("classic");
     o->max_length = 10000;
@@ -733,6 +751,8 @@ int opts_finish(fs_opts *o, char **err)
     }
     if (opts_check_targets(o, err) < 0)
         return -1;
+    if (prof_check(&o->profiles, o->inject, o->inject_commands, err) < 0)
+        return -1;
     if (o->state_dir != NULL)
         return 0;
     if (xdg != NULL && xdg[0] == '/')
@@ -751,6 +771,8 @@ void opts_free(fs_opts *o)
 {
     g_free(o->coord_id);
     g_strfreev(o->peers);
+    g_strfreev(o->spawn_from);
+    prof_set_free(&o->profiles);
     g_free(o->broker_uri_env);
     g_free(o->broker_uri);
     g_free(o->vhost);
@@ -930,11 +952,15 @@ int opts_load_file(fs_opts *o, const char *path, bool must_exist, char **err)
     }
     groups = g_key_file_get_groups(kf, NULL);
     for (i = 0; rc == 0 && groups[i] != NULL; i++) {
-        if (strcmp(groups[i], "fleetfs") != 0 && !g_str_has_prefix(groups[i], OPTS_AGENT_SECTION)) {
+        if (prof_is_group(groups[i])) {
+            rc = prof_load_group(&o->profiles, kf, groups[i], path, err);
+        } else if (strcmp(groups[i], "fleetfs") != 0 &&
+                   !g_str_has_prefix(groups[i], OPTS_AGENT_SECTION)) {
             char *q = opts_quote(groups[i]);
 
-            *err = g_strdup_printf("%s: unknown group [%s] (known: [fleetfs], [agent NAME])", path,
-                                   q);
+            *err = g_strdup_printf("%s: unknown group [%s] (known: [fleetfs], [agent NAME], "
+                                   "[profile NAME])",
+                                   path, q);
             g_free(q);
             rc = -1;
         }

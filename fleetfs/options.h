@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fleetfs/spawn/profile.h"
+
 /* A local agent (SPEC section 10): from agents=, from an [agent NAME]
  * section of the config file, or both. */
 typedef struct {
@@ -56,6 +58,9 @@ typedef struct {
     char **groups; /* groups= : the lead's groups, and those of every local
                     * agent without its own; NULL-terminated, empty = {NULL};
                     * never holds "all" (every entity's group implicitly) */
+    /* spawn (SPEC section 11) */
+    char **spawn_from; /* coord_ids allowed to spawn and stop here; empty = nobody */
+    prof_set profiles; /* [profile NAME] sections of the config file */
 } fs_opts;
 
 void opts_init(fs_opts *o);
