@@ -339,12 +339,14 @@ void pr_received(presence *pr, const char *routing_key, const char *body, size_t
         reject_locked(pr, h.from, bad);
         g_mutex_unlock(&pr->lock);
         deliver_notes(pr, notes);
+        env_hb_free(&h);
         return;
     }
     if (bad) {
         pr->ignored++;
         g_mutex_unlock(&pr->lock);
         deliver_notes(pr, notes);
+        env_hb_free(&h);
         return;
     }
     l = g_hash_table_lookup(pr->leads, h.from);
@@ -382,6 +384,7 @@ void pr_received(presence *pr, const char *routing_key, const char *body, size_t
         log_info("presence: %s left (its fleetfs unmounted cleanly)", l->id);
     g_mutex_unlock(&pr->lock);
     deliver_notes(pr, notes);
+    env_hb_free(&h);
 }
 
 void pr_link(presence *pr, bool up)

@@ -648,11 +648,91 @@ bool env_text_plain(const char *s, size_t n)
     return true;
 }
 
+/* ---- the agents extension (envelope.h) ---- */
+
+static bool env_hb_group_ok(const char *g)
+{
+    return group_valid(g) && strcmp(g, GROUP_ALL) != 0;
+}
+
+static json_t *env_hb_groups_json(char *const *groups, size_t n)
+{
+    json_t *a = json_array();
+
+    if (a == NULL || n > ENV_HB_MAX_GROUPS)
+        goto bad;
+    for (size_t i = 0; i < n; i++) {
+        if (groups == NULL || !env_hb_group_ok(groups[i]) ||
+            json_array_append_new(a, json_string(groups[i])) != 0)
+            goto bad;
+    }
+    return a;
+bad:
+    json_decref(a);
+    return NULL;
+}
+
+static json_t *env_hb_agents_json(const env_heartbeat *h)
+{
+    json_t *a = json_array();
+
+    if (a == NULL || h->n_agents > ENV_HB_MAX_AGENTS)
+        goto bad;
+    for (size_t i = 0; i < h->n_agents; i++) {
+        const env_hb_agent *ag = &h->agents[i];
+        json_t *o;
+
+        if (!gid_valid(ag->gid) || !env_text_plain(ag->state, strlen(ag->state)))
+            goto bad;
+        o = json_pack("{s:s,s:s,s:o*}", "gid", ag->gid, "state", ag->state, "groups",
+                      ag->n_groups > 0 ? env_hb_groups_json(ag->groups, ag->n_groups) : NULL);
+        if (o == NULL || (ag->n_groups > 0 && json_object_get(o, "groups") == NULL) ||
+            json_array_append_new(a, o) != 0)
+            goto bad;
+    }
+    return a;
+bad:
+    json_decref(a);
+    return NULL;
+}
+
+static bool env_hb_put_ext(json_t *o, const env_heartbeat *h)
+{
+    json_t *g = env_hb_groups_json(h->groups, h->n_groups);
+    json_t *a = g != NULL ? env_hb_agents_json(h) : NULL;
+
+    if (g == NULL || a == NULL) {
+        json_decref(g);
+        return false;
+    }
+    return json_object_set_new(o, "groups", g) == 0 && json_object_set_new(o, "agents", a) == 0;
+}
+
+void env_hb_free(env_heartbeat *h)
+{
+    if (h == NULL)
+        return;
+    for (size_t i = 0; h->groups != NULL && h->groups[i] != NULL; i++)
+        free(h->groups[i]);
+    free(h->groups);
+    for (size_t i = 0; h->agents != NULL && i < h->n_agents; i++) {
+        for (size_t j = 0; h->agents[i].groups != NULL && h->agents[i].groups[j] != NULL; j++)
+            free(h->agents[i].groups[j]);
+        free(h->agents[i].groups);
+    }
+    free(h->agents);
+    h->groups = NULL;
+    h->n_groups = 0;
+    h->agents = NULL;
+    h->n_agents = 0;
+}
+
 char *env_hb_encode(const env_heartbeat *h, size_t *len)
 {
     json_t *o = json_object();
     bool ok = o != NULL;
     char *s = NULL;
+    size_t n = 0;
 
     ok = ok && env_text_plain(h->host, strlen(h->host)) &&
          env_text_plain(h->version, strlen(h->version)) &&
@@ -665,10 +745,18 @@ char *env_hb_encode(const env_heartbeat *h, size_t *len)
     ok = ok && json_object_set_new(o, "interval", json_integer(h->interval_ms)) == 0;
     ok = ok && env_put(o, "agent", h->agent);
     ok = ok && json_object_set_new(o, "leaving", json_boolean(h->leaving)) == 0;
+    ok = ok && (!h->ext || env_hb_put_ext(o, h));
     ok = ok && env_put_opt(o, "sig", h->sig);
+    ok = ok && (!h->ext || env_put_opt(o, "asig", h->asig));
     if (ok)
-        s = env_dump_line(o, false, len);
+        s = env_dump_line(o, false, &n);
     json_decref(o);
+    if (s != NULL && n > ENV_HB_MAX_LEN) {
+        free(s);
+        return NULL;
+    }
+    if (s != NULL && len != NULL)
+        *len = n;
     return s;
 }
 
@@ -717,6 +805,102 @@ static int env_hb_fields(struct env_dec *dc, env_heartbeat *out)
     return 0;
 }
 
+/* A copy of string member key of obj into dst[dstsz]; why prefixed. */
+static int env_obj_str(struct env_dec *dc, json_t *obj, const char *key, char *dst, size_t dstsz)
+{
+    json_t *j = json_object_get(obj, key);
+    size_t n;
+
+    if (j == NULL)
+        return env_failk(dc, "agents: missing %s", key);
+    if (!json_is_string(j))
+        return env_failk(dc, "agents: %s is not a string", key);
+    n = json_string_length(j);
+    if (n >= dstsz)
+        return env_failk(dc, "agents: %s is too long", key);
+    if (memchr(json_string_value(j), '\0', n) != NULL)
+        return env_failk(dc, "agents: %s contains a NUL character", key);
+    memcpy(dst, json_string_value(j), n + 1);
+    return 0;
+}
+
+/* A group list (absent: none); *out malloc'd, NULL-terminated. */
+static int env_hb_get_groups(struct env_dec *dc, json_t *j, const char *who, char ***out,
+                             size_t *n)
+{
+    size_t i, k = j != NULL ? json_array_size(j) : 0;
+
+    *out = NULL;
+    *n = 0;
+    if (j != NULL && !json_is_array(j))
+        return env_failk(dc, "%sgroups is not a list", who);
+    if (k > ENV_HB_MAX_GROUPS)
+        return env_failk(dc, "%sgroups: more than 16", who);
+    *out = calloc(k + 1, sizeof(char *));
+    if (*out == NULL)
+        return env_fail(dc, "out of memory");
+    for (i = 0; i < k; i++) {
+        const char *g = json_string_value(json_array_get(j, i));
+
+        if (g == NULL || strlen(g) != json_string_length(json_array_get(j, i)) ||
+            !group_valid(g))
+            return env_failk(dc, "%sgroups: not a group name", who);
+        if (strcmp(g, GROUP_ALL) == 0)
+            return env_failk(dc, "%sgroups: 'all' is implied, never listed", who);
+        (*out)[i] = strdup(g);
+        if ((*out)[i] == NULL)
+            return env_fail(dc, "out of memory");
+        (*n)++;
+    }
+    return 0;
+}
+
+static int env_hb_get_agent(struct env_dec *dc, json_t *o, env_hb_agent *a)
+{
+    if (!json_is_object(o))
+        return env_fail(dc, "agents: an entry is not an object");
+    if (env_obj_str(dc, o, "gid", a->gid, sizeof(a->gid)) < 0)
+        return -1;
+    if (!gid_valid(a->gid))
+        return env_fail(dc, "agents: gid is not an agent id (name@coord_id)");
+    if (env_obj_str(dc, o, "state", a->state, sizeof(a->state)) < 0)
+        return -1;
+    if (!env_text_plain(a->state, strlen(a->state)))
+        return env_fail(dc, "agents: state holds control characters or bad UTF-8");
+    return env_hb_get_groups(dc, json_object_get(o, "groups"), "agents: ", &a->groups,
+                             &a->n_groups);
+}
+
+/* groups, agents, asig: all optional; any of them makes ext. */
+static int env_hb_ext(struct env_dec *dc, env_heartbeat *out)
+{
+    json_t *g = json_object_get(dc->root, "groups");
+    json_t *a = json_object_get(dc->root, "agents");
+    size_t i, n;
+
+    out->ext = g != NULL || a != NULL || json_object_get(dc->root, "asig") != NULL;
+    if (env_get_str(dc, "asig", false, out->asig, sizeof(out->asig)) < 0)
+        return -1;
+    if (!env_base64_ok(out->asig))
+        return env_fail(dc, "asig is not base64");
+    if (env_hb_get_groups(dc, g, "", &out->groups, &out->n_groups) < 0)
+        return -1;
+    if (a != NULL && !json_is_array(a))
+        return env_fail(dc, "agents is not a list");
+    n = a != NULL ? json_array_size(a) : 0;
+    if (n > ENV_HB_MAX_AGENTS)
+        return env_fail(dc, "agents: more than 1024");
+    out->agents = calloc(n > 0 ? n : 1, sizeof(env_hb_agent));
+    if (out->agents == NULL)
+        return env_fail(dc, "out of memory");
+    for (i = 0; i < n; i++) {
+        out->n_agents = i + 1; /* what env_hb_free must look at */
+        if (env_hb_get_agent(dc, json_array_get(a, i), &out->agents[i]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, size_t whylen)
 {
     struct env_dec dc = {NULL, why, whylen};
@@ -728,15 +912,19 @@ int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, s
         why[0] = '\0';
     if (json == NULL)
         return env_fail(&dc, "not JSON");
-    if (len > 4096)
-        return env_fail(&dc, "heartbeat larger than 4096 bytes");
+    if (len > ENV_HB_MAX_LEN)
+        return env_fail(&dc, "heartbeat larger than 131072 bytes");
     dc.root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (dc.root == NULL)
         return env_fail(&dc, "not JSON");
     r = json_is_object(dc.root) ? env_hb_fields(&dc, out) : env_fail(&dc, "not a JSON object");
+    if (r == 0)
+        r = env_hb_ext(&dc, out);
     json_decref(dc.root);
-    if (r < 0)
+    if (r < 0) {
+        env_hb_free(out);
         memset(out, 0, sizeof(*out));
+    }
     return r;
 }
 
@@ -769,4 +957,59 @@ int env_hb_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *l
         p = env_put_field(p, f[i], strlen(f[i]));
     *len = total;
     return 0;
+}
+
+/* Appends the fields f[0..n) (length-prefixed) to *buf of *len bytes. */
+static int env_append_fields(unsigned char **buf, size_t *len, const char *const *f, size_t n)
+{
+    size_t add = 0;
+    unsigned char *grown, *p;
+
+    for (size_t i = 0; i < n; i++)
+        add += 8 + strlen(f[i]);
+    grown = realloc(*buf, *len + add);
+    if (grown == NULL)
+        return -1;
+    p = grown + *len;
+    for (size_t i = 0; i < n; i++)
+        p = env_put_field(p, f[i], strlen(f[i]));
+    *buf = grown;
+    *len += add;
+    return 0;
+}
+
+static int env_append_groups(unsigned char **buf, size_t *len, char *const *groups, size_t n)
+{
+    char count[24];
+    const char *f[1] = {count};
+
+    snprintf(count, sizeof(count), "%zu", n);
+    if (env_append_fields(buf, len, f, 1) < 0)
+        return -1;
+    return n == 0 ? 0 : env_append_fields(buf, len, (const char *const *)groups, n);
+}
+
+int env_hb_agents_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len)
+{
+    char count[24];
+    const char *f[1] = {count};
+    int rc;
+
+    if (env_hb_signing_fields(h, buf, len) < 0)
+        return -1;
+    snprintf(count, sizeof(count), "%zu", h->n_agents);
+    rc = env_append_groups(buf, len, h->groups, h->n_groups);
+    rc = rc < 0 ? -1 : env_append_fields(buf, len, f, 1);
+    for (size_t i = 0; rc == 0 && i < h->n_agents; i++) {
+        const char *a[2] = {h->agents[i].gid, h->agents[i].state};
+
+        rc = env_append_fields(buf, len, a, 2);
+        if (rc == 0)
+            rc = env_append_groups(buf, len, h->agents[i].groups, h->agents[i].n_groups);
+    }
+    if (rc < 0) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return rc;
 }

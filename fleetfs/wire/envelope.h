@@ -104,7 +104,40 @@ bool env_receipt_state_valid(const char *s);
  * (C0, DEL, C1), so they can go into a `key: value` status line as they are.
  * The signature covers the length-prefixed fields v, type, from, host,
  * version, sentAt, expiresAt, startedAt, interval (decimal), agent, leaving
- * ("true"/"false"). */
+ * ("true"/"false").
+ *
+ * Agents and groups (SPEC section 10) ride in the same heartbeat, in members
+ * an older fleetfs ignores:
+ *
+ *   "groups":["build"],
+ *   "agents":[{"gid":"w1@beta","state":"ready: idle","groups":["build"]}],
+ *   "asig":"<base64 ed25519>"
+ *
+ * groups: the lead's groups; agents: the host's local agents, each with its
+ * state words (plain text, < ENV_HB_STATE_LEN bytes) and groups (absent =
+ * none). Groups are group names other than "all", at most ENV_HB_MAX_GROUPS
+ * per entity; at most ENV_HB_MAX_AGENTS agents; gids must be valid (whether
+ * each lives on `from`'s host is the receiver's judgement, presence.c).
+ * `sig` stays exactly as above (an old fleetfs verifies it and believes the
+ * lead); `asig` signs the same eleven fields followed by the extension
+ * (env_hb_agents_signing_fields), so the agent list cannot be altered or
+ * grafted onto another heartbeat. A heartbeat with none of the three
+ * members is an old one (ext false); one that has any of them has ext true.
+ * Unknown members inside an agent object are ignored (a later version may
+ * add some; they are not signed). */
+#define ENV_HB_MAX_LEN 131072 /* bytes: RabbitMQ's default frame_max */
+#define ENV_HB_OLD_MAX_LEN 4096 /* what a fleetfs before agents accepts */
+#define ENV_HB_MAX_AGENTS 1024
+#define ENV_HB_MAX_GROUPS 16
+#define ENV_HB_STATE_LEN 128 /* agent state words, with the NUL */
+
+typedef struct {
+    char gid[GID_MAX_LEN + 1];
+    char state[ENV_HB_STATE_LEN];
+    char **groups; /* n_groups names, NULL-terminated; malloc'd */
+    size_t n_groups;
+} env_hb_agent;
+
 typedef struct {
     int v;
     char from[64];
@@ -117,12 +150,30 @@ typedef struct {
     char agent[256];
     bool leaving;
     char sig[100]; /* base64, "" when absent */
+    /* the SPEC section 10 extension (above); all malloc'd, env_hb_free */
+    bool ext;           /* groups/agents/asig are (to be) on the wire */
+    char **groups;      /* the lead's, n_groups, NULL-terminated */
+    size_t n_groups;
+    env_hb_agent *agents;
+    size_t n_agents;
+    char asig[100]; /* base64, "" when absent */
 } env_heartbeat;
 
-/* Compact JSON, malloc'd; NULL when a field is not plain text. */
+/* Compact JSON, malloc'd; NULL when a field is not plain text or the
+ * extension breaks a rule above. Writes groups/agents/asig only when
+ * h->ext (so an old-format heartbeat encodes exactly as before). */
 char *env_hb_encode(const env_heartbeat *h, size_t *len);
-/* Strict decode of untrusted bytes: 0 ok, -1 with a short reason. */
+/* Strict decode of untrusted bytes (at most ENV_HB_MAX_LEN): 0 ok, -1 with
+ * a short reason (and *out left with nothing to free). On success call
+ * env_hb_free(out) when done. */
 int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, size_t whylen);
+/* Frees the extension's allocations and empties it; safe twice. */
+void env_hb_free(env_heartbeat *h);
+/* The bytes asig covers: env_hb_signing_fields, then (each length-prefixed
+ * like the rest) the number of lead groups in decimal, each group, the
+ * number of agents, and per agent its gid, state, number of groups and each
+ * group. 0 ok (*buf malloc'd), -1. */
+int env_hb_agents_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len);
 /* The bytes a heartbeat's signature covers; 0 ok (*buf malloc'd), -1. */
 int env_hb_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len);
 /* s is UTF-8 without C0, DEL or C1 control characters. */

@@ -524,6 +524,12 @@ int sig_sign_hb(const sig_key *k, env_heartbeat *h)
         return -1;
     rc = sig_sign_bytes(k, buf, len, h->sig, sizeof(h->sig));
     free(buf);
+    if (rc < 0 || !h->ext)
+        return rc;
+    if (env_hb_agents_signing_fields(h, &buf, &len) < 0)
+        return -1;
+    rc = sig_sign_bytes(k, buf, len, h->asig, sizeof(h->asig));
+    free(buf);
     return rc;
 }
 
@@ -538,6 +544,21 @@ sig_result sig_verify_hb(const sig_trust *t, const env_heartbeat *h)
     if (env_hb_signing_fields(h, &buf, &len) < 0)
         return SIG_BAD;
     r = sig_verify_bytes(t, h->from, h->sig, sizeof(h->sig), buf, len);
+    free(buf);
+    return r;
+}
+
+sig_result sig_verify_hb_agents(const sig_trust *t, const env_heartbeat *h)
+{
+    unsigned char *buf;
+    size_t len;
+    sig_result r;
+
+    if (strnlen(h->asig, sizeof(h->asig)) == 0)
+        return SIG_UNSIGNED;
+    if (env_hb_agents_signing_fields(h, &buf, &len) < 0)
+        return SIG_BAD;
+    r = sig_verify_bytes(t, h->from, h->asig, sizeof(h->asig), buf, len);
     free(buf);
     return r;
 }

@@ -90,6 +90,11 @@ const char *sig_result_name(sig_result r);
  * key that must have signed. */
 int sig_sign_hb(const sig_key *k, env_heartbeat *h);
 sig_result sig_verify_hb(const sig_trust *t, const env_heartbeat *h);
+/* With h->ext, sig_sign_hb fills h->asig too (over
+ * env_hb_agents_signing_fields); sig_verify_hb checks sig only, exactly as
+ * a fleetfs before agents does. This checks asig, with the key trusted for
+ * h->from: SIG_UNSIGNED when asig is empty. */
+sig_result sig_verify_hb_agents(const sig_trust *t, const env_heartbeat *h);
 
 /* Any other signed record (fleetfs/wire/control.h): sign the bytes its
  * own *_signing_fields gave into out (base64, at least 89 bytes), and

@@ -77,6 +77,21 @@ static void fz_heartbeat(const char *copy, size_t size)
     }
     free(a);
     free(b);
+    /* the agents extension, and its own signature */
+    if (h.ext != d.ext || env_hb_agents_signing_fields(&h, &a, &alen) != 0 ||
+        env_hb_agents_signing_fields(&d, &b, &blen) != 0)
+        abort();
+    if (alen != blen || memcmp(a, b, alen) != 0 || strcmp(h.asig, d.asig) != 0) {
+        fprintf(stderr, "round trip changed a signed agents field\n");
+        abort();
+    }
+    for (size_t i = 0; i < h.n_agents; i++)
+        if (!env_text_plain(h.agents[i].state, strlen(h.agents[i].state)))
+            abort();
+    free(a);
+    free(b);
+    env_hb_free(&h);
+    env_hb_free(&d);
     free(js);
 }
 

@@ -125,6 +125,312 @@ static void test_hb_refusals(void **state)
     free(js);
 }
 
+/* ---- the agents extension (SPEC section 10) ------------------------------- */
+
+static char **strv_of(const char *colon_list)
+{
+    char **v = colon_list[0] ? g_strsplit(colon_list, ":", -1) : g_new0(char *, 1);
+    char **out = calloc(g_strv_length(v) + 1, sizeof(char *));
+    for (size_t i = 0; v[i]; i++)
+        out[i] = strdup(v[i]);
+    g_strfreev(v);
+    return out;
+}
+
+/* h gets the extension: lead groups, and n agents w<i>@<host> */
+static void hb_add_agents(env_heartbeat *h, const char *lead_groups, size_t n, const char *host,
+                          const char *state, const char *agent_groups)
+{
+    h->ext = true;
+    h->groups = strv_of(lead_groups);
+    h->n_groups = g_strv_length(h->groups);
+    h->agents = calloc(n ? n : 1, sizeof(env_hb_agent));
+    h->n_agents = n;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(h->agents[i].gid, sizeof h->agents[i].gid, "w%zu@%s", i, host);
+        g_strlcpy(h->agents[i].state, state, sizeof h->agents[i].state);
+        h->agents[i].groups = strv_of(agent_groups);
+        h->agents[i].n_groups = g_strv_length(h->agents[i].groups);
+    }
+}
+
+static bool same_hb_ext(const env_heartbeat *a, const env_heartbeat *b)
+{
+    unsigned char *x, *y;
+    size_t xl, yl;
+    bool same;
+    assert_int_equal(env_hb_agents_signing_fields(a, &x, &xl), 0);
+    assert_int_equal(env_hb_agents_signing_fields(b, &y, &yl), 0);
+    same = xl == yl && memcmp(x, y, xl) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+static void test_hb_agents_round_trip(void **state)
+{
+    env_heartbeat h = hb_of("gamma", 0), d;
+    char why[128], *js;
+    size_t len;
+    (void)state;
+
+    hb_add_agents(&h, "build:ops", 2, "gamma", "ready: idle", "build");
+    g_strlcpy(h.agents[1].state, "delivering: typing 0123 from alpha", sizeof h.agents[1].state);
+    g_strlcpy(h.asig, "YXNpZw==", sizeof h.asig);
+    js = env_hb_encode(&h, &len);
+    assert_non_null(js);
+    assert_non_null(strstr(js, "\"groups\":[\"build\",\"ops\"],\"agents\":[{\"gid\":\"w0@gamma\","
+                               "\"state\":\"ready: idle\",\"groups\":[\"build\"]},"));
+    assert_non_null(strstr(js, "\"asig\":\"YXNpZw==\""));
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_true(d.ext);
+    assert_int_equal(d.n_groups, 2);
+    assert_string_equal(d.groups[1], "ops");
+    assert_null(d.groups[2]);
+    assert_int_equal(d.n_agents, 2);
+    assert_string_equal(d.agents[1].gid, "w1@gamma");
+    assert_string_equal(d.agents[1].state, "delivering: typing 0123 from alpha");
+    assert_int_equal(d.agents[1].n_groups, 1);
+    assert_string_equal(d.agents[1].groups[0], "build");
+    assert_string_equal(d.asig, "YXNpZw==");
+    assert_true(same_hb_ext(&h, &d));
+    env_hb_free(&d);
+    free(js);
+
+    /* an agentless host still says so: empty lists, still ext */
+    env_hb_free(&h);
+    env_hb_free(&h); /* safe twice */
+    hb_add_agents(&h, "", 0, "gamma", "", "");
+    js = env_hb_encode(&h, &len);
+    assert_non_null(strstr(js, "\"groups\":[],\"agents\":[]"));
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_true(d.ext);
+    assert_int_equal(d.n_agents, 0);
+    env_hb_free(&d);
+    env_hb_free(&h);
+    free(js);
+
+    /* the extension changes the signed bytes; each part counts */
+    {
+        env_heartbeat a = hb_of("gamma", 0), b;
+        hb_add_agents(&a, "build", 1, "gamma", "idle", "x:y");
+        b = a;
+        b.groups = strv_of("build");
+        b.agents = calloc(1, sizeof(env_hb_agent));
+        b.agents[0] = a.agents[0];
+        b.agents[0].groups = strv_of("x:y");
+        assert_true(same_hb_ext(&a, &b));
+        g_strlcpy(b.agents[0].state, "busy", sizeof b.agents[0].state);
+        assert_false(same_hb_ext(&a, &b));
+        b.agents[0] = a.agents[0];
+        b.agents[0].groups = strv_of("x:y");
+        b.agents[0].gid[1] = '9';
+        assert_false(same_hb_ext(&a, &b));
+        b.agents[0].gid[1] = '0';
+        b.agents[0].n_groups = 1; /* x only */
+        assert_false(same_hb_ext(&a, &b));
+        b.agents[0].n_groups = 2;
+        b.n_groups = 0;
+        assert_false(same_hb_ext(&a, &b));
+        b.n_groups = 1;
+        b.n_agents = 0;
+        assert_false(same_hb_ext(&a, &b));
+        b.n_agents = 1;
+        assert_true(same_hb_ext(&a, &b));
+        env_hb_free(&a);
+        env_hb_free(&b);
+    }
+}
+
+/* An old-format heartbeat (no extension) is written exactly as before. */
+static void test_hb_without_agents_unchanged(void **state)
+{
+    env_heartbeat h = hb_of("gamma", 0), d;
+    char want[1024], why[128], *js;
+    size_t len;
+    (void)state;
+
+    g_strlcpy(h.sig, "c2ln", sizeof h.sig);
+    snprintf(want, sizeof want,
+             "{\"v\":1,\"type\":\"heartbeat\",\"from\":\"gamma\",\"host\":\"host-1.example\","
+             "\"version\":\"0.1.0\",\"sentAt\":\"%s\",\"expiresAt\":\"%s\",\"startedAt\":\"%s\","
+             "\"interval\":1000,\"agent\":\"waiting: agent beta (w1:p2) is blocked\","
+             "\"leaving\":false,\"sig\":\"c2ln\"}",
+             h.sentAt, h.expiresAt, h.startedAt);
+    js = env_hb_encode(&h, &len);
+    assert_string_equal(js, want);
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_false(d.ext);
+    assert_int_equal(d.n_agents, 0);
+    env_hb_free(&d);
+    free(js);
+}
+
+static void test_hb_agents_refusals(void **state)
+{
+    env_heartbeat h = hb_of("gamma", 0);
+    char *js, *bad;
+    size_t len;
+    (void)state;
+
+    hb_add_agents(&h, "build", 1, "gamma", "idle", "ops");
+    g_strlcpy(h.asig, "YXNpZw==", sizeof h.asig);
+    js = env_hb_encode(&h, &len);
+    bad = swap(js, "\"gid\":\"w0@gamma\"", "\"gid\":\"W0@gamma\"");
+    expect_refused(bad, "agents: gid is not an agent id");
+    g_free(bad);
+    bad = swap(js, "\"gid\":\"w0@gamma\"", "\"gid\":\"w0@gamma@x\"");
+    expect_refused(bad, "agents: gid is not an agent id");
+    g_free(bad);
+    bad = swap(js, "\"gid\":\"w0@gamma\"", "\"gid\":\"gamma\"");
+    expect_refused(bad, "agents: gid is not an agent id");
+    g_free(bad);
+    bad = swap(js, "\"gid\":\"w0@gamma\",", "");
+    expect_refused(bad, "agents: missing gid");
+    g_free(bad);
+    bad = swap(js, "\"state\":\"idle\"", "\"state\":\"a\\u001b[2J\"");
+    expect_refused(bad, "agents: state holds control characters");
+    g_free(bad);
+    bad = swap(js, "\"state\":\"idle\"", "\"state\":7");
+    expect_refused(bad, "agents: state is not a string");
+    g_free(bad);
+    bad = swap(js, "\"groups\":[\"ops\"]", "\"groups\":[\"all\"]");
+    expect_refused(bad, "groups: 'all' is implied");
+    g_free(bad);
+    bad = swap(js, "\"groups\":[\"ops\"]", "\"groups\":[\"Ops\"]");
+    expect_refused(bad, "groups: not a group name");
+    g_free(bad);
+    bad = swap(js, "\"groups\":[\"ops\"]", "\"groups\":\"ops\"");
+    expect_refused(bad, "groups is not a list");
+    g_free(bad);
+    bad = swap(js, "\"groups\":[\"build\"]", "\"groups\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\","
+               "\"h\",\"i\",\"j\",\"k\",\"l\",\"m\",\"n\",\"o\",\"p\",\"q\"]");
+    expect_refused(bad, "groups: more than 16");
+    g_free(bad);
+    bad = swap(js, "\"groups\":[\"build\"]", "\"groups\":[1]");
+    expect_refused(bad, "groups: not a group name");
+    g_free(bad);
+    bad = swap(js, "\"agents\":[{", "\"agents\":[7,{");
+    expect_refused(bad, "agents: an entry is not an object");
+    g_free(bad);
+    bad = swap(js, "\"agents\":[", "\"agents\":{\"x\":[");
+    expect_refused(bad, "not JSON");
+    g_free(bad);
+    bad = swap(js, "\"asig\":\"", "\"asig\":\"<");
+    expect_refused(bad, "asig is not base64");
+    g_free(bad);
+    free(js);
+    env_hb_free(&h);
+
+    /* too many agents, and too many bytes */
+    hb_add_agents(&h, "", ENV_HB_MAX_AGENTS + 1, "gamma", "i", "");
+    js = env_hb_encode(&h, &len);
+    assert_null(js); /* the encoder will not write what a receiver refuses */
+    env_hb_free(&h);
+    {
+        GString *big = g_string_new("{\"v\":1,\"type\":\"heartbeat\",\"pad\":\"");
+        while (big->len <= ENV_HB_MAX_LEN)
+            g_string_append(big, "xxxxxxxxxxxxxxxx");
+        g_string_append(big, "\"}");
+        expect_refused(big->str, "heartbeat larger than 131072 bytes");
+        g_string_free(big, TRUE);
+    }
+}
+
+/* What a heartbeat with agents costs, and what a fleetfs from before
+ * agents makes of one: it checks `sig` over the eleven fields it always
+ * did, which the extension leaves alone. */
+static void test_hb_size_and_old_readers(void **state)
+{
+    env_heartbeat h = hb_of("fleet-host-01", 0), big, d;
+    char why[128], *js, *dir = g_dir_make_tmp("test_hb.XXXXXX", NULL), *err = NULL;
+    char *key = g_strdup_printf("%s/fleet-host-01.key", dir), *tdir = g_strdup_printf("%s/t", dir);
+    char *pub = g_strdup_printf("%s.pub", key), *dst = g_strdup_printf("%s/fleet-host-01.pub", tdir);
+    char *text = NULL, *cmd;
+    sig_key *k;
+    sig_trust *t;
+    size_t len, n_old = 0;
+    (void)state;
+
+    g_mkdir(tdir, 0700);
+    assert_int_equal(sig_keygen(key, &err), 0);
+    assert_true(g_file_get_contents(pub, &text, NULL, NULL));
+    assert_true(g_file_set_contents(dst, text, -1, NULL));
+    k = sig_load_secret(key, &err);
+    t = sig_trust_load_quiet(tdir, &err);
+    assert_non_null(k);
+    assert_non_null(t);
+
+    /* 100 agents as a fleet names them: gid, short state words, two groups */
+    hb_add_agents(&h, "build:review", 100, "fleet-host-01", "ready: idle", "build:review");
+    assert_int_equal(sig_sign_hb(k, &h), 0);
+    js = env_hb_encode(&h, &len);
+    assert_non_null(js);
+    print_message("heartbeat with 100 agents: %zu bytes\n", len);
+    assert_true(len < 16384);
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_int_equal(sig_verify_hb(t, &d), SIG_OK);        /* what an old fleetfs checks */
+    assert_int_equal(sig_verify_hb_agents(t, &d), SIG_OK); /* and a new one too */
+    /* altered agents: sig still verifies (it does not cover them), asig not */
+    g_strlcpy(d.agents[7].state, "ready: forged", sizeof d.agents[7].state);
+    assert_int_equal(sig_verify_hb(t, &d), SIG_OK);
+    assert_int_equal(sig_verify_hb_agents(t, &d), SIG_BAD);
+    env_hb_free(&d);
+    free(js);
+    /* how many such agents still fit what a fleetfs before agents reads */
+    while (n_old < 100) {
+        size_t keep = h.n_agents;
+        h.n_agents = n_old + 1;
+        js = env_hb_encode(&h, &len);
+        h.n_agents = keep;
+        free(js);
+        if (len > ENV_HB_OLD_MAX_LEN)
+            break;
+        n_old++;
+    }
+    print_message("agents that fit in %d bytes: %zu\n", ENV_HB_OLD_MAX_LEN, n_old);
+    assert_true(n_old >= 20);
+
+    /* the worst case of 100 agents: longest gid, state and 16 longest groups */
+    big = hb_of("fleet-host-01", 0);
+    big.ext = true;
+    big.agents = calloc(100, sizeof(env_hb_agent));
+    big.n_agents = 100;
+    for (size_t i = 0; i < 100; i++) {
+        env_hb_agent *a = &big.agents[i];
+        snprintf(a->gid, sizeof a->gid, "a%030zu@%s", i,
+                 "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0");
+        memset(a->state, 's', sizeof a->state - 1);
+        a->groups = calloc(ENV_HB_MAX_GROUPS + 1, sizeof(char *));
+        for (size_t g = 0; g < ENV_HB_MAX_GROUPS; g++)
+            a->groups[g] = g_strdup_printf("g%02zu%060d", g, 0);
+        a->n_groups = ENV_HB_MAX_GROUPS;
+    }
+    js = env_hb_encode(&big, &len);
+    /* too big for one: the encoder refuses it (pr_heartbeat then sheds) */
+    assert_null(js);
+    big.n_agents = 90;
+    js = env_hb_encode(&big, &len);
+    assert_non_null(js);
+    print_message("heartbeat with 90 agents at every limit: %zu bytes\n", len);
+    big.n_agents = 100;
+    free(js);
+    env_hb_free(&big);
+    env_hb_free(&h);
+
+    sig_key_free(k);
+    sig_trust_free(t);
+    cmd = g_strdup_printf("rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    g_free(cmd);
+    g_free(text);
+    g_free(key);
+    g_free(tdir);
+    g_free(pub);
+    g_free(dst);
+    g_free(dir);
+}
+
 /* ---- a presence table, with keys ----------------------------------------- */
 
 typedef struct {
@@ -336,6 +642,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hb_round_trip),
         cmocka_unit_test(test_hb_refusals),
+        cmocka_unit_test(test_hb_agents_round_trip),
+        cmocka_unit_test(test_hb_without_agents_unchanged),
+        cmocka_unit_test(test_hb_agents_refusals),
+        cmocka_unit_test(test_hb_size_and_old_readers),
         cmocka_unit_test_setup_teardown(test_trusted_heartbeat_makes_a_lead_appear, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_untrusted_heartbeats_never_appear, fx_setup,
