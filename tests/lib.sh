@@ -42,6 +42,8 @@
 #                                      it is a FAILURE instead when FLEET_NO_SKIP=1 (scripts/run-tests
 #                                      sets it: CI has everything, so nothing may skip there);
 #                                      --planned is a skip by design (e.g. a sanitizer build)
+#   test_skip_planned DESC REASON      one test not run, by design: "ok N - DESC # SKIP (planned):
+#                                      REASON", counted as skipped (never a failure)
 #   test_fail_all REASON               end the file now as one failure ("# FAIL FILE: REASON"),
 #                                      for what must work here (e.g. as root, a network namespace)
 #   test_cmp EXPECTED ACTUAL           diff -u, fails if the files differ
@@ -193,6 +195,17 @@ test_skip_all() {
   echo "# SKIP $TEST_NAME: $*"
   _test_skipped=$((_test_skipped + 1))
   test_done
+}
+
+# test_skip_planned DESC REASON: a test this file does not run, by design
+# (e.g. a documented command that needs systemd as init): counted as
+# skipped, listed as "ok N - DESC # SKIP (planned): REASON" and as a
+# "# SKIP FILE: DESC: REASON" line; never a failure, FLEET_NO_SKIP or not
+test_skip_planned() {
+  _test_count=$((_test_count + 1))
+  _test_skipped=$((_test_skipped + 1))
+  echo "ok $_test_count - $1 # SKIP (planned): $2"
+  echo "# SKIP $TEST_NAME: $1: $2"
 }
 
 test_cmp() {

@@ -135,4 +135,19 @@ test_expect_success 'a skip is counted as skipped; unplanned under FLEET_NO_SKIP
 	grep -x "# nested6: 0 passed, 0 failed, 1 skipped" out
 '
 
+test_expect_success 'test_skip_planned: one test not run, with its reason, counted as skipped, never a failure' '
+	FLEET_NO_SKIP=1 TEST_NAME=nested7 bash -c "
+		. \"\$FLEET_ROOT/tests/lib.sh\"
+		test_expect_success one true
+		test_skip_planned \"two\" \"needs systemd as init\"
+		test_expect_success three true
+		test_done
+	" >out 2>&1 &&
+	cat out &&
+	grep -x "ok 2 - two # SKIP (planned): needs systemd as init" out &&
+	grep -x "# SKIP nested7: two: needs systemd as init" out &&
+	grep -q "^ok 3 - three" out &&
+	grep -x "# nested7: 2 passed, 0 failed, 1 skipped" out
+'
+
 test_done
