@@ -103,13 +103,6 @@ else
     echo "# systemd-analyze or unshare -m not available: units not verified"
 fi
 
-test_expect_success 'doc/operations.md shows the system unit exactly as installed' '
-    sed -n "/^The unit as installed/,/^### /p" "$FLEET_ROOT/doc/operations.md" |
-        sed -n "s/^    //p" >doc.unit &&
-    grep -v "^#" "$D/usr/local/lib/systemd/system/fleetfs@.service" | grep -v "^\$" >inst.unit &&
-    test_cmp inst.unit doc.unit
-'
-
 test_expect_success 'make uninstall removes every file install put there' '
     make -s -C "$FLEET_ROOT" uninstall B="$B" DESTDIR="$D" >uninstall.out 2>&1 &&
     find "$D" -type f >left &&

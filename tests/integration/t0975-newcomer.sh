@@ -279,12 +279,4 @@ test_expect_success 'the man page: no control characters, no hyphenated words to
     ! grep -n "‐\$" man.txt
 '
 
-test_expect_success 'operations.md: the key and trust block runs as printed (paths moved to a temp root)' '
-    awk "/^Each host needs a signing key/ { on = 1 } on && /^    \\$ / { print substr(\$0, 7) } on && /^The broker password/ { exit }" \
-        "$FLEET_ROOT/doc/operations.md" | sed "s|/etc/fleetfs|$TEST_DIR/etc/fleetfs|g; s|  *#.*||" >keys.sh &&
-    cat keys.sh && test $(wc -l <keys.sh) = 3 &&
-    PATH=$(dirname "$FLEETFS"):$PATH bash -e keys.sh &&
-    test -f etc/fleetfs/mac.key && test -f etc/fleetfs/trusted/mac.pub
-'
-
 test_done
