@@ -279,4 +279,14 @@ test_expect_success 'the man page: no control characters, no hyphenated words to
     ! grep -n "‐\$" man.txt
 '
 
+test_expect_success 'README: the repository layout names every source file, script and document' '
+    sed -n "/^Repository layout/,/^Read the manual/p" "$FLEET_ROOT/README" >layout &&
+    test $(wc -l <layout) -gt 20 &&
+    (cd "$FLEET_ROOT" && find fleetfs broker herdr -name "*.c" && find scripts -maxdepth 1 -type f &&
+        find doc -maxdepth 1 -type f) | sort >files &&
+    : >unnamed &&
+    while read -r f; do grep -qw -- "$(basename "$f")" layout || echo "$f" >>unnamed; done <files &&
+    cat unnamed && test ! -s unnamed
+'
+
 test_done
