@@ -38,14 +38,19 @@ export R H B
 ROOTED="s|/etc/fleetfs|$R/etc/fleetfs|g; s|/run/fleet|$R/run/fleet|g; s|/var/lib/fleetfs|$R/var/lib/fleetfs|g; s|/home/u|$H|g; s| /fleet | $R/fleet |g"
 UNROOTED="s|$R/|/|g; s|$H|/home/u|g"
 
-# block ERE [N]: the text of the Nth (default first) indented block whose
-# first line matches ERE, indent removed (blocks are split at blank lines)
+# block ERE: the text of the first indented block (split at blank lines)
+# whose lines, joined by spaces, match ERE; indent removed
 block() {
-    awk -v pat="$1" -v nth="${2:-1}" '
-        /^ *$/ { if (on) exit; blank = 1; next }
-        !on && /^    / && blank && substr($0, 5) ~ pat && ++n == nth { on = 1 }
-        on { if (/^    /) { sub(/^    /, ""); print } else exit }
-        { blank = 0 }' "$OPS"
+    local line
+    line=$(blocks | awk -F'\t' -v p="$1" '$2 ~ p { print $1; exit }')
+    [[ -n $line ]] || { echo "block: none matches $1" >&2; return 1; }
+    tail -n +"$line" "$OPS" | awk '/^ *$/ || !/^    / { exit } { sub(/^    /, ""); print }'
+}
+# between START END: the indented lines (indent removed, blank lines kept)
+# from the first line matching START to the next matching END
+between() {
+    awk -v s="$1" -v e="$2" '$0 ~ s { on = 1; next } on && $0 ~ e { exit }
+        on && /^    / { sub(/^    /, ""); print; next } on && /^ *$/ { print }' "$OPS"
 }
 # every block of the doc, one line each: LINE<TAB>its lines joined by spaces.
 # A block starts with a line indented 4 or more after a blank line (an
@@ -91,6 +96,11 @@ cat >known <<'EOF'
 ^\$ systemctl --user daemon-reload|skip|systemctl --user, journalctl and loginctl need a systemd user manager, which the test container does not run; the user unit's ExecStart runs as systemd would (test here)
 ^fleetfs  /fleet  fuse\.fleetfs|run|mount(8): the doc's fstab line and its mount -t line mount, with the URI from the env file
 ^# mount -t fuse\.fleetfs|run|mount(8): the doc's fstab line and its mount -t line mount, with the URI from the env file
+^\[fleetfs\] agents = w1:w2|run|Local agents and profiles: the doc's config sections are accepted by a mount as printed
+^\[agent w2\]|run|Local agents and profiles: the doc's config sections are accepted by a mount as printed
+^# a section alone declares an agent too \[agent w3\]|run|Local agents and profiles: the doc's config sections are accepted by a mount as printed
+^\[fleetfs\] # who may start and stop agents here|run|Local agents and profiles: the doc's config sections are accepted by a mount as printed
+^\[profile worker\]|run|Local agents and profiles: the doc's config sections are accepted by a mount as printed
 ^\[Mount\] EnvironmentFile=|skip|a drop-in for systemd's fleet.mount: no systemd as init here; the same environment file feeds mount(8) in the fstab test here (sh -c 'set -a; . ENV; exec mount ...')
 ^[0-9-]+T[0-9:.]+Z fleetfs warn: broker: connection lost|run|Logs: the doc's log line is what a broker shutdown logs
 ^state_dir: degraded:|skip|needs a full disk: t0380 puts the state_dir on a small tmpfs, fills it, and checks this line
@@ -130,7 +140,7 @@ done <known
 # ---------------------------------------------------------------- Installing
 
 test_expect_success 'Installing: make install into a temp DESTDIR puts the files where the doc says; uninstall removes them' '
-    block "^make$" >install.sh &&
+    block "^make sudo make install" >install.sh &&
     cat install.sh &&
     test "$(head -n1 install.sh)" = make &&
     sed -e "s/  *#.*//; s/^sudo //; s|^make|make -s -C $FLEET_ROOT B=$B|; s|install\$|install DESTDIR=$R|" \
@@ -183,7 +193,7 @@ test_expect_success 'fleetfs@.service: the doc'"'"'s unit, its sandbox block and
     test $(wc -l <doc.sandbox) -ge 10 &&
     grep -A$(($(wc -l <doc.sandbox) - 1)) -x "NoNewPrivileges=yes" inst.unit >inst.sandbox &&
     test_cmp inst.sandbox doc.sandbox &&
-    block "^\\[Service\\]\$" >dropin &&
+    block "^\\[Service\\] User=alice" >dropin &&
     grep -x "User=alice" dropin &&
     for k in $(sed -n "s/^\\([A-Za-z]*\\)=.*/\\1/p" dropin | grep -v "^User\$"); do grep -q "^$k=" inst.unit || exit 1; done &&
     block "^→ Overall exposure" >doc.score &&
@@ -193,7 +203,7 @@ test_expect_success 'fleetfs@.service: the doc'"'"'s unit, its sandbox block and
 '
 
 test_expect_success 'fleetfs@.service: ExecStart with the doc'"'"'s env file, mac.conf and key: READY, Status "broker: connected (...)"' '
-    block "^\\[fleetfs\\]\$" | sed -e "$ROOTED" >"$R/etc/fleetfs/mac.conf" &&
+    block "^\\[fleetfs\\] peers = fleet01:fleet02 key = /etc/fleetfs/mac.key" | sed -e "$ROOTED" >"$R/etc/fleetfs/mac.conf" &&
     grep -q "^key = $R/etc/fleetfs/mac.key\$" "$R/etc/fleetfs/mac.conf" &&
     test "$(unit_value EnvironmentFile)" = "$R/etc/fleetfs/mac.env" &&
     mkdir -p -m 0700 "$R/run/$(unit_value RuntimeDirectory)" "$R/var/lib/$(unit_value StateDirectory)" &&
@@ -268,7 +278,7 @@ test_expect_success 'fleetfs.service (user): the doc'"'"'s fleetfs.conf in ~/.co
     cp "$H/.config/fleetfs/key.pub" "$H/.config/fleetfs/trusted/$me.pub" &&
     install -m 0600 /dev/null "$H/.config/fleetfs/broker.env" &&
     echo "FLEET_BROKER_URI=$GUEST_URI" >"$H/.config/fleetfs/broker.env" &&
-    block "^\\[fleetfs\\]\$" 2 | sed -e "$ROOTED" >"$H/.config/fleetfs/fleetfs.conf" &&
+    block "^\\[fleetfs\\] peers = fleet01:fleet02 key = /home/u/" | sed -e "$ROOTED" >"$H/.config/fleetfs/fleetfs.conf" &&
     u=$R/usr/local/lib/systemd/user/fleetfs.service &&
     cat "$H/.config/fleetfs/fleetfs.conf" &&
     grep -q "^key = $H/.config/fleetfs/key\$" "$H/.config/fleetfs/fleetfs.conf" &&
@@ -286,6 +296,24 @@ test_expect_success 'fleetfs.service (user): the doc'"'"'s fleetfs.conf in ~/.co
     ls "$H/fleet/peers" >upeers && grep -qx fleet01 upeers && grep -qx fleet02 upeers &&
     test -e "$H/.local/state/fleetfs/$me/lock" &&
     wait_for 10 "grep -q \"^broker: connected\$\" $H/fleet/status"
+'
+
+# ---------------------------------------------------------------- agents, profiles
+
+test_expect_success 'Local agents and profiles: the doc'"'"'s config sections are accepted by a mount as printed' '
+    between "^## Configuring local agents" "^Rules, all checked at start" >agents.conf &&
+    cat agents.conf && grep -q "^\[agent w3\]" agents.conf &&
+    mount_fleet agentsdoc insecure "config=$TEST_DIR/agents.conf" &&
+    grep -qx "coord_id: agentsdoc" agentsdoc/status &&
+    unmount_fleet agentsdoc &&
+    between "^## Profiles and spawn_from" "^\*\*This release" | sed -e "s|/srv/work|$R/srv/work|" >spawn.conf &&
+    cat spawn.conf && grep -q "^\[profile worker\]" spawn.conf &&
+    mkdir -p "$R/srv/work" bin &&
+    printf "#!/bin/sh\nexit 0\n" >bin/claude && chmod +x bin/claude &&
+    PATH=$TEST_DIR/bin:$PATH mount_fleet spawndoc insecure "config=$TEST_DIR/spawn.conf" &&
+    grep -qx "coord_id: spawndoc" spawndoc/status &&
+    unmount_fleet spawndoc &&
+    ! grep -E "fleetfs (error|warn): .*(config|profile|agent)" agentsdoc.log spawndoc.log
 '
 
 # ---------------------------------------------------------------- mount(8)
