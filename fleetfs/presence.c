@@ -11,6 +11,15 @@
  * lead, a state, host, version or agent change) wakes watchers of `roster`
  * and of peers/<id>/status at once; staleness and drop-outs are found by
  * pr_tick.  A heartbeat that changes nothing but the age wakes nobody.
+ *
+ * Agents and groups (SPEC section 10; the rules are in presence.h): each
+ * lead entry holds what its last believed heartbeat said of its agents and
+ * groups; the local set is what pr_set_local said. What watchers of agents/
+ * and groups/ are told is found by comparing two snapshots — every agent's
+ * state, groups and host presence, and every group's members — before and
+ * after each change (snap_diff_locked), rather than by reasoning about
+ * each kind of change: a few hundred short strings a heartbeat, and no
+ * notification can be forgotten.
  */
 #include "fleetfs/presence.h"
 
@@ -26,6 +35,16 @@
 #define PR_STALE_AFTER 3  /* intervals */
 #define PR_LOGGED_MAX 256 /* senders whose rejection we remember having logged */
 
+_Static_assert(ENV_HB_MAX_GROUPS == OPTS_MAX_GROUPS, "a heartbeat must carry every group groups= "
+                                                     "allows");
+
+/* An agent as a heartbeat (or pr_set_local) gave it. */
+typedef struct {
+    char gid[GID_MAX_LEN + 1];
+    char state[ENV_HB_STATE_LEN];
+    char **groups; /* sorted, NULL-terminated */
+} pr_agent;
+
 typedef struct {
     char id[64];
     bool configured, self;
@@ -37,6 +56,11 @@ typedef struct {
     bool listed;    /* in peers/ (announced to directory watchers) */
     pr_state shown; /* what watchers were last told */
     char host[256], version[64], agent[256], started_at[40], last_at[40];
+    /* the agents extension of its last believed heartbeat */
+    bool ext;
+    char ext_started[40]; /* startedAt of the run that sent a verified one */
+    char **groups;        /* the lead's, sorted; NULL none */
+    GPtrArray *agents;    /* pr_agent*, sorted by gid; NULL none */
 } pr_lead;
 
 struct presence {
@@ -56,13 +80,29 @@ struct presence {
     bool link_tried;    /* the roster thread reported once: up, or a failure */
     int64_t link_since; /* monotonic ms */
     char *agent_sent;   /* agent words of our last heartbeat */
+    /* agents and groups */
+    char **local_groups;     /* the lead's, sorted */
+    GPtrArray *local_agents; /* pr_agent*, sorted by gid */
+    char *local_key;         /* the local set in one string, to see changes */
+    uint64_t local_gen;      /* bumped when the local set changes */
+    uint64_t local_sent_gen; /* what our last heartbeat carried */
+    uint64_t rejected_agents;
+    GHashTable *logged_agents; /* sender -> 1: its foreign agents were logged */
+    bool shed_logged;
+    GHashTable *snap_agents; /* gid -> description, as watchers last saw it */
+    GHashTable *snap_groups; /* group -> members, likewise */
 };
 
 typedef struct {
-    char path[160];
-    char name[64];
+    char path[200];
+    char name[GID_MAX_LEN + 1];
     int kind; /* 0 changed(path), 1 entry added, 2 entry removed */
 } pr_note;
+
+static void local_to_hb_locked(presence *pr, env_heartbeat *h);
+static void snap_diff_locked(presence *pr, GArray *notes, int64_t now);
+static void deliver_notes(presence *pr, GArray *notes);
+static char **groups_clean(const char *const *in, const char *who, bool *ok);
 
 static int64_t mono_ms(void)
 {
@@ -77,12 +117,39 @@ static int64_t trust_stamp(const char *dir)
     return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+static void agent_free(gpointer p)
+{
+    pr_agent *a = p;
+    g_strfreev(a->groups);
+    g_free(a);
+}
+
+static void lead_free(gpointer p)
+{
+    pr_lead *l = p;
+    g_strfreev(l->groups);
+    if (l->agents)
+        g_ptr_array_unref(l->agents);
+    g_free(l);
+}
+
 static pr_lead *lead_new(presence *pr, const char *id)
 {
     pr_lead *l = g_new0(pr_lead, 1);
     g_strlcpy(l->id, id, sizeof l->id);
     g_hash_table_insert(pr->leads, l->id, l);
     return l;
+}
+
+static gint cmp_str_data(gconstpointer a, gconstpointer b, gpointer ud)
+{
+    (void)ud;
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static gint cmp_agent(gconstpointer a, gconstpointer b)
+{
+    return strcmp((*(pr_agent *const *)a)->gid, (*(pr_agent *const *)b)->gid);
 }
 
 presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char **err)
@@ -94,7 +161,12 @@ presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char
     g_strlcpy(pr->host, host && env_text_plain(host, strlen(host)) ? host : "unknown",
               sizeof pr->host);
     env_time_format(env_now_ms(), pr->started_at);
-    pr->leads = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, g_free);
+    pr->leads = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, lead_free);
+    pr->logged_agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    pr->snap_agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    pr->snap_groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    pr->local_agents = g_ptr_array_new_with_free_func(agent_free);
+    pr->local_groups = g_new0(char *, 1);
     pr->logged = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pr->link_since = mono_ms();
     if (!o->insecure) {
@@ -114,6 +186,16 @@ presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char
     if (!g_hash_table_lookup(pr->leads, o->coord_id))
         lead_new(pr, o->coord_id);
     ((pr_lead *)g_hash_table_lookup(pr->leads, o->coord_id))->self = true;
+    {
+        /* the lead's groups until pr_set_local says otherwise; nobody
+         * watches yet, so the first snapshot is told to no one */
+        bool ok = true;
+        GArray *none = g_array_new(FALSE, TRUE, sizeof(pr_note));
+        g_strfreev(pr->local_groups);
+        pr->local_groups = groups_clean((const char *const *)o->groups, "the lead", &ok);
+        snap_diff_locked(pr, none, mono_ms());
+        g_array_free(none, TRUE);
+    }
     return pr;
 }
 
@@ -125,6 +207,12 @@ void pr_free(presence *pr)
     sig_trust_free(pr->trust);
     g_hash_table_destroy(pr->leads);
     g_hash_table_destroy(pr->logged);
+    g_hash_table_destroy(pr->logged_agents);
+    g_hash_table_destroy(pr->snap_agents);
+    g_hash_table_destroy(pr->snap_groups);
+    g_ptr_array_unref(pr->local_agents);
+    g_strfreev(pr->local_groups);
+    g_free(pr->local_key);
     g_free(pr->agent_sent);
     g_mutex_clear(&pr->lock);
     g_free(pr);
@@ -148,10 +236,40 @@ static void plain_copy(char *out, size_t n, const char *in)
         g_strlcpy(out, "unknown", n);
 }
 
+/* Signs and encodes h; when our agents do not fit one heartbeat, announces
+ * as many as fit (h->n_agents shrinks; the caller restores it to free). */
+static char *hb_body(presence *pr, env_heartbeat *h, size_t *len)
+{
+    size_t all = h->n_agents;
+    char *body = NULL;
+    bool shed;
+
+    for (;;) {
+        if (pr->key && sig_sign_hb(pr->key, h) < 0)
+            return NULL;
+        body = env_hb_encode(h, len);
+        if (body != NULL || h->n_agents == 0)
+            break;
+        h->n_agents = h->n_agents * 9 / 10; /* too big: fewer, and sign again */
+    }
+    g_mutex_lock(&pr->lock);
+    shed = body != NULL && h->n_agents < all && !pr->shed_logged;
+    pr->shed_logged = pr->shed_logged || shed;
+    g_mutex_unlock(&pr->lock);
+    if (shed)
+        log_warn("presence: our heartbeat can carry only %zu of our %zu agents (%d bytes at "
+                 "most); the others are not announced: fewer agents, shorter names or fewer "
+                 "groups (logged once)",
+                 h->n_agents, all, ENV_HB_MAX_LEN);
+    return body;
+}
+
 char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *len)
 {
     env_heartbeat h;
     int64_t now = env_now_ms();
+    uint64_t gen;
+    size_t n_agents;
     char *body;
 
     memset(&h, 0, sizeof h);
@@ -168,12 +286,20 @@ char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *
                : agent_words ? agent_words
                              : "starting");
     h.leaving = leaving;
-    if (pr->key && sig_sign_hb(pr->key, &h) < 0)
+    g_mutex_lock(&pr->lock);
+    local_to_hb_locked(pr, &h);
+    gen = pr->local_gen;
+    g_mutex_unlock(&pr->lock);
+    n_agents = h.n_agents;
+    body = hb_body(pr, &h, len);
+    h.n_agents = n_agents;
+    env_hb_free(&h);
+    if (!body)
         return NULL;
-    body = env_hb_encode(&h, len);
     g_mutex_lock(&pr->lock);
     g_free(pr->agent_sent);
     pr->agent_sent = g_strdup(agent_words ? agent_words : "starting");
+    pr->local_sent_gen = gen;
     g_mutex_unlock(&pr->lock);
     return body;
 }
@@ -299,7 +425,13 @@ static const char *judge_locked(presence *pr, const char *rk, const env_heartbea
             return r == SIG_UNSIGNED      ? "no signature"
                    : r == SIG_UNKNOWN_KEY ? "no trusted key for the sender in trusted_keys"
                                           : "the signature does not match the sender's key";
+        if (h->ext && sig_verify_hb_agents(pr->trust, h) != SIG_OK)
+            return "its agents and groups are not signed by the sender's key (asig)";
     }
+    l = g_hash_table_lookup(pr->leads, h->from);
+    if (!h->ext && l && l->ext_started[0] && strcmp(l->ext_started, h->startedAt) == 0)
+        return "it lacks the agents list its earlier heartbeats of the same run carried "
+               "(stripped in transit?)";
     *ignore = true;
     if (env_time_parse(h->sentAt, sent) < 0 || env_time_parse(h->expiresAt, &exp) < 0)
         return "bad times";
@@ -307,10 +439,81 @@ static const char *judge_locked(presence *pr, const char *rk, const env_heartbea
         return "sent from the future (clock skew beyond 30 s?)";
     if (exp + PR_SKEW_MS < now)
         return "past its expiry (old, or a replay)";
-    l = g_hash_table_lookup(pr->leads, h->from);
     if (l && l->heard && *sent <= l->sent_ms)
         return "not newer than the last one believed (a replay?)";
     return NULL;
+}
+
+static pr_agent *agent_of(const env_hb_agent *in)
+{
+    pr_agent *a = g_new0(pr_agent, 1);
+    g_strlcpy(a->gid, in->gid, sizeof a->gid);
+    g_strlcpy(a->state, in->state, sizeof a->state);
+    a->groups = g_strdupv(in->groups);
+    if (!a->groups)
+        a->groups = g_new0(char *, 1);
+    g_qsort_with_data(a->groups, (gint)g_strv_length(a->groups), sizeof(char *),
+                      (GCompareDataFunc)cmp_str_data, NULL);
+    return a;
+}
+
+/* What l's believed heartbeat h says of its agents and groups. */
+static void take_ext_locked(presence *pr, pr_lead *l, const env_heartbeat *h)
+{
+    GPtrArray *agents = g_ptr_array_new_with_free_func(agent_free);
+    GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+    char host[NAME_MAX_LEN + 1];
+    size_t foreign = 0;
+
+    l->ext = h->ext;
+    g_strlcpy(l->ext_started, h->ext ? h->startedAt : "", sizeof l->ext_started);
+    g_strfreev(l->groups);
+    l->groups = g_strdupv(h->groups);
+    if (l->groups)
+        g_qsort_with_data(l->groups, (gint)g_strv_length(l->groups), sizeof(char *),
+                          (GCompareDataFunc)cmp_str_data, NULL);
+    for (size_t i = 0; i < h->n_agents; i++) {
+        const env_hb_agent *a = &h->agents[i];
+        if (!id_host(a->gid, host) || strcmp(host, h->from) != 0) {
+            foreign++;
+            continue;
+        }
+        if (g_hash_table_contains(seen, a->gid))
+            continue;
+        g_hash_table_add(seen, (gpointer)a->gid);
+        g_ptr_array_add(agents, agent_of(a));
+    }
+    g_hash_table_destroy(seen);
+    g_ptr_array_sort(agents, cmp_agent);
+    if (l->agents)
+        g_ptr_array_unref(l->agents);
+    l->agents = agents;
+    if (foreign == 0)
+        return;
+    pr->rejected_agents += foreign;
+    if (g_hash_table_size(pr->logged_agents) < PR_LOGGED_MAX &&
+        !g_hash_table_contains(pr->logged_agents, h->from)) {
+        g_hash_table_add(pr->logged_agents, g_strdup(h->from));
+        log_warn("presence: heartbeat from %s lists %zu agent(s) of another host; those are "
+                 "not shown (a host speaks for its own agents only; logged once per sender, "
+                 "counted in rejected_agents)",
+                 h->from, foreign);
+    }
+}
+
+/* l's host has been silent for discovery_ttl: its agents and groups go. */
+static void drop_ext_locked(pr_lead *l, int64_t now)
+{
+    if (l->agents && l->agents->len > 0)
+        log_info("presence: %s silent for %llds (discovery_ttl): its %u agent(s) dropped from "
+                 "agents/",
+                 l->id, (long long)((now - l->heard_mono) / 1000), l->agents->len);
+    if (l->agents)
+        g_ptr_array_unref(l->agents);
+    l->agents = NULL;
+    g_strfreev(l->groups);
+    l->groups = NULL;
+    l->ext = false;
 }
 
 void pr_received(presence *pr, const char *routing_key, const char *body, size_t len)
@@ -382,6 +585,8 @@ void pr_received(presence *pr, const char *routing_key, const char *body, size_t
         log_info("presence: %s is live%s", l->id, before == PR_NEVER ? "" : " again");
     if (h.leaving && !l->self)
         log_info("presence: %s left (its fleetfs unmounted cleanly)", l->id);
+    take_ext_locked(pr, l, &h);
+    snap_diff_locked(pr, notes, now);
     g_mutex_unlock(&pr->lock);
     deliver_notes(pr, notes);
     env_hb_free(&h);
@@ -408,6 +613,7 @@ bool pr_tick(presence *pr, const char *agent_words)
 
     g_mutex_lock(&pr->lock);
     agent_changed = pr->agent_sent && agent_words && strcmp(pr->agent_sent, agent_words) != 0;
+    agent_changed = agent_changed || (pr->agent_sent && pr->local_gen != pr->local_sent_gen);
     g_hash_table_iter_init(&it, pr->leads);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         pr_lead *l = v;
@@ -420,6 +626,9 @@ bool pr_tick(presence *pr, const char *agent_words)
             l->shown = s;
             note_lead(notes, l);
         }
+        if (!l->self && l->heard && (l->ext || l->agents) &&
+            now - l->heard_mono >= pr->o->discovery_ttl_ms)
+            drop_ext_locked(l, now);
         if (!l->self && !l->configured && now - l->heard_mono >= pr->o->discovery_ttl_ms) {
             /* a discovered lead silent for discovery_ttl is forgotten */
             if (l->listed) {
@@ -431,6 +640,7 @@ bool pr_tick(presence *pr, const char *agent_words)
             g_hash_table_iter_remove(&it);
         }
     }
+    snap_diff_locked(pr, notes, now);
     g_mutex_unlock(&pr->lock);
     deliver_notes(pr, notes);
     return agent_changed;
@@ -626,4 +836,396 @@ void pr_link_words(presence *pr, char *out, size_t n)
              (long long)pr->o->heartbeat_ms,
              pr->o->discovery ? "on" : "off");
     g_mutex_unlock(&pr->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* agents and groups (SPEC section 10)                                 */
+
+/* in's valid groups (sorted, each once), logging the others; *ok false
+ * when one was left out. Never NULL. */
+static char **groups_clean(const char *const *in, const char *who, bool *ok)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (size_t i = 0; in && in[i]; i++) {
+        bool dup = false;
+        for (guint j = 0; j < out->len; j++)
+            dup = dup || strcmp(out->pdata[j], in[i]) == 0;
+        if (group_valid(in[i]) && strcmp(in[i], GROUP_ALL) != 0 && !dup &&
+            out->len < ENV_HB_MAX_GROUPS) {
+            g_ptr_array_add(out, g_strdup(in[i]));
+            continue;
+        }
+        if (!dup) {
+            char *q = g_strescape(in[i], NULL);
+            log_warn("presence: group '%s' of %s left out of heartbeats (not a group name, "
+                     "'all', or more than %d)",
+                     q, who, ENV_HB_MAX_GROUPS);
+            g_free(q);
+            *ok = false;
+        }
+    }
+    g_ptr_array_sort(out, cmp_str);
+    g_ptr_array_add(out, NULL);
+    return (char **)g_ptr_array_free(out, FALSE);
+}
+
+/* The local set in one string: equal strings, equal sets. */
+static char *local_key_of(char **groups, GPtrArray *agents)
+{
+    GString *k = g_string_new(NULL);
+    char *g = g_strjoinv(",", groups);
+    g_string_append_printf(k, "%s\n", g);
+    g_free(g);
+    for (guint i = 0; i < agents->len; i++) {
+        pr_agent *a = agents->pdata[i];
+        g = g_strjoinv(",", a->groups);
+        g_string_append_printf(k, "%s\x1f%s\x1f%s\n", a->gid, a->state, g);
+        g_free(g);
+    }
+    return g_string_free(k, FALSE);
+}
+
+bool pr_set_local(presence *pr, const char *const *lead_groups, const pr_local_agent *agents,
+                  size_t n)
+{
+    GPtrArray *na = g_ptr_array_new_with_free_func(agent_free);
+    GArray *notes = g_array_new(FALSE, TRUE, sizeof(pr_note));
+    char host[NAME_MAX_LEN + 1], *key, **lg;
+    bool ok = true;
+
+    lg = groups_clean(lead_groups, "the lead", &ok);
+    for (size_t i = 0; i < n; i++) {
+        const char *gid = agents[i].gid ? agents[i].gid : "";
+        bool dup = false;
+        pr_agent *a;
+        for (guint j = 0; j < na->len; j++)
+            dup = dup || strcmp(((pr_agent *)na->pdata[j])->gid, gid) == 0;
+        if (!id_host(gid, host) || strcmp(host, pr->o->coord_id) != 0 || !gid_valid(gid) ||
+            dup) {
+            char *q = g_strescape(gid, NULL);
+            log_warn("presence: local agent '%s' left out of heartbeats: %s", q,
+                     dup ? "listed twice" : "not an agent id <name>@<this coord_id>");
+            g_free(q);
+            ok = false;
+            continue;
+        }
+        a = g_new0(pr_agent, 1);
+        g_strlcpy(a->gid, gid, sizeof a->gid);
+        plain_copy(a->state, sizeof a->state, agents[i].state ? agents[i].state : "starting");
+        a->groups = groups_clean(agents[i].groups, gid, &ok);
+        g_ptr_array_add(na, a);
+    }
+    g_ptr_array_sort(na, cmp_agent);
+    key = local_key_of(lg, na);
+    g_mutex_lock(&pr->lock);
+    if (!pr->local_key || strcmp(pr->local_key, key) != 0)
+        pr->local_gen++;
+    g_free(pr->local_key);
+    pr->local_key = key;
+    g_strfreev(pr->local_groups);
+    pr->local_groups = lg;
+    g_ptr_array_unref(pr->local_agents);
+    pr->local_agents = na;
+    snap_diff_locked(pr, notes, mono_ms());
+    g_mutex_unlock(&pr->lock);
+    deliver_notes(pr, notes);
+    return ok;
+}
+
+/* malloc'd copies (env_hb_free frees them) */
+static char **strv_malloc(char **v, size_t *n)
+{
+    size_t k = v ? g_strv_length(v) : 0;
+    char **out = calloc(k + 1, sizeof(char *));
+    if (!out)
+        abort();
+    for (size_t i = 0; i < k; i++)
+        if (!(out[i] = strdup(v[i])))
+            abort();
+    *n = k;
+    return out;
+}
+
+static void local_to_hb_locked(presence *pr, env_heartbeat *h)
+{
+    guint n = pr->local_agents->len;
+
+    h->ext = true;
+    h->groups = strv_malloc(pr->local_groups, &h->n_groups);
+    h->agents = calloc(n ? n : 1, sizeof(env_hb_agent));
+    if (!h->agents)
+        abort();
+    h->n_agents = n;
+    for (guint i = 0; i < n; i++) {
+        pr_agent *a = pr->local_agents->pdata[i];
+        g_strlcpy(h->agents[i].gid, a->gid, sizeof h->agents[i].gid);
+        g_strlcpy(h->agents[i].state, a->state, sizeof h->agents[i].state);
+        h->agents[i].groups = strv_malloc(a->groups, &h->agents[i].n_groups);
+    }
+}
+
+/* Calls fn for every agent known: local ones (their host is our own lead
+ * entry), then those of the other leads. */
+typedef void (*agent_fn)(const pr_agent *a, const pr_lead *host, bool local, int64_t now,
+                         void *ud);
+
+static void each_agent_locked(presence *pr, int64_t now, agent_fn fn, void *ud)
+{
+    pr_lead *self = g_hash_table_lookup(pr->leads, pr->o->coord_id);
+    GHashTableIter it;
+    gpointer v;
+
+    for (guint i = 0; i < pr->local_agents->len; i++)
+        fn(pr->local_agents->pdata[i], self, true, now, ud);
+    g_hash_table_iter_init(&it, pr->leads);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        pr_lead *l = v;
+        for (guint i = 0; !l->self && l->agents && i < l->agents->len; i++)
+            fn(l->agents->pdata[i], l, false, now, ud);
+    }
+}
+
+/* group -> GPtrArray of member ids (unsorted) */
+static void add_member(GHashTable *groups, const char *g, const char *id)
+{
+    GPtrArray *m = g_hash_table_lookup(groups, g);
+    if (!m) {
+        m = g_ptr_array_new_with_free_func(g_free);
+        g_hash_table_insert(groups, g_strdup(g), m);
+    }
+    g_ptr_array_add(m, g_strdup(id));
+}
+
+static void member_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud)
+{
+    (void)host;
+    (void)local;
+    (void)now;
+    add_member(ud, GROUP_ALL, a->gid);
+    for (size_t i = 0; a->groups && a->groups[i]; i++)
+        add_member(ud, a->groups[i], a->gid);
+}
+
+/* Every group and its members, sorted. */
+static GHashTable *groups_locked(presence *pr, int64_t now)
+{
+    GHashTable *g = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify)g_ptr_array_unref);
+    GHashTableIter it;
+    gpointer k, v;
+
+    add_member(g, GROUP_ALL, pr->o->coord_id);
+    for (size_t i = 0; pr->local_groups[i]; i++)
+        add_member(g, pr->local_groups[i], pr->o->coord_id);
+    g_hash_table_iter_init(&it, pr->leads);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        pr_lead *l = v;
+        if (l->self || !l->ext)
+            continue;
+        add_member(g, GROUP_ALL, l->id);
+        for (size_t i = 0; l->groups && l->groups[i]; i++)
+            add_member(g, l->groups[i], l->id);
+    }
+    each_agent_locked(pr, now, member_agent, g);
+    g_hash_table_iter_init(&it, g);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        g_ptr_array_sort(v, cmp_str);
+    return g;
+}
+
+static void snap_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud)
+{
+    char *groups = g_strjoinv(",", a->groups);
+    (void)local;
+    g_hash_table_insert(ud, g_strdup(a->gid),
+                        g_strdup_printf("%s\x1f%s\x1f%d", a->state, groups,
+                                        host ? (int)state_of(host, now) : (int)PR_NEVER));
+    g_free(groups);
+}
+
+/* Compares what watchers of agents/ and groups/ would see now with what
+ * they saw, notes the differences, and keeps the new picture. */
+static void snap_diff_locked(presence *pr, GArray *notes, int64_t now)
+{
+    GHashTable *na = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    GHashTable *ng = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    GHashTable *groups = groups_locked(pr, now);
+    GHashTableIter it;
+    gpointer k, v;
+    char path[200];
+    bool any = false;
+
+    each_agent_locked(pr, now, snap_agent, na);
+    g_hash_table_iter_init(&it, groups);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        GPtrArray *m = v;
+        g_ptr_array_add(m, NULL);
+        g_hash_table_insert(ng, g_strdup(k), g_strjoinv("\n", (char **)m->pdata));
+        g_ptr_array_remove_index(m, m->len - 1);
+    }
+    g_hash_table_destroy(groups);
+    g_hash_table_iter_init(&it, pr->snap_agents);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        if (!g_hash_table_contains(na, k)) {
+            note(notes, 2, "agents", k);
+            any = true;
+        }
+    g_hash_table_iter_init(&it, na);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const char *was = g_hash_table_lookup(pr->snap_agents, k);
+        if (!was)
+            note(notes, 1, "agents", k);
+        else if (strcmp(was, v) != 0) {
+            snprintf(path, sizeof path, "agents/%s/status", (char *)k);
+            note(notes, 0, path, NULL);
+        }
+        any = any || !was || strcmp(was, v) != 0;
+    }
+    g_hash_table_iter_init(&it, pr->snap_groups);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        if (!g_hash_table_contains(ng, k)) {
+            note(notes, 2, "groups", k);
+            any = true;
+        }
+    g_hash_table_iter_init(&it, ng);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const char *was = g_hash_table_lookup(pr->snap_groups, k);
+        if (!was && strcmp(k, GROUP_ALL) != 0)
+            note(notes, 1, "groups", k);
+        if (was && strcmp(was, v) != 0) {
+            snprintf(path, sizeof path, "groups/%s/members", (char *)k);
+            note(notes, 0, path, NULL);
+        }
+        any = any || !was || strcmp(was, v) != 0;
+    }
+    if (any)
+        note(notes, 0, "roster", NULL);
+    g_hash_table_destroy(pr->snap_agents);
+    g_hash_table_destroy(pr->snap_groups);
+    pr->snap_agents = na;
+    pr->snap_groups = ng;
+}
+
+/* ---- reading ---- */
+
+static void info_of_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now,
+                          pr_agent_info *out)
+{
+    const char *at = strchr(a->gid, '@');
+    memset(out, 0, sizeof *out);
+    g_strlcpy(out->gid, a->gid, sizeof out->gid);
+    g_strlcpy(out->name, a->gid, MIN(sizeof out->name, (size_t)(at - a->gid) + 1));
+    g_strlcpy(out->host, at + 1, sizeof out->host);
+    out->local = local;
+    g_strlcpy(out->state, a->state, sizeof out->state);
+    for (size_t i = 0; a->groups && a->groups[i] && i < ENV_HB_MAX_GROUPS; i++)
+        g_strlcpy(out->groups[out->n_groups++], a->groups[i], sizeof out->groups[0]);
+    out->presence = host ? state_of(host, now) : PR_NEVER;
+    out->age_ms = host && host->heard ? now - host->heard_mono : -1;
+}
+
+static void list_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud)
+{
+    pr_agent_info *i = g_new(pr_agent_info, 1);
+    info_of_agent(a, host, local, now, i);
+    g_ptr_array_add(ud, i);
+}
+
+static gint cmp_agent_info(gconstpointer a, gconstpointer b)
+{
+    return strcmp((*(pr_agent_info *const *)a)->gid, (*(pr_agent_info *const *)b)->gid);
+}
+
+GPtrArray *pr_agents(presence *pr)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    g_mutex_lock(&pr->lock);
+    each_agent_locked(pr, mono_ms(), list_agent, out);
+    g_mutex_unlock(&pr->lock);
+    g_ptr_array_sort(out, cmp_agent_info);
+    return out;
+}
+
+typedef struct {
+    const char *gid;
+    pr_agent_info *out;
+    bool found;
+} agent_query;
+
+static void find_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud)
+{
+    agent_query *q = ud;
+    if (!q->found && strcmp(a->gid, q->gid) == 0) {
+        info_of_agent(a, host, local, now, q->out);
+        q->found = true;
+    }
+}
+
+bool pr_agent_get(presence *pr, const char *gid, pr_agent_info *out)
+{
+    agent_query q = {gid, out, false};
+    if (!gid_valid(gid))
+        return false;
+    g_mutex_lock(&pr->lock);
+    each_agent_locked(pr, mono_ms(), find_agent, &q);
+    g_mutex_unlock(&pr->lock);
+    return q.found;
+}
+
+void pr_agent_words(const pr_agent_info *a, char *out, size_t n)
+{
+    pr_info i;
+    memset(&i, 0, sizeof i);
+    i.state = a->presence;
+    i.age_ms = a->age_ms;
+    pr_words(&i, out, n);
+}
+
+char **pr_groups(presence *pr)
+{
+    GHashTable *g;
+    GPtrArray *out = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer k;
+
+    g_mutex_lock(&pr->lock);
+    g = groups_locked(pr, mono_ms());
+    g_mutex_unlock(&pr->lock);
+    g_hash_table_iter_init(&it, g);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+        g_ptr_array_add(out, g_strdup(k));
+    g_hash_table_destroy(g);
+    g_ptr_array_sort(out, cmp_str);
+    g_ptr_array_add(out, NULL);
+    return (char **)g_ptr_array_free(out, FALSE);
+}
+
+char **pr_group_members(presence *pr, const char *g)
+{
+    GHashTable *all;
+    GPtrArray *m, *out = NULL;
+
+    if (!group_valid(g))
+        return NULL;
+    g_mutex_lock(&pr->lock);
+    all = groups_locked(pr, mono_ms());
+    g_mutex_unlock(&pr->lock);
+    m = g_hash_table_lookup(all, g);
+    if (m) {
+        out = g_ptr_array_new();
+        for (guint i = 0; i < m->len; i++)
+            g_ptr_array_add(out, g_strdup(m->pdata[i]));
+        g_ptr_array_add(out, NULL);
+    }
+    g_hash_table_destroy(all);
+    return out ? (char **)g_ptr_array_free(out, FALSE) : NULL;
+}
+
+uint64_t pr_rejected_agents(presence *pr)
+{
+    uint64_t n;
+    g_mutex_lock(&pr->lock);
+    n = pr->rejected_agents;
+    g_mutex_unlock(&pr->lock);
+    return n;
 }

@@ -29,6 +29,7 @@
 #include <glib.h>
 
 #include "fleetfs/options.h"
+#include "fleetfs/wire/envelope.h"
 
 /* How far a heartbeat's clock may be off ours before it is ignored. */
 #define PR_SKEW_MS 30000
@@ -96,5 +97,85 @@ bool pr_link_up(presence *pr);
 bool pr_link_connecting(presence *pr);
 /* "connected" or "down: reason" and counts, for the root status */
 void pr_link_words(presence *pr, char *out, size_t n);
+
+/* ---- agents and groups (SPEC section 10) ---------------------------------
+ *
+ * Every heartbeat this module builds carries the agents extension
+ * (envelope.h): the lead's groups and this host's local agents, signed
+ * with asig; an agentless host sends empty lists. Until pr_set_local is
+ * called the lead's groups are groups= and there is no local agent.
+ *
+ * A heard heartbeat's extension is believed only with a valid asig (unless
+ * insecure); with an extension whose asig does not verify, the whole
+ * heartbeat is refused (counted in pr_rejected, logged once per sender),
+ * and so is a heartbeat without the extension from a sender whose same run
+ * (same startedAt) sent a verified one before (stripped in transit). An
+ * agent entry whose gid does not live on the signing host is dropped: the
+ * rest of the heartbeat is believed, the entry counted (pr_rejected_agents)
+ * and logged once per sender. A heartbeat without the extension (a fleetfs
+ * before agents) shows its lead with no agent and no group; such a lead is
+ * not listed as a member of `all` (it does not read broadcasts).
+ *
+ * Heard agents go when their host's heartbeat stops listing them, and when
+ * their host has been silent for discovery_ttl (whether or not the lead is
+ * a configured peer); the discovery option does not hide agents. Our own
+ * heartbeats coming back change nothing: local agents are what
+ * pr_set_local said.
+ *
+ * Hooks: entry("agents", gid, added) when an agent appears or goes,
+ * entry("groups", g, added) when a group does (never for "all", which is
+ * always there), changed("agents/<gid>/status") when an agent's state,
+ * groups or its host's presence state change, changed("groups/<g>/members")
+ * when a group's members change, and changed("roster") with any of those. */
+
+/* One local agent, as our heartbeat announces it. */
+typedef struct {
+    const char *gid;           /* <name>@<our coord_id> */
+    const char *state;         /* its injector state in words; NULL "starting"; cut to
+                                * ENV_HB_STATE_LEN - 1 bytes, controls made spaces */
+    const char *const *groups; /* NULL-terminated group names (not "all", at most
+                                * ENV_HB_MAX_GROUPS); NULL: none */
+} pr_local_agent;
+
+/* What our heartbeat announces from now on: the lead's groups
+ * (NULL-terminated, NULL: none) and the local agents (replacing the
+ * previous set). An agent whose gid is not valid or not on this host, a
+ * second entry with the same gid, or bad groups, is left out and logged;
+ * the function then returns false (the rest is taken). Bad lead groups
+ * are left out likewise. Notifies watchers of what changed, and makes the
+ * next pr_tick return true when the set differs from what the last
+ * heartbeat carried (so one is sent at once). Any thread. */
+bool pr_set_local(presence *pr, const char *const *lead_groups, const pr_local_agent *agents,
+                  size_t n);
+
+typedef struct {
+    char gid[GID_MAX_LEN + 1];
+    char name[AGENT_NAME_MAX_LEN + 1]; /* before the '@' */
+    char host[NAME_MAX_LEN + 1];       /* the coord_id of its host */
+    bool local;                        /* one of this host's agents */
+    char state[ENV_HB_STATE_LEN];      /* its agent state words */
+    char groups[ENV_HB_MAX_GROUPS][NAME_MAX_LEN + 1]; /* sorted; "all" not listed */
+    size_t n_groups;
+    pr_state presence; /* its host's: live, stale, left (never: not heard yet) */
+    int64_t age_ms;    /* since its host's last believed heartbeat; -1 never */
+} pr_agent_info;
+
+/* Every agent known, local and heard, sorted by gid; elements owned by the
+ * array (g_ptr_array_unref). */
+GPtrArray *pr_agents(presence *pr);
+/* What is known of agent gid; false if nothing. */
+bool pr_agent_get(presence *pr, const char *gid, pr_agent_info *out);
+/* "live (2s ago)" etc. for the agent's host, as pr_words. */
+void pr_agent_words(const pr_agent_info *a, char *out, size_t n);
+/* Every group configured here (the lead's, the local agents') or heard
+ * (heard leads' and agents'), and "all", sorted; g_strfreev. */
+char **pr_groups(presence *pr);
+/* The ids (coord_ids and gids) in group g, sorted; g_strfreev. "all":
+ * this lead, every heard lead whose heartbeat carries the extension, and
+ * every agent. NULL when g is not a group pr_groups lists. */
+char **pr_group_members(presence *pr, const char *g);
+/* Agent entries dropped because their gid named another host than the
+ * heartbeat's signer. */
+uint64_t pr_rejected_agents(presence *pr);
 
 #endif

@@ -832,7 +832,9 @@ static int env_hb_get_groups(struct env_dec *dc, json_t *j, const char *who, cha
 
     *out = NULL;
     *n = 0;
-    if (j != NULL && !json_is_array(j))
+    if (j == NULL)
+        return 0; /* nothing allocated: an old heartbeat needs no env_hb_free */
+    if (!json_is_array(j))
         return env_failk(dc, "%sgroups is not a list", who);
     if (k > ENV_HB_MAX_GROUPS)
         return env_failk(dc, "%sgroups: more than 16", who);
@@ -890,7 +892,9 @@ static int env_hb_ext(struct env_dec *dc, env_heartbeat *out)
     n = a != NULL ? json_array_size(a) : 0;
     if (n > ENV_HB_MAX_AGENTS)
         return env_fail(dc, "agents: more than 1024");
-    out->agents = calloc(n > 0 ? n : 1, sizeof(env_hb_agent));
+    if (n == 0)
+        return 0;
+    out->agents = calloc(n, sizeof(env_hb_agent));
     if (out->agents == NULL)
         return env_fail(dc, "out of memory");
     for (i = 0; i < n; i++) {

@@ -165,7 +165,9 @@ typedef struct {
 char *env_hb_encode(const env_heartbeat *h, size_t *len);
 /* Strict decode of untrusted bytes (at most ENV_HB_MAX_LEN): 0 ok, -1 with
  * a short reason (and *out left with nothing to free). On success call
- * env_hb_free(out) when done. */
+ * env_hb_free(out) when done (a heartbeat without groups and agents
+ * members allocates nothing, so callers from before agents leak nothing).
+ * groups and agents[].groups are NULL when the member is absent. */
 int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, size_t whylen);
 /* Frees the extension's allocations and empties it; safe twice. */
 void env_hb_free(env_heartbeat *h);

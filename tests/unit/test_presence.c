@@ -28,7 +28,10 @@ static env_heartbeat hb_of(const char *from, int64_t offset_ms)
     g_strlcpy(h.version, "0.1.0", sizeof h.version);
     env_time_format(now, h.sentAt);
     env_time_format(now + 3000, h.expiresAt);
-    env_time_format(now - 60000, h.startedAt);
+    static int64_t started; /* one run of each sender per test program */
+    if (!started)
+        started = env_now_ms() - 60000;
+    env_time_format(started, h.startedAt);
     h.interval_ms = 1000;
     g_strlcpy(h.agent, "waiting: agent beta (w1:p2) is blocked", sizeof h.agent);
     return h;
@@ -222,8 +225,11 @@ static void test_hb_agents_round_trip(void **state)
         assert_true(same_hb_ext(&a, &b));
         g_strlcpy(b.agents[0].state, "busy", sizeof b.agents[0].state);
         assert_false(same_hb_ext(&a, &b));
-        b.agents[0] = a.agents[0];
-        b.agents[0].groups = strv_of("x:y");
+        {
+            char **keep = b.agents[0].groups;
+            b.agents[0] = a.agents[0];
+            b.agents[0].groups = keep;
+        }
         b.agents[0].gid[1] = '9';
         assert_false(same_hb_ext(&a, &b));
         b.agents[0].gid[1] = '0';
@@ -637,6 +643,323 @@ static void test_liveness_waits_for_a_settled_link(void **state)
     assert_int_equal(pr_liveness(f->pr, "beta", why, sizeof why), -1);
 }
 
+/* ---- agents and groups in the table (SPEC section 10) --------------------- */
+
+static char *joined(char **v)
+{
+    char *s = v ? g_strjoinv(" ", v) : g_strdup("(null)");
+    g_strfreev(v);
+    return s;
+}
+
+static void strv_is(char **v, const char *want)
+{
+    char *got = joined(v);
+    if (strcmp(got, want) != 0)
+        fail_msg("got '%s', want '%s'", got, want);
+    g_free(got);
+}
+
+static void agents_are(fx *f, const char *want)
+{
+    GPtrArray *a = pr_agents(f->pr);
+    GString *s = g_string_new("");
+    for (guint i = 0; i < a->len; i++) {
+        pr_agent_info *ai = a->pdata[i];
+        g_string_append_printf(s, "%s%s", i ? " " : "", ai->gid);
+    }
+    if (strcmp(s->str, want) != 0)
+        fail_msg("agents '%s', want '%s'", s->str, want);
+    g_string_free(s, TRUE);
+    g_ptr_array_unref(a);
+}
+
+static void clear_notes(fx *f)
+{
+    g_ptr_array_set_size(f->notes, 0);
+}
+
+/* gamma's heartbeat with n agents w<i>@gamma in group build, lead in ops,
+ * sent offset_ms from now */
+static void deliver_gamma(fx *f, size_t n, const char *state, int64_t offset_ms)
+{
+    env_heartbeat h = hb_of("gamma", offset_ms);
+    hb_add_agents(&h, "ops", n, "gamma", state, "build");
+    deliver(f, &h, f->kg, NULL);
+    env_hb_free(&h);
+}
+
+static void test_heard_agents_and_groups(void **state)
+{
+    fx *f = *state;
+    pr_agent_info a;
+    char w[80];
+
+    deliver_gamma(f, 2, "ready: idle", 0);
+    assert_true(pr_is_peer(f->pr, "gamma"));
+    agents_are(f, "w0@gamma w1@gamma");
+    assert_true(noted(f, "+agents/w0@gamma"));
+    assert_true(noted(f, "+agents/w1@gamma"));
+    assert_true(noted(f, "+groups/build"));
+    assert_true(noted(f, "+groups/ops"));
+    assert_false(noted(f, "+groups/all"));
+    assert_true(noted(f, "groups/all/members"));
+    assert_true(pr_agent_get(f->pr, "w1@gamma", &a));
+    assert_string_equal(a.gid, "w1@gamma");
+    assert_string_equal(a.name, "w1");
+    assert_string_equal(a.host, "gamma");
+    assert_false(a.local);
+    assert_string_equal(a.state, "ready: idle");
+    assert_int_equal(a.n_groups, 1);
+    assert_string_equal(a.groups[0], "build");
+    assert_int_equal(a.presence, PR_LIVE);
+    pr_agent_words(&a, w, sizeof w);
+    assert_string_equal(w, "live (0s ago)");
+    assert_false(pr_agent_get(f->pr, "w2@gamma", &a));
+    assert_false(pr_agent_get(f->pr, "gamma", &a));
+    strv_is(pr_groups(f->pr), "all build ops");
+    strv_is(pr_group_members(f->pr, "build"), "w0@gamma w1@gamma");
+    strv_is(pr_group_members(f->pr, "ops"), "gamma");
+    /* alpha is us: in all, though we announced nothing else */
+    strv_is(pr_group_members(f->pr, "all"), "alpha gamma w0@gamma w1@gamma");
+    assert_null(pr_group_members(f->pr, "nope"));
+    assert_int_equal(pr_rejected(f->pr), 0);
+
+    /* the next heartbeat: w1 gone, w0 busy */
+    clear_notes(f);
+    deliver_gamma(f, 1, "delivering: typing", 100);
+    agents_are(f, "w0@gamma");
+    assert_true(noted(f, "-agents/w1@gamma"));
+    assert_true(noted(f, "agents/w0@gamma/status"));
+    assert_true(noted(f, "groups/build/members"));
+    assert_false(noted(f, "-groups/build"));
+    assert_true(pr_agent_get(f->pr, "w0@gamma", &a));
+    assert_string_equal(a.state, "delivering: typing");
+    /* the same again: nothing to tell anyone */
+    clear_notes(f);
+    deliver_gamma(f, 1, "delivering: typing", 200);
+    assert_false(noted(f, "agents/w0@gamma/status"));
+    assert_false(noted(f, "groups/build/members"));
+    /* and none: the group goes with its last member */
+    deliver_gamma(f, 0, "", 300);
+    agents_are(f, "");
+    assert_true(noted(f, "-agents/w0@gamma"));
+    assert_true(noted(f, "-groups/build"));
+    strv_is(pr_groups(f->pr), "all ops");
+}
+
+static void test_local_agents(void **state)
+{
+    fx *f = *state;
+    const char *const build[] = {"build", NULL};
+    const char *const ops[] = {"ops", NULL};
+    pr_local_agent la[] = {
+        {"w1@alpha", "ready: idle", build},
+        {"w2@alpha", NULL, NULL},
+        {"w3@beta", "x", NULL},  /* not ours */
+        {"W4@alpha", "x", NULL}, /* not an id */
+        {"w1@alpha", "x", NULL}, /* twice */
+    };
+    pr_agent_info a;
+    env_heartbeat d;
+    char why[128], *js, *err = NULL;
+    size_t len;
+    sig_trust *t;
+
+    assert_false(pr_set_local(f->pr, ops, la, 5)); /* three left out */
+    agents_are(f, "w1@alpha w2@alpha");
+    assert_true(noted(f, "+agents/w1@alpha"));
+    assert_true(noted(f, "+groups/build"));
+    assert_true(noted(f, "+groups/ops"));
+    assert_true(pr_agent_get(f->pr, "w2@alpha", &a));
+    assert_true(a.local);
+    assert_string_equal(a.host, "alpha");
+    assert_string_equal(a.state, "starting");
+    assert_int_equal(a.n_groups, 0);
+    strv_is(pr_groups(f->pr), "all build ops");
+    strv_is(pr_group_members(f->pr, "ops"), "alpha");
+    strv_is(pr_group_members(f->pr, "all"), "alpha w1@alpha w2@alpha");
+
+    /* our heartbeat carries them, signed so that gamma can check it */
+    js = pr_heartbeat(f->pr, "ready", false, &len);
+    assert_non_null(js);
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_true(d.ext);
+    assert_int_equal(d.n_groups, 1);
+    assert_string_equal(d.groups[0], "ops");
+    assert_int_equal(d.n_agents, 2);
+    assert_string_equal(d.agents[0].gid, "w1@alpha");
+    assert_string_equal(d.agents[0].state, "ready: idle");
+    assert_string_equal(d.agents[0].groups[0], "build");
+    t = sig_trust_load_quiet(f->o.trusted_keys, &err);
+    assert_int_equal(sig_verify_hb(t, &d), SIG_OK);
+    assert_int_equal(sig_verify_hb_agents(t, &d), SIG_OK);
+    sig_trust_free(t);
+    env_hb_free(&d);
+    /* it comes back through the roster: still two agents, nothing new */
+    clear_notes(f);
+    pr_received(f->pr, "roster.h.alpha", js, len);
+    free(js);
+    agents_are(f, "w1@alpha w2@alpha");
+    assert_false(noted(f, "+agents/w1@alpha"));
+
+    /* a change is announced at the next tick, once */
+    assert_false(pr_tick(f->pr, "ready"));
+    la[1].state = "delivering";
+    assert_true(pr_set_local(f->pr, ops, la, 2));
+    assert_true(noted(f, "agents/w2@alpha/status"));
+    assert_true(pr_tick(f->pr, "ready"));
+    free(pr_heartbeat(f->pr, "ready", false, &len));
+    assert_false(pr_tick(f->pr, "ready"));
+    /* the same set again is no change */
+    assert_true(pr_set_local(f->pr, ops, la, 2));
+    assert_false(pr_tick(f->pr, "ready"));
+    /* retired */
+    clear_notes(f);
+    assert_true(pr_set_local(f->pr, NULL, la, 1));
+    agents_are(f, "w1@alpha");
+    assert_true(noted(f, "-agents/w2@alpha"));
+    assert_true(noted(f, "-groups/ops"));
+    assert_true(pr_tick(f->pr, "ready"));
+}
+
+/* An agentless host still announces itself, with the extension. */
+static void test_agentless_heartbeat(void **state)
+{
+    fx *f = *state;
+    env_heartbeat d;
+    char why[128], *js;
+    size_t len;
+
+    js = pr_heartbeat(f->pr, NULL, false, &len);
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_true(d.ext);
+    assert_int_equal(d.n_agents, 0);
+    assert_int_equal(d.n_groups, 0);
+    assert_true(d.asig[0] != '\0');
+    env_hb_free(&d);
+    free(js);
+}
+
+static void test_agents_of_another_host_are_dropped(void **state)
+{
+    fx *f = *state;
+    env_heartbeat h = hb_of("gamma", 0);
+
+    hb_add_agents(&h, "", 3, "gamma", "idle", "build");
+    g_strlcpy(h.agents[1].gid, "w9@beta", sizeof h.agents[1].gid); /* gamma speaks for beta */
+    deliver(f, &h, f->kg, NULL);
+    env_hb_free(&h);
+    assert_true(pr_is_peer(f->pr, "gamma")); /* the lead is believed */
+    agents_are(f, "w0@gamma w2@gamma");
+    assert_int_equal(pr_rejected_agents(f->pr), 1);
+    assert_int_equal(pr_rejected(f->pr), 0);
+    assert_false(noted(f, "+agents/w9@beta"));
+}
+
+static void test_agents_must_be_signed(void **state)
+{
+    fx *f = *state;
+    env_heartbeat h;
+    char *js;
+    size_t len;
+
+    /* altered after signing: refused whole */
+    h = hb_of("gamma", 0);
+    hb_add_agents(&h, "", 1, "gamma", "idle", "build");
+    assert_int_equal(sig_sign_hb(f->kg, &h), 0);
+    g_strlcpy(h.agents[0].gid, "evil@gamma", sizeof h.agents[0].gid);
+    deliver(f, &h, NULL, NULL);
+    env_hb_free(&h);
+    assert_int_equal(pr_rejected(f->pr), 1);
+    assert_false(pr_is_peer(f->pr, "gamma"));
+    agents_are(f, "");
+    /* without asig: refused whole */
+    h = hb_of("gamma", 0);
+    hb_add_agents(&h, "", 1, "gamma", "idle", "build");
+    assert_int_equal(sig_sign_hb(f->kg, &h), 0);
+    h.asig[0] = '\0';
+    deliver(f, &h, NULL, NULL);
+    env_hb_free(&h);
+    assert_int_equal(pr_rejected(f->pr), 2);
+    agents_are(f, "");
+
+    /* a good one, then the next of the same run stripped of its agents */
+    deliver_gamma(f, 1, "idle", 0);
+    agents_are(f, "w0@gamma");
+    h = hb_of("gamma", 100);
+    assert_int_equal(sig_sign_hb(f->kg, &h), 0); /* no extension at all */
+    deliver(f, &h, NULL, NULL);
+    assert_int_equal(pr_rejected(f->pr), 3);
+    agents_are(f, "w0@gamma");
+    /* a restarted gamma (a new startedAt) that is an old fleetfs: believed,
+     * no agents, not a member of all */
+    env_time_format(env_now_ms() - 1000, h.startedAt);
+    assert_int_equal(sig_sign_hb(f->kg, &h), 0);
+    js = env_hb_encode(&h, &len);
+    assert_null(strstr(js, "agents"));
+    pr_received(f->pr, "roster.h.gamma", js, len);
+    free(js);
+    assert_int_equal(pr_rejected(f->pr), 3);
+    agents_are(f, "");
+    strv_is(pr_group_members(f->pr, "all"), "alpha");
+    strv_is(pr_groups(f->pr), "all");
+}
+
+static void test_heard_agents_drop_after_discovery_ttl(void **state)
+{
+    fx *f = *state;
+
+    deliver_gamma(f, 2, "idle", 0);
+    agents_are(f, "w0@gamma w1@gamma");
+    f->o.discovery_ttl_ms = 30;
+    g_usleep(60 * 1000);
+    clear_notes(f);
+    pr_tick(f->pr, NULL);
+    agents_are(f, "");
+    assert_true(noted(f, "-agents/w0@gamma"));
+    assert_true(noted(f, "-groups/build"));
+    strv_is(pr_groups(f->pr), "all");
+}
+
+/* More agents than one heartbeat can carry: as many as fit are announced. */
+static void test_heartbeat_sheds_what_does_not_fit(void **state)
+{
+    fx *f = *state;
+    enum { N = 120 };
+    pr_local_agent la[N];
+    char gids[N][GID_MAX_LEN + 1], state_words[ENV_HB_STATE_LEN];
+    const char *groups[ENV_HB_MAX_GROUPS + 1];
+    char names[ENV_HB_MAX_GROUPS][NAME_MAX_LEN + 1];
+    env_heartbeat d;
+    char why[128], *js;
+    size_t len;
+
+    memset(state_words, 's', sizeof state_words - 1);
+    state_words[sizeof state_words - 1] = '\0';
+    for (size_t g = 0; g < ENV_HB_MAX_GROUPS; g++) {
+        snprintf(names[g], sizeof names[g], "g%02zu%060d", g, 0);
+        groups[g] = names[g];
+    }
+    groups[ENV_HB_MAX_GROUPS] = NULL;
+    for (size_t i = 0; i < N; i++) {
+        snprintf(gids[i], sizeof gids[i], "a%031zu@alpha", i);
+        la[i].gid = gids[i];
+        la[i].state = state_words;
+        la[i].groups = groups;
+    }
+    assert_true(pr_set_local(f->pr, NULL, la, N));
+    js = pr_heartbeat(f->pr, "ready", false, &len);
+    assert_non_null(js);
+    assert_true(len <= ENV_HB_MAX_LEN);
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_true(d.n_agents > 50 && d.n_agents < N);
+    print_message("one heartbeat carries %zu of %d agents at every limit (%zu bytes)\n",
+                  d.n_agents, N, len);
+    env_hb_free(&d);
+    free(js);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -653,6 +976,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_old_future_and_replayed_are_ignored, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_liveness_waits_for_a_settled_link, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_heard_agents_and_groups, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_local_agents, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_agentless_heartbeat, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_agents_of_another_host_are_dropped, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_agents_must_be_signed, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_heard_agents_drop_after_discovery_ttl, fx_setup,
+                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_sheds_what_does_not_fit, fx_setup,
                                         fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
