@@ -53,8 +53,9 @@ static void presence_root_lines(GString *s, fleet *f)
     if (!f->pr)
         return;
     pr_link_words(f->pr, w, sizeof w);
-    g_string_append_printf(s, "presence: %s\nrejected_heartbeat: %llu\n", w,
-                           (unsigned long long)pr_rejected(f->pr));
+    g_string_append_printf(s, "presence: %s\nrejected_heartbeat: %llu\nrejected_agents: %llu\n", w,
+                           (unsigned long long)pr_rejected(f->pr),
+                           (unsigned long long)pr_rejected_agents(f->pr));
 }
 
 static void presence_peer_lines(GString *s, fleet *f, const char *peer)

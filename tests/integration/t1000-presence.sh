@@ -152,6 +152,22 @@ test_expect_success 'the same tool with the trusted key does make zeta appear (t
     grep -q "^presence: live" alpha/peers/zeta/status
 '
 
+# SPEC section 10: a host speaks for its own agents only, and its agent list is signed
+test_expect_success 'agents: a heartbeat naming another host.s agent is believed without it; altered agents are refused whole' '
+    grep -q "^rejected_agents: 0$" alpha/status &&
+    before=$(rejected) &&
+    "$HBPUB" "$URI" --from zeta --key keys/zeta.key --interval 1000 --agents w1@zeta:w9@beta:w2@zeta &&
+    wait_for 3 "grep -q \"^rejected_agents: 1$\" alpha/status" &&
+    grep -c "heartbeat from zeta lists 1 agent(s) of another host" alpha.log >n && test "$(cat n)" = 1 &&
+    test "$(rejected)" = "$before" &&
+    fleet_key kappa &&
+    "$HBPUB" "$URI" --from kappa --key keys/kappa.key --interval 1000 --agents w1@kappa --tamper-agents &&
+    wait_for 3 "test \$(rejected) = \$((before + 1))" &&
+    grep -q "heartbeat from kappa rejected: its agents and groups are not signed" alpha.log &&
+    ! test -e alpha/peers/kappa &&
+    grep -q "^rejected_agents: 1$" alpha/status
+'
+
 test_expect_success 'discovery=off keeps peers/ to the configured list; a configured peer never heard is never' '
     mount_fleet delta peers=alpha:omega inject=none $HB discovery=off &&
     wait_for 3 "test \"\$(lead delta beta | jq -r .presence)\" = live" &&

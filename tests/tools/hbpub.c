@@ -4,6 +4,7 @@
  *
  *   hbpub URI --from ID [--key KEYFILE] [--tamper] [--sent-offset SEC]
  *             [--interval MS] [--agent WORDS] [--leaving] [--routing-key RK]
+ *             [--agents GID[:GID...]] [--tamper-agents]
  *   hbpub URI --body STR --routing-key RK
  *   hbpub URI --flood N --key-dir DIR --trust DIR [--interval MS] [--seconds S]
  *
@@ -11,7 +12,10 @@
  * unless none is given (unsigned); --tamper changes the agent words after
  * signing; --sent-offset moves sentAt/expiresAt by SEC seconds (negative:
  * old; positive: from the future).  The routing key defaults to
- * roster.hbpub.<from>.
+ * roster.hbpub.<from>.  --agents adds the agents extension (SPEC section
+ * 10): those gids, state "ready: idle", in group "hbpub" (gids of any host:
+ * the tool lies as asked); --tamper-agents changes the first agent's state
+ * after signing.
  *
  * --flood: N leads named bench000.. bench<N-1>, each with its own key in
  * --key-dir (made on first use, the public half copied to --trust as
@@ -32,9 +36,9 @@
 #include "fleetfs/wire/sign.h"
 
 typedef struct {
-    const char *uri, *from, *key, *agent, *rk, *body, *key_dir, *trust;
+    const char *uri, *from, *key, *agent, *rk, *body, *key_dir, *trust, *agents;
     long sent_offset, interval, flood, seconds;
-    bool tamper, leaving;
+    bool tamper, leaving, tamper_agents;
 } hb_args;
 
 static void die(const char *what)
@@ -86,6 +90,29 @@ static void hb_publish(amqp_connection_state_t c, const char *rk, const char *bo
         die("publish failed");
 }
 
+/* the agents extension: gids, each "ready: idle" in group hbpub */
+static void hb_agents(env_heartbeat *h, const char *list)
+{
+    char **gids = g_strsplit(list, ":", -1);
+    size_t n = g_strv_length(gids);
+
+    h->ext = true;
+    h->groups = calloc(1, sizeof(char *));
+    h->agents = calloc(n ? n : 1, sizeof(env_hb_agent));
+    if (!h->groups || !h->agents)
+        die("out of memory");
+    h->n_agents = n;
+    for (size_t i = 0; i < n; i++) {
+        g_strlcpy(h->agents[i].gid, gids[i], sizeof h->agents[i].gid);
+        g_strlcpy(h->agents[i].state, "ready: idle", sizeof h->agents[i].state);
+        h->agents[i].groups = calloc(2, sizeof(char *));
+        if (!h->agents[i].groups || !(h->agents[i].groups[0] = strdup("hbpub")))
+            die("out of memory");
+        h->agents[i].n_groups = 1;
+    }
+    g_strfreev(gids);
+}
+
 static char *hb_make(const char *from, const sig_key *k, const hb_args *a, int64_t started,
                      size_t *len)
 {
@@ -103,11 +130,19 @@ static char *hb_make(const char *from, const sig_key *k, const hb_args *a, int64
     g_strlcpy(h.agent, a->agent ? a->agent : "ready: nothing to deliver (backend hbpub)",
               sizeof h.agent);
     h.leaving = a->leaving;
+    if (a->agents)
+        hb_agents(&h, a->agents);
     if (k && sig_sign_hb(k, &h) < 0)
         die("cannot sign");
     if (a->tamper)
         g_strlcpy(h.agent, "tampered after signing", sizeof h.agent);
-    return env_hb_encode(&h, len);
+    if (a->tamper_agents && h.n_agents > 0)
+        g_strlcpy(h.agents[0].state, "tampered after signing", sizeof h.agents[0].state);
+    {
+        char *body = env_hb_encode(&h, len);
+        env_hb_free(&h);
+        return body;
+    }
 }
 
 static sig_key *flood_key(const hb_args *a, const char *name)
@@ -214,12 +249,16 @@ int main(int argc, char **argv)
             a.flood = v ? atol(v) : 0;
         else if (!strcmp(o, "--seconds"))
             a.seconds = v ? atol(v) : 0;
+        else if (!strcmp(o, "--agents"))
+            a.agents = v;
         else {
             takes = false;
             if (!strcmp(o, "--tamper"))
                 a.tamper = true;
             else if (!strcmp(o, "--leaving"))
                 a.leaving = true;
+            else if (!strcmp(o, "--tamper-agents"))
+                a.tamper_agents = true;
             else
                 die("unknown option (see the top of tests/tools/hbpub.c)");
         }
