@@ -13,6 +13,10 @@
  * agent_status unknown) is not a candidate, and agent.prompt itself
  * refuses a pane with no agent in the foreground (agent_not_ready,
  * agent_not_running), which counts as nothing typed.
+ *
+ * Spawning (herdr/spawn.h) lives here too: it is the same client and the
+ * same rule of one connection per call; sp_herdr_start makes a pane,
+ * starts the agent in it, and closes the pane again on any failure.
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +25,7 @@
 
 #include "fleetfs/log.h"
 #include "herdr/backend.h"
+#include "herdr/spawn.h"
 
 typedef struct {
     ib_config *cfg;
@@ -259,4 +264,78 @@ inj_backend *inj_backend_herdr(const ib_config *cfg)
     h->cfg = ib_config_copy(cfg);
     b->priv = h;
     return b;
+}
+
+/* ------------------------------------------------------------- spawning */
+
+int sp_herdr_close(hd_client *c, const char *pane_id, int call_ms, char *why, size_t n)
+{
+    hd_reply rep = {0};
+    int k = hd_pane_close(c, pane_id, call_ms, &rep);
+
+    /* a pane already gone is what we wanted */
+    if (k == HD_OK || (k == HD_ERR_REMOTE && !strcmp(rep.code, "pane_not_found"))) {
+        hd_reply_clear(&rep);
+        return 0;
+    }
+    snprintf(why, n, "herdr pane.close %s: %s %s%s%s", pane_id, hd_kind_name(k), rep.code,
+             rep.message[0] ? ": " : "", rep.message);
+    hd_reply_clear(&rep);
+    return -1;
+}
+
+/* On failure after the pane exists: close it, and say what became of it. */
+static int sp_herdr_fail(hd_client *c, const char *pane_id, int call_ms, sp_result *out)
+{
+    char cw[256];
+    size_t len = strlen(out->why);
+
+    if (sp_herdr_close(c, pane_id, call_ms, cw, sizeof cw) == 0)
+        snprintf(out->why + len, sizeof out->why - len, "; pane %s closed", pane_id);
+    else
+        snprintf(out->why + len, sizeof out->why - len,
+                 "; pane %s may remain (%s): close it by hand", pane_id, cw);
+    out->pane_id[0] = '\0';
+    return -1;
+}
+
+int sp_herdr_start(hd_client *c, const sp_request *rq, int call_ms, sp_result *out)
+{
+    hd_reply rep = {0};
+    hd_pane pane;
+    hd_agent a;
+    int k;
+
+    memset(out, 0, sizeof *out);
+    k = rq->dir ? hd_pane_split(c, NULL, "right", rq->dir, call_ms, &pane, &rep)
+                : hd_tab_create(c, NULL, rq->name, call_ms, &pane, &rep);
+    if (k != HD_OK) {
+        /* a split or tab herdr made but whose answer we lost is a pane
+         * nobody knows of: say so rather than claim nothing was made */
+        snprintf(out->why, sizeof out->why, "herdr %s: %s %s%s%s%s",
+                 rq->dir ? "pane.split" : "tab.create", hd_kind_name(k), rep.code,
+                 rep.message[0] ? ": " : "", rep.message,
+                 k == HD_ERR_TIMEOUT || k == HD_ERR_CLOSED
+                     ? " (herdr may have made a pane it did not tell us of)"
+                     : "");
+        hd_reply_clear(&rep);
+        return -1;
+    }
+    g_strlcpy(out->pane_id, pane.pane_id, sizeof out->pane_id);
+    k = hd_agent_start(c, rq->name, rq->kind, pane.pane_id, rq->args, rq->ready_ms, call_ms, &a,
+                       &rep);
+    if (k == HD_OK && a.pane_id[0] && strcmp(a.pane_id, pane.pane_id) != 0) {
+        snprintf(out->why, sizeof out->why,
+                 "herdr agent.start answered for pane %s, not the new pane %s", a.pane_id,
+                 pane.pane_id);
+        k = HD_ERR_PROTOCOL;
+    } else if (k == HD_ERR_REMOTE && !strcmp(rep.code, "timeout")) {
+        snprintf(out->why, sizeof out->why, "%s did not become ready within %d ms (herdr: %s)",
+                 rq->kind, rq->ready_ms, rep.message);
+    } else if (k != HD_OK) {
+        snprintf(out->why, sizeof out->why, "herdr agent.start %s: %s %s%s%s", rq->kind,
+                 hd_kind_name(k), rep.code, rep.message[0] ? ": " : "", rep.message);
+    }
+    hd_reply_clear(&rep);
+    return k == HD_OK ? 0 : sp_herdr_fail(c, pane.pane_id, call_ms, out);
 }

@@ -515,3 +515,101 @@ int hd_pane_send_input(hd_client *c, const char *pane_id, const char *text, cons
         return bad_result(rep, "pane.send_input");
     return rep->kind;
 }
+
+/* ------------------------------------------------ panes and agent.start */
+
+/* params gets key = s when s is set; false when it cannot be encoded. */
+static bool put_opt(json_t *params, const char *key, const char *s)
+{
+    return !s || json_object_set_new(params, key, json_string(s)) == 0;
+}
+
+/* result[key] as a PaneInfo into out (when out is set). */
+static int pane_result(hd_reply *rep, const char *key, const char *what, hd_pane *out)
+{
+    hd_pane tmp;
+
+    if (rep->kind != HD_OK)
+        return rep->kind;
+    if (hd_parse_pane(json_object_get(rep->result, key), &tmp))
+        return bad_result(rep, what);
+    if (out)
+        *out = tmp;
+    return HD_OK;
+}
+
+int hd_tab_create(hd_client *c, const char *workspace_id, const char *label, int timeout_ms,
+                  hd_pane *root, hd_reply *rep)
+{
+    json_t *p = json_pack("{s:b}", "focus", 0);
+
+    hd_reply_clear(rep);
+    if (!p || !put_opt(p, "workspace_id", workspace_id) || !put_opt(p, "label", label)) {
+        json_decref(p);
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "cannot encode tab.create");
+    }
+    hd_call(c, "tab.create", p, timeout_ms, rep);
+    json_decref(p);
+    return pane_result(rep, "root_pane", "tab.create", root);
+}
+
+int hd_pane_split(hd_client *c, const char *target_pane_id, const char *direction,
+                  const char *cwd, int timeout_ms, hd_pane *out, hd_reply *rep)
+{
+    json_t *p;
+
+    hd_reply_clear(rep);
+    if (!direction || (strcmp(direction, "right") != 0 && strcmp(direction, "down") != 0))
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
+                            "direction must be right or down");
+    p = json_pack("{s:s, s:b}", "direction", direction, "focus", 0);
+    if (!p || !put_opt(p, "target_pane_id", target_pane_id) || !put_opt(p, "cwd", cwd)) {
+        json_decref(p);
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "cannot encode pane.split");
+    }
+    hd_call(c, "pane.split", p, timeout_ms, rep);
+    json_decref(p);
+    return pane_result(rep, "pane", "pane.split", out);
+}
+
+int hd_agent_start(hd_client *c, const char *name, const char *kind, const char *pane_id,
+                   const char *const *args, int wait_ms, int timeout_ms, hd_agent *a,
+                   hd_reply *rep)
+{
+    json_t *p, *av = NULL;
+    hd_agent tmp;
+
+    hd_reply_clear(rep);
+    if (!name || !kind || !pane_id)
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
+                            "name, kind and pane_id are required");
+    if (wait_ms <= 3000 || wait_ms > 300000)
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
+                            "agent.start timeout_ms must be > 3000 and <= 300000 (got %d)",
+                            wait_ms);
+    p = json_pack("{s:s, s:s, s:s, s:i}", "name", name, "kind", kind, "pane_id", pane_id,
+                  "timeout_ms", wait_ms);
+    if (p && args && (!(av = string_array(args)) || json_object_set_new(p, "args", av)))
+        json_decref(p), p = NULL;
+    if (!p)
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
+                            "cannot encode agent.start (invalid UTF-8?)");
+    call_until(c, "agent.start", p, now_ms() + wait_ms + timeout_ms, rep);
+    json_decref(p);
+    if (rep->kind != HD_OK)
+        return rep->kind;
+    if (hd_parse_agent(json_object_get(rep->result, "agent"), &tmp))
+        return bad_result(rep, "agent.start");
+    if (a)
+        *a = tmp;
+    return HD_OK;
+}
+
+int hd_pane_close(hd_client *c, const char *pane_id, int timeout_ms, hd_reply *rep)
+{
+    json_t *p = params1("pane_id", pane_id);
+
+    hd_call(c, "pane.close", p, timeout_ms, rep);
+    json_decref(p);
+    return rep->kind;
+}

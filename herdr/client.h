@@ -133,4 +133,31 @@ int hd_agent_prompt(hd_client *c, const char *target, const char *text,
 int hd_pane_send_input(hd_client *c, const char *pane_id, const char *text, const char *const *keys,
                        int timeout_ms, hd_reply *rep);
 
+/* Making panes and starting agents (SPEC section 11, HERDR-PROTOCOL.md
+ * "Making a pane and starting an agent in it"). Ids are taken from the
+ * reply, never predicted; every call is unfocused (focus:false), so a
+ * spawn never pulls the user's view away.
+ *
+ * tab.create: a new tab (workspace_id, label: NULL for herdr's choice);
+ * its root pane into *root. */
+int hd_tab_create(hd_client *c, const char *workspace_id, const char *label, int timeout_ms,
+                  hd_pane *root, hd_reply *rep);
+/* pane.split: a new pane beside target_pane_id (NULL: herdr's choice),
+ * direction "right" or "down", starting in cwd (NULL: herdr's default).
+ * No env is ever sent. The new pane into *out. */
+int hd_pane_split(hd_client *c, const char *target_pane_id, const char *direction,
+                  const char *cwd, int timeout_ms, hd_pane *out, hd_reply *rep);
+/* agent.start: start an agent of kind in pane_id (at its shell prompt),
+ * named name, with args (NULL-terminated, NULL for none) passed to it
+ * unchanged. herdr answers once it sees the agent ready, so wait_ms is
+ * sent as timeout_ms and must be > 3000 and <= 300000 (refused here,
+ * before connecting, otherwise); the client's deadline is wait_ms +
+ * timeout_ms, so herdr always answers first. a (may be NULL) receives
+ * the AgentInfo. */
+int hd_agent_start(hd_client *c, const char *name, const char *kind, const char *pane_id,
+                   const char *const *args, int wait_ms, int timeout_ms, hd_agent *a,
+                   hd_reply *rep);
+/* pane.close: the pane and what runs in it. */
+int hd_pane_close(hd_client *c, const char *pane_id, int timeout_ms, hd_reply *rep);
+
 #endif

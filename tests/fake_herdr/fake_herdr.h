@@ -12,6 +12,7 @@ typedef struct {
     const char *log_path;     /* accepted prompts and inputs */
     const char *refused_path; /* log_path + ".refused" */
     const char *calls_path;   /* log_path + ".calls": every request's method, one a line */
+    const char *starts_path;  /* log_path + ".starts": every agent.start, as asked */
 } fh_config;
 
 typedef enum {

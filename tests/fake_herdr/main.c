@@ -250,7 +250,7 @@ int main(int argc, char **argv)
     };
     const char *sock = NULL, *method = NULL, *params = NULL;
     fh_config cfg = {0};
-    char *refused = NULL, *calls = NULL;
+    char *refused = NULL, *calls = NULL, *starts = NULL;
     int timeout = 2000, o, rc;
 
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -290,8 +290,12 @@ int main(int argc, char **argv)
     if (asprintf(&calls, "%s.calls", cfg.log_path) < 0)
         return 1;
     cfg.calls_path = calls;
+    if (asprintf(&starts, "%s.starts", cfg.log_path) < 0)
+        return 1;
+    cfg.starts_path = starts;
     rc = serve(sock, &cfg);
     free(refused);
     free(calls);
+    free(starts);
     return rc;
 }

@@ -31,7 +31,25 @@
  * <log>.calls (one a line), so a test can wait until fleetfs has looked
  * again before it asserts that nothing was typed. After a successful prompt the pane's
  * agent_status becomes after_prompt_status and the statefile is written
- * back (temp file + rename). One mutex serialises all of this. */
+ * back (temp file + rename). One mutex serialises all of this.
+ *
+ * Making panes and starting agents (SPEC section 11), with the state
+ * written back so a test sees which panes exist:
+ *   tab.create {workspace_id?, label?, focus?}  → a new tab and its root pane
+ *   pane.split {direction, target_pane_id?, cwd?, env?, focus?} → a new pane
+ *     (cwd and env kept in it); a pane starts at its prompt: no agent
+ *   agent.start {name, kind, pane_id, args?, timeout_ms?} → the agent in
+ *     that pane, answered once "ready"; appended as asked to <log>.starts
+ *   pane.close {pane_id} → the pane is removed
+ * New ids are numbered from the state's "next_id" (default 100), never
+ * reused. behaviour keys "tab", "split", "close" take ok/hang/slow/close/
+ * error:<code>; "start" (or "start:<kind>" for one kind) takes those and
+ *   "never"   the agent runs (status working) but is never ready: error
+ *             timeout after timeout_ms (default 30000), as herdr answers
+ *   "blocked" the agent comes up blocked: agent_not_ready at once
+ *   "slow:<ms>" ready after ms; ms >= timeout_ms is "never".
+ * agent.start refuses (invalid_params) a timeout_ms outside 3001..300000,
+ * a bad name, a name a live agent has, a pane that runs an agent already. */
 #include "tests/fake_herdr/fake_herdr.h"
 
 #include <fcntl.h>
@@ -469,6 +487,225 @@ static json_t *m_send_input(req *r)
     return json_pack("{s:s}", "type", "ok");
 }
 
+/* ------------------------------------------ making panes, starting agents */
+
+/* A fresh id number: "next_id" in the state (default 100), never reused,
+ * so a test can tell a new pane from one it wrote itself. */
+static json_int_t next_id(req *r)
+{
+    json_int_t n = json_integer_value(json_object_get(r->state, "next_id"));
+
+    if (n <= 0)
+        n = 100;
+    json_object_set_new(r->state, "next_id", json_integer(n + 1));
+    return n;
+}
+
+static bool opt_type(req *r, const char *key, json_type type)
+{
+    json_t *v = json_object_get(r->params, key);
+
+    if (!v || json_typeof(v) == type || (type == JSON_TRUE && json_is_boolean(v)))
+        return true;
+    fail(r, "invalid_request", "mistyped parameter");
+    return false;
+}
+
+static json_t *new_pane(req *r, const char *workspace, const char *tab, const char *cwd)
+{
+    char id[64];
+    json_t *p;
+
+    snprintf(id, sizeof id, "%s:p%lld", workspace, (long long)next_id(r));
+    p = json_pack("{s:s, s:s, s:s, s:s, s:b}", "pane_id", id, "workspace_id", workspace, "tab_id",
+                  tab, "agent_status", "unknown", "focused", 0);
+    if (cwd)
+        json_object_set_new(p, "cwd", json_string(cwd));
+    json_array_append(panes(r) ? panes(r) : json_object_get(r->state, "panes"), p);
+    return p;
+}
+
+/* The state's "panes" array, made when missing. */
+static void ensure_panes(req *r)
+{
+    if (!panes(r))
+        json_object_set_new(r->state, "panes", json_array());
+}
+
+static json_t *m_tab_create(req *r)
+{
+    const char *ws = sfield(r->params, "workspace_id");
+    char tab[64];
+    json_t *p;
+
+    if (!opt_type(r, "workspace_id", JSON_STRING) || !opt_type(r, "label", JSON_STRING) ||
+        !opt_type(r, "focus", JSON_TRUE) || !apply_behaviour(r, get_behaviour(r->state, "tab")))
+        return NULL;
+    ensure_panes(r);
+    snprintf(tab, sizeof tab, "%s:t%lld", ws ? ws : "w1", (long long)next_id(r));
+    p = new_pane(r, ws ? ws : "w1", tab, NULL);
+    save_state(r);
+    return json_pack("{s:s, s:{s:s, s:s, s:s}, s:o}", "type", "tab_created", "tab", "tab_id", tab,
+                     "workspace_id", ws ? ws : "w1", "label", sfield(r->params, "label") ?: "",
+                     "root_pane", pane_info(p));
+}
+
+static json_t *m_pane_split(req *r)
+{
+    const char *target = sfield(r->params, "target_pane_id");
+    const char *dir = sfield(r->params, "direction");
+    json_t *t = NULL, *p;
+
+    if (!opt_type(r, "target_pane_id", JSON_STRING) || !opt_type(r, "cwd", JSON_STRING) ||
+        !opt_type(r, "env", JSON_OBJECT) || !opt_type(r, "focus", JSON_TRUE) ||
+        !opt_type(r, "workspace_id", JSON_STRING))
+        return NULL;
+    if (!dir || (strcmp(dir, "right") != 0 && strcmp(dir, "down") != 0)) {
+        fail(r, "invalid_request", "direction must be right or down");
+        return NULL;
+    }
+    if (target && !(t = find_pane(r, target))) {
+        fail(r, "pane_not_found", "no such pane");
+        return NULL;
+    }
+    if (!apply_behaviour(r, get_behaviour(r->state, "split")))
+        return NULL;
+    ensure_panes(r);
+    p = new_pane(r, t ? sfield(t, "workspace_id") ?: "w1" : "w1",
+                 t ? sfield(t, "tab_id") ?: "w1:t1" : "w1:t1", sfield(r->params, "cwd"));
+    if (json_object_get(r->params, "env"))
+        json_object_set(p, "env", json_object_get(r->params, "env"));
+    save_state(r);
+    return json_pack("{s:s, s:o}", "type", "pane_info", "pane", pane_info(p));
+}
+
+static bool name_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    if (n == 0 || n > 32 || s[0] < 'a' || s[0] > 'z')
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+              s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* agent.start's checks of its parameters; the pane, or NULL (failed). */
+static json_t *start_target(req *r, const char *name, json_int_t *wait)
+{
+    json_t *args = json_object_get(r->params, "args"), *t = json_object_get(r->params, "timeout_ms");
+    json_t *p, *v;
+    size_t i;
+
+    json_array_foreach(args, i, v) if (!json_is_string(v)) args = NULL;
+    if ((json_object_get(r->params, "args") && !json_is_array(args)) ||
+        (t && !json_is_integer(t))) {
+        fail(r, "invalid_request", "mistyped parameter");
+        return NULL;
+    }
+    *wait = t ? json_integer_value(t) : 30000;
+    if (*wait <= 3000 || *wait > 300000 || !name_ok(name)) {
+        fail(r, "invalid_params", "timeout_ms must be > 3000 and <= 300000; name [a-z][a-z0-9_-]{0,31}");
+        return NULL;
+    }
+    json_array_foreach(panes(r), i, p)
+    {
+        const char *n = sfield(p, "name");
+
+        if (is_agent(p) && n && !strcmp(n, name)) {
+            fail(r, "invalid_params", "an agent of that name is live");
+            return NULL;
+        }
+    }
+    p = find_pane(r, sfield(r->params, "pane_id"));
+    if (!p)
+        fail(r, "pane_not_found", "no such pane");
+    else if (is_agent(p))
+        fail(r, "invalid_params", "the pane is not at its shell prompt");
+    return p;
+}
+
+/* The behaviour for this kind ("start:<kind>"), else "start"; *word is
+ * its text ("never" and "blocked" are agent.start's own). */
+static behaviour start_behaviour(req *r, const char *kind, const char **word)
+{
+    json_t *all = json_object_get(r->state, "behaviour");
+    char key[64];
+
+    snprintf(key, sizeof key, "start:%s", kind);
+    if (!json_object_get(all, key))
+        snprintf(key, sizeof key, "start");
+    *word = json_string_value(json_object_get(all, key));
+    if (!*word)
+        *word = "ok";
+    return get_behaviour(r->state, key);
+}
+
+static json_t *m_agent_start(req *r)
+{
+    const char *name = param(r, "name");
+    const char *kind = name ? param(r, "kind") : NULL;
+    const char *pane_id = kind ? param(r, "pane_id") : NULL, *word;
+    json_t *p, *args = json_object_get(r->params, "args");
+    json_int_t wait;
+    behaviour b;
+    bool never, blocked;
+
+    if (!pane_id || !(p = start_target(r, name, &wait)))
+        return NULL;
+    b = start_behaviour(r, kind, &word);
+    never = !strcmp(word, "never");
+    blocked = !strcmp(word, "blocked");
+    append_log(r->cfg->starts_path, json_pack("{s:s, s:s, s:s, s:O}", "name", name, "kind", kind,
+                                              "pane_id", pane_id, "args",
+                                              args ? args : json_null()));
+    if (!never && !blocked && !apply_behaviour(r, b))
+        return NULL; /* hang, close, error: the pane stays at its prompt */
+    json_object_set_new(p, "agent", json_string(kind));
+    json_object_set_new(p, "name", json_string(name));
+    json_object_set_new(p, "agent_status",
+                        json_string(blocked ? "blocked" : never ? "working" : "idle"));
+    if (args)
+        json_object_set(p, "args", args);
+    save_state(r);
+    if (blocked) {
+        fail(r, "agent_not_ready", "the agent came up blocked");
+        return NULL;
+    }
+    if (never || (b.kind == B_SLOW && b.ms >= wait)) {
+        r->out->delay_ms = (int)wait;
+        fail(r, "timeout", "the agent did not become ready within timeout_ms");
+        return NULL;
+    }
+    return json_pack("{s:s, s:o}", "type", "agent_started", "agent", agent_info(p));
+}
+
+static json_t *m_pane_close(req *r)
+{
+    const char *id = param(r, "pane_id");
+    json_t *ps = panes(r), *p;
+    size_t i;
+
+    if (!id)
+        return NULL;
+    json_array_foreach(ps, i, p)
+    {
+        const char *pid = sfield(p, "pane_id");
+
+        if (pid && !strcmp(pid, id)) {
+            if (!apply_behaviour(r, get_behaviour(r->state, "close")))
+                return NULL;
+            json_array_remove(ps, i);
+            save_state(r);
+            return json_pack("{s:s}", "type", "ok");
+        }
+    }
+    fail(r, "pane_not_found", "no such pane");
+    return NULL;
+}
+
 static const struct {
     const char *name;
     json_t *(*fn)(req *);
@@ -480,6 +717,10 @@ static const struct {
     {"agent.list", m_agent_list},
     {"agent.prompt", m_agent_prompt},
     {"pane.send_input", m_send_input},
+    {"tab.create", m_tab_create},
+    {"pane.split", m_pane_split},
+    {"agent.start", m_agent_start},
+    {"pane.close", m_pane_close},
 };
 
 /* ------------------------------------------------------------- dispatch */

@@ -1,7 +1,11 @@
 /* test_herdr_client.c — the herdr client: reply parsing on captured lines,
  * socket path resolution, and real round trips against a tiny AF_UNIX
  * server thread in this file that follows herdr's framing (one line in, one
- * line out, close) or misbehaves on purpose (close, hang, truncate, flood). */
+ * line out, close) or misbehaves on purpose (close, hang, truncate, flood).
+ * Making panes and starting agents (pane.split, tab.create, agent.start,
+ * pane.close, and sp_herdr_start on top) run against the fake herdr
+ * itself (BUILD/fake-herdr, next to this binary's directory), whose state
+ * file says which panes exist: a failed start must leave none behind. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -20,6 +24,14 @@
 #include <unistd.h>
 
 #include "herdr/client.h"
+#include "herdr/spawn.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 /* ------------------------------------------------------- parsing lines */
 
@@ -601,6 +613,299 @@ static void connect_timeout_is_down(void **state)
     rmdir(dir);
 }
 
+/* ------------------------------------------- against the fake herdr */
+
+typedef struct {
+    char dir[64], sock[128], state[128], log[128];
+    pid_t pid;
+} fake;
+
+static fake *fake_start(const char *state_json)
+{
+    fake *f = calloc(1, sizeof *f);
+    char exe[PATH_MAX], bin[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    FILE *fp;
+
+    assert_true(n > 0);
+    exe[n] = '\0';
+    *strrchr(exe, '/') = '\0'; /* BUILD/tests */
+    *strrchr(exe, '/') = '\0'; /* BUILD */
+    snprintf(bin, sizeof bin, "%s/fake-herdr", exe);
+    if (access(bin, X_OK) != 0)
+        fail_msg("%s is missing: make all builds it", bin);
+    snprintf(f->dir, sizeof f->dir, "/tmp/hd-fake-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->sock, sizeof f->sock, "%s/herdr.sock", f->dir);
+    snprintf(f->state, sizeof f->state, "%s/state.json", f->dir);
+    snprintf(f->log, sizeof f->log, "%s/prompts.jsonl", f->dir);
+    fp = fopen(f->state, "w");
+    assert_non_null(fp);
+    fputs(state_json, fp);
+    fclose(fp);
+    f->pid = fork();
+    assert_true(f->pid >= 0);
+    if (f->pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* a failed test leaves no fake behind */
+        dup2(null, 0);
+        dup2(null, 1);
+        execl(bin, bin, "--socket", f->sock, "--state", f->state, "--log", f->log, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 500; i++) {
+        struct stat st;
+
+        if (stat(f->sock, &st) == 0)
+            return f;
+        poll(NULL, 0, 10);
+    }
+    fail_msg("the fake herdr did not start");
+    return NULL;
+}
+
+static void fake_stop(fake *f)
+{
+    char cmd[128];
+
+    kill(f->pid, SIGTERM);
+    waitpid(f->pid, NULL, 0);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    assert_int_equal(system(cmd), 0);
+    free(f);
+}
+
+/* The fake's world as the test sees it (the fake writes it back). */
+static json_t *fake_world(const fake *f)
+{
+    json_t *w = json_load_file(f->state, 0, NULL);
+
+    assert_non_null(w);
+    return w;
+}
+
+static size_t fake_panes(const fake *f)
+{
+    json_t *w = fake_world(f);
+    size_t n = json_array_size(json_object_get(w, "panes"));
+
+    json_decref(w);
+    return n;
+}
+
+/* The pane with this id in the fake's world (a new reference), or NULL. */
+static json_t *fake_pane(const fake *f, const char *id)
+{
+    json_t *w = fake_world(f), *p, *hit = NULL;
+    size_t i;
+
+    json_array_foreach(json_object_get(w, "panes"), i, p)
+    {
+        if (!strcmp(json_string_value(json_object_get(p, "pane_id")), id))
+            hit = json_incref(p);
+    }
+    json_decref(w);
+    return hit;
+}
+
+static size_t fake_lines(const fake *f, const char *suffix)
+{
+    char path[160], buf[4096];
+    size_t lines = 0, n;
+    FILE *fp;
+
+    snprintf(path, sizeof path, "%s%s", f->log, suffix);
+    if (!(fp = fopen(path, "r")))
+        return 0;
+    while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
+        for (size_t i = 0; i < n; i++)
+            lines += buf[i] == '\n';
+    fclose(fp);
+    return lines;
+}
+
+#define LEAD_PANE                                                                          \
+    "{\"pane_id\":\"w1:p1\",\"workspace_id\":\"w1\",\"tab_id\":\"w1:t1\",\"agent\":\"claude\"," \
+    "\"name\":\"beta\",\"agent_status\":\"idle\"}"
+
+static void fake_make_start_close(void **state)
+{
+    fake *f = fake_start("{\"panes\":[" LEAD_PANE "]}");
+    hd_client *c = hd_client_new(f->sock);
+    const char *args[] = {"--model", "opus", "two words", NULL};
+    hd_reply r = {0};
+    hd_pane tab, split;
+    hd_agent a;
+    json_t *p;
+
+    (void)state;
+    assert_int_equal(hd_tab_create(c, NULL, "w1", 2000, &tab, &r), HD_OK);
+    assert_int_equal(hd_pane_split(c, "w1:p1", "down", "/srv/x", 2000, &split, &r), HD_OK);
+    assert_string_not_equal(tab.pane_id, split.pane_id);
+    assert_string_not_equal(split.pane_id, "w1:p1");
+    assert_int_equal(fake_panes(f), 3);
+    p = fake_pane(f, split.pane_id); /* the cwd reached herdr; no env was sent */
+    assert_string_equal(json_string_value(json_object_get(p, "cwd")), "/srv/x");
+    assert_null(json_object_get(p, "env"));
+    json_decref(p);
+    assert_int_equal(hd_agent_start(c, "w1", "codex", split.pane_id, args, 5000, 2000, &a, &r),
+                     HD_OK);
+    assert_string_equal(a.pane_id, split.pane_id);
+    assert_string_equal(a.name, "w1");
+    assert_int_equal(a.status, HD_IDLE);
+    p = fake_pane(f, split.pane_id); /* the args arrived unchanged */
+    assert_string_equal(json_string_value(json_object_get(p, "agent")), "codex");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(p, "args"), 2)),
+                        "two words");
+    json_decref(p);
+    /* a second agent of that name, or into a pane that runs one: refused */
+    assert_int_equal(hd_agent_start(c, "w1", "codex", tab.pane_id, NULL, 5000, 2000, &a, &r),
+                     HD_ERR_REMOTE);
+    assert_string_equal(r.code, "invalid_params");
+    assert_int_equal(hd_pane_close(c, split.pane_id, 2000, &r), HD_OK);
+    assert_int_equal(hd_pane_close(c, tab.pane_id, 2000, &r), HD_OK);
+    assert_int_equal(hd_pane_close(c, tab.pane_id, 2000, &r), HD_ERR_REMOTE);
+    assert_string_equal(r.code, "pane_not_found");
+    assert_int_equal(fake_panes(f), 1);
+    hd_reply_clear(&r);
+    hd_client_free(c);
+    fake_stop(f);
+}
+
+/* Refused before connecting: nothing reaches herdr. */
+static void agent_start_bounds(void **state)
+{
+    fake *f = fake_start("{\"panes\":[" LEAD_PANE "]}");
+    hd_client *c = hd_client_new(f->sock);
+    hd_reply r = {0};
+
+    (void)state;
+    assert_int_equal(hd_agent_start(c, "w1", "claude", "w1:p1", NULL, 3000, 500, NULL, &r),
+                     HD_ERR_PROTOCOL);
+    assert_string_equal(r.code, "bad_request");
+    assert_int_equal(hd_agent_start(c, "w1", "claude", "w1:p1", NULL, 300001, 500, NULL, &r),
+                     HD_ERR_PROTOCOL);
+    assert_int_equal(hd_pane_split(c, NULL, "left", NULL, 500, NULL, &r), HD_ERR_PROTOCOL);
+    assert_int_equal(fake_lines(f, ".calls"), 0);
+    hd_reply_clear(&r);
+    hd_client_free(c);
+    fake_stop(f);
+}
+
+static sp_request herdr_rq(const char *dir)
+{
+    static const char *const args[] = {"--yes", NULL};
+    sp_request rq = {.name = "w7", .dir = dir, .ready_ms = 3001, .kind = "claude", .args = args};
+
+    return rq;
+}
+
+static void spawn_ready_and_close(void **state)
+{
+    fake *f = fake_start("{\"panes\":[" LEAD_PANE "],\"behaviour\":{\"start\":\"slow:200\"}}");
+    hd_client *c = hd_client_new(f->sock);
+    sp_request rq = herdr_rq(NULL);
+    sp_result out;
+    char why[256];
+    json_t *p;
+
+    (void)state;
+    assert_int_equal(sp_herdr_start(c, &rq, 2000, &out), 0);
+    assert_int_equal(fake_panes(f), 2);
+    p = fake_pane(f, out.pane_id);
+    assert_non_null(p);
+    assert_string_equal(json_string_value(json_object_get(p, "name")), "w7");
+    json_decref(p);
+    assert_int_equal(fake_lines(f, ".starts"), 1);
+    /* with a dir: a split, which carries the cwd */
+    rq = herdr_rq("/srv/work/a");
+    rq.name = "w8";
+    assert_int_equal(sp_herdr_start(c, &rq, 2000, &out), 0);
+    p = fake_pane(f, out.pane_id);
+    assert_string_equal(json_string_value(json_object_get(p, "cwd")), "/srv/work/a");
+    json_decref(p);
+    assert_int_equal(sp_herdr_close(c, out.pane_id, 2000, why, sizeof why), 0);
+    assert_int_equal(sp_herdr_close(c, out.pane_id, 2000, why, sizeof why), 0); /* gone: fine */
+    assert_int_equal(fake_panes(f), 2);
+    hd_client_free(c);
+    fake_stop(f);
+}
+
+/* Every failure after the pane exists closes it: the fake's world holds
+ * only the lead's pane afterwards. */
+static void spawn_failures_leave_no_pane(void **state)
+{
+    static const struct {
+        const char *behaviour, *words;
+    } cases[] = {
+        {"\"start\":\"blocked\"", "agent_not_ready"},
+        {"\"start:claude\":\"error:agent_prompt_failed\"", "agent_prompt_failed"},
+        {"\"start\":\"close\"", "closed"},
+        {"\"start\":\"never\"", "did not become ready within 3001 ms"},
+        {"\"split\":\"error:internal_error\"", "pane.split: remote internal_error"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char st[512];
+        fake *f;
+        hd_client *c;
+        sp_request rq = herdr_rq(i == 4 ? "/srv" : NULL);
+        sp_result out;
+
+        snprintf(st, sizeof st, "{\"panes\":[" LEAD_PANE "],\"behaviour\":{%s}}",
+                 cases[i].behaviour);
+        f = fake_start(st);
+        c = hd_client_new(f->sock);
+        assert_int_equal(sp_herdr_start(c, &rq, 1000, &out), -1);
+        if (!strstr(out.why, cases[i].words))
+            fail_msg("case %zu: '%s' does not say '%s'", i, out.why, cases[i].words);
+        if (i < 4)
+            assert_non_null(strstr(out.why, "closed"));
+        assert_string_equal(out.pane_id, "");
+        assert_int_equal(fake_panes(f), 1);
+        hd_client_free(c);
+        fake_stop(f);
+    }
+}
+
+/* herdr never answers agent.start: the client's own deadline (the wait
+ * plus one call) ends it, and the pane is still closed. */
+static void spawn_hang_times_out_and_closes(void **state)
+{
+    fake *f = fake_start("{\"panes\":[" LEAD_PANE "],\"behaviour\":{\"start\":\"hang\"}}");
+    hd_client *c = hd_client_new(f->sock);
+    sp_request rq = herdr_rq(NULL);
+    sp_result out;
+
+    (void)state;
+    assert_int_equal(sp_herdr_start(c, &rq, 300, &out), -1);
+    assert_non_null(strstr(out.why, "timeout"));
+    assert_non_null(strstr(out.why, "closed"));
+    assert_int_equal(fake_panes(f), 1);
+    hd_client_free(c);
+    fake_stop(f);
+}
+
+/* The close fails too: the answer must say which pane may remain. */
+static void spawn_close_failure_is_said(void **state)
+{
+    fake *f = fake_start("{\"panes\":[" LEAD_PANE "],\"behaviour\":{\"start\":\"blocked\","
+                         "\"close\":\"error:internal_error\"}}");
+    hd_client *c = hd_client_new(f->sock);
+    sp_request rq = herdr_rq(NULL);
+    sp_result out;
+
+    (void)state;
+    assert_int_equal(sp_herdr_start(c, &rq, 1000, &out), -1);
+    assert_non_null(strstr(out.why, "may remain"));
+    assert_non_null(strstr(out.why, "close it by hand"));
+    assert_int_equal(fake_panes(f), 2);
+    hd_client_free(c);
+    fake_stop(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -621,6 +926,12 @@ int main(void)
         cmocka_unit_test(hang_times_out),
         cmocka_unit_test(oversized_reply_refused),
         cmocka_unit_test(absent_or_refused_is_down),
+        cmocka_unit_test(fake_make_start_close),
+        cmocka_unit_test(agent_start_bounds),
+        cmocka_unit_test(spawn_ready_and_close),
+        cmocka_unit_test(spawn_failures_leave_no_pane),
+        cmocka_unit_test(spawn_hang_times_out_and_closes),
+        cmocka_unit_test(spawn_close_failure_is_said),
     };
 
     srandom((unsigned)getpid());
