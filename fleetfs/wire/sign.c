@@ -533,34 +533,33 @@ int sig_sign_hb(const sig_key *k, env_heartbeat *h)
     return rc;
 }
 
-sig_result sig_verify_hb(const sig_trust *t, const env_heartbeat *h)
+/* Checks b64 (sig or asig of h) over the bytes fields() gives for h. */
+static sig_result sig_verify_hb_over(const sig_trust *t, const env_heartbeat *h, const char *b64,
+                                     size_t b64max,
+                                     int (*fields)(const env_heartbeat *, unsigned char **,
+                                                   size_t *))
 {
     unsigned char *buf;
     size_t len;
     sig_result r;
 
-    if (strnlen(h->sig, sizeof(h->sig)) == 0)
+    if (strnlen(b64, b64max) == 0)
         return SIG_UNSIGNED;
-    if (env_hb_signing_fields(h, &buf, &len) < 0)
+    if (fields(h, &buf, &len) < 0)
         return SIG_BAD;
-    r = sig_verify_bytes(t, h->from, h->sig, sizeof(h->sig), buf, len);
+    r = sig_verify_bytes(t, h->from, b64, b64max, buf, len);
     free(buf);
     return r;
 }
 
+sig_result sig_verify_hb(const sig_trust *t, const env_heartbeat *h)
+{
+    return sig_verify_hb_over(t, h, h->sig, sizeof(h->sig), env_hb_signing_fields);
+}
+
 sig_result sig_verify_hb_agents(const sig_trust *t, const env_heartbeat *h)
 {
-    unsigned char *buf;
-    size_t len;
-    sig_result r;
-
-    if (strnlen(h->asig, sizeof(h->asig)) == 0)
-        return SIG_UNSIGNED;
-    if (env_hb_agents_signing_fields(h, &buf, &len) < 0)
-        return SIG_BAD;
-    r = sig_verify_bytes(t, h->from, h->asig, sizeof(h->asig), buf, len);
-    free(buf);
-    return r;
+    return sig_verify_hb_over(t, h, h->asig, sizeof(h->asig), env_hb_agents_signing_fields);
 }
 
 const char *sig_result_name(sig_result r)
