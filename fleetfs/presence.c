@@ -771,7 +771,9 @@ void pr_words(const pr_info *i, char *out, size_t n)
         snprintf(out, n, "%s (%s ago)", pr_state_name(i->state), age);
 }
 
-int pr_liveness(presence *pr, const char *peer, char *why, size_t n)
+/* pr_liveness for a lead: words (why it is not live) are "no heartbeat
+ * heard from it", "stale 40s" or "left 3m". */
+static int lead_liveness(presence *pr, const char *id, char *words, size_t n)
 {
     pr_info i;
     bool settled;
@@ -781,7 +783,7 @@ int pr_liveness(presence *pr, const char *peer, char *why, size_t n)
     g_mutex_lock(&pr->lock);
     settled = pr->link_up && now - pr->link_since >= PR_STALE_AFTER * pr->o->heartbeat_ms;
     g_mutex_unlock(&pr->lock);
-    if (!pr_get(pr, peer, &i))
+    if (!pr_get(pr, id, &i))
         i.state = PR_NEVER;
     if (i.state == PR_LIVE)
         return 1;
@@ -791,12 +793,36 @@ int pr_liveness(presence *pr, const char *peer, char *why, size_t n)
     if (!settled && i.state != PR_LEFT)
         return -1;
     if (i.state == PR_NEVER) {
-        snprintf(why, n, "peer not live (no heartbeat heard from it)");
+        snprintf(words, n, "no heartbeat heard from it");
         return 0;
     }
     fmt_age(i.age_ms, age, sizeof age);
-    snprintf(why, n, "peer not live (%s %s)", i.state == PR_LEFT ? "left" : "stale", age);
+    snprintf(words, n, "%s %s", i.state == PR_LEFT ? "left" : "stale", age);
     return 0;
+}
+
+int pr_liveness(presence *pr, const char *peer, char *why, size_t n)
+{
+    char host[NAME_MAX_LEN + 1], words[80];
+    pr_agent_info a;
+    int r;
+
+    if (name_valid(peer)) {
+        r = lead_liveness(pr, peer, words, sizeof words);
+        if (r == 0)
+            snprintf(why, n, "peer not live (%s)", words);
+        return r;
+    }
+    if (!gid_valid(peer) || !id_host(peer, host))
+        return -1; /* a group, or nothing: no one host to ask */
+    r = lead_liveness(pr, host, words, sizeof words);
+    if (r == 0)
+        snprintf(why, n, "peer not live (its host %s: %s)", host, words);
+    if (r == 1 && !pr_agent_get(pr, peer, &a)) {
+        snprintf(why, n, "peer not live (its host %s does not list it)", host);
+        r = 0;
+    }
+    return r;
 }
 
 bool pr_link_connecting(presence *pr)

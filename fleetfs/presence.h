@@ -87,7 +87,10 @@ GPtrArray *pr_list(presence *pr);
 void pr_words(const pr_info *i, char *out, size_t n);
 const char *pr_state_name(pr_state s);
 /* For an honest send: 1 live; 0 not live (why says "peer not live
- * (stale 40s)"); -1 presence cannot tell (roster link down or too new). */
+ * (stale 40s)"); -1 presence cannot tell (roster link down or too new).
+ * peer may be an agent's gid: live when its host is live and lists it;
+ * why then says "peer not live (its host beta: stale 40s)" or "peer not
+ * live (its host beta does not list it)". Anything else (a group) is -1. */
 int pr_liveness(presence *pr, const char *peer, char *why, size_t n);
 
 uint64_t pr_rejected(presence *pr);

@@ -922,6 +922,29 @@ static void test_heard_agents_drop_after_discovery_ttl(void **state)
     strv_is(pr_groups(f->pr), "all");
 }
 
+/* An honest send to an agent asks presence about the agent: its host must
+ * be live and list it. */
+static void test_liveness_of_agents(void **state)
+{
+    fx *f = *state;
+    char why[120] = "";
+
+    deliver_gamma(f, 1, "idle", 0);
+    f->o.heartbeat_ms = 1; /* the roster link settles after three of ours */
+    pr_link(f->pr, true);
+    g_usleep(10 * 1000);
+    assert_int_equal(pr_liveness(f->pr, "gamma", why, sizeof why), 1);
+    assert_int_equal(pr_liveness(f->pr, "w0@gamma", why, sizeof why), 1);
+    assert_int_equal(pr_liveness(f->pr, "w5@gamma", why, sizeof why), 0);
+    assert_string_equal(why, "peer not live (its host gamma does not list it)");
+    assert_int_equal(pr_liveness(f->pr, "w0@zeta", why, sizeof why), 0);
+    assert_string_equal(why, "peer not live (its host zeta: no heartbeat heard from it)");
+    assert_int_equal(pr_liveness(f->pr, "beta", why, sizeof why), 0);
+    assert_string_equal(why, "peer not live (no heartbeat heard from it)");
+    /* a broadcast has no one host to ask */
+    assert_int_equal(pr_liveness(f->pr, "group:build", why, sizeof why), -1);
+}
+
 /* More agents than one heartbeat can carry: as many as fit are announced. */
 static void test_heartbeat_sheds_what_does_not_fit(void **state)
 {
@@ -987,6 +1010,7 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_sheds_what_does_not_fit, fx_setup,
                                         fx_teardown),
+        cmocka_unit_test_setup_teardown(test_liveness_of_agents, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
