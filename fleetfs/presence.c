@@ -1247,6 +1247,21 @@ char **pr_group_members(presence *pr, const char *g)
     return out ? (char **)g_ptr_array_free(out, FALSE) : NULL;
 }
 
+char **pr_lead_groups(presence *pr, const char *id)
+{
+    pr_lead *l;
+    char **out = NULL;
+
+    g_mutex_lock(&pr->lock);
+    l = id ? g_hash_table_lookup(pr->leads, id) : NULL;
+    if (l && l->self)
+        out = g_strdupv(pr->local_groups);
+    else if (l && l->ext)
+        out = l->groups ? g_strdupv(l->groups) : g_new0(char *, 1);
+    g_mutex_unlock(&pr->lock);
+    return out;
+}
+
 uint64_t pr_rejected_agents(presence *pr)
 {
     uint64_t n;

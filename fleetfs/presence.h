@@ -177,6 +177,11 @@ char **pr_groups(presence *pr);
  * this lead, every heard lead whose heartbeat carries the extension, and
  * every agent. NULL when g is not a group pr_groups lists. */
 char **pr_group_members(presence *pr, const char *g);
+/* The groups of lead id, sorted (g_strfreev): ours are what pr_set_local
+ * (or groups=) said; another lead's what its last believed heartbeat said.
+ * NULL when id is not known, or its heartbeats carry no agents extension
+ * (never heard, or a fleetfs before agents). "all" is not listed. */
+char **pr_lead_groups(presence *pr, const char *id);
 /* Agent entries dropped because their gid named another host than the
  * heartbeat's signer. */
 uint64_t pr_rejected_agents(presence *pr);

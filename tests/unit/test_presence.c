@@ -720,6 +720,10 @@ static void test_heard_agents_and_groups(void **state)
     strv_is(pr_groups(f->pr), "all build ops");
     strv_is(pr_group_members(f->pr, "build"), "w0@gamma w1@gamma");
     strv_is(pr_group_members(f->pr, "ops"), "gamma");
+    strv_is(pr_lead_groups(f->pr, "gamma"), "ops");
+    strv_is(pr_lead_groups(f->pr, "alpha"), ""); /* ours: groups= (none here) */
+    assert_null(pr_lead_groups(f->pr, "beta")); /* configured, never heard */
+    assert_null(pr_lead_groups(f->pr, "nobody"));
     /* alpha is us: in all, though we announced nothing else */
     strv_is(pr_group_members(f->pr, "all"), "alpha gamma w0@gamma w1@gamma");
     assert_null(pr_group_members(f->pr, "nope"));
@@ -778,6 +782,7 @@ static void test_local_agents(void **state)
     assert_int_equal(a.n_groups, 0);
     strv_is(pr_groups(f->pr), "all build ops");
     strv_is(pr_group_members(f->pr, "ops"), "alpha");
+    strv_is(pr_lead_groups(f->pr, "alpha"), "ops");
     strv_is(pr_group_members(f->pr, "all"), "alpha w1@alpha w2@alpha");
 
     /* our heartbeat carries them, signed so that gamma can check it */
