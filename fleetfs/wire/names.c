@@ -194,3 +194,19 @@ bool addr_parse(const char *s, addr *out)
     memset(out, 0, sizeof(*out));
     return false;
 }
+
+bool addr_matches(const char *to, const char *id, const char *const *groups)
+{
+    addr a;
+
+    if (!addr_parse(to, &a) || !id_valid(id))
+        return false;
+    if (a.kind != ADDR_GROUP)
+        return strcmp(to, id) == 0;
+    if (strcmp(a.name, GROUP_ALL) == 0)
+        return true;
+    for (size_t i = 0; groups != NULL && groups[i] != NULL; i++)
+        if (strcmp(groups[i], a.name) == 0)
+            return true;
+    return false;
+}

@@ -62,6 +62,13 @@ typedef struct {
  * a bad id. */
 bool addr_parse(const char *s, addr *out);
 
+/* The check a receiver makes of a message's `to` (SPEC section 10): true
+ * when to is a valid address naming id itself, or "group:<g>" where g is
+ * "all" or one of groups (id's groups, NULL-terminated; NULL: none). The
+ * lead and its agents are different entities: "w1@alpha" does not match
+ * id "alpha". */
+bool addr_matches(const char *to, const char *id, const char *const *groups);
+
 /* The n bytes at s are strict UTF-8: shortest form only, no UTF-16
  * surrogates, nothing above U+10FFFF, and no NUL byte anywhere. */
 bool text_utf8_valid(const char *s, size_t n);

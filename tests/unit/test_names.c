@@ -244,6 +244,33 @@ static void test_addr_parse(void **state)
     assert_false(addr_parse(C63 "x", &a));
 }
 
+/* SPEC section 10: a receiver takes a message only when its to names the
+ * entity whose mailbox it arrived on, or a group that entity is in. */
+static void test_addr_matches(void **state)
+{
+    const char *const build[] = {"build", "ops", NULL};
+    const char *const none[] = {NULL};
+
+    (void)state;
+    assert_true(addr_matches("alpha", "alpha", build));
+    assert_true(addr_matches("w1@alpha", "w1@alpha", NULL));
+    assert_true(addr_matches("group:all", "alpha", NULL));
+    assert_true(addr_matches("group:all", "w1@alpha", none));
+    assert_true(addr_matches("group:ops", "w1@alpha", build));
+    assert_false(addr_matches("group:review", "w1@alpha", build));
+    assert_false(addr_matches("group:build", "alpha", none));
+    assert_false(addr_matches("group:build", "alpha", NULL));
+    assert_false(addr_matches("beta", "alpha", build));
+    assert_false(addr_matches("w1@alpha", "alpha", build)); /* the lead is not its agent */
+    assert_false(addr_matches("alpha", "w1@alpha", build)); /* nor the other way */
+    assert_false(addr_matches("w2@alpha", "w1@alpha", build));
+    assert_false(addr_matches("group:", "alpha", build));
+    assert_false(addr_matches("group:Build", "alpha", (const char *const[]){"Build", NULL}));
+    assert_false(addr_matches("ALPHA", "ALPHA", NULL)); /* not an address at all */
+    assert_false(addr_matches(NULL, "alpha", NULL));
+    assert_false(addr_matches("alpha", NULL, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_group),
         cmocka_unit_test(test_id_host),
         cmocka_unit_test(test_addr_parse),
+        cmocka_unit_test(test_addr_matches),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
