@@ -38,6 +38,7 @@
 #include "fleetfs/log.h"
 #include "herdr/backend.h"
 #include "herdr/foreground.h"
+#include "herdr/tmux_int.h"
 
 /* The backend's own state: its copy of the config, and the pane last
  * warned about (a pane found by its title is warned about once per pane). */
@@ -48,7 +49,6 @@ typedef struct {
 
 #define PRIV(b) ((tb_priv *)(b)->priv)
 #define CFG(b) ((const ib_config *)PRIV(b)->cfg)
-#define TMUX_TIMEOUT_MS 5000
 
 /* One tmux command's pipes: stdin (the input still to write), stdout and
  * stderr (collected). */
@@ -104,11 +104,8 @@ static bool tmux_io_run(tmux_io *io, int64_t timeout_ms)
     return true;
 }
 
-/* Runs tmux ARGS, with input on its stdin when not NULL (load-buffer -);
- * its stdout in *out (g_free) when out is not NULL and it succeeded.  false
- * with why on failure, including a tmux that did not finish within
- * TMUX_TIMEOUT_MS (then killed). */
-static bool tmux_run(const char *const *args, const char *input, char **out, char *why, size_t n)
+/* tmux_int.h; also the spawn primitives' (tmux_spawn.c). */
+bool tb_run(const char *const *args, const char *input, char **out, char *why, size_t n)
 {
     GPtrArray *argv = g_ptr_array_new();
     tmux_io io = {.fd = {-1, -1, -1}, .in = input, .in_len = input ? strlen(input) : 0};
@@ -164,12 +161,12 @@ static bool tmux_run(const char *const *args, const char *input, char **out, cha
 
 static bool tmux(const char *const *args, char **out, char *why, size_t n)
 {
-    return tmux_run(args, NULL, out, why, n);
+    return tb_run(args, NULL, out, why, n);
 }
 
 static bool tmux_in(const char *const *args, const char *input, char *why, size_t n)
 {
-    return tmux_run(args, input, NULL, why, n);
+    return tb_run(args, input, NULL, why, n);
 }
 
 /* Lists the panes as "#{pane_id}\t<fmt>" and counts those whose <fmt>
