@@ -489,10 +489,7 @@ int main(int argc, char **argv)
     }
     if (!realpath(cl.mountpoint, real)) {
         if (errno == ENOTCONN) {
-            fprintf(stderr,
-                    "fleetfs: not mounting: %s is a FUSE mount whose daemon is gone: "
-                    "fusermount3 -uz %s, then mount again\n",
-                    cl.mountpoint, cl.mountpoint);
+            su_say_dead_mount(cl.mountpoint);
             rc = 1;
         } else {
             fprintf(stderr, "fleetfs: mount point %s: %s\n", cl.mountpoint, strerror(errno));

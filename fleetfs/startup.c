@@ -3,7 +3,8 @@
  *
  * Why here, and why first: a mistake that cannot heal must not look like a
  * mount that works.  An unparsable broker URI, amqps:// without ca=, a
- * mount point that is a file, not empty, or already a fleetfs mount, and a
+ * mount point that is a file, not empty, already a fleetfs mount or one
+ * whose daemon died (kill -9: every access says ENOTCONN), and a
  * /dev/fuse this user cannot open all used to mount (or consume the
  * mailbox) first and fail later or never: the daemon then retried forever,
  * hid the first lead under the second, or held the mailbox so the user's
@@ -121,6 +122,14 @@ static char *su_mounted_type(const char *dir)
     return type;
 }
 
+void su_say_dead_mount(const char *dir)
+{
+    fprintf(stderr,
+            "fleetfs: not mounting: %s is a FUSE mount whose daemon is gone: "
+            "fusermount3 -uz %s, then mount again\n",
+            dir, dir);
+}
+
 int su_check_mountpoint(const char *dir)
 {
     char *type = su_mounted_type(dir);
@@ -129,7 +138,11 @@ int su_check_mountpoint(const char *dir)
     struct dirent *e;
 
     if (type && g_str_has_prefix(type, "fuse")) {
-        if (strcmp(type, "fuse.fleetfs") == 0)
+        /* a daemon killed (kill -9, a crash) leaves its mount behind: every
+         * access then says ENOTCONN, and nothing consumes anything */
+        if (stat(dir, &st) < 0 && errno == ENOTCONN)
+            su_say_dead_mount(dir);
+        else if (strcmp(type, "fuse.fleetfs") == 0)
             fprintf(stderr,
                     "fleetfs: not mounting: %s is already a fleetfs mount; a second one would "
                     "hide it while its daemon keeps consuming its mailbox: unmount it first "

@@ -20,5 +20,8 @@ int su_check_uris(const fs_opts *o);
  * (the mount cannot come up: exit 1). */
 int su_check_mountpoint(const char *dir);
 int su_check_dev_fuse(void);
+/* Say on stderr that dir is a FUSE mount whose daemon is gone (every
+ * access gives ENOTCONN), and what to run. */
+void su_say_dead_mount(const char *dir);
 
 #endif

@@ -101,6 +101,22 @@ test_expect_success 'a regular file: exit 1 (in the background mode too), nothin
     n=$(broker_count lead.afile.inbox) && test -z "$n"
 '
 
+test_expect_success 'a fleetfs mount whose daemon was killed: exit 1, told to fusermount3 -uz; then it mounts' '
+    mount_fleet deadm peers=far &&
+    kill -9 $(cat .harness/pid.deadm) &&
+    wait_for 10 "fleet_gone deadm" &&
+    at_exit "fusermount3 -uz $TEST_DIR/deadm 2>/dev/null || true" &&
+    test_must_fail stat deadm 2>stat.err && grep -q "Transport endpoint is not connected" stat.err &&
+    try_start deadm &&
+    cat err &&
+    test "$(cat rc)" = 1 &&
+    grep -q "$TEST_DIR/deadm is a FUSE mount whose daemon is gone: fusermount3 -uz $TEST_DIR/deadm, then mount again" err &&
+    fusermount3 -uz deadm &&
+    mount_fleet deadm peers=far &&
+    grep -q "^coord_id: deadm$" deadm/status &&
+    unmount_fleet deadm
+'
+
 test_expect_success 'no /dev/fuse: exit 1 before the broker is touched; the waiting message stays' '
     echo "wait for me" >first/peers/nodev/send &&
     n=$(broker_count lead.nodev.inbox) && test "$n" = 1 &&
