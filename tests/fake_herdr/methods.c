@@ -78,13 +78,16 @@ typedef struct {
     json_t *state;
     json_t *params;
     fh_outcome *out;
-    const char *ecode; /* set → error reply */
+    const char *ecode; /* set → error reply (points at ecode_buf) */
+    char ecode_buf[48];
     char emsg[200];
 } req;
 
+/* The code is copied: it may live in a behaviour passed by value. */
 static void fail(req *r, const char *code, const char *msg)
 {
-    r->ecode = code;
+    snprintf(r->ecode_buf, sizeof(r->ecode_buf), "%s", code);
+    r->ecode = r->ecode_buf;
     snprintf(r->emsg, sizeof(r->emsg), "%s", msg);
 }
 
@@ -521,7 +524,7 @@ static json_t *new_pane(req *r, const char *workspace, const char *tab, const ch
                   tab, "agent_status", "unknown", "focused", 0);
     if (cwd)
         json_object_set_new(p, "cwd", json_string(cwd));
-    json_array_append(panes(r) ? panes(r) : json_object_get(r->state, "panes"), p);
+    json_array_append_new(panes(r), p); /* the world owns it; p is borrowed */
     return p;
 }
 
