@@ -61,4 +61,11 @@ int sp_tmux_start(const sp_request *rq, sp_result *out);
  * already gone; -1 and why (not ours, tmux failed). */
 int sp_tmux_close(const char *window_id, const char *tag, char *why, size_t n);
 
+/* Every window of the tmux server that carries a @fleetfs_spawn mark, as
+ * "<window_id>\t<tag>" lines (g_strfreev; empty when there is none or no
+ * server), so that a fleetfs restarted in the middle of a start can find
+ * the windows it made and close those it no longer knows of. NULL and why
+ * when tmux fails otherwise. */
+char **sp_tmux_marked(char *why, size_t n);
+
 #endif

@@ -290,3 +290,31 @@ int sp_tmux_close(const char *window_id, const char *tag, char *why, size_t n)
     }
     return 0;
 }
+
+char **sp_tmux_marked(char *why, size_t n)
+{
+    const char *args[] = {"list-windows", "-a", "-F", "#{window_id}\t#{" SP_MARK "}", NULL};
+    GPtrArray *hits = g_ptr_array_new();
+    char err[256], *out = NULL;
+    gchar **lines;
+
+    if (!tb_run(args, NULL, &out, err, sizeof err)) {
+        if (!strstr(err, "no server running") && !strstr(err, "error connecting")) {
+            snprintf(why, n, "tmux list-windows: %s", err);
+            g_ptr_array_free(hits, TRUE);
+            return NULL;
+        }
+        out = g_strdup(""); /* no server: no window */
+    }
+    lines = g_strsplit(out, "\n", -1);
+    for (gchar **l = lines; *l; l++) {
+        char *tab = strchr(*l, '\t');
+
+        if (tab && tab[1]) /* unmarked windows end in a tab */
+            g_ptr_array_add(hits, g_strdup(*l));
+    }
+    g_ptr_array_add(hits, NULL);
+    g_strfreev(lines);
+    g_free(out);
+    return (char **)g_ptr_array_free(hits, FALSE);
+}

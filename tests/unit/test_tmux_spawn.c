@@ -133,8 +133,40 @@ static void ready_titled_marked_closed(void **state)
     assert_int_equal(sp_tmux_close(out.window_id, "w2@beta", why, sizeof why), -1);
     assert_non_null(strstr(why, "not one this fleetfs started"));
     assert_int_equal(windows(), 2);
+    /* a restarted fleetfs finds it by its mark (and not the base window) */
+    {
+        char **marked = sp_tmux_marked(why, sizeof why), *want;
+
+        assert_non_null(marked);
+        assert_int_equal(g_strv_length(marked), 1);
+        want = g_strdup_printf("%s\tw1@beta", out.window_id);
+        assert_string_equal(marked[0], want);
+        g_free(want);
+        g_strfreev(marked);
+    }
     assert_int_equal(sp_tmux_close(out.window_id, "w1@beta", why, sizeof why), 0);
     assert_int_equal(windows(), 1);
+    {
+        char **marked = sp_tmux_marked(why, sizeof why);
+
+        assert_non_null(marked);
+        assert_null(marked[0]);
+        g_strfreev(marked);
+    }
+    /* no tmux server at all: no window, not an error */
+    {
+        char *none = g_strdup_printf("%s/no-server", tmp), **marked;
+
+        assert_int_equal(mkdir(none, 0700), 0);
+        g_setenv("TMUX_TMPDIR", none, TRUE);
+        marked = sp_tmux_marked(why, sizeof why);
+        g_setenv("TMUX_TMPDIR", tmp, TRUE);
+        if (!marked)
+            fail_msg("no server: %s", why);
+        assert_null(marked[0]);
+        g_strfreev(marked);
+        g_free(none);
+    }
     if (sp_tmux_close(out.window_id, "w1@beta", why, sizeof why) != 0) /* gone: fine */
         fail_msg("closing a closed window: %s", why);
 }
