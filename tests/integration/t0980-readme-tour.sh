@@ -19,9 +19,9 @@ export DOC_UNSUBST="s|$TEST_DIR/docbroker2|/tmp/docbroker2|g; s|$TEST_DIR/tour|/
 at_exit "for m in \$(awk -v d=$TEST_DIR/tour/ 'index(\$5, d) == 1 { print \$5 }' /proc/self/mountinfo); do fusermount3 -uz \$m; done; $FLEET_ROOT/scripts/broker kill --dir $TEST_DIR/docbroker2 >/dev/null 2>&1 || true"
 
 test_expect_success 'the README tour prints what the README shows' '
-    "$FLEET_ROOT/tests/tools/doc-tour" "$FLEET_ROOT/README" "^A 60-second tour" \
-        "^One write\\(2\\) is one message" "$TEST_DIR/run" >result &&
-    cat result
+    { "$FLEET_ROOT/tests/tools/doc-tour" "$FLEET_ROOT/README" "^A 60-second tour" \
+        "^One write\\(2\\) is one message" "$TEST_DIR/run" >result; echo $? >result.rc; } &&
+    cat result && test "$(cat result.rc)" = 0
 '
 
 test_done
