@@ -322,6 +322,8 @@ int sp_herdr_start(hd_client *c, const sp_request *rq, int call_ms, sp_result *o
         return -1;
     }
     g_strlcpy(out->pane_id, pane.pane_id, sizeof out->pane_id);
+    if (rq->made)
+        rq->made(pane.pane_id, "", rq->made_arg);
     k = hd_agent_start(c, rq->name, rq->kind, pane.pane_id, rq->args, rq->ready_ms, call_ms, &a,
                        &rep);
     if (k == HD_OK && a.pane_id[0] && strcmp(a.pane_id, pane.pane_id) != 0) {

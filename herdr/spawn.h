@@ -42,6 +42,11 @@ typedef struct {
     const char *tag;           /* the window's mark, e.g. the gid */
     const char *session;       /* tmux target session, NULL: tmux's current one */
     int quiet_ms;              /* tmux: ready after this long without output (0: 500) */
+    /* Called once the pane exists, before the wait for the agent (may be
+     * NULL): the caller records it, so that a fleetfs killed during the
+     * wait finds the pane again after its restart. window is "" for herdr. */
+    void (*made)(const char *pane, const char *window, void *arg);
+    void *made_arg;
 } sp_request;
 
 typedef struct {

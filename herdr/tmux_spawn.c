@@ -251,6 +251,8 @@ int sp_tmux_start(const sp_request *rq, sp_result *out)
     }
     if (sp_new_window(rq, out) < 0)
         return -1;
+    if (rq->made)
+        rq->made(out->pane_id, out->window_id, rq->made_arg);
     if (sp_dress(rq, out) < 0 || sp_wait_ready(rq, out) < 0)
         return sp_fail(out);
     return 0;
