@@ -289,6 +289,12 @@ void ctl_init(ctl_env *e, const char *type, const char *from, const char *to, in
               int64_t ttl_ms)
 {
     memset(e, 0, sizeof *e);
+    ctl_address(e, type, from, to, now_ms, ttl_ms);
+}
+
+void ctl_address(ctl_env *e, const char *type, const char *from, const char *to,
+                 int64_t now_ms, int64_t ttl_ms)
+{
     e->v = 1;
     snprintf(e->type, sizeof e->type, "%s", type);
     env_new_msgid(e->msgId);

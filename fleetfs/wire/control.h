@@ -78,10 +78,15 @@ typedef struct {
 int ctl_request_parse(const char *json, size_t len, size_t max_brief, ctl_env *out, char *why,
                       size_t whylen);
 
-/* Fills v, type, a fresh msgId, from, to, sentAt = now and expiresAt =
- * now + ttl_ms (clamped to 1..CTL_MAX_TTL_MS). */
+/* Empties e, then ctl_address. */
 void ctl_init(ctl_env *e, const char *type, const char *from, const char *to, int64_t now_ms,
               int64_t ttl_ms);
+/* Sets only the header: v, type, a fresh msgId, from, to, sentAt = now
+ * and expiresAt = now + ttl_ms (clamped to 1..CTL_MAX_TTL_MS); the other
+ * fields stay, so a request read by ctl_request_parse becomes the
+ * envelope to sign and send. */
+void ctl_address(ctl_env *e, const char *type, const char *from, const char *to,
+                 int64_t now_ms, int64_t ttl_ms);
 
 /* Compact JSON, malloc'd; NULL when a field cannot be encoded. */
 char *ctl_encode(const ctl_env *e, size_t *len);

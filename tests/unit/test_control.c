@@ -216,6 +216,30 @@ static void round_trip_all_types(void **state)
     free(s);
 }
 
+/* What a lead writes to hosts/beta/spawn becomes the envelope sent. */
+static void request_becomes_envelope(void **state)
+{
+    struct fx *f = *state;
+    const char *w = "{\"profile\":\"worker\",\"name\":\"w1\",\"brief\":\"go\"}";
+    int64_t now = env_now_ms();
+    ctl_env e, d;
+    char why[200], *s;
+    size_t len;
+
+    assert_int_equal(ctl_request_parse(w, strlen(w), 100, &e, why, sizeof why), 0);
+    ctl_address(&e, CTL_TYPE_SPAWN, "alpha", "beta", now, CTL_TTL_MS);
+    assert_int_equal(ctl_sign(f->ka, &e), 0);
+    s = ctl_encode(&e, &len);
+    assert_int_equal(ctl_decode(s, len, 100, &d, why, sizeof why), 0);
+    assert_int_equal(ctl_accept(&d, f->t, "beta", now, why, sizeof why), 0);
+    assert_string_equal(d.profile, "worker");
+    assert_string_equal(d.brief, "go");
+    assert_string_equal(d.dir, "");
+    free(s);
+    ctl_free(&d);
+    ctl_free(&e);
+}
+
 /* Every signed field, changed after signing, breaks the signature. */
 static void every_field_is_signed(void **state)
 {
@@ -386,6 +410,7 @@ int main(void)
         cmocka_unit_test(request_object),
         cmocka_unit_test(request_refusals),
         cmocka_unit_test_setup_teardown(round_trip_all_types, setup, teardown),
+        cmocka_unit_test_setup_teardown(request_becomes_envelope, setup, teardown),
         cmocka_unit_test_setup_teardown(every_field_is_signed, setup, teardown),
         cmocka_unit_test_setup_teardown(receiver_checks, setup, teardown),
         cmocka_unit_test(hostile_envelopes),
