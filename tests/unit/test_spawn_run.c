@@ -21,6 +21,7 @@
 #include "herdr/spawn.h"
 #include "herdr/tmux_int.h"
 #include "tests/unit/fake_herdr_run.h"
+#include "tests/unit/tmux_run.h"
 
 static char tmp[PATH_MAX], agent[PATH_MAX], typed[PATH_MAX + 8], ledger_path[PATH_MAX + 16];
 static char *worker_cmd[3], *false_cmd[2];
@@ -28,42 +29,14 @@ static prof profs[2];
 static prof_set set = {profs, 2};
 static const char *const from[] = {"alpha", NULL};
 
-static int windows(void)
-{
-    const char *a[] = {"list-windows", "-a", "-F", "#{window_id}", NULL};
-    char *out = NULL, why[200];
-    int n = 0;
-
-    if (!tb_run(a, NULL, &out, why, sizeof why))
-        return -1;
-    for (char *p = out; *p; p++)
-        n += *p == '\n';
-    g_free(out);
-    return n;
-}
-
 static int setup(void **state)
 {
-    char exe[PATH_MAX], *t, *cmd;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-
     (void)state;
-    if (system("command -v tmux >/dev/null 2>&1") != 0)
+    tr_start(tmp, agent);
+    if (!tmp[0])
         return 0;
-    exe[n] = '\0';
-    *strrchr(exe, '/') = '\0';
-    *strrchr(exe, '/') = '\0';
-    snprintf(agent, sizeof agent, "%s/tools/fake-agent", exe);
-    t = g_dir_make_tmp("fleetfs-srun-XXXXXX", NULL);
-    assert_non_null(realpath(t, tmp));
-    g_free(t);
     snprintf(typed, sizeof typed, "%s/typed", tmp);
     snprintf(ledger_path, sizeof ledger_path, "%s/spawned.jsonl", tmp);
-    g_setenv("TMUX_TMPDIR", tmp, TRUE);
-    g_unsetenv("TMUX");
-    cmd = g_strdup("tmux -f /dev/null new-session -d -s base -x 120 -y 40");
-    assert_int_equal(system(cmd), 0);
-    g_free(cmd);
     worker_cmd[0] = agent;
     worker_cmd[1] = typed;
     false_cmd[0] = "/bin/false";
@@ -76,14 +49,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char *cmd;
-
     (void)state;
-    if (!tmp[0])
-        return 0;
-    cmd = g_strdup_printf("tmux kill-server 2>/dev/null; rm -rf '%s'", tmp);
-    assert_int_equal(system(cmd), 0);
-    g_free(cmd);
+    tr_stop(tmp);
     return 0;
 }
 
@@ -117,12 +84,7 @@ static ctl_env request(const char *type, const char *requester, const char *prof
     return e;
 }
 
-#define SKIP_WITHOUT_TMUX() \
-    do {                    \
-        (void)state;        \
-        if (!tmp[0])        \
-            skip();         \
-    } while (0)
+#define SKIP_WITHOUT_TMUX() TR_NEED_TMUX(tmp)
 
 static void spawn_refuse_fail_stop(void **state)
 {
@@ -142,7 +104,7 @@ static void spawn_refuse_fail_stop(void **state)
     assert_string_equal(a.from, "beta");
     assert_string_equal(a.requestId, req.msgId);
     assert_string_equal(a.gid, "w1@beta");
-    assert_int_equal(windows(), 2);
+    assert_int_equal(tr_windows(), 2);
     /* max 1; a name in use; someone not in spawn_from: refused, nothing made */
     req = request(CTL_TYPE_SPAWN, "alpha", "worker", "w2");
     assert_int_equal(sr_spawn(&h, &req, env_now_ms(), &a), SC_OVER_MAX);
@@ -152,13 +114,13 @@ static void spawn_refuse_fail_stop(void **state)
     req = request(CTL_TYPE_SPAWN, "gamma", "worker", "w3");
     assert_int_equal(sr_spawn(&h, &req, env_now_ms(), &a), SC_NOT_ALLOWED);
     assert_non_null(strstr(a.detail, "gamma may not start agents here"));
-    assert_int_equal(windows(), 2);
+    assert_int_equal(tr_windows(), 2);
     /* a program that dies: failed, with why, and no window */
     req = request(CTL_TYPE_SPAWN, "alpha", "broken", "w4");
     assert_int_equal(sr_spawn(&h, &req, env_now_ms(), &a), SC_OK);
     assert_string_equal(a.state, "failed");
     assert_non_null(strstr(a.detail, "false exited"));
-    assert_int_equal(windows(), 2);
+    assert_int_equal(tr_windows(), 2);
     assert_null(lg_find(l, "w4@beta"));
     /* the ledger as a restart reads it */
     lg_close(l);
@@ -171,11 +133,11 @@ static void spawn_refuse_fail_stop(void **state)
     assert_int_equal(sr_stop(&h, &req, env_now_ms(), &a), SC_NOT_OURS);
     req = request(CTL_TYPE_STOP, "gamma", "", "w1");
     assert_int_equal(sr_stop(&h, &req, env_now_ms(), &a), SC_NOT_ALLOWED);
-    assert_int_equal(windows(), 2);
+    assert_int_equal(tr_windows(), 2);
     req = request(CTL_TYPE_STOP, "alpha", "", "w1");
     assert_int_equal(sr_stop(&h, &req, env_now_ms(), &a), SC_OK);
     assert_string_equal(a.state, "stopped");
-    assert_int_equal(windows(), 1);
+    assert_int_equal(tr_windows(), 1);
     assert_int_equal(sr_stop(&h, &req, env_now_ms(), &a), SC_NOT_OURS); /* once */
     lg_close(l);
 }
@@ -208,7 +170,7 @@ static void recovery_after_a_kill(void **state)
     rq.tag = "w7@gamma";
     rq.name = "w7";
     assert_int_equal(sp_tmux_start(&rq, &foreign), 0);
-    assert_int_equal(windows(), 4);
+    assert_int_equal(tr_windows(), 4);
     l = open_ledger();
     strcpy(e.gid, "w5@beta");
     strcpy(e.name, "w5");
@@ -230,7 +192,7 @@ static void recovery_after_a_kill(void **state)
     assert_string_equal(answers[0].state, "failed");
     assert_non_null(strstr(answers[0].detail, "restarted during the start"));
     g_free(answers);
-    assert_int_equal(windows(), 2); /* the base window and gamma's */
+    assert_int_equal(tr_windows(), 2); /* the base window and gamma's */
     assert_null(lg_find(l, "w5@beta"));
     assert_int_equal(sp_tmux_close(foreign.window_id, "w7@gamma", why, sizeof why), 0);
     lg_close(l);

@@ -20,6 +20,7 @@
 
 #include "herdr/spawn.h"
 #include "herdr/tmux_int.h"
+#include "tests/unit/tmux_run.h"
 
 static char tmp[PATH_MAX], agent[PATH_MAX], odd_agent[PATH_MAX];
 
@@ -33,19 +34,6 @@ static char *tmux_out(const char *const *args)
     return g_strchomp(out);
 }
 
-static int windows(void)
-{
-    const char *a[] = {"list-windows", "-a", "-F", "#{window_id}", NULL};
-    char *out = tmux_out(a);
-    int n = 0;
-
-    for (char *p = out; p && *p; p++)
-        n += *p == '\n';
-    n += out && *out;
-    g_free(out);
-    return n;
-}
-
 static char *pane_fmt(const char *pane, const char *fmt)
 {
     const char *a[] = {"display-message", "-p", "-t", pane, fmt, NULL};
@@ -55,29 +43,17 @@ static char *pane_fmt(const char *pane, const char *fmt)
 
 static int setup(void **state)
 {
-    char exe[PATH_MAX], *cmd, *t;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *cmd;
 
     (void)state;
-    if (system("command -v tmux >/dev/null 2>&1") != 0)
+    tr_start(tmp, agent);
+    if (!tmp[0])
         return 0; /* each test skips */
-    exe[n] = '\0';
-    *strrchr(exe, '/') = '\0';
-    *strrchr(exe, '/') = '\0';
-    snprintf(agent, sizeof agent, "%s/tools/fake-agent", exe);
-    assert_int_equal(access(agent, X_OK), 0);
-    t = g_dir_make_tmp("fleetfs-tspawn-XXXXXX", NULL);
-    assert_non_null(realpath(t, tmp));
-    g_free(t);
-    g_setenv("TMUX_TMPDIR", tmp, TRUE);
-    g_unsetenv("TMUX");
     assert_int_equal(chdir(tmp), 0); /* where a format's #(...) would run */
     /* a program whose name a shell would expand: sh -c would not find it
      * (cat: it waits on its terminal without arguments) */
     snprintf(odd_agent, sizeof odd_agent, "%s/ca$t", tmp);
-    cmd = g_strdup_printf("cp /bin/cat '%s' && tmux -f /dev/null new-session -d -s base -x 120 "
-                          "-y 40",
-                          odd_agent);
+    cmd = g_strdup_printf("cp /bin/cat '%s'", odd_agent);
     assert_int_equal(system(cmd), 0);
     g_free(cmd);
     return 0;
@@ -85,23 +61,12 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    char *cmd;
-
     (void)state;
-    if (!tmp[0])
-        return 0;
-    cmd = g_strdup_printf("tmux kill-server 2>/dev/null; rm -rf '%s'", tmp);
-    assert_int_equal(system(cmd), 0);
-    g_free(cmd);
+    tr_stop(tmp);
     return 0;
 }
 
-#define NEED_TMUX()        \
-    do {                   \
-        (void)state;       \
-        if (!tmp[0])       \
-            skip();        \
-    } while (0)
+#define NEED_TMUX() TR_NEED_TMUX(tmp)
 
 static sp_request rq_for(const char *const *argv, const char *program)
 {
@@ -121,10 +86,10 @@ static void ready_titled_marked_closed(void **state)
 
     NEED_TMUX();
     snprintf(typed, sizeof typed, "%s/typed", tmp);
-    assert_int_equal(windows(), 1);
+    assert_int_equal(tr_windows(), 1);
     if (sp_tmux_start(&rq, &out) != 0)
         fail_msg("not started: %s", out.why);
-    assert_int_equal(windows(), 2);
+    assert_int_equal(tr_windows(), 2);
     assert_true(out.window_id[0] == '@' && out.pane_id[0] == '%');
     s = pane_fmt(out.pane_id, "#{pane_title}\t#{pane_current_command}\t#{window_name}");
     assert_string_equal(s, "w1\tfake-agent\tw1");
@@ -132,7 +97,7 @@ static void ready_titled_marked_closed(void **state)
     /* somebody else's tag: refused, the window stays */
     assert_int_equal(sp_tmux_close(out.window_id, "w2@beta", why, sizeof why), -1);
     assert_non_null(strstr(why, "not one this fleetfs started"));
-    assert_int_equal(windows(), 2);
+    assert_int_equal(tr_windows(), 2);
     /* a restarted fleetfs finds it by its mark (and not the base window) */
     {
         char **marked = sp_tmux_marked(why, sizeof why), *want;
@@ -145,7 +110,7 @@ static void ready_titled_marked_closed(void **state)
         g_strfreev(marked);
     }
     assert_int_equal(sp_tmux_close(out.window_id, "w1@beta", why, sizeof why), 0);
-    assert_int_equal(windows(), 1);
+    assert_int_equal(tr_windows(), 1);
     {
         char **marked = sp_tmux_marked(why, sizeof why);
 
@@ -183,7 +148,7 @@ static void close_refuses_a_strangers_window(void **state)
     assert_non_null(w);
     assert_int_equal(sp_tmux_close(w, "w1@beta", why, sizeof why), -1);
     assert_non_null(strstr(why, "its mark is ''"));
-    assert_int_equal(windows(), 2);
+    assert_int_equal(tr_windows(), 2);
     {
         const char *k[] = {"kill-window", "-t", w, NULL};
 
@@ -222,7 +187,7 @@ static void not_ready_leaves_no_window(void **state)
             fail_msg("case %zu: '%s' does not say '%s'", i, out.why, cases[i].words);
         assert_non_null(strstr(out.why, "closed"));
         assert_string_equal(out.window_id, "");
-        assert_int_equal(windows(), 1);
+        assert_int_equal(tr_windows(), 1);
     }
 }
 
@@ -263,7 +228,7 @@ static void names_are_not_run(void **state)
             fail_msg("one-word command: %s", out.why);
         assert_int_equal(sp_tmux_close(out.window_id, "w1@beta", why, sizeof why), 0);
     }
-    assert_int_equal(windows(), 1);
+    assert_int_equal(tr_windows(), 1);
 }
 
 int main(void)
