@@ -146,7 +146,7 @@ const char *br_link_name(br_link l)
 /* ------------------------------------------------------------------ */
 /* requests and completions                                            */
 
-static br_req *req_new(rq_kind kind)
+br_req *br_req_new(rq_kind kind)
 {
     br_req *r = g_new0(br_req, 1);
     r->kind = kind;
@@ -156,13 +156,14 @@ static br_req *req_new(rq_kind kind)
     return r;
 }
 
-static void req_unref(br_req *r)
+void br_req_unref(br_req *r)
 {
     if (!g_atomic_int_dec_and_test(&r->refs))
         return;
     g_mutex_clear(&r->m);
     g_cond_clear(&r->cv);
     g_free(r->body);
+    g_strfreev(r->keys);
     g_free(r);
 }
 
@@ -177,10 +178,12 @@ static void late_answer(br_conn *c, br_req *r)
         if (c->cb.late_confirm)
             c->cb.late_confirm(c->cb.ud, r->peer, r->msg_id, r->result, r->unread);
     } else if (r->kind == RQ_ACK) {
-        log_warn("ack of delivery %llu (epoch %llu): %s after the caller had given up",
-                 (unsigned long long)r->tag, (unsigned long long)r->epoch,
+        log_warn("ack of delivery %llu (box %u, epoch %llu): %s after the caller had given up",
+                 (unsigned long long)r->tag, r->box, (unsigned long long)r->epoch,
                  r->result == FE_OK ? "sent to the broker" : "not sent");
-        if (c->cb.late_ack)
+        if (c->cb.late_ack_box)
+            c->cb.late_ack_box(c->cb.ud, r->box, r->epoch, r->tag, r->multiple, r->result);
+        else if (c->cb.late_ack && r->box == BR_BOX_LEAD)
             c->cb.late_ack(c->cb.ud, r->epoch, r->tag, r->multiple, r->result);
     }
 }
@@ -199,10 +202,10 @@ void br_req_complete(br_conn *c, br_req *r, fe_code result, const char *detail)
     g_mutex_unlock(&r->m);
     if (abandoned)
         late_answer(c, r);
-    req_unref(r);
+    br_req_unref(r);
 }
 
-static void submit(br_conn *c, br_req *r)
+void br_req_submit(br_conn *c, br_req *r)
 {
     uint64_t one = 1;
     g_async_queue_push(c->requests, r);
@@ -214,7 +217,7 @@ static void submit(br_conn *c, br_req *r)
  * request is left to the broker thread (it frees it, and tells the owner the
  * real outcome through late_confirm or late_ack). *gave_up tells this
  * FE_TIMEOUT from a FE_TIMEOUT answer (a confirm lost with the link). */
-static fe_code wait_req(br_req *r, int64_t timeout_ms, bool *gave_up)
+fe_code br_req_wait(br_req *r, int64_t timeout_ms, bool *gave_up)
 {
     gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
     fe_code res;
@@ -325,18 +328,50 @@ static void br_never_added(br_conn *c, br_req *r)
     }
 }
 
+/* A routed publish's exchange exists (passive declare, once per
+ * connection): publishing to a missing one would close the publish channel
+ * (404) with every publish in flight on it.  False: r is completed. */
+static bool exchange_present(br_conn *c, br_req *r)
+{
+    char key[BR_QUEUE_MAX + 16], text[256];
+    int code;
+    snprintf(key, sizeof key, "exchange:%s", r->exchange);
+    if (g_hash_table_contains(c->declared, key))
+        return true;
+    if (amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(r->exchange),
+                              amqp_cstring_bytes("topic"), 1, 0, 0, 0, amqp_empty_table)) {
+        g_hash_table_add(c->declared, g_strdup(key));
+        return true;
+    }
+    if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
+        br_drop_connection(c, text);
+        br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
+        return false;
+    }
+    snprintf(r->detail, sizeof r->detail,
+             "exchange %s does not exist (%d %s): nothing was sent; it is made by a fleetfs with "
+             "configure rights, or by scripts/broker host add",
+             r->exchange, code, text);
+    br_req_complete(c, r, code == 404 ? FE_NO_MAILBOX : code == 403 ? FE_ACCESS : FE_INTERNAL,
+                    NULL);
+    return false;
+}
+
 static void do_publish(br_conn *c, br_req *r)
 {
     amqp_basic_properties_t props;
-    br_probe p;
+    br_probe p = {0};
     int rc;
 
     if (c->st.blocked) { /* blocked since the request was queued */
         br_req_complete(c, r, FE_BLOCKED, "the broker blocks publishing (resource alarm)");
         return;
     }
-    if (!g_hash_table_contains(c->declared, r->queue) || !br_probe_cached(c, r->queue, &p) ||
-        br_now_ms() - p.at_ms > 1000 || !p.present) {
+    if (r->exchange[0] && !exchange_present(c, r))
+        return;
+    if (r->queue[0] &&
+        (!g_hash_table_contains(c->declared, r->queue) || !br_probe_cached(c, r->queue, &p) ||
+         br_now_ms() - p.at_ms > 1000 || !p.present)) {
         if (br_declare_queue(c, r->queue, true, &p) < 0) {
             br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
             return;
@@ -365,8 +400,9 @@ static void do_publish(br_conn *c, br_req *r)
     props.delivery_mode = 2;
     props.message_id = amqp_cstring_bytes(r->msg_id);
     props.type = amqp_cstring_bytes(r->receipt ? "receipt" : "coord");
-    rc = amqp_basic_publish(c->amqp, CH_PUB, amqp_empty_bytes, amqp_cstring_bytes(r->queue), 1, 0,
-                            &props, (amqp_bytes_t){r->len, r->body});
+    rc = amqp_basic_publish(c->amqp, CH_PUB, amqp_cstring_bytes(r->exchange),
+                            amqp_cstring_bytes(r->exchange[0] ? r->key : r->queue), 1, 0, &props,
+                            (amqp_bytes_t){r->len, r->body});
     if (rc != AMQP_STATUS_OK) {
         br_req_complete(c, r, FE_NOT_CONNECTED, amqp_error_string2(rc));
         br_drop_connection(c, amqp_error_string2(rc));
@@ -389,24 +425,6 @@ static void send_canary(br_conn *c)
         br_drop_connection(c, amqp_error_string2(rc));
 }
 
-static void do_ack(br_conn *c, br_req *r)
-{
-    int rc;
-    if (r->epoch != c->st.epoch) {
-        br_req_complete(c, r, FE_NOT_CONNECTED,
-                        "the message was delivered on an earlier consumer channel; it will be "
-                        "redelivered");
-        return;
-    }
-    rc = amqp_basic_ack(c->amqp, CH_CONS, r->tag, r->multiple);
-    if (rc != AMQP_STATUS_OK) {
-        br_req_complete(c, r, FE_NOT_CONNECTED, amqp_error_string2(rc));
-        br_drop_connection(c, amqp_error_string2(rc));
-        return;
-    }
-    br_req_complete(c, r, FE_OK, NULL);
-}
-
 static void do_probe(br_conn *c, br_req *r)
 {
     if (br_declare_queue(c, r->queue, true, &r->probe) < 0) {
@@ -423,6 +441,10 @@ static void handle_request(br_conn *c, br_req *r)
         br_req_complete(c, r, FE_OK, NULL);
         return;
     }
+    if (r->kind == RQ_BOX_ADD) { /* the set of boxes lives across connections */
+        br_do_box_add(c, r);
+        return;
+    }
     if (!c->connected) {
         char why[600];
         g_mutex_lock(&c->lock);
@@ -436,8 +458,12 @@ static void handle_request(br_conn *c, br_req *r)
         do_publish(c, r);
         break;
     case RQ_ACK:
-        do_ack(c, r);
+        br_do_ack(c, r);
         break;
+    case RQ_BOX_REMOVE:
+        br_do_box_remove(c, r);
+        break;
+    case RQ_BOX_ADD: /* handled above */
     case RQ_PROBE:
         do_probe(c, r);
         break;
@@ -543,6 +569,9 @@ static br_conn *conn_new(const br_config *cfg, const br_callbacks *cb)
     c->probes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     c->declared = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_queue_init(&c->inflight);
+    c->cfg.lead_bind_keys = cfg->lead_bind_keys
+                                ? (const char *const *)g_strdupv((char **)cfg->lead_bind_keys)
+                                : NULL;
     c->st.link = BR_CONNECTING;
     c->st.since_ms = br_wall_ms();
     c->uri_index = first_uri(c->cfg.uris);
@@ -559,6 +588,8 @@ br_conn *br_new(const br_config *cfg, const br_callbacks *cb)
     c->pub = conn_new(cfg, &pcb);
     c->pub->publisher = true;
     c->pub->owner = c;
+    br_slots_init(c);
+    br_slots_init(c->pub);
     c->pub->uri_index = c->uri_index; /* the same node first */
     return c;
 }
@@ -605,8 +636,8 @@ static void stop_one(br_conn *c)
     br_req *r;
     if (!c || !c->thread)
         return;
-    r = req_new(RQ_STOP);
-    submit(c, r);
+    r = br_req_new(RQ_STOP);
+    br_req_submit(c, r);
     if (!wait_finished(c, STOP_WAIT_MS)) {
         kick(c, "fleetfs is shutting down and the broker does not read what it sends");
         if (!wait_finished(c, STOP_WAIT_MS)) {
@@ -621,7 +652,7 @@ static void stop_one(br_conn *c)
     }
     g_thread_join(c->thread);
     c->thread = NULL;
-    req_unref(r);
+    br_req_unref(r);
     /* from now on a request fails at once instead of waiting in a queue
      * nobody reads (the notifier may still ask for a probe) */
     g_mutex_lock(&c->lock);
@@ -657,11 +688,13 @@ static void free_one(br_conn *c)
     /* a request that slipped in after br_stop's drain: every thread that
      * could wait for it has ended, so only our reference is left */
     while ((r = g_async_queue_try_pop(c->requests)))
-        req_unref(r);
+        br_req_unref(r);
     g_async_queue_unref(c->requests);
     close(c->wakefd);
     g_hash_table_destroy(c->probes);
     g_hash_table_destroy(c->declared);
+    br_slots_free(c);
+    g_strfreev((char **)c->cfg.lead_bind_keys);
     g_mutex_clear(&c->lock);
     g_cond_clear(&c->first_cv);
     g_cond_clear(&c->state_cv);
@@ -748,32 +781,26 @@ static fe_code pub_ready(br_conn *c, br_conn **p, char *detail, size_t dlen)
     return blocked ? FE_BLOCKED : FE_OK;
 }
 
-fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
-                   const char *body, size_t len, int64_t timeout_ms, bool *unread, char *detail,
-                   size_t dlen)
+/* Hand a publish to the broker thread and wait for its confirm: the
+ * caller's side of br_publish and br_publish_route (where: the peer, or
+ * "EXCHANGE key KEY", for the log). */
+static fe_code publish_wait(br_conn *c, br_req *r, const char *where, const char *body, size_t len,
+                            int64_t timeout_ms, bool *unread, char *detail, size_t dlen)
 {
-    br_req *r;
     fe_code res;
     bool gave_up;
 
-    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
-        return res;
-    r = req_new(RQ_PUBLISH);
-    g_strlcpy(r->peer, peer, sizeof r->peer);
-    br_inbox_queue(peer, r->queue, sizeof r->queue);
-    g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
     r->body = g_memdup2(body, len);
     r->len = len;
-    r->may_create = may_create;
-    submit(c, r);
-    res = wait_req(r, timeout_ms, &gave_up);
+    br_req_submit(c, r);
+    res = br_req_wait(r, timeout_ms, &gave_up);
     if (gave_up) {
         if (detail)
             snprintf(detail, dlen,
                      "no confirm from the broker within %lld ms; the message may "
                      "still arrive (sent records it if it does)",
                      (long long)timeout_ms);
-        log_warn("publish %s to %s: no confirm within %lld ms; state unknown", msg_id, peer,
+        log_warn("publish %s to %s: no confirm within %lld ms; state unknown", r->msg_id, where,
                  (long long)timeout_ms);
     } else {
         if (detail)
@@ -781,10 +808,55 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
         if (unread)
             *unread = r->unread;
         if (res == FE_TIMEOUT)
-            log_warn("publish %s to %s: state unknown: %s", msg_id, peer, r->detail);
+            log_warn("publish %s to %s: state unknown: %s", r->msg_id, where, r->detail);
     }
-    req_unref(r);
+    br_req_unref(r);
     return res;
+}
+
+fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
+                   const char *body, size_t len, int64_t timeout_ms, bool *unread, char *detail,
+                   size_t dlen)
+{
+    br_req *r;
+    fe_code res;
+
+    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
+        return res;
+    r = br_req_new(RQ_PUBLISH);
+    g_strlcpy(r->peer, peer, sizeof r->peer);
+    br_inbox_queue(peer, r->queue, sizeof r->queue);
+    g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
+    r->may_create = may_create;
+    return publish_wait(c, r, peer, body, len, timeout_ms, unread, detail, dlen);
+}
+
+fe_code br_publish_route(br_conn *c, const char *exchange, const char *key,
+                         const char *probe_queue, const char *msg_id, const char *body,
+                         size_t len, int64_t timeout_ms, bool *unread, char *detail, size_t dlen)
+{
+    char where[2 * BR_QUEUE_MAX + 8];
+    br_req *r;
+    fe_code res;
+
+    if (unread)
+        *unread = false;
+    if (!exchange || !exchange[0] || strlen(exchange) >= BR_QUEUE_MAX || !key ||
+        strlen(key) >= BR_QUEUE_MAX || (probe_queue && strlen(probe_queue) >= BR_QUEUE_MAX)) {
+        if (detail)
+            snprintf(detail, dlen, "bad exchange, routing key or queue name");
+        return FE_BAD_INPUT;
+    }
+    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
+        return res;
+    r = br_req_new(RQ_PUBLISH);
+    g_strlcpy(r->peer, key, sizeof r->peer);
+    g_strlcpy(r->exchange, exchange, sizeof r->exchange);
+    g_strlcpy(r->key, key, sizeof r->key);
+    g_strlcpy(r->queue, probe_queue ? probe_queue : "", sizeof r->queue);
+    g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
+    snprintf(where, sizeof where, "%s key %s", exchange, key);
+    return publish_wait(c, r, where, body, len, timeout_ms, unread, detail, dlen);
 }
 
 fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
@@ -795,7 +867,7 @@ fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, con
     bool gave_up;
     if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
         return res;
-    r = req_new(RQ_PUBLISH);
+    r = br_req_new(RQ_PUBLISH);
     g_strlcpy(r->peer, peer, sizeof r->peer);
     topo_receipts_queue(peer, r->queue, sizeof r->queue);
     g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
@@ -803,33 +875,17 @@ fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, con
     r->len = len;
     r->may_create = true;
     r->receipt = true;
-    submit(c, r);
-    res = wait_req(r, timeout_ms, &gave_up);
+    br_req_submit(c, r);
+    res = br_req_wait(r, timeout_ms, &gave_up);
     if (!gave_up && detail)
         g_strlcpy(detail, r->detail, dlen);
-    req_unref(r);
+    br_req_unref(r);
     return res;
 }
 
 fe_code br_ack(br_conn *c, uint64_t epoch, uint64_t tag, bool multiple, int64_t timeout_ms)
 {
-    br_req *r;
-    fe_code res;
-    bool gave_up;
-    if (!link_up(c, NULL, 0))
-        return FE_NOT_CONNECTED;
-    r = req_new(RQ_ACK);
-    r->epoch = epoch;
-    r->tag = tag;
-    r->multiple = multiple;
-    submit(c, r);
-    res = wait_req(r, timeout_ms, &gave_up);
-    if (gave_up)
-        log_warn("ack of delivery %llu (epoch %llu): no answer from the broker thread within "
-                 "%lld ms; late_ack will tell whether it was sent",
-                 (unsigned long long)tag, (unsigned long long)epoch, (long long)timeout_ms);
-    req_unref(r);
-    return res;
+    return br_ack_box(c, BR_BOX_LEAD, epoch, tag, multiple, timeout_ms);
 }
 
 bool br_probe_cached(br_conn *c, const char *queue, br_probe *out)
@@ -855,10 +911,10 @@ fe_code br_probe_queue(br_conn *c, const char *queue, int64_t max_age_ms, int64_
         return FE_NOT_CONNECTED;
     if (br_probe_cached(c, queue, out) && br_now_ms() - out->at_ms <= max_age_ms)
         return FE_OK;
-    r = req_new(RQ_PROBE);
+    r = br_req_new(RQ_PROBE);
     g_strlcpy(r->queue, queue, sizeof r->queue);
-    submit(c, r);
-    res = wait_req(r, timeout_ms, &gave_up);
+    br_req_submit(c, r);
+    res = br_req_wait(r, timeout_ms, &gave_up);
     if (gave_up) {
         memset(out, 0, sizeof *out);
         snprintf(out->detail, sizeof out->detail, "probe timed out after %lld ms",
@@ -866,6 +922,6 @@ fe_code br_probe_queue(br_conn *c, const char *queue, int64_t max_age_ms, int64_
     } else {
         *out = r->probe;
     }
-    req_unref(r);
+    br_req_unref(r);
     return res;
 }

@@ -16,17 +16,31 @@
  * go on the publishing connection; acks and probes on the consuming one.
  *
  * Channels: 1 publish (confirm mode, mandatory), 2 consume the own mailbox
- * (exclusive, manual ack, qos prefetch), 3 probe (passive declares; a 404
- * closes it and it is reopened after close-ok, see BROKER-FACTS.md),
- * 4 consume the own receipt queue (exclusive).  A channel the broker closes
- * is reopened alone (close-ok first); the connection is only dropped when
- * the connection fails, or sends nothing for two heartbeat intervals.
+ * (box 0: exclusive, manual ack, qos prefetch), 3 probe (passive declares,
+ * and the bindings of every box; a 404 closes it and it is reopened after
+ * close-ok, see BROKER-FACTS.md), 4 consume the own receipt queue
+ * (exclusive), 5 the publishing connection's canary, and from 8 up one
+ * channel per further box (the lowest number free when it is added).  A
+ * channel the broker closes is reopened alone (close-ok first); the
+ * connection is only dropped when the connection fails, or sends nothing
+ * for two heartbeat intervals.
+ *
+ * Boxes (issue 18): the consuming connection serves mailboxes ("boxes")
+ * besides the lead's own, box 0, each on its own channel with its own
+ * epoch, consumer state and takeover grace, so that a refusal on one never
+ * disturbs another.  A consumer channel is (re)opened only while rabbitmq-c
+ * holds no queued frame, and a delivery on a channel that is not the open
+ * channel of a box is dropped unseen (the broker requeued it when that
+ * channel closed): a delivery is always reported with the epoch of the
+ * channel it arrived on, never with a reopened channel's (issue 16, 2.1).
  *
  * Results: FE_OK; FE_NOT_CONNECTED (nothing was sent: ECOMM); FE_TIMEOUT
  * (the state is unknown: no confirm in time, or the link or publish channel
  * was lost after the publish left); FE_FULL, FE_NO_MAILBOX, FE_MISMATCH,
  * FE_ACCESS (the broker's refusals); FE_BLOCKED (a resource alarm blocks
- * publishing: nothing was sent); FE_INTERNAL.
+ * publishing: nothing was sent); FE_NOT_EMPTY (br_box_remove: the mailbox
+ * holds messages, kept); FE_BAD_INPUT (a call the API refuses);
+ * FE_INTERNAL.
  */
 #ifndef FLEETFS_BROKER_CONN_H
 #define FLEETFS_BROKER_CONN_H
@@ -59,7 +73,23 @@ typedef struct {
      * previous consumer (a daemon just unmounted) still letting go: the
      * consume is retried meanwhile (BR_CONS_WAITING).  0: no grace. */
     int64_t takeover_grace_ms;
+    /* Box 0's bindings to fleet.msg (BR_EXCHANGE_MSG), e.g. "broadcast.all",
+     * "broadcast.<g>": NULL-terminated, NULL or empty for none.  Made (and
+     * made again after every reconnect) like any box's keys; a key that
+     * cannot be bound leaves the lead consuming (br_box_status.bound). */
+    const char *const *lead_bind_keys;
 } br_config;
+
+/* The topic exchange of agent mailboxes and broadcasts (SPEC section 10):
+ * durable; declared at connect where the login may (with per-host logins
+ * `scripts/broker host add` makes it). */
+#define BR_EXCHANGE_MSG "fleet.msg"
+/* Box ids: 0 is the lead's own mailbox (lead.<coord_id>.inbox, set up from
+ * br_config); any other value below BR_BOX_MAX is the caller's to give. */
+#define BR_BOX_LEAD 0u
+#define BR_BOX_MAX 100000u
+/* The longest queue name and bind key a box takes. */
+#define BR_QUEUE_MAX 160
 
 /* What the broker thread should do with a delivery, decided by the owner. */
 typedef enum { BR_KEEP, BR_ACK, BR_REJECT } br_action;
@@ -69,6 +99,12 @@ typedef struct {
      * Must not call back into br_* synchronously. */
     br_action (*deliver)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
                          size_t len);
+    /* On the broker thread, for every delivery on every box (box 0
+     * included) when set; deliver is then never called.  epoch: of the
+     * channel the delivery arrived on (acks need it, br_ack_box).  Must not
+     * call back into br_* synchronously.  br_box_add needs it. */
+    br_action (*deliver_box)(void *ud, unsigned box, uint64_t epoch, uint64_t tag,
+                             bool redelivered, const char *body, size_t len);
     /* On the broker thread, for every receipt on lead.<coord_id>.receipts
      * (redelivered: the broker's flag, set on a copy it delivered before). */
     br_action (*receipt)(void *ud, bool redelivered, const char *body, size_t len);
@@ -89,6 +125,10 @@ typedef struct {
      * was sent; the message is still held, or will be redelivered (on a
      * new epoch).  On the broker thread; may be NULL. */
     void (*late_ack)(void *ud, uint64_t epoch, uint64_t tag, bool multiple, fe_code result);
+    /* late_ack with the box (br_ack_box and br_ack): when set, it is called
+     * for every box, box 0 included, and late_ack never. */
+    void (*late_ack_box)(void *ud, unsigned box, uint64_t epoch, uint64_t tag, bool multiple,
+                         fe_code result);
     void *ud;
 } br_callbacks;
 
@@ -110,11 +150,13 @@ typedef struct {
     br_cons consumer;
     char consumer_reason[512];
     bool tls;
-    /* Generation of the consumer channel: it grows every time that channel
-     * is (re)opened, on a new connection or after the broker closed the
-     * channel alone.  Delivery tags belong to a channel, so a tag is only
-     * meaningful with the epoch it was delivered under; the broker requeues
-     * whatever an old epoch held and redelivers it under the new one. */
+    /* Generation of box 0's consumer channel (its br_box_status.epoch): it
+     * grows (by one or more: every box's channel takes the next number of
+     * one counter) every time that channel is (re)opened, on a new
+     * connection or after the channel closed alone.  Delivery tags belong
+     * to a channel, so a tag is only meaningful with the epoch it was
+     * delivered under; the broker requeues whatever an old epoch held and
+     * redelivers it under the new one. */
     uint64_t epoch;
     int64_t since_ms;  /* when link last changed */
     unsigned attempts; /* connect attempts since the last success */
@@ -189,6 +231,101 @@ bool br_probe_cached(br_conn *c, const char *queue, br_probe *out);
 
 /* "lead.<id>.inbox" */
 void br_inbox_queue(const char *id, char *out, size_t n);
+/* "agent.<gid>.inbox" (gid: <name>@<coord_id>) */
+void br_agent_queue(const char *gid, char *out, size_t n);
+
+/* ---- boxes: the mailboxes this connection consumes ------------------ */
+
+typedef struct {
+    char queue[BR_QUEUE_MAX];
+    /* the consumer, as br_status.consumer is for the lead (WAITING,
+     * EXCLUSIVE, MISMATCH, ERROR with the reason); BR_CONS_NONE while not
+     * connected or not tried yet */
+    br_cons consumer;
+    char reason[512];
+    /* generation of the box's channel (0: never opened); grows on every
+     * (re)open and is never reused by another box of this connection */
+    uint64_t epoch;
+    /* every bind key is bound on this connection; else bind_reason says
+     * which one the broker refused and why (retried every 3 s) */
+    bool bound;
+    char bind_reason[384];
+} br_box_status;
+
+/* Add box (1 <= box < BR_BOX_MAX) consuming queue: returns 0 at once (the
+ * broker thread does the work, now and after every reconnect), -1 with
+ * errno EINVAL (bad id, empty or too long names, keys without an exchange,
+ * no deliver_box callback, the publishing connection) or EEXIST (box is in
+ * use with another queue or exchange; box 0 with any queue but
+ * lead.<coord_id>.inbox).
+ * The broker thread declares queue with the fleet's mailbox arguments
+ * (those of lead.<coord_id>.inbox), binds it to exchange (NULL or "": no
+ * bindings) with each of bind_keys (NULL-terminated; NULL: none), and
+ * consumes it exclusively with manual ack and the prefetch bound, on the
+ * box's own channel.  An exclusive-use refusal within takeover_grace is
+ * waited out like the lead's; any refusal is that box's alone (its status
+ * says why, retried every 3 s).  Boxes other than 0 are consumed only
+ * while the own receipt queue is (a receipt queue that cannot be consumed
+ * pauses every box, as it pauses the lead's).  Deliveries go to
+ * deliver_box.  Adding an existing box with the same queue and exchange
+ * replaces its bind keys (new ones bound, dropped ones unbound; the
+ * consumer is left alone): also for box 0, which is how the lead's keys
+ * change at run time.  Bindings are durable in the broker: a key dropped
+ * while fleetfs was not running stays bound until someone unbinds it
+ * (doc/operations.md).  Bindings that cannot be made
+ * (403 of a per-host login, a missing exchange) do not stop the consumer:
+ * br_box_status.bound says so. */
+int br_box_add(br_conn *c, unsigned box, const char *queue, const char *exchange,
+               const char *const *bind_keys);
+
+/* Stop serving box (not 0) and wait for the broker thread (timeout_ms).
+ * First the box's channel is closed: its consumer ends and every message
+ * it held unacked goes back to the queue (acks of its epoch fail from then
+ * on).  Then:
+ *  - delete_if_empty: queue.delete if-empty.  FE_OK: the queue is gone,
+ *    with its bindings (a publish to its keys is returned: ENXIO), or was
+ *    gone already.  FE_NOT_EMPTY: messages wait in it (held ones included,
+ *    requeued by the close): nothing is deleted and the box stays, consumed
+ *    again on a new epoch (the held messages come back redelivered) — an
+ *    honest `rmdir` fails ENOTEMPTY and leaves the agent as it was.
+ *  - else: every bind key is unbound and the queue kept with what waits
+ *    in it (FE_OK): nothing new is routed to it, a publish to its keys is
+ *    returned (ENXIO), and br_box_add takes it up again.
+ * FE_NOT_CONNECTED: no connection; nothing changed.  FE_BAD_INPUT: no such
+ * box (or box 0).  FE_ACCESS: the login may not delete it (the box stays).
+ * FE_TIMEOUT: the broker thread did not finish in time; it still will
+ * (br_box_status tells).  detail (may be NULL) says what happened. */
+fe_code br_box_remove(br_conn *c, unsigned box, bool delete_if_empty, int64_t timeout_ms,
+                      char *detail, size_t dlen);
+
+/* The box's state; false when there is no such box. */
+bool br_box_status_get(br_conn *c, unsigned box, br_box_status *out);
+
+/* br_ack for a box: tag (and every earlier one when multiple) of epoch on
+ * box's channel.  FE_NOT_CONNECTED: not sent (no link, no such box, or the
+ * epoch's channel is gone: the message will be redelivered, on a new
+ * epoch).  FE_TIMEOUT: late_ack_box (else late_ack) tells the outcome.
+ * br_ack(c, e, t, m, to) is br_ack_box(c, 0, e, t, m, to). */
+fe_code br_ack_box(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool multiple,
+                   int64_t timeout_ms);
+
+/* Publish body to exchange with routing key and wait for the broker's
+ * confirm: persistent, mandatory, confirmed, type "coord", on the
+ * publishing connection, exactly like br_publish.  probe_queue (NULL or
+ * "": none) is passively declared first (at most 1 s old) to tell *unread
+ * (it had no consumer); it is never created.  Results as br_publish:
+ * FE_NO_MAILBOX when the broker returned it, which for a topic exchange
+ * means that no queue at all is bound with a matching key (no such agent;
+ * a broadcast group without a member): a message that reached one queue
+ * or more is never returned.  FE_NO_MAILBOX also when exchange does not
+ * exist (nothing was published).  FE_FULL: the broker nacked it: a
+ * mailbox it routes to is full — for a broadcast, the copies of the other
+ * members may have been delivered.  A writer that gives up (FE_TIMEOUT)
+ * gets late_confirm with peer = key. */
+fe_code br_publish_route(br_conn *c, const char *exchange, const char *key,
+                         const char *probe_queue, const char *msg_id, const char *body,
+                         size_t len, int64_t timeout_ms, bool *unread, char *detail,
+                         size_t dlen);
 
 const char *br_link_name(br_link l);
 

@@ -24,11 +24,35 @@
 #include "broker/conn.h"
 
 /* One channel per concern: a 404 on a probe must not close the publish
- * channel, and delivery tags are counted per channel. */
-enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3, CH_RCPT = 4, CH_CANARY = 5 };
+ * channel, and delivery tags are counted per channel.  Boxes other than 0
+ * take the lowest free number from CH_BOX_FIRST up. */
+enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3, CH_RCPT = 4, CH_CANARY = 5, CH_BOX_FIRST = 8 };
 
-/* The two consumers, each on its own channel: index into br_conn.consuming. */
-enum { CONS_INBOX, CONS_RECEIPTS, CONS__COUNT };
+/* The slot of the own receipt queue (not a box a caller can name). */
+#define BR_BOX_RECEIPTS UINT32_MAX
+
+/* One consumer on its own channel: a box (a mailbox the owner reads) or the
+ * own receipt queue.  Fields up to the marker are the broker thread's;
+ * `st` is shared (br_conn.lock).  The slot array itself changes only on
+ * the broker thread, under br_conn.lock (status readers walk it). */
+typedef struct br_slot {
+    unsigned box;
+    char queue[BR_QUEUE_MAX];
+    char exchange[BR_QUEUE_MAX]; /* "" : no bindings */
+    char **keys;                 /* wanted bind keys (NULL-terminated, never NULL) */
+    char **unbind;               /* keys dropped by an update, still to unbind */
+    amqp_channel_t ch;
+    bool open;      /* channel.open-ok seen, no close since */
+    bool declared;  /* the queue was declared on this connection */
+    bool bound;     /* every key bound on this connection */
+    bool consuming; /* consume-ok seen, not cancelled since */
+    uint64_t epoch;
+    int64_t retry_ms;         /* when to try what is not done; 0: now */
+    int64_t bind_retry_ms;    /* when to try the bindings again */
+    int64_t refused_since_ms; /* first exclusive-use refusal in a row; 0: none */
+    /* ---- under br_conn.lock ---- */
+    br_box_status st;
+} br_slot;
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 5000
@@ -51,11 +75,16 @@ enum { CONS_INBOX, CONS_RECEIPTS, CONS__COUNT };
  * br_stop waits STOP_WAIT_MS for the thread, kicks the socket the same
  * way, waits again, and then leaves the thread behind (never freeing what
  * it uses) rather than hang the unmount. */
+/* br_read_frames handles at most this many frames, or for this long, per
+ * turn of the loop, which then serves the requests and comes back at once
+ * (poll without waiting while frames are buffered). */
+#define READ_BATCH_FRAMES 256
+#define READ_BATCH_MS 50
 #define STUCK_MS 10000
 #define WATCHDOG_TICK_MS 1000
 #define STOP_WAIT_MS 3000
 
-typedef enum { RQ_PUBLISH, RQ_ACK, RQ_PROBE, RQ_STOP } rq_kind;
+typedef enum { RQ_PUBLISH, RQ_ACK, RQ_PROBE, RQ_STOP, RQ_BOX_ADD, RQ_BOX_REMOVE } rq_kind;
 
 typedef struct br_req {
     rq_kind kind;
@@ -66,9 +95,12 @@ typedef struct br_req {
     bool abandoned;
     fe_code result;
     char detail[512];
-    /* publish */
-    char peer[64];
-    char queue[96];
+    /* publish (peer: for the messages and late_confirm; for a routed
+     * publish the routing key) */
+    char peer[BR_QUEUE_MAX];
+    char queue[BR_QUEUE_MAX]; /* the mailbox, or the queue to probe ("" none) */
+    char exchange[BR_QUEUE_MAX]; /* "" : the default exchange */
+    char key[BR_QUEUE_MAX];      /* routing key when exchange is set */
     char msg_id[BR_MSG_ID_MAX + 1];
     char *body;
     size_t len;
@@ -77,7 +109,10 @@ typedef struct br_req {
     bool unread;
     bool returned;
     uint64_t pub_tag;
-    /* ack */
+    /* ack, box add/remove */
+    unsigned box;
+    char **keys;
+    bool delete_if_empty;
     uint64_t epoch;
     uint64_t tag;
     bool multiple;
@@ -122,9 +157,10 @@ struct br_conn {
     int64_t next_attempt_ms;
     int64_t backoff_ms;
     int64_t last_recv_ms;        /* when the broker last sent anything (heartbeats too) */
-    bool consuming[CONS__COUNT]; /* consume-ok seen on that channel, not cancelled since */
-    int64_t consumer_retry_ms;   /* when to consume what is not consuming; 0: nothing to do */
-    int64_t refused_since_ms;    /* first exclusive-use refusal of the inbox in a row; 0: none */
+    GPtrArray *slots;            /* br_slot*: [0] box 0, [1] the receipt queue, then boxes */
+    uint64_t epoch_seq;          /* the last epoch given to a slot's channel */
+    uint64_t ghosts_dropped;     /* deliveries of closed channels dropped, not yet logged */
+    int64_t consumer_retry_ms;   /* when to look at the slots again; 0: nothing to do */
     uint64_t pub_seq;            /* last delivery tag used on CH_PUB */
     int64_t last_pub_ms;         /* last publish (or canary) on this connection */
     bool was_connected;          /* connected at least once */
@@ -153,6 +189,13 @@ int64_t br_wall_ms(void); /* ms since the Unix epoch, for status times */
  * broker thread's reference; an abandoned request reaches late_confirm or
  * late_ack instead of its caller. */
 void br_req_complete(br_conn *c, br_req *r, fe_code result, const char *detail);
+/* A request with two references (the caller's and the broker thread's);
+ * submit hands it to the thread; wait waits for it until the deadline
+ * (*gave_up: it is left to the thread, abandoned). */
+br_req *br_req_new(rq_kind kind);
+void br_req_unref(br_req *r);
+void br_req_submit(br_conn *c, br_req *r);
+fe_code br_req_wait(br_req *r, int64_t timeout_ms, bool *gave_up);
 void br_set_link(br_conn *c, br_link link, const char *reason);
 bool br_set_consumer(br_conn *c, br_cons cons, const char *reason);
 void br_first_attempt_done(br_conn *c);
@@ -169,12 +212,33 @@ void br_check_silence(br_conn *c);
 /* c (the consuming connection) was lost: drop its sibling too when it is
  * to the same node (any thread; see conn.c) */
 void br_kick_sibling(br_conn *c, const char *why);
-void br_setup_consumer(br_conn *c);
 int br_open_channel(br_conn *c, amqp_channel_t ch);
-int br_consumer_index(amqp_channel_t ch);
+/* set up what lives on a new connection: fleet.msg (where the login may) */
+void br_setup_exchanges(br_conn *c);
 int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t n);
 int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p);
 void br_bytes_to_str(amqp_bytes_t b, char *out, size_t n);
+
+/* boxes.c: the slots (boxes and the receipt queue) and their consumers */
+void br_slots_init(br_conn *c);
+void br_slots_free(br_conn *c);
+/* The slot whose OPEN channel is ch, or NULL (a closed channel's frames
+ * are dropped). */
+br_slot *br_slot_by_channel(br_conn *c, amqp_channel_t ch);
+br_slot *br_slot_by_box(br_conn *c, unsigned box);
+/* The broker closed s's channel (close-ok sent): it is reopened later,
+ * when no queued frame can be taken for the new channel's. */
+void br_slot_closed(br_conn *c, br_slot *s);
+/* The broker cancelled s's consumer; the channel stays open. */
+void br_slot_cancelled(br_conn *c, br_slot *s, const char *why);
+/* The connection is gone: nothing open, declared, bound or consuming. */
+void br_slots_lost(br_conn *c);
+/* Declare, bind and consume what is due (box 0 and the receipt queue as
+ * the lead's consumer, then the other boxes). */
+void br_setup_consumer(br_conn *c);
+void br_do_box_add(br_conn *c, br_req *r);
+void br_do_box_remove(br_conn *c, br_req *r);
+void br_do_ack(br_conn *c, br_req *r);
 
 /* frames.c: read what the broker sent, without blocking */
 void br_read_frames(br_conn *c);

@@ -100,7 +100,8 @@ static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const cha
         dc_failed(a, "bind " TOPO_DLQ " to " TOPO_DLX, why, n);
         return -1;
     }
-    if (dc_exchange(a, TOPO_ROSTER_EXCHANGE, "topic", why, n) < 0)
+    if (dc_exchange(a, TOPO_ROSTER_EXCHANGE, "topic", why, n) < 0 ||
+        dc_exchange(a, BR_EXCHANGE_MSG, "topic", why, n) < 0)
         return -1;
     for (int inbox = 1; inbox >= 0; inbox--) {
         topo_consumer_queue(inbox, name, q, sizeof q);

@@ -19,6 +19,14 @@
 /* ------------------------------------------------------------------ */
 /* frames from the broker                                              */
 
+static const char *nack_words(const br_req *r)
+{
+    if (r->exchange[0] && !r->queue[0]) /* a broadcast: several mailboxes */
+        return "the broker refused the message (nack): a member's mailbox is full; the other "
+               "members may have got their copy";
+    return "the broker refused the message (nack): the peer's mailbox is full";
+}
+
 static void confirm(br_conn *c, uint64_t tag, bool multiple, bool nack)
 {
     br_req *r;
@@ -27,8 +35,7 @@ static void confirm(br_conn *c, uint64_t tag, bool multiple, bool nack)
             break;
         g_queue_pop_head(&c->inflight);
         if (nack)
-            br_req_complete(c, r, FE_FULL,
-                            "the broker refused the message (nack): the peer's mailbox is full");
+            br_req_complete(c, r, FE_FULL, nack_words(r));
         else if (r->returned)
             br_req_complete(c, r, FE_NO_MAILBOX, NULL);
         else
@@ -42,7 +49,8 @@ static void confirm(br_conn *c, uint64_t tag, bool multiple, bool nack)
             r = l->data;
             if (r->pub_tag == tag) {
                 g_queue_delete_link(&c->inflight, l);
-                br_req_complete(c, r, nack ? FE_FULL : r->returned ? FE_NO_MAILBOX : FE_OK, NULL);
+                br_req_complete(c, r, nack ? FE_FULL : r->returned ? FE_NO_MAILBOX : FE_OK,
+                                nack ? nack_words(r) : NULL);
                 return;
             }
         }
@@ -68,7 +76,12 @@ static void on_return(br_conn *c, amqp_basic_return_t *ret)
             r->returned = true;
             /* gone (deleted?): the next publish checks again, and may create it */
             g_hash_table_remove(c->declared, r->queue);
-            if (!r->detail[0]) /* else do_publish already said why (never added) */
+            if (!r->detail[0] && r->exchange[0])
+                snprintf(r->detail, sizeof r->detail,
+                         "the broker returned the message (%d %s): no mailbox is bound to %s with "
+                         "key %s (no such agent, or a group without a member)",
+                         ret->reply_code, text, r->exchange, r->key);
+            else if (!r->detail[0]) /* else do_publish already said why (never added) */
                 snprintf(r->detail, sizeof r->detail,
                          "the broker returned the message (%d %s): mailbox %s does not exist",
                          ret->reply_code, text, r->queue);
@@ -86,16 +99,30 @@ static void on_deliver(br_conn *c, amqp_channel_t ch, amqp_basic_deliver_t *d)
     uint64_t tag = d->delivery_tag;
     bool redelivered = d->redelivered;
     int rc = AMQP_STATUS_OK;
+    br_slot *s;
 
     rep = amqp_read_message(c->amqp, ch, &msg, 0);
     if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
         br_drop_connection(c, "cannot read a delivered message");
         return;
     }
-    if (ch == CH_RCPT)
-        act = c->cb.receipt ? c->cb.receipt(c->cb.ud, redelivered, msg.body.bytes, msg.body.len) : BR_ACK;
-    else if (c->cb.deliver)
-        act = c->cb.deliver(c->cb.ud, c->st.epoch, tag, redelivered, msg.body.bytes, msg.body.len);
+    s = br_slot_by_channel(c, ch);
+    if (!s) {
+        /* a channel that closed after the broker sent this (its frames were
+         * queued inside rabbitmq-c): the broker has requeued the message and
+         * redelivers it on the reopened channel; never taken for that one's */
+        amqp_destroy_message(&msg);
+        c->ghosts_dropped++; /* said in one line when a channel opens (boxes.c) */
+        return;
+    }
+    if (s->box == BR_BOX_RECEIPTS)
+        act = c->cb.receipt ? c->cb.receipt(c->cb.ud, redelivered, msg.body.bytes, msg.body.len)
+                            : BR_ACK;
+    else if (c->cb.deliver_box)
+        act = c->cb.deliver_box(c->cb.ud, s->box, s->epoch, tag, redelivered, msg.body.bytes,
+                                msg.body.len);
+    else if (c->cb.deliver && s->box == BR_BOX_LEAD)
+        act = c->cb.deliver(c->cb.ud, s->epoch, tag, redelivered, msg.body.bytes, msg.body.len);
     amqp_destroy_message(&msg);
     if (act == BR_ACK)
         rc = amqp_basic_ack(c->amqp, ch, tag, 0);
@@ -111,9 +138,10 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
     char text[256];
     br_req *r;
     br_bytes_to_str(m->reply_text, text, sizeof text);
+    br_slot *s = br_slot_by_channel(c, ch);
     log_warn("broker: channel %u closed by the broker: %d %s", ch, m->reply_code, text);
     if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
-        br_open_channel(c, ch) < 0) {
+        (!s && br_open_channel(c, ch) < 0)) {
         br_drop_connection(c, text);
         return;
     }
@@ -126,12 +154,15 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
         c->pub_seq = 0;
         while ((r = g_queue_pop_head(&c->inflight)))
             br_req_complete(c, r, FE_TIMEOUT, why);
-    } else if (br_consumer_index(ch) >= 0) {
-        /* only this consumer: the other channels and the connection stay */
-        br_set_consumer(c, BR_CONS_ERROR, text);
-        /* at once: the reopened channel is empty, and the broker is requeueing
-         * what the old one held for whoever consumes next */
-        c->consumer_retry_ms = br_now_ms();
+    } else if (s) {
+        /* only this consumer: the other channels and the connection stay;
+         * reopened as soon as no queued frame can be taken for the new
+         * channel's (boxes.c), and the broker is requeueing what the old
+         * one held for whoever consumes next */
+        br_slot_closed(c, s);
+        br_slot_cancelled(c, s, text);
+        s->retry_ms = br_now_ms();
+        c->consumer_retry_ms = s->retry_ms;
     }
 }
 
@@ -140,9 +171,9 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
  * valid; consume again on the same channel, leaving the other alone. */
 static void on_cancel(br_conn *c, amqp_channel_t ch, amqp_basic_cancel_t *m)
 {
-    int i = br_consumer_index(ch);
-    char tag[128], why[256];
-    if (i < 0)
+    br_slot *s = br_slot_by_channel(c, ch);
+    char tag[BR_QUEUE_MAX + 16], why[BR_QUEUE_MAX + 128];
+    if (!s)
         return;
     br_bytes_to_str(m->consumer_tag, tag, sizeof tag);
     if (!m->nowait) {
@@ -152,12 +183,10 @@ static void on_cancel(br_conn *c, amqp_channel_t ch, amqp_basic_cancel_t *m)
             return;
         }
     }
-    c->consuming[i] = false;
     snprintf(why, sizeof why, "the broker cancelled consumer %s (queue deleted?); consuming again",
              tag);
     log_warn("broker: %s", why);
-    br_set_consumer(c, BR_CONS_ERROR, why);
-    c->consumer_retry_ms = br_now_ms() + CHANNEL_RETRY_MS;
+    br_slot_cancelled(c, s, why);
 }
 
 static void handle_frame(br_conn *c, amqp_frame_t *f)
@@ -215,8 +244,11 @@ void br_read_frames(br_conn *c)
 {
     struct timeval zero = {0, 0};
     amqp_frame_t f;
-    int rc;
-    while (c->connected) {
+    int64_t until = br_now_ms() + READ_BATCH_MS;
+    int rc, n = 0;
+    /* a batch at a time: a stream of deliveries (each ack lets the broker
+     * send the next) must not starve the requests waiting in the loop */
+    while (c->connected && n++ < READ_BATCH_FRAMES && br_now_ms() < until) {
         rc = amqp_simple_wait_frame_noblock(c->amqp, &f, &zero);
         if (rc == AMQP_STATUS_TIMEOUT)
             break;

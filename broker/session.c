@@ -30,8 +30,6 @@
 #include "broker/uri.h"
 #include "fleetfs/log.h"
 
-static const amqp_channel_t cons_channel[CONS__COUNT] = {CH_CONS, CH_RCPT};
-
 /* ------------------------------------------------------------------ */
 /* AMQP helpers (broker thread)                                        */
 
@@ -44,26 +42,9 @@ void br_bytes_to_str(amqp_bytes_t b, char *out, size_t n)
     log_clean(out); /* the broker's words go to status and the log */
 }
 
-int br_consumer_index(amqp_channel_t ch)
-{
-    for (int i = 0; i < CONS__COUNT; i++)
-        if (cons_channel[i] == ch)
-            return i;
-    return -1;
-}
-
-/* (Re)open ch.  A fresh channel has no consumer; a fresh consumer channel
- * starts a new epoch, because delivery tags belong to a channel. */
+/* (Re)open ch, one that consumes nothing (consumer channels: boxes.c). */
 int br_open_channel(br_conn *c, amqp_channel_t ch)
 {
-    int i = br_consumer_index(ch);
-    if (i >= 0)
-        c->consuming[i] = false;
-    if (ch == CH_CONS) {
-        g_mutex_lock(&c->lock);
-        c->st.epoch++;
-        g_mutex_unlock(&c->lock);
-    }
     if (!amqp_channel_open(c->amqp, ch))
         return -1;
     if (ch == CH_PUB && !amqp_confirm_select(c->amqp, ch))
@@ -73,8 +54,8 @@ int br_open_channel(br_conn *c, amqp_channel_t ch)
 
 /* After a synchronous call failed: classify the failure.  A channel-level
  * error is answered with close-ok and the channel reopened (returns 0, with
- * the broker's code and text); anything else means the connection is gone
- * (returns -1). */
+ * the broker's code and text) — a consumer channel later, when it is safe
+ * (boxes.c); anything else means the connection is gone (returns -1). */
 int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t n)
 {
     amqp_rpc_reply_t rep = amqp_get_rpc_reply(c->amqp);
@@ -87,8 +68,13 @@ int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t 
         br_heard(c); /* an answer: the link works */
         *code = m->reply_code;
         br_bytes_to_str(m->reply_text, text, n);
+        br_slot *s = br_slot_by_channel(c, ch);
         if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK)
             return -1;
+        if (s) {
+            br_slot_closed(c, s);
+            return 0;
+        }
         return br_open_channel(c, ch);
     }
     if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
@@ -208,148 +194,38 @@ static void setup_dead_letters(br_conn *c)
     }
 }
 
-/* Declare queue with the mailbox arguments and consume it exclusively on
- * ch with manual acks.  Returns 0; or the broker's reply code (channel
- * already reopened) with its text, and *declaring telling which step
- * failed; or -1 when the connection is gone. */
-static int consume_queue(br_conn *c, amqp_channel_t ch, const char *queue, char *text, size_t n,
-                         bool *declaring)
+/* The fleet's exchanges that boxes bind to: fleet.msg (topic, durable).
+ * A per-host login may not make it (403): then it must be there already
+ * (scripts/broker host add makes it); said once, the consumers go on. */
+void br_setup_exchanges(br_conn *c)
 {
-    amqp_table_entry_t entries[TOPO_MAILBOX_ARGS];
-    char tag[128];
     int code;
-
-    snprintf(tag, sizeof tag, "fleetfs.%s", queue);
-    *declaring = true;
-    if (!amqp_queue_declare(c->amqp, ch, amqp_cstring_bytes(queue), 0, 1, 0, 0,
-                            topo_mailbox_args(&c->cfg, entries)))
-        goto fail;
-    *declaring = false;
-    if (!amqp_basic_qos(c->amqp, ch, 0, (uint16_t)c->cfg.prefetch, 0) ||
-        !amqp_basic_consume(c->amqp, ch, amqp_cstring_bytes(queue), amqp_cstring_bytes(tag), 0, 0,
-                            1, amqp_empty_table))
-        goto fail;
-    br_heard(c);
-    return 0;
-fail:
-    if (br_rpc_failure(c, ch, &code, text, n) < 0)
-        return -1;
-    return code ? code : 541;
-}
-
-/* Why consuming queue failed, in words a person can act on. */
-static br_cons consumer_failure(br_conn *c, const char *queue, int code, bool declaring,
-                                const char *text, char *why, size_t n)
-{
-    if (declaring && code == 406) {
-        snprintf(why, n,
-                 "configuration mismatch on %s: %s; every fleetfs must use the same "
-                 "max_length, message_ttl and queue_type",
-                 queue, text);
-        return BR_CONS_MISMATCH;
-    }
-    if (!declaring && code == 403) {
-        snprintf(why, n,
-                 "another fleetfs is already the consumer of %s (coord_id %s is in use "
-                 "elsewhere): %s; stop the other mount or pick another coord_id",
-                 queue, c->cfg.coord_id, text);
-        return BR_CONS_EXCLUSIVE;
-    }
-    snprintf(why, n, "cannot %s %s: %d %s", declaring ? "declare" : "consume", queue, code, text);
-    return BR_CONS_ERROR;
-}
-
-/* An exclusive-use refusal of the inbox within takeover_grace of the first
- * one in a row: most likely the daemon that had this coord_id a moment ago
- * (unmounted, its broker connection not yet closed).  Keep trying. */
-static bool takeover_wait(br_conn *c, const char *queue)
-{
-    char why[256];
-    int64_t now = br_now_ms();
-    if (!c->refused_since_ms)
-        c->refused_since_ms = now;
-    if (now - c->refused_since_ms >= c->cfg.takeover_grace_ms)
-        return false;
-    snprintf(why, sizeof why,
-             "waiting for the previous consumer of %s to go (up to %lld ms, takeover_grace)", queue,
-             (long long)c->cfg.takeover_grace_ms);
-    if (br_set_consumer(c, BR_CONS_WAITING, why))
-        log_warn("broker: %s is in exclusive use by another connection; %s", queue, why);
-    c->consumer_retry_ms = now + TAKEOVER_RETRY_MS;
-    return true;
-}
-
-static void consumer_refused(br_conn *c, bool inbox, const char *queue, int code, bool declaring,
-                             const char *text)
-{
-    char why[640];
-    br_cons st;
-    if (inbox && !declaring && code == 403 && takeover_wait(c, queue))
+    char text[256];
+    if (c->publisher)
         return;
-    st = consumer_failure(c, queue, code, declaring, text, why, sizeof why);
-    if (br_set_consumer(c, st, why))
-        log_err("broker: %s", why);
-    c->consumer_retry_ms = br_now_ms() + CONSUMER_RETRY_MS;
-}
-
-/* Stop taking new deliveries from the own mailbox, keeping the channel:
- * what it holds stays held under the same epoch (tags stay valid, acks go
- * on) and nothing is requeued.  Closing the channel instead would leave the
- * deliveries rabbitmq-c queued during the RPCs behind, to be taken for the
- * reopened channel's (ghosts with the old channel's tags).  Returns -1
- * when the connection is gone. */
-static int pause_inbox(br_conn *c, const char *queue)
-{
-    char tag[128], text[256];
-    int code;
-    snprintf(tag, sizeof tag, "fleetfs.%s", queue);
-    if (amqp_basic_cancel(c->amqp, CH_CONS, amqp_cstring_bytes(tag))) {
-        c->consuming[CONS_INBOX] = false;
-        return 0;
+    if (amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(BR_EXCHANGE_MSG),
+                              amqp_cstring_bytes("topic"), 0, 1, 0, 0, amqp_empty_table))
+        return;
+    if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
+        br_drop_connection(c, text);
+        return;
     }
-    if (br_rpc_failure(c, CH_CONS, &code, text, sizeof text) < 0)
-        return -1;
-    return 0; /* the broker closed the channel: it requeues what it held */
-}
-
-/* Become the exclusive consumer of the own mailbox, then of the own
- * receipt queue, each on its own channel.  Only a consumer that is not
- * running is (re)started: a basic.consume on a channel whose consumer is
- * still active, with the same tag, is a connection error (530).  When the
- * receipt queue cannot be consumed, the mailbox consumer is cancelled (no
- * new messages whose receipts we cannot follow), never its channel closed
- * (pause_inbox). */
-void br_setup_consumer(br_conn *c)
-{
-    char queue[96], inbox[96], text[384];
-    bool declaring, started = false;
-
-    for (int i = 0; i < CONS__COUNT; i++) {
-        int rc;
-        if (c->consuming[i])
-            continue;
-        topo_consumer_queue(i == CONS_INBOX, c->cfg.coord_id, queue, sizeof queue);
-        rc = consume_queue(c, cons_channel[i], queue, text, sizeof text, &declaring);
-        if (rc < 0) {
-            br_drop_connection(c, text);
-            return;
-        }
-        if (rc > 0) {
-            consumer_refused(c, i == CONS_INBOX, queue, rc, declaring, text);
-            topo_consumer_queue(true, c->cfg.coord_id, inbox, sizeof inbox);
-            if (i == CONS_RECEIPTS && c->consuming[CONS_INBOX] && pause_inbox(c, inbox) < 0)
-                br_drop_connection(c, "cannot cancel the mailbox consumer");
-            return;
-        }
-        c->consuming[i] = true;
-        started = true;
+    if (code == 403 &&
+        amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(BR_EXCHANGE_MSG),
+                              amqp_cstring_bytes("topic"), 1, 0, 0, 0, amqp_empty_table))
+        return;
+    if (code == 403 && br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
+        br_drop_connection(c, text);
+        return;
     }
-    c->consumer_retry_ms = 0;
-    c->refused_since_ms = 0;
-    br_set_consumer(c, BR_CONS_OK, "");
-    if (started)
-        log_info("broker: consuming lead.%s.inbox and lead.%s.receipts (exclusive, prefetch %d)",
-                 c->cfg.coord_id, c->cfg.coord_id, c->cfg.prefetch);
+    log_warn("broker: cannot declare %s (%d %s): agent mailboxes and broadcasts cannot be bound "
+             "until it exists; %s",
+             BR_EXCHANGE_MSG, code, text,
+             code == 406 ? "it exists with another type or durability: delete it once "
+                           "(rabbitmqctl delete_exchange fleet.msg) and fleetfs declares it anew"
+             : code == 404 ? "this login may not make it: an operator runs scripts/broker host "
+                             "add, which makes it"
+                           : "give this user configure rights on it");
 }
 
 /* One connection attempt to one URI.  Owned by br_connect; `buf` holds the
@@ -508,7 +384,8 @@ static int attempt_login(br_conn *c, attempt *a)
 
 static int attempt_channels(br_conn *c, attempt *a)
 {
-    static const amqp_channel_t cons[] = {CH_PUB, CH_PROBE, CH_CONS, CH_RCPT};
+    /* the consumer channels are the slots' to open (boxes.c) */
+    static const amqp_channel_t cons[] = {CH_PUB, CH_PROBE};
     static const amqp_channel_t pub[] = {CH_PUB, CH_PROBE, CH_CANARY};
     const amqp_channel_t *all = c->publisher ? pub : cons;
     size_t n = c->publisher ? G_N_ELEMENTS(pub) : G_N_ELEMENTS(cons);
@@ -588,8 +465,11 @@ static void attempt_succeeded(br_conn *c, attempt *a)
         return;
     }
     /* the consumers first: the dead letters are optional, and must not
-     * hold up (nor, failing, take down) what is not */
-    br_setup_consumer(c);
+     * hold up (nor, failing, take down) what is not; fleet.msg before
+     * them, as the boxes' bindings need it */
+    br_setup_exchanges(c);
+    if (c->connected)
+        br_setup_consumer(c);
     if (c->connected)
         setup_dead_letters(c);
     /* a takeover in progress ends the first attempt when it is decided */
@@ -660,6 +540,7 @@ void br_drop_connection(br_conn *c, const char *why)
     g_mutex_unlock(&c->lock);
     log_warn("%s: connection lost: %s; reconnecting", br_who(c), why ? why : "unknown reason");
     br_set_blocked(c, false, NULL); /* a new connection starts unblocked */
+    br_slots_lost(c);
     br_set_consumer(c, BR_CONS_NONE, "");
     br_set_link(c, BR_CONNECTING, why);
     c->next_attempt_ms = br_now_ms() + BACKOFF_MIN_MS;
@@ -678,8 +559,9 @@ void br_close_connection(br_conn *c)
     br_set_sock(c, -1, NULL, 0);
     /* a goodbye, not a conversation: a slow broker must not hold up exit */
     amqp_set_rpc_timeout(c->amqp, &(struct timeval){1, 0});
-    if (!c->publisher)
+    if (!c->publisher && br_slot_by_channel(c, CH_CONS))
         amqp_channel_close(c->amqp, CH_CONS, AMQP_REPLY_SUCCESS);
+    br_slots_lost(c);
     amqp_connection_close(c->amqp, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c->amqp);
     c->amqp = NULL;

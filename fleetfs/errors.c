@@ -55,6 +55,9 @@ static const struct fe_row fe_table[] = {
                     "the broker raised a resource alarm (memory or disk) and blocks publishing; "
                     "nothing was sent: retry once the broker line in /status no longer says "
                     "blocked, and free memory or disk on the broker"},
+    [FE_NOT_EMPTY] = {ENOTEMPTY, "not-empty",
+                      "the mailbox still holds messages, so it was kept as it was; read and ack "
+                      "them first, then try again"},
     [FE_INTERNAL] = {EIO, "internal",
                      "an internal error occurred; see the log and report it with the log lines"},
 };

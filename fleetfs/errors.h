@@ -20,6 +20,7 @@ typedef enum {
     FE_BAD_INPUT,     /* malformed input (ack line, envelope, option) */
     FE_ACCESS,        /* broker refused access (403) */
     FE_BLOCKED,       /* broker blocks publishing (resource alarm) */
+    FE_NOT_EMPTY,     /* a mailbox to remove still holds messages */
     FE_INTERNAL,      /* a bug or resource failure */
     FE__COUNT
 } fe_code;

@@ -77,8 +77,8 @@ int hc_declare_main(int argc, char **argv)
     if (rc)
         fprintf(stderr, "fleetfs declare: %s\n", why);
     else
-        printf("declared lead.%s.inbox and lead.%s.receipts (%s); fleet.dlx, fleet.dlq and "
-               "fleet.roster are there\n",
+        printf("declared lead.%s.inbox and lead.%s.receipts (%s); fleet.dlx, fleet.dlq, "
+               "fleet.roster and fleet.msg are there\n",
                argv[2], argv[2], o.queue_type ? o.queue_type : "classic");
     g_strfreev(cfg.uris);
 done:

@@ -30,6 +30,7 @@ static void test_errno_table(void **state)
         {FE_BAD_INPUT, EINVAL},
         {FE_ACCESS, EACCES},
         {FE_BLOCKED, ENOBUFS},
+        {FE_NOT_EMPTY, ENOTEMPTY},
         {FE_INTERNAL, EIO},
     };
     size_t i;
