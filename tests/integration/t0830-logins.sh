@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Per-host broker logins (issue 20, doc/security.md "Per-host logins"):
+# Per-host broker logins (issue 20, doc/security.md "Per-host logins";
+# agents' mailboxes and fleet.msg, issue 18):
 # scripts/broker host add makes alpha, beta and gamma least-privilege
 # logins; three mounts on those logins send, receive receipts, reply,
 # resend and see each other's presence; from alpha's login every attack on
 # another host's queues and on the fleet-wide objects is refused by the
 # broker itself (403, read from the broker's answer by tests/tools/amqptry,
 # not from fleetfs); the fleet works after the attempts; a host never added
-# is ENXIO with the reason; remove and passwd do what they say.
+# is ENXIO with the reason; update, remove and passwd do what they say.
 . "$(dirname "$0")/../lib.sh"
 case ${FLEETFS_BUILD:-build} in *san*) test_skip_all --planned "plain run only: what a login may do is the broker's answer (rabbitmqctl, 403s); the send path it drives runs under ASan in t0100-t0750" ;; esac
 . "$FLEET_ROOT/tests/fleet.sh"
@@ -134,6 +135,58 @@ test_expect_success 'what a login may do, and the same tool as an admin is not r
     grep -q "^ok" admin
 '
 
+# Agents (issue 18): a host declares, binds and consumes its own agents'
+# mailboxes agent.<name>@<host>.inbox and publishes to fleet.msg; it may
+# bind its own queues only with its own agents' ids and broadcast.<group>
+# (topic permissions on fleet.msg, checked by the broker on queue.bind), so
+# it can neither read another host's agent mailbox nor steal its traffic.
+test_expect_success 'agents: host add made fleet.msg; a host serves its own agents and sends to others' '
+    rmqctl list_exchanges -q name type durable | grep -q "^fleet\.msg	topic	true$" &&
+    as alpha declare-mailbox agent.w1@alpha.inbox &&
+    as alpha bind agent.w1@alpha.inbox fleet.msg w1@alpha &&
+    as alpha bind agent.w1@alpha.inbox fleet.msg broadcast.all &&
+    as alpha bind agent.w1@alpha.inbox fleet.msg broadcast.ops &&
+    as alpha bind lead.alpha.inbox fleet.msg broadcast.all &&
+    as alpha consume agent.w1@alpha.inbox &&
+    as alpha purge-queue agent.w1@alpha.inbox &&
+    as gamma declare-mailbox agent.w2@gamma.inbox &&
+    as gamma bind agent.w2@gamma.inbox fleet.msg w2@gamma &&
+    as beta publish fleet.msg w1@alpha "to w1 from beta" &&
+    as beta publish fleet.msg broadcast.ops "to ops from beta" &&
+    as gamma publish fleet.msg w1@alpha "to w1 from gamma" &&
+    as alpha publish fleet.msg w2@gamma "to w2 from alpha" &&
+    n=$(broker_count agent.w1@alpha.inbox) && test "$n" = 3 &&
+    n=$(broker_count agent.w2@gamma.inbox) && test "$n" = 1
+'
+
+test_expect_success 'agents: another host cannot read, bind, redeclare or steal them (403)' '
+    refused beta consume agent.w1@alpha.inbox &&
+    refused beta get agent.w1@alpha.inbox &&
+    refused beta purge-queue agent.w1@alpha.inbox &&
+    refused beta delete-queue agent.w1@alpha.inbox &&
+    refused beta declare-mailbox agent.w1@alpha.inbox &&
+    refused beta declare-mailbox agent.w9@alpha.inbox &&
+    refused beta bind agent.w1@alpha.inbox fleet.msg w1@beta &&
+    as beta declare-mailbox agent.spy@beta.inbox &&
+    refused beta bind agent.spy@beta.inbox fleet.msg w1@alpha &&
+    refused beta bind agent.spy@beta.inbox fleet.msg "#" &&
+    refused beta bind agent.spy@beta.inbox fleet.msg "*@alpha" &&
+    refused beta bind agent.spy@beta.inbox fleet.msg "*.*" &&
+    refused beta bind agent.spy@beta.inbox fleet.msg "broadcast.#" &&
+    refused beta bind lead.beta.inbox fleet.msg w1@alpha &&
+    refused beta bind lead.beta.inbox fleet.msg "#" &&
+    as beta declare-queue roster.beta.spy &&
+    refused beta bind roster.beta.spy fleet.msg "#" &&
+    refused beta bind roster.beta.spy fleet.msg w1@alpha &&
+    as beta delete-queue roster.beta.spy &&
+    refused beta declare-exchange fleet.msg topic &&
+    refused beta delete-exchange fleet.msg &&
+    refused beta publish fleet.msg "#" "hash key" &&
+    as beta publish fleet.msg w1@alpha "after the attempts" &&
+    n=$(broker_count agent.spy@beta.inbox) && test "$n" = 0 &&
+    n=$(broker_count agent.w1@alpha.inbox) && test "$n" = 4
+'
+
 test_expect_success 'the fleet works after the attempts: queues, consumers, presence, sends' '
     queues >q &&
     for h in alpha beta gamma; do grep -qx "lead.$h.inbox" q && grep -qx "lead.$h.receipts" q || exit 1; done &&
@@ -180,6 +233,23 @@ test_expect_success 'after the broker restart presence comes back on the logins 
     wait_for 20 "presence_of gamma alpha | grep -q \"^live (\" && presence_of alpha beta | grep -q \"^live (\""
 '
 
+test_expect_success 'host update: a host with an older version'"'"'s permissions gets today'"'"'s, its password unchanged' '
+    rmqctl set_permissions alpha "^(lead\\.alpha\\.(inbox|receipts)|roster\\.alpha\\..+)\$" \
+        "^(amq\\.default|fleet\\.dlx|fleet\\.roster|roster\\.alpha\\..+)\$" \
+        "^(lead\\.alpha\\.(inbox|receipts)|roster\\.alpha\\..+|fleet\\.roster)\$" &&
+    rmqctl clear_topic_permissions alpha fleet.msg &&
+    refused alpha declare-mailbox agent.w3@alpha.inbox &&
+    "$FLEET_ROOT/scripts/broker" host update alpha --dir "$BROKER_DIR" 2>update.err &&
+    cat update.err &&
+    grep -q "host alpha updated" update.err &&
+    as alpha declare-mailbox agent.w3@alpha.inbox &&
+    refused alpha bind agent.w3@alpha.inbox fleet.msg w1@beta &&
+    as alpha bind agent.w3@alpha.inbox fleet.msg w3@alpha &&
+    ! rmqctl list_users -q | grep -q "^fleetfs-update-" &&
+    test_must_fail "$FLEET_ROOT/scripts/broker" host update delta --dir "$BROKER_DIR" 2>err &&
+    grep -q "no login delta" err
+'
+
 test_expect_success 'host passwd: the new password logs in, the old one no longer does' '
     old=$(login gamma) &&
     "$FLEET_ROOT/scripts/broker" host passwd gamma --dir "$BROKER_DIR" >gamma.login 2>passwd.err &&
@@ -193,6 +263,8 @@ test_expect_success 'host passwd: the new password logs in, the old one no longe
 test_expect_success 'host remove: login and queues gone, beta is cut off, alpha gets ENXIO for beta' '
     "$FLEET_ROOT/scripts/broker" host remove beta --dir "$BROKER_DIR" 2>remove.err &&
     ! queues | grep -q "^lead\.beta\." &&
+    ! queues | grep -q "^agent\..*@beta\.inbox$" &&
+    queues | grep -qx "agent.w1@alpha.inbox" &&
     ! rmqctl list_users -q | grep -q "^beta" &&
     wait_for 10 "! grep -q \"^broker: connected\" beta/status" &&
     test_must_fail bash -c "echo gone >alpha/peers/beta/send" 2>err &&

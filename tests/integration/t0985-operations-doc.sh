@@ -108,6 +108,7 @@ cat >known <<'EOF'
 ^rabbitmqctl list_consumers -p /coord|run|fleetfs@.service: rabbitmqctl list_consumers and list_connections show the connection the doc names
 ^amqp-get --url=|run|fleetfs@.service: amqp-get takes a dead letter off fleet.dlq with an operator's login; a host's login gets 403
 ^\$ export RABBITMQCTL='rabbitmqctl -n rabbit@broker'|run|Broker logins: host add, passwd and remove print what the doc shows
+^\$ scripts/broker host update|run|Broker logins: host add, passwd and remove print what the doc shows
 ^\$ scripts/broker host passwd|run|Broker logins: host add, passwd and remove print what the doc shows
 ^\$ scripts/broker host remove|run|Broker logins: host add, passwd and remove print what the doc shows
 EOF
@@ -355,7 +356,7 @@ test_expect_success 'Broker logins: host add, passwd and remove print what the d
     DOC_MASK="s#(amqp://fleet01:)[^@]*@#\\1<password>@#" \
         "$TOUR" "$OPS" "^## Broker logins" "^## Running on a cluster" "$TEST_DIR/tour2" >result; echo $? >result.rc; } &&
     cat result && test "$(cat result.rc)" = 0 &&
-    test $(grep -c "^ok" result) = 4 &&
+    test $(grep -c "^ok" result) = 5 &&
     rmqctl list_users -q >users && ! grep -q "^fleet01" users
 '
 
