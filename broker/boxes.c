@@ -139,6 +139,18 @@ static bool slot_state(br_conn *c, br_slot *s, br_cons cons, const char *reason)
     return changed;
 }
 
+/* Whether slot_state(c, s, cons, reason) would change anything. */
+static bool slot_state_differs(br_conn *c, const br_slot *s, br_cons cons, const char *reason)
+{
+    bool differs;
+    g_mutex_lock(&c->lock);
+    differs = s->st.consumer != cons || strcmp(s->st.reason, reason ? reason : "") != 0 ||
+              (is_lead(s) && (c->st.consumer != cons ||
+                              strcmp(c->st.consumer_reason, reason ? reason : "") != 0));
+    g_mutex_unlock(&c->lock);
+    return differs;
+}
+
 static void slot_bind_state(br_conn *c, br_slot *s, const char *why)
 {
     bool changed;
@@ -314,8 +326,12 @@ static void consumer_refused(br_conn *c, br_slot *s, int code, bool declaring, c
     if (s->box != BR_BOX_RECEIPTS && !declaring && code == 403 && takeover_wait(c, s))
         return;
     st = consumer_failure(c, s, code, declaring, text, why, sizeof why);
-    if (slot_state(c, s, st, why))
+    /* logged before the state is set: a start-up that gives up on this
+     * state ("not mounting") prints, and lets its parent return, only
+     * after this line (the README tour shows them in this order) */
+    if (slot_state_differs(c, s, st, why))
         log_err("broker: %s", why);
+    slot_state(c, s, st, why);
     s->retry_ms = br_now_ms() + CONSUMER_RETRY_MS;
 }
 
