@@ -279,18 +279,23 @@ int br_box_add(br_conn *c, unsigned box, const char *queue, const char *exchange
                const char *const *bind_keys);
 
 /* Stop serving box (not 0) and wait for the broker thread (timeout_ms).
- * First the box's channel is closed: its consumer ends and every message
- * it held unacked goes back to the queue (acks of its epoch fail from then
- * on).  Then:
- *  - delete_if_empty: queue.delete if-empty.  FE_OK: the queue is gone,
- *    with its bindings (a publish to its keys is returned: ENXIO), or was
- *    gone already.  FE_NOT_EMPTY: messages wait in it (held ones included,
- *    requeued by the close): nothing is deleted and the box stays, consumed
- *    again on a new epoch (the held messages come back redelivered) — an
- *    honest `rmdir` fails ENOTEMPTY and leaves the agent as it was.
- *  - else: every bind key is unbound and the queue kept with what waits
- *    in it (FE_OK): nothing new is routed to it, a publish to its keys is
- *    returned (ENXIO), and br_box_add takes it up again.
+ *  - delete_if_empty, and the box holds deliveries it kept (BR_KEEP) and
+ *    has not acked: FE_NOT_EMPTY at once, nothing touched (the box goes on
+ *    as it was) — an honest `rmdir` fails ENOTEMPTY.
+ *  - Otherwise the box's channel is closed first: its consumer ends (and
+ *    with keep, what it held goes back to the queue; acks of its epoch fail
+ *    from then on).  Then:
+ *  - delete_if_empty: the queue is deleted only when nothing waits in it:
+ *    queue.delete if-empty (classic), or, as quorum queues refuse if-empty
+ *    (540, a connection error), its keys unbound, its messages counted and
+ *    the queue deleted at 0 (a message published to it by name through the
+ *    default exchange in between would be lost with it).  FE_OK: gone,
+ *    with its bindings (a publish to its keys is returned: ENXIO), or gone
+ *    already.  FE_NOT_EMPTY: messages wait in it: nothing is deleted, the
+ *    box stays, bound again and consumed again on a new epoch.
+ *  - else (keep): every bind key is unbound and the queue kept with what
+ *    waits in it (FE_OK): nothing new is routed to it, a publish to its keys
+ *    is returned (ENXIO), and br_box_add takes it up again.
  * FE_NOT_CONNECTED: no connection; nothing changed.  FE_BAD_INPUT: no such
  * box (or box 0).  FE_ACCESS: the login may not delete it (the box stays).
  * FE_TIMEOUT: the broker thread did not finish in time; it still will

@@ -41,6 +41,7 @@ typedef struct br_slot {
     char exchange[BR_QUEUE_MAX]; /* "" : no bindings */
     char **keys;                 /* wanted bind keys (NULL-terminated, never NULL) */
     char **unbind;               /* keys dropped by an update, still to unbind */
+    GHashTable *held;            /* delivery tags of this epoch kept (BR_KEEP), not acked yet */
     amqp_channel_t ch;
     bool open;      /* channel.open-ok seen, no close since */
     bool declared;  /* the queue was declared on this connection */
@@ -239,6 +240,8 @@ void br_setup_consumer(br_conn *c);
 void br_do_box_add(br_conn *c, br_req *r);
 void br_do_box_remove(br_conn *c, br_req *r);
 void br_do_ack(br_conn *c, br_req *r);
+/* A delivery on s was kept by the owner (BR_KEEP): held until acked. */
+void br_slot_kept(br_slot *s, uint64_t tag);
 
 /* frames.c: read what the broker sent, without blocking */
 void br_read_frames(br_conn *c);

@@ -124,6 +124,8 @@ static void on_deliver(br_conn *c, amqp_channel_t ch, amqp_basic_deliver_t *d)
     else if (c->cb.deliver && s->box == BR_BOX_LEAD)
         act = c->cb.deliver(c->cb.ud, s->epoch, tag, redelivered, msg.body.bytes, msg.body.len);
     amqp_destroy_message(&msg);
+    if (act == BR_KEEP)
+        br_slot_kept(s, tag);
     if (act == BR_ACK)
         rc = amqp_basic_ack(c->amqp, ch, tag, 0);
     else if (act == BR_REJECT)

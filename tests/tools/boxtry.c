@@ -4,7 +4,7 @@
  * box a routed publish or a broadcast reaches, what a reconnect, a removal
  * or a channel the broker closes does to each box.
  *
- *   boxtry COORD_ID DELIVERY_LOG [-k KEY,KEY...] [-m MAX_LENGTH] [-p PREFETCH]
+ *   boxtry COORD_ID DELIVERY_LOG [-k KEY,KEY...] [-m MAX_LENGTH] [-p PREFETCH] [-q QUEUE_TYPE]
  *
  * The broker URI is $FLEET_BROKER_URI (vhost $FLEET_VHOST when set).  Box 0
  * is lead.COORD_ID.inbox, bound to fleet.msg with -k's keys.  Every
@@ -200,18 +200,21 @@ int main(int argc, char **argv)
 
     cfg.max_length = 10000;
     cfg.prefetch = 64;
-    while ((opt = getopt(argc, argv, "k:m:p:")) != -1) {
+    cfg.queue_type = "classic";
+    while ((opt = getopt(argc, argv, "k:m:p:q:")) != -1) {
         if (opt == 'k')
             lead_keys = g_strsplit(optarg, ",", -1);
         else if (opt == 'm')
             cfg.max_length = atol(optarg);
         else if (opt == 'p')
             cfg.prefetch = atoi(optarg);
+        else if (opt == 'q')
+            cfg.queue_type = optarg;
         else
             return 2;
     }
     if (argc - optind != 2 || !uris[0]) {
-        fprintf(stderr, "usage: boxtry COORD_ID DELIVERY_LOG [-k KEYS] [-m MAX] [-p PREFETCH] "
+        fprintf(stderr, "usage: boxtry COORD_ID DELIVERY_LOG [-k KEYS] [-m MAX] [-p PREFETCH] [-q TYPE] "
                         "(URI in FLEET_BROKER_URI)\n");
         return 2;
     }
@@ -224,7 +227,6 @@ int main(int argc, char **argv)
     cfg.uris = uris;
     cfg.vhost = getenv("FLEET_VHOST");
     cfg.coord_id = argv[optind];
-    cfg.queue_type = "classic";
     cfg.message_ttl_ms = 7LL * 24 * 3600 * 1000;
     cfg.host = "boxtry";
     cfg.lead_bind_keys = (const char *const *)lead_keys;
