@@ -75,6 +75,11 @@ void br_inbox_queue(const char *id, char *out, size_t n)
     topo_consumer_queue(true, id, out, n);
 }
 
+void br_agent_queue(const char *gid, char *out, size_t n)
+{
+    snprintf(out, n, "agent.%s.inbox", gid);
+}
+
 void topo_receipts_queue(const char *id, char *out, size_t n)
 {
     topo_consumer_queue(false, id, out, n);

@@ -64,6 +64,7 @@ conn_pid() {
 
 test_expect_success 'box 0 and two agent boxes consume, each bound to fleet.msg with its keys' '
     start alpha -k broadcast.all,broadcast.ops &&
+    expect alpha agent.w1@alpha.inbox agentq w1@alpha &&
     expect alpha ok add 1 agent.w1@alpha.inbox fleet.msg w1@alpha broadcast.all broadcast.ops &&
     expect alpha ok add 2 agent.w2@alpha.inbox fleet.msg w2@alpha broadcast.all &&
     for b in 0 1 2; do expect alpha ok wait $b ok 10 || return 1; done &&

@@ -20,6 +20,7 @@
  *   ackall BOX                        br_ack_box of the highest held tag, multiple -> FE-NAME
  *   wait BOX ok|none|exclusive|... S  until the box's consumer is in that state -> ok | timeout STATUS
  *   status BOX                        -> STATE epoch=N bound=0|1 REASON | BIND-REASON
+ *   agentq GID                        br_agent_queue  -> agent.GID.inbox
  *   quit                              stop (the broker takes back what is held) -> bye
  *
  * Several commands on one line, separated by ';', run back to back (one
@@ -178,6 +179,9 @@ static void bt_command(br_conn *c, char **a, int n)
         bt.held_tag[box] = 0;
         g_mutex_unlock(&bt.m);
         puts(tag ? fe_name(br_ack_box(c, box, epoch, tag, true, 5000)) : "nothing");
+    } else if (strcmp(a[0], "agentq") == 0 && n >= 2) {
+        br_agent_queue(a[1], out, sizeof out);
+        puts(out);
     } else if (strcmp(a[0], "wait") == 0) {
         bt_wait(c, a, n);
     } else if (strcmp(a[0], "status") == 0 && n >= 2) {
