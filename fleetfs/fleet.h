@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <glib.h>
+
 #include "broker/conn.h"
 #include "broker/roster.h"
 #include "fleetfs/model/mailbox.h"
@@ -30,6 +32,9 @@ typedef struct fleet {
     uid_t uid;
     gid_t gid;
     bool uri_defaulted; /* no URI given: amqp://localhost:5672 is tried */
+    /* agents.c: registering and retiring local agents, one at a time */
+    GMutex ag_lock;
+    unsigned ag_next_box; /* the last broker box given to an agent */
 } fleet;
 
 /* name is in peers/: configured, or discovered by presence */

@@ -16,6 +16,15 @@
  * Confirmation.  After typing, the agent must leave idle/done (its turn
  * started) within CONFIRM_MS for a "confirmed" receipt; otherwise the
  * sender keeps "injected" and the log says it was not confirmed.
+ *
+ * Entities (SPEC 10).  One injector serves every local entity: the lead
+ * and each local agent has a slot with its own backend (its pane is found
+ * by its own name, or its own target), its own journal (in its own
+ * state_dir) and its own words in its status.  The thread takes the slots
+ * in turn and never waits on one of them: a slot that must wait (pane
+ * missing, agent busy, a confirmation pending) gets a time before which it
+ * is not tried again, and the others go on meanwhile.  So a missing pane
+ * stalls that entity only.
  */
 #include "fleetfs/inject.h"
 
@@ -38,14 +47,13 @@
 #define CONFIRM_POLL_MS 200
 #define JOURNAL_KEEP 5000
 
-struct injector {
-    const fs_opts *o;
-    char *mountpoint; /* for the reply command in the header */
-    mailbox *mb;
+/* One entity's injection: everything below is the injector thread's alone
+ * (slots are added and removed under injector.lock, never while the
+ * thread works on them: it works on a ref'd snapshot). */
+typedef struct {
+    gatomicrefcount ref;
+    mailbox *mb; /* a ref */
     inj_backend *be;
-    GThread *thread;
-    GAsyncQueue *kicks;
-    gint stopping;
     /* journal: broker-independent record of what was typed (an applog,
      * APPLOG_FSYNC: at most once must survive a power loss too) */
     char *journal_path;
@@ -54,6 +62,22 @@ struct injector {
     GHashTable *journal;   /* msgId -> last word (static string) */
     GQueue journal_order;  /* msgIds, oldest first (owned by the hash table) */
     char *words;           /* last state shown, to log changes once */
+    int64_t next_ms;       /* monotonic: not tried before */
+    /* a message typed, its confirmation pending */
+    envelope confirm_env;
+    ib_target confirm_t;
+    int64_t confirm_until; /* 0: none pending */
+} inj_slot;
+
+struct injector {
+    const fs_opts *o;
+    char *mountpoint; /* for the reply command in the header */
+    char *mode;       /* herdr | tmux */
+    GMutex lock;      /* slots */
+    GPtrArray *slots; /* inj_slot* */
+    GThread *thread;
+    GAsyncQueue *kicks;
+    gint stopping;
 };
 
 /* ------------------------------------------------------------------ */
@@ -68,7 +92,7 @@ static const char *journal_word(const char *w)
     return NULL;
 }
 
-static void journal_set(injector *in, const char *id, const char *word)
+static void journal_set(inj_slot *in, const char *id, const char *word)
 {
     gpointer key;
     if (g_hash_table_contains(in->journal, id)) {
@@ -84,7 +108,7 @@ static void journal_set(injector *in, const char *id, const char *word)
         g_hash_table_remove(in->journal, g_queue_pop_head(&in->journal_order));
 }
 
-static void journal_open(injector *in)
+static void journal_open(inj_slot *in)
 {
     GPtrArray *lines = NULL;
     char *err = NULL;
@@ -105,7 +129,7 @@ static void journal_open(injector *in)
 }
 
 /* Rewrite the journal with the last word of each remembered msgId. */
-static void journal_compact(injector *in)
+static void journal_compact(inj_slot *in)
 {
     GString *s = g_string_new(NULL);
     for (GList *l = in->journal_order.head; l; l = l->next)
@@ -118,7 +142,7 @@ static void journal_compact(injector *in)
 }
 
 /* Durable before it returns: the at-most-once promise rests on it. */
-static bool journal_write(injector *in, const char *word, const char *id)
+static bool journal_write(inj_slot *in, const char *word, const char *id)
 {
     char line[64];
     snprintf(line, sizeof line, "%s %s", word, id);
@@ -135,41 +159,71 @@ static bool journal_write(injector *in, const char *word, const char *id)
 
 /* ------------------------------------------------------------------ */
 
-static void say(injector *in, const char *words)
+static void say(inj_slot *in, const char *words)
 {
     if (in->words && strcmp(in->words, words) == 0)
         return;
     g_free(in->words);
     in->words = g_strdup(words);
+    /* the lead's lines read as before; an agent's name it */
     if (g_str_has_prefix(words, "stalled"))
-        log_warn("inject: %s", words);
+        log_warn("inject%s%s: %s", mb_is_lead(in->mb) ? "" : " ",
+                 mb_is_lead(in->mb) ? "" : mb_id(in->mb), words);
     else
-        log_info("inject: %s", words);
+        log_info("inject%s%s: %s", mb_is_lead(in->mb) ? "" : " ",
+                 mb_is_lead(in->mb) ? "" : mb_id(in->mb), words);
     mb_set_injector(in->mb, words);
 }
 
-/* Sleep up to ms, waking early on a kick or stop. */
-static void nap(injector *in, int ms)
+static int64_t now_ms(void)
 {
-    gpointer k = g_async_queue_timeout_pop(in->kicks, (guint64)ms * 1000);
-    while (k)
-        k = g_async_queue_try_pop(in->kicks);
+    return g_get_monotonic_time() / 1000;
 }
 
-/* path as a shell word: as it is when it needs no quoting */
+/* This slot is not tried again for ms (others go on). */
+static void nap(inj_slot *in, int ms)
+{
+    in->next_ms = now_ms() + ms;
+}
+
+/* Sleep up to ms, waking early on a kick or stop; true when kicked. */
+static bool sleep_kickable(injector *in, int64_t ms)
+{
+    gpointer k = g_async_queue_timeout_pop(in->kicks, (guint64)MAX(ms, 1) * 1000);
+    bool kicked = k != NULL;
+    while (k)
+        k = g_async_queue_try_pop(in->kicks);
+    return kicked;
+}
+
+/* Where the reply command of the typed header points: a lead's message to
+ * the lead is answered through peers/<from>/reply/ (as always); anything
+ * else through the entity's own home, which can reply to any sender. */
+static const char *reply_dir(inj_slot *in, const envelope *e)
+{
+    static __thread char dir[200];
+    if (mb_is_lead(in->mb) && !strchr(e->from, '@'))
+        return NULL;
+    snprintf(dir, sizeof dir, "%s/%s", mb_is_lead(in->mb) ? "leads" : "agents", mb_id(in->mb));
+    return dir;
+}
+
+/* path as a shell word: as it is when it needs no quoting (an agent's
+ * gid has an @, which no shell treats specially on its own) */
 static char *shell_word(const char *path)
 {
     for (const char *p = path; *p; p++)
-        if (!g_ascii_isalnum(*p) && !strchr("/._-+", *p))
+        if (!g_ascii_isalnum(*p) && !strchr("/._-+@", *p))
             return g_shell_quote(path);
     return g_strdup(path);
 }
 
-char *inj_render(const envelope *e, const char *mountpoint)
+char *inj_render(const envelope *e, const char *mountpoint, const char *reply_dir)
 {
     size_t n;
     char *body = san_text(e->body ? e->body : "", e->body_len, &n);
-    char *path = g_strdup_printf("%s/peers/%s/reply/%s", mountpoint, e->from, e->msgId);
+    char *path = reply_dir ? g_strdup_printf("%s/%s/reply/%s", mountpoint, reply_dir, e->msgId)
+                           : g_strdup_printf("%s/peers/%s/reply/%s", mountpoint, e->from, e->msgId);
     char *word = shell_word(path);
     char *re = e->replyTo[0] ? g_strdup_printf(", in reply to %s", e->replyTo) : g_strdup("");
     char *head = g_strdup_printf("[fleet message from %s, msgId %s%s - reply: echo '...' > %s]",
@@ -190,7 +244,7 @@ char *inj_render(const envelope *e, const char *mountpoint)
 }
 
 /* The claim is held: consume (history, receipt, broker ack). */
-static void finish(injector *in, const envelope *e, const char *how, const char *detail)
+static void finish(inj_slot *in, const envelope *e, const char *how, const char *detail)
 {
     fe_code r = mb_consume(in->mb, e->msgId, how, detail);
     if (r != FE_OK)
@@ -201,7 +255,7 @@ static void finish(injector *in, const envelope *e, const char *how, const char 
 }
 
 /* Ready means idle or done; anything else says why not. */
-static ib_verdict gate(injector *in, const ib_target *t, char *why, size_t n)
+static ib_verdict gate(inj_slot *in, const ib_target *t, char *why, size_t n)
 {
     hd_status st = HD_UNKNOWN;
     ib_verdict v = in->be->status(in->be, t, &st, why, n);
@@ -219,25 +273,30 @@ static ib_verdict gate(injector *in, const ib_target *t, char *why, size_t n)
     return IB_WAIT;
 }
 
-/* After typing: did the agent's turn start? */
-static bool confirm(injector *in, const ib_target *t)
+/* After typing: did the agent's turn start?  One look; the slot is looked
+ * at again every CONFIRM_POLL_MS until confirm_until. */
+static void confirm_step(inj_slot *in)
 {
-    gint64 end = g_get_monotonic_time() + (gint64)CONFIRM_MS * 1000;
     char why[256];
-    if (!in->be->has_status)
-        return false;
-    while (g_get_monotonic_time() < end && !g_atomic_int_get(&in->stopping)) {
-        hd_status st = HD_UNKNOWN;
-        if (in->be->status(in->be, t, &st, why, sizeof why) == IB_OK && st != HD_IDLE &&
-            st != HD_DONE && st != HD_UNKNOWN)
-            return true;
-        g_usleep(CONFIRM_POLL_MS * 1000);
+    hd_status st = HD_UNKNOWN;
+    const envelope *e = &in->confirm_env;
+    if (in->be->status(in->be, &in->confirm_t, &st, why, sizeof why) == IB_OK && st != HD_IDLE &&
+        st != HD_DONE && st != HD_UNKNOWN) {
+        mb_send_receipt(in->mb, e, "confirmed", "the agent left idle: its turn started");
+    } else if (now_ms() < in->confirm_until) {
+        nap(in, CONFIRM_POLL_MS);
+        return;
+    } else {
+        log_warn("inject: %s typed into %s, but the agent did not leave idle within %d ms; "
+                 "the sender sees injected, not confirmed",
+                 e->msgId, in->confirm_t.name, CONFIRM_MS);
     }
-    return false;
+    env_free(&in->confirm_env);
+    in->confirm_until = 0;
 }
 
 /* Returns after one attempt; the caller loops. */
-static void deliver(injector *in, const envelope *e)
+static void deliver(injector *inj, inj_slot *in, const envelope *e)
 {
     const char *last = g_hash_table_lookup(in->journal, e->msgId);
     char why[512] = "", words[700];
@@ -269,7 +328,7 @@ static void deliver(injector *in, const envelope *e)
     }
     if (!mb_claim(in->mb, e->msgId, true))
         return; /* acked through the ack file meanwhile */
-    text = inj_render(e, in->mountpoint);
+    text = inj_render(e, inj->mountpoint, reply_dir(in, e));
     /* right before typing, once more: a blocked agent must never get keys */
     v = gate(in, &t, why, sizeof why);
     if (v != IB_OK || !journal_write(in, "injecting", e->msgId)) {
@@ -292,12 +351,12 @@ static void deliver(injector *in, const envelope *e)
     if (typed == IT_REFUSED) {
         /* nothing reached the pane: the journal must say so before the
          * message is offered again, or a crash would make it uncertain */
-        while (!journal_write(in, "not-typed", e->msgId) && !g_atomic_int_get(&in->stopping)) {
+        while (!journal_write(in, "not-typed", e->msgId) && !g_atomic_int_get(&inj->stopping)) {
             snprintf(words, sizeof words,
                      "stalled: cannot record in %s that %s was not typed (%s); retrying",
                      in->journal_path, e->msgId, in->journal_err);
             say(in, words);
-            nap(in, RETRY_WAIT_MS);
+            sleep_kickable(inj, RETRY_WAIT_MS);
         }
         mb_claim(in->mb, e->msgId, false);
         snprintf(words, sizeof words, "waiting: %s", why);
@@ -317,28 +376,84 @@ static void deliver(injector *in, const envelope *e)
         raise(SIGKILL);
     snprintf(words, sizeof words, "typed into %s", t.name);
     finish(in, e, "injected", words);
-    if (confirm(in, &t))
-        mb_send_receipt(in->mb, e, "confirmed", "the agent left idle: its turn started");
-    else if (in->be->has_status)
-        log_warn("inject: %s typed into %s, but the agent did not leave idle within %d ms; "
-                 "the sender sees injected, not confirmed",
-                 e->msgId, t.name, CONFIRM_MS);
+    if (in->be->has_status) {
+        /* looked at by the slot's next turns, while the others go on */
+        in->confirm_env = *e;
+        in->confirm_env.body = g_memdup2(e->body, e->body_len + 1);
+        in->confirm_t = t;
+        in->confirm_until = now_ms() + CONFIRM_MS;
+        /* first look at once: a short turn must not end unseen */
+    }
+}
+
+/* One turn of a slot: a pending confirmation, else its oldest message. */
+static void slot_step(injector *inj, inj_slot *in)
+{
+    envelope e;
+    if (in->confirm_until) {
+        confirm_step(in);
+        return;
+    }
+    if (!mb_next_for_injection(in->mb, &e)) {
+        char words[256];
+        snprintf(words, sizeof words, "ready: nothing to deliver (backend %s)", in->be->name);
+        say(in, words);
+        nap(in, RETRY_WAIT_MS);
+        return;
+    }
+    deliver(inj, in, &e);
+    env_free(&e);
+}
+
+static inj_slot *slot_ref(inj_slot *s)
+{
+    g_atomic_ref_count_inc(&s->ref);
+    return s;
+}
+
+static void slot_unref(inj_slot *s)
+{
+    if (!s || !g_atomic_ref_count_dec(&s->ref))
+        return;
+    s->be->free(s->be);
+    applog_close(s->journal_log);
+    g_queue_clear(&s->journal_order);
+    g_hash_table_destroy(s->journal);
+    if (s->confirm_until)
+        env_free(&s->confirm_env);
+    g_free(s->journal_path);
+    g_free(s->words);
+    mb_unref(s->mb);
+    g_free(s);
 }
 
 static gpointer inj_main(gpointer p)
 {
-    injector *in = p;
-    while (!g_atomic_int_get(&in->stopping)) {
-        envelope e;
-        if (!mb_next_for_injection(in->mb, &e)) {
-            char words[256];
-            snprintf(words, sizeof words, "ready: nothing to deliver (backend %s)", in->be->name);
-            say(in, words);
-            nap(in, RETRY_WAIT_MS);
-            continue;
+    injector *inj = p;
+    while (!g_atomic_int_get(&inj->stopping)) {
+        GPtrArray *slots;
+        int64_t next = now_ms() + RETRY_WAIT_MS;
+        g_mutex_lock(&inj->lock);
+        slots = g_ptr_array_new_full(inj->slots->len, (GDestroyNotify)slot_unref);
+        for (guint i = 0; i < inj->slots->len; i++)
+            g_ptr_array_add(slots, slot_ref(inj->slots->pdata[i]));
+        g_mutex_unlock(&inj->lock);
+        for (guint i = 0; i < slots->len && !g_atomic_int_get(&inj->stopping); i++) {
+            inj_slot *in = slots->pdata[i];
+            if (in->next_ms <= now_ms()) {
+                in->next_ms = 0;
+                slot_step(inj, in);
+                /* a slot that did not ask to wait has more to do now */
+            }
+            next = MIN(next, in->next_ms);
         }
-        deliver(in, &e);
-        env_free(&e);
+        if (next > now_ms() && sleep_kickable(inj, next - now_ms()))
+            /* an arrival: every slot looks again now (a pending
+             * confirmation keeps its own pace) */
+            for (guint i = 0; i < slots->len; i++)
+                if (!((inj_slot *)slots->pdata[i])->confirm_until)
+                    ((inj_slot *)slots->pdata[i])->next_ms = 0;
+        g_ptr_array_free(slots, TRUE);
     }
     return NULL;
 }
@@ -351,45 +466,98 @@ static bool herdr_socket_present(void)
     return there;
 }
 
+/* A slot for mb, its pane found by `name` or `target`; NULL when the mode
+ * has no backend. */
+static inj_slot *slot_new(injector *inj, mailbox *mb, const char *target)
+{
+    const fs_opts *o = inj->o;
+    inj_slot *in;
+    inj_backend *be = NULL;
+    /* the backends' plain values (herdr/backend.h): they never see fs_opts */
+    char **commands = g_strsplit(o->inject_commands ? o->inject_commands : "", ":", -1);
+    ib_config cfg = {.coord_id = mb_name(mb),
+                     .inject_target = target,
+                     .state_dir = mb_state_dir(mb),
+                     .inject_commands = (const char *const *)commands};
+    if (!strcmp(inj->mode, "herdr"))
+        be = inj_backend_herdr(&cfg);
+    else if (!strcmp(inj->mode, "tmux"))
+        be = inj_backend_tmux(&cfg);
+    g_strfreev(commands);
+    if (!be)
+        return NULL;
+    in = g_new0(inj_slot, 1);
+    g_atomic_ref_count_init(&in->ref);
+    in->mb = mb_ref(mb);
+    in->be = be;
+    in->journal = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    in->journal_path = g_build_filename(mb_state_dir(mb), "inject.journal", NULL);
+    journal_open(in);
+    say(in, "starting");
+    return in;
+}
+
+static const char *mode_words(const fs_opts *o)
+{
+    return !strcmp(o->inject, "auto")
+               ? "off (inject=auto found no herdr socket: messages wait in inbox for a script "
+                 "to read and ack)"
+               : "off (inject=none: messages wait in inbox for a script to read and ack)";
+}
+
 injector *inj_start(const fs_opts *o, mailbox *mb, const char *mountpoint)
 {
     injector *in;
-    inj_backend *be = NULL;
+    inj_slot *lead;
     const char *mode = o->inject;
 
-    /* the backends' plain values (herdr/backend.h): they never see fs_opts */
-    char **commands = g_strsplit(o->inject_commands ? o->inject_commands : "", ":", -1);
-    ib_config cfg = {.coord_id = o->coord_id,
-                     .inject_target = o->inject_target,
-                     .state_dir = o->state_dir,
-                     .inject_commands = (const char *const *)commands};
     if (!strcmp(mode, "auto"))
         mode = herdr_socket_present() ? "herdr" : "none";
-    if (!strcmp(mode, "herdr"))
-        be = inj_backend_herdr(&cfg);
-    else if (!strcmp(mode, "tmux"))
-        be = inj_backend_tmux(&cfg);
-    g_strfreev(commands);
-    if (!be) {
-        mb_set_injector(mb, !strcmp(o->inject, "auto")
-                                ? "off (inject=auto found no herdr socket: messages wait in "
-                                  "inbox for a script to read and ack)"
-                                : "off (inject=none: messages wait in inbox for a script to "
-                                  "read and ack)");
+    if (strcmp(mode, "herdr") != 0 && strcmp(mode, "tmux") != 0) {
+        mb_set_injector(mb, mode_words(o));
         return NULL;
     }
     in = g_new0(injector, 1);
     in->o = o;
-    in->mb = mb;
+    in->mode = g_strdup(mode);
     in->mountpoint = g_strdup(mountpoint);
-    in->be = be;
     in->kicks = g_async_queue_new();
-    in->journal = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    in->journal_path = g_build_filename(o->state_dir, "inject.journal", NULL);
-    journal_open(in);
-    say(in, "starting");
+    g_mutex_init(&in->lock);
+    in->slots = g_ptr_array_new_with_free_func((GDestroyNotify)slot_unref);
+    lead = slot_new(in, mb, o->inject_target);
+    g_ptr_array_add(in->slots, lead);
     in->thread = g_thread_new("injector", inj_main, in);
     return in;
+}
+
+void inj_add(injector *in, mailbox *mb, const char *target)
+{
+    inj_slot *s;
+    if (!in) {
+        mb_set_injector(mb, "off (no injection backend: messages wait in inbox for a script to "
+                            "read and ack)");
+        return;
+    }
+    s = slot_new(in, mb, target);
+    if (!s)
+        return;
+    g_mutex_lock(&in->lock);
+    g_ptr_array_add(in->slots, s);
+    g_mutex_unlock(&in->lock);
+    inj_kick(in);
+}
+
+void inj_remove(injector *in, mailbox *mb)
+{
+    if (!in)
+        return;
+    g_mutex_lock(&in->lock);
+    for (guint i = 0; i < in->slots->len; i++)
+        if (((inj_slot *)in->slots->pdata[i])->mb == mb) {
+            g_ptr_array_remove_index(in->slots, i);
+            break;
+        }
+    g_mutex_unlock(&in->lock);
 }
 
 void inj_kick(injector *in)
@@ -413,13 +581,10 @@ void inj_free(injector *in)
     if (!in)
         return;
     inj_stop(in);
-    in->be->free(in->be);
-    applog_close(in->journal_log);
-    g_queue_clear(&in->journal_order);
-    g_hash_table_destroy(in->journal);
+    g_ptr_array_free(in->slots, TRUE);
+    g_mutex_clear(&in->lock);
     g_async_queue_unref(in->kicks);
-    g_free(in->journal_path);
     g_free(in->mountpoint);
-    g_free(in->words);
+    g_free(in->mode);
     g_free(in);
 }

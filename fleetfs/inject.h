@@ -23,14 +23,21 @@ typedef struct injector injector;
 /* NULL when o->inject resolves to none (status says so). */
 /* mountpoint: named in the header's reply command. */
 injector *inj_start(const fs_opts *o, mailbox *mb, const char *mountpoint);
+/* Serve one more local entity (an agent), its pane found by its name or
+ * target (NULL); inj_remove stops serving it (the slot's last turn may
+ * still be under way: it holds its own ref of mb).  With in NULL (no
+ * backend) the entity's status says so. */
+void inj_add(injector *in, mailbox *mb, const char *target);
+void inj_remove(injector *in, mailbox *mb);
 void inj_kick(injector *in);
 /* inj_stop ends the thread (inj_kick stays safe); inj_free frees. */
 void inj_stop(injector *in);
 void inj_free(injector *in);
 
 /* The text typed for a message: one header line (sender, msgId, what it
- * answers, and the command that replies to it under mountpoint), then the
- * sanitised body (g_free). */
-char *inj_render(const envelope *e, const char *mountpoint);
+ * answers, and the command that replies to it: MOUNT/<reply_dir>/reply/
+ * <msgId>, or MOUNT/peers/<from>/reply/<msgId> when reply_dir is NULL),
+ * then the sanitised body (g_free). */
+char *inj_render(const envelope *e, const char *mountpoint, const char *reply_dir);
 
 #endif

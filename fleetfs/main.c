@@ -33,6 +33,7 @@
 #include <glib.h>
 
 #include "broker/conn.h"
+#include "fleetfs/agents.h"
 #include "fleetfs/cmdline.h"
 #include "fleetfs/fleet.h"
 #include "fleetfs/log.h"
@@ -81,11 +82,18 @@ static br_action cb_receipt(void *ud, bool redelivered, const char *body, size_t
     return mb_receipt(f->mb, redelivered, body, len);
 }
 
-static br_action cb_deliver(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
-                            const char *body, size_t len)
+/* Every mailbox's deliveries, the lead's (box 0) and each agent's. */
+static br_action cb_deliver(void *ud, unsigned box, uint64_t epoch, uint64_t tag,
+                            bool redelivered, const char *body, size_t len)
 {
     fleet *f = ud;
-    return mb_deliver(f->mb, epoch, tag, redelivered, body, len);
+    mailbox *mb = mb_find_box(f->mb, box);
+    br_action a;
+    if (!mb) /* a retired agent's last delivery: the broker takes it back */
+        return BR_KEEP;
+    a = mb_deliver(mb, epoch, tag, redelivered, body, len);
+    mb_unref(mb);
+    return a;
 }
 
 /* ---- service manager status (sdnotify.c) --------------------------------
@@ -144,6 +152,11 @@ static int hook_peer_live(void *ud, const char *peer, char *why, size_t n)
 {
     fleet *f = ud;
     return f->pr ? pr_liveness(f->pr, peer, why, n) : -1;
+}
+
+static char **hook_group_members(void *ud, const char *g)
+{
+    return ag_members(ud, g);
 }
 
 static char *ro_heartbeat(void *ud, bool leaving, size_t *len)
@@ -207,15 +220,17 @@ static void cb_late(void *ud, const char *peer, const char *msg_id, fe_code res,
 static br_conn *broker_new(fleet *f)
 {
     br_config bc;
-    br_callbacks cb = {.deliver = cb_deliver,
+    br_callbacks cb = {.deliver_box = cb_deliver,
                        .receipt = cb_receipt,
                        .changed = cb_changed,
                        .late_confirm = cb_late,
                        .ud = f};
     char **uris = broker_uris(f->opts);
+    char **keys = ag_lead_keys(f->opts);
     br_conn *c;
 
     memset(&bc, 0, sizeof bc);
+    bc.lead_bind_keys = (const char *const *)keys;
     bc.uris = uris;
     bc.vhost = f->opts->vhost;
     bc.coord_id = f->opts->coord_id;
@@ -229,6 +244,7 @@ static br_conn *broker_new(fleet *f)
     bc.uri_env = f->opts->broker_uri_env;
     c = br_new(&bc, &cb);
     g_strfreev(uris);
+    g_strfreev(keys);
     return c;
 }
 
@@ -389,6 +405,7 @@ static int serve(cmdline *cl, fleet *f)
     }
     g_atomic_pointer_set(&f->nt, nt_start(f));
     g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb, f->mountpoint));
+    ag_serve(f);
     ro_run(f->ro);
     log_info("mounted %s as lead %s (peers: %s)", f->mountpoint, f->opts->coord_id,
              f->opts->peers && *f->opts->peers ? "configured" : "none configured");
@@ -522,13 +539,17 @@ int main(int argc, char **argv)
                           .poll_wake = hook_poll,
                           .arrived = hook_arrived,
                           .peer_live = hook_peer_live,
+                          .group_members = hook_group_members,
                           .ud = &f};
         char *err = NULL;
         mb_broker seam;
         f.br = broker_new(&f);
         seam = mb_broker_of(f.br);
         f.mb = mb_new(&o, &hooks, &seam);
-        if (mb_set_security(f.mb, &err) < 0 || presence_new(&f, &err) < 0) {
+        mb_set_groups(f.mb, opts_agent_groups(&o, NULL));
+        g_mutex_init(&f.ag_lock);
+        if (mb_set_security(f.mb, &err) < 0 || presence_new(&f, &err) < 0 ||
+            ag_start(&f, &err) < 0) {
             fprintf(stderr, "fleetfs: %s\n", err);
             g_free(err);
             mb_free(f.mb);

@@ -16,6 +16,8 @@
  */
 #include "fleetfs/notify.h"
 
+#include "fleetfs/agents.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
@@ -339,6 +341,7 @@ static void tick(notifier *nt, GHashTable *dirty)
     char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
     guint n = g_strv_length(peers), i;
     mb_tick(f->mb);
+    ag_announce(f); /* the agents' states, for the heartbeat */
     if (f->pr) {
         char *w = mb_injector_words(f->mb);
         /* our agent's state changed: tell the fleet now, not next interval */

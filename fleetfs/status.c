@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "fleetfs/wire/envelope.h"
+#include "fleetfs/wire/names.h"
 
 #define PROBE_MAX_AGE_MS 1000
 
@@ -149,7 +150,7 @@ GString *st_root(fleet *f)
     int64_t up = (g_get_monotonic_time() / 1000 - f->started_ms) / 1000;
 
     br_get_status(f->br, &st);
-    mb_counters_get(f->mb, &n, &held);
+    mb_counters_total(f->mb, &n, &held); /* the lead's and its agents' */
     fmt_time(st.since_ms, since);
     if (f->opts->insecure) {
         char *w = mb_security_words(f->mb);
@@ -264,6 +265,12 @@ GString *st_lead(fleet *f, bool fresh)
     else
         g_string_append_printf(s, "messages: unknown\n");
     g_string_append_printf(s, "held: %u\n", held);
+    {
+        char **groups = mb_groups(f->mb), *joined = g_strjoinv(" ", groups);
+        g_string_append_printf(s, "groups: all%s%s\n", *joined ? " " : "", joined);
+        g_free(joined);
+        g_strfreev(groups);
+    }
     if (p.valid && p.present)
         g_string_append_printf(s, "consumers: %u\n", p.consumers);
     else
@@ -311,6 +318,63 @@ GString *st_peer(fleet *f, const char *peer, bool fresh)
     return s;
 }
 
+/* agents/<gid>/status (SPEC 10): its mailbox as the broker says, its
+ * presence (its host's), host, agent state and groups; for a local agent
+ * also what fleetfs holds and its injector. */
+GString *st_agent(fleet *f, const char *gid, bool fresh)
+{
+    GString *s = g_string_new(NULL);
+    char queue[ADDR_MAX_LEN + 16], host[NAME_MAX_LEN + 1] = "", w[200];
+    br_probe p;
+    bool known;
+    mailbox *mb = mb_find(f->mb, gid);
+    pr_agent_info ai;
+    bool heard = f->pr && pr_agent_get(f->pr, gid, &ai);
+
+    br_agent_queue(gid, queue, sizeof queue);
+    id_host(gid, host);
+    known = get_probe(f, queue, fresh, &p);
+    g_string_append_printf(s, "agent: %s\nhost: %s\nlocal: %s\n", gid, host, mb ? "yes" : "no");
+    if (!known)
+        g_string_append_printf(s, "mailbox: unknown\nmessages: unknown\nconsumers: unknown\n");
+    else if (!p.present)
+        g_string_append_printf(s, "mailbox: absent\nmessages: 0\nconsumers: 0\n");
+    else
+        g_string_append_printf(s, "mailbox: present\nmessages: %u\nconsumers: %u\n", p.messages,
+                               p.consumers);
+    if (mb) {
+        mb_counters n;
+        unsigned held;
+        char **groups = mb_groups(mb), *joined = g_strjoinv(" ", groups);
+        char *inj = mb_injector_words(mb);
+        mb_counters_get(mb, &n, &held);
+        g_string_append_printf(s, "held: %u\ngroups: all%s%s\ninjector: %s\n", held,
+                               *joined ? " " : "", joined, inj ? inj : "starting");
+        g_string_append_printf(s, "sent: %llu\nreceived: %llu\ninjected: %llu\nacked: %llu\n"
+                                  "rejected: %llu\n",
+                               (unsigned long long)n.sent, (unsigned long long)n.received,
+                               (unsigned long long)n.injected, (unsigned long long)n.acked,
+                               (unsigned long long)n.rejected);
+        g_free(inj);
+        g_free(joined);
+        g_strfreev(groups);
+        mb_unref(mb);
+    } else if (heard) {
+        pr_agent_words(&ai, w, sizeof w);
+        g_string_append_printf(s, "presence: %s\nagent_state: %s\ngroups: all", w, ai.state);
+        for (size_t i = 0; i < ai.n_groups; i++)
+            g_string_append_printf(s, " %s", ai.groups[i]);
+        g_string_append_c(s, '\n');
+    } else {
+        g_string_append_printf(s, "presence: never (no heartbeat of %s has named it)\n", host);
+    }
+    if (known)
+        probe_age(s, &p);
+    else
+        unknown_detail(s, f, &p);
+    return s;
+}
+
 void st_probe(fleet *f, const char *id)
 {
     char queue[96];
@@ -340,6 +404,12 @@ const char *st_readme(void)
            "  peers/<id>/status       the peer's mailbox: present/absent, backlog, readers;\n"
            "                          its presence (live/stale/left/never) and agent state\n"
            "  roster                  every lead heard from, one JSON line each (jq reads it)\n"
+           "  agents/<gid>/send       one write is one message from this lead to that agent\n"
+           "  agents/<gid>/status     the agent's mailbox, presence, state and groups\n"
+           "  agents/<local gid>/     a local agent's home: inbox ack history sent resend reply/,\n"
+           "                          and to/<id or group:g> to send as that agent\n"
+           "  groups/<g>/send         one message to every member of g (one publish)\n"
+           "  groups/<g>/members      the ids in g, one per line\n"
            "\n"
            "Errors of a write to send: EINVAL empty or not UTF-8, EMSGSIZE too large,\n"
            "ECOMM broker not connected, ETIMEDOUT no confirm in time (state unknown:\n"

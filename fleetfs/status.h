@@ -14,6 +14,7 @@
 GString *st_root(fleet *f);
 GString *st_lead(fleet *f, bool fresh);
 GString *st_peer(fleet *f, const char *peer, bool fresh);
+GString *st_agent(fleet *f, const char *gid, bool fresh);
 const char *st_readme(void);
 /* The `roster` file: one JSON line per known lead (doc/presence.md). */
 GString *st_roster(fleet *f);

@@ -25,6 +25,7 @@
 
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/names.h"
+#include "fleetfs/agents.h"
 #include "fleetfs/status.h"
 
 typedef enum {
@@ -35,32 +36,61 @@ typedef enum {
     N_SELF,
     N_LEADS,
     N_LEAD,
-    N_INBOX,
-    N_ACK,
-    N_HISTORY,
-    N_SENT,
-    N_LSTATUS,
+    N_INBOX,   /* <home>/inbox: a home is leads/<me>/ or a local agent's agents/<gid>/ */
+    N_ACK,     /* <home>/ack */
+    N_HISTORY, /* <home>/history */
+    N_SENT,    /* <home>/sent */
+    N_LSTATUS, /* leads/<me>/status */
     N_PEERS,
     N_PEER,
     N_SEND,
     N_PSTATUS,
     N_REPLYDIR, /* peers/<id>/reply/ */
     N_REPLY,    /* peers/<id>/reply/<msgId>: a send that answers msgId */
-    N_RESEND,   /* leads/<me>/resend */
+    N_RESEND,   /* <home>/resend */
     N_ROSTER,
+    N_HREPLYDIR, /* <home>/reply/ */
+    N_HREPLY,    /* <home>/reply/<msgId>: answers whoever sent msgId here */
+    N_AGENTS,    /* agents/ */
+    N_AGENT,     /* agents/<gid>/ */
+    N_ASEND,     /* agents/<gid>/send: the lead to that agent */
+    N_ASTATUS,   /* agents/<gid>/status */
+    N_TODIR,     /* agents/<local gid>/to/ */
+    N_TO,        /* agents/<local gid>/to/<target>: send as that agent */
+    N_GROUPS,    /* groups/ */
+    N_GROUP,     /* groups/<g>/ */
+    N_GSEND,     /* groups/<g>/send: the lead to every member */
+    N_GMEMBERS,  /* groups/<g>/members */
 } node_kind;
+
+/* A resolved path.  name: the peer, agent gid, group or target the node is
+ * about; ref: the msgId a reply answers; home: the entity whose home the
+ * file is in (a ref, node_clear drops it), NULL outside homes. */
+typedef struct {
+    node_kind k;
+    char name[ADDR_MAX_LEN + 8];
+    char ref[ENV_ID_LEN + 1];
+    mailbox *home;
+} node;
 
 typedef struct {
     node_kind kind;
-    char name[64];            /* the peer of N_PEER / N_SEND / N_PSTATUS / N_REPLY */
-    char ref[ENV_ID_LEN + 1]; /* the msgId N_REPLY answers */
-    GString *snap;            /* readable snapshot files */
-    mb_view *view;            /* inbox */
+    char name[ADDR_MAX_LEN + 8]; /* as node.name */
+    char ref[ENV_ID_LEN + 1];    /* the msgId N_REPLY / N_HREPLY answers */
+    mailbox *home;               /* a ref, as node.home */
+    GString *snap;               /* readable snapshot files */
+    mb_view *view;               /* inbox */
 } handle;
 
 static fleet *F(void)
 {
     return fuse_get_context()->private_data;
+}
+
+static void node_clear(node *n)
+{
+    mb_unref(n->home);
+    n->home = NULL;
 }
 
 /* The tree belongs to the mounting user (modes 0600/0400/0200, dirs
@@ -85,16 +115,23 @@ bool fleet_is_peer(const fleet *f, const char *name)
     return f->pr && pr_is_peer(f->pr, name);
 }
 
-static node_kind lead_file(const char *s)
+/* The files of a home (the lead's or a local agent's). */
+static node_kind home_file(const char *s, bool lead)
 {
     static const struct {
         const char *name;
         node_kind kind;
-    } files[] = {{"inbox", N_INBOX}, {"ack", N_ACK},        {"history", N_HISTORY},
-                 {"sent", N_SENT},   {"status", N_LSTATUS}, {"resend", N_RESEND}};
+    } files[] = {{"inbox", N_INBOX},     {"ack", N_ACK},       {"history", N_HISTORY},
+                 {"sent", N_SENT},       {"resend", N_RESEND}, {"reply", N_HREPLYDIR}};
     for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
         if (strcmp(s, files[i].name) == 0)
             return files[i].kind;
+    if (!strcmp(s, "status"))
+        return lead ? N_LSTATUS : N_ASTATUS;
+    if (!lead && !strcmp(s, "to"))
+        return N_TODIR;
+    if (!lead && !strcmp(s, "send"))
+        return N_ASEND;
     return N_NONE;
 }
 
@@ -113,16 +150,50 @@ static node_kind peer_file(const fleet *f, gchar **c, guint n, char ref[ENV_ID_L
     return N_NONE;
 }
 
-/* path -> node; name receives the peer where there is one, ref the msgId
- * a reply answers. */
-static node_kind resolve2(const fleet *f, const char *path, char name[64], char ref[ENV_ID_LEN + 1])
+/* c[2..] under a home: its files, reply/<msgId> (a message someone sent
+ * it), to/<target> (local agents: any address). */
+static node_kind home_path(node *out, gchar **c, guint n, bool lead)
+{
+    node_kind k = home_file(c[2], lead);
+    if (n == 3)
+        return k;
+    if (n == 4 && k == N_HREPLYDIR && mb_sender_of(out->home, c[3], out->name, sizeof out->name)) {
+        g_strlcpy(out->ref, c[3], sizeof out->ref);
+        return N_HREPLY;
+    }
+    if (n == 4 && k == N_TODIR && addr_parse(c[3], &(addr){0})) {
+        g_strlcpy(out->name, c[3], sizeof out->name);
+        return N_TO;
+    }
+    return N_NONE;
+}
+
+/* agents/<gid>/...: a local agent's home, or a remote agent's send and
+ * status. */
+static node_kind agent_path(const fleet *f, node *out, gchar **c, guint n)
+{
+    mailbox *home = gid_valid(c[1]) ? mb_find(f->mb, c[1]) : NULL;
+    if (!home && !ag_known(f, c[1]))
+        return N_NONE;
+    g_strlcpy(out->name, c[1], sizeof out->name);
+    out->home = home; /* NULL for a remote agent */
+    if (n == 2)
+        return N_AGENT;
+    if (!home)
+        return n == 3 && !strcmp(c[2], "send")     ? N_ASEND
+               : n == 3 && !strcmp(c[2], "status") ? N_ASTATUS
+                                                   : N_NONE;
+    return home_path(out, c, n, false);
+}
+
+/* path -> node (node_clear it). */
+static void resolve_node(const fleet *f, const char *path, node *out)
 {
     gchar **c = g_strsplit(path + 1, "/", 0);
     guint n = g_strv_length(c);
     node_kind k = N_NONE;
 
-    name[0] = '\0';
-    ref[0] = '\0';
+    memset(out, 0, sizeof *out);
     if (n == 0 || (n == 1 && !c[0][0]))
         k = N_ROOT;
     else if (n == 1)
@@ -132,50 +203,72 @@ static node_kind resolve2(const fleet *f, const char *path, char name[64], char 
             : !strcmp(c[0], "leads")  ? N_LEADS
             : !strcmp(c[0], "peers")  ? N_PEERS
             : !strcmp(c[0], "roster") ? N_ROSTER
+            : !strcmp(c[0], "agents") ? N_AGENTS
+            : !strcmp(c[0], "groups") ? N_GROUPS
                                       : N_NONE;
-    else if (!strcmp(c[0], "leads") && !strcmp(c[1], f->opts->coord_id))
-        k = n == 2 ? N_LEAD : n == 3 ? lead_file(c[2]) : N_NONE;
-    else if (!strcmp(c[0], "peers") && fleet_is_peer(f, c[1])) {
-        g_strlcpy(name, c[1], 64);
-        k = n == 2 ? N_PEER : peer_file(f, c, n, ref);
+    else if (!strcmp(c[0], "leads") && !strcmp(c[1], f->opts->coord_id)) {
+        out->home = mb_ref(f->mb);
+        k = n == 2 ? N_LEAD : home_path(out, c, n, true);
+    } else if (!strcmp(c[0], "peers") && fleet_is_peer(f, c[1])) {
+        g_strlcpy(out->name, c[1], sizeof out->name);
+        k = n == 2 ? N_PEER : peer_file(f, c, n, out->ref);
+    } else if (!strcmp(c[0], "agents")) {
+        k = agent_path(f, out, c, n);
+    } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f, c[1])) {
+        g_strlcpy(out->name, c[1], sizeof out->name);
+        k = n == 2                                   ? N_GROUP
+            : n == 3 && !strcmp(c[2], "send")    ? N_GSEND
+            : n == 3 && !strcmp(c[2], "members") ? N_GMEMBERS
+                                                 : N_NONE;
     }
     g_strfreev(c);
-    return k;
+    out->k = k;
+    if (k == N_NONE)
+        node_clear(out);
 }
 
-static node_kind resolve(const fleet *f, const char *path, char name[64])
+/* The kind alone (no name, no home). */
+static node_kind resolve(const fleet *f, const char *path)
 {
-    char ref[ENV_ID_LEN + 1];
-    return resolve2(f, path, name, ref);
+    node n;
+    resolve_node(f, path, &n);
+    node_clear(&n);
+    return n.k;
 }
 
 static bool is_dir(node_kind k)
 {
     return k == N_ROOT || k == N_LEADS || k == N_LEAD || k == N_PEERS || k == N_PEER ||
-           k == N_REPLYDIR;
+           k == N_REPLYDIR || k == N_HREPLYDIR || k == N_AGENTS || k == N_AGENT ||
+           k == N_TODIR || k == N_GROUPS || k == N_GROUP;
 }
 
 static bool is_writable(node_kind k)
 {
-    return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND;
+    return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
+           k == N_ASEND || k == N_TO || k == N_GSEND;
 }
 
 /* A snapshot of a readable file; fresh: may ask the broker. */
-static GString *render(fleet *f, node_kind k, const char *name, bool fresh)
+static GString *render(fleet *f, const node *n, bool fresh)
 {
-    switch (k) {
+    switch (n->k) {
     case N_README:
         return g_string_new(st_readme());
     case N_STATUS:
         return st_root(f);
     case N_SENT:
-        return mb_render(f->mb, MB_SENT);
+        return mb_render(n->home, MB_SENT);
     case N_HISTORY:
-        return mb_render(f->mb, MB_HISTORY);
+        return mb_render(n->home, MB_HISTORY);
     case N_LSTATUS:
         return st_lead(f, fresh);
     case N_PSTATUS:
-        return st_peer(f, name, fresh);
+        return st_peer(f, n->name, fresh);
+    case N_ASTATUS:
+        return st_agent(f, n->name, fresh);
+    case N_GMEMBERS:
+        return ag_members_text(f, n->name);
     case N_ROSTER:
         return st_roster(f);
     default:
@@ -183,15 +276,15 @@ static GString *render(fleet *f, node_kind k, const char *name, bool fresh)
     }
 }
 
-static int64_t mtime_of(fleet *f, node_kind k)
+static int64_t mtime_of(const node *n)
 {
-    switch (k) {
+    switch (n->k) {
     case N_INBOX:
-        return mb_mtime(f->mb, MB_INBOX);
+        return mb_mtime(n->home, MB_INBOX);
     case N_SENT:
-        return mb_mtime(f->mb, MB_SENT);
+        return mb_mtime(n->home, MB_SENT);
     case N_HISTORY:
-        return mb_mtime(f->mb, MB_HISTORY);
+        return mb_mtime(n->home, MB_HISTORY);
     default:
         return env_now_ms();
     }
@@ -200,89 +293,110 @@ static int64_t mtime_of(fleet *f, node_kind k)
 static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
     fleet *f = F();
-    char name[64];
-    node_kind k = resolve(f, path, name);
+    node n;
     int64_t mt;
     (void)fi;
 
-    /* presence: the poker announcing peers/<id> coming or going */
-    if (k == N_PEER || k == N_NONE) {
+    resolve_node(f, path, &n);
+    /* presence: the poker announcing peers/<id> (agents/<gid>, groups/<g>)
+     * coming or going */
+    if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_NONE) {
         int pretend = nt_pretend(g_atomic_pointer_get(&f->nt), fuse_get_context()->pid, path + 1);
-        if (pretend == 1)
+        if (pretend == 1) {
+            node_clear(&n);
             return -ENOENT;
-        if (pretend == 2)
-            k = N_PEER;
+        }
+        if (pretend == 2 && n.k == N_NONE)
+            n.k = g_str_has_prefix(path, "/agents/")   ? N_AGENT
+                  : g_str_has_prefix(path, "/groups/") ? N_GROUP
+                                                       : N_PEER;
     }
-    if (k == N_NONE)
+    if (n.k == N_NONE)
         return -ENOENT;
-    if (k != N_ROOT && outsider())
+    if (n.k != N_ROOT && outsider()) {
+        node_clear(&n);
         return -EACCES;
+    }
     memset(st, 0, sizeof *st);
     st->st_uid = f->uid;
     st->st_gid = f->gid;
-    if (is_dir(k)) {
+    if (is_dir(n.k)) {
         st->st_mode = S_IFDIR | 0500;
         st->st_nlink = 2;
-    } else if (k == N_SELF) {
+    } else if (n.k == N_SELF) {
         st->st_mode = S_IFLNK | 0777;
         st->st_nlink = 1;
         st->st_size = (off_t)strlen(f->opts->coord_id) + 6;
     } else {
-        st->st_mode = S_IFREG | (is_writable(k) ? 0200 : 0400);
+        st->st_mode = S_IFREG | (is_writable(n.k) ? 0200 : 0400);
         st->st_nlink = 1;
-        if (k == N_INBOX) {
-            st->st_size = (off_t)mb_inbox_size(f->mb, fuse_get_context()->pid);
-        } else if (k == N_SENT || k == N_HISTORY) {
-            st->st_size = (off_t)mb_size(f->mb, k == N_SENT ? MB_SENT : MB_HISTORY);
-        } else if (!is_writable(k)) {
-            GString *s = render(f, k, name, false);
-            st->st_size = (off_t)s->len;
-            g_string_free(s, TRUE);
+        if (n.k == N_INBOX) {
+            st->st_size = (off_t)mb_inbox_size(n.home, fuse_get_context()->pid);
+        } else if (n.k == N_SENT || n.k == N_HISTORY) {
+            st->st_size = (off_t)mb_size(n.home, n.k == N_SENT ? MB_SENT : MB_HISTORY);
+        } else if (!is_writable(n.k)) {
+            GString *g = render(f, &n, false);
+            st->st_size = (off_t)g->len;
+            g_string_free(g, TRUE);
         }
     }
-    mt = mtime_of(f, k);
+    mt = mtime_of(&n);
     st->st_mtim.tv_sec = mt / 1000;
     st->st_mtim.tv_nsec = (mt % 1000) * 1000000;
     st->st_ctim = st->st_mtim;
     st->st_atim = st->st_mtim;
     /* stdio sizes its buffer from st_blksize: a big one keeps a message
      * written by printf(1) or cat(1) in one write(2), so one message */
-    st->st_blksize = is_writable(k) ? 1024 * 1024 : 4096;
+    st->st_blksize = is_writable(n.k) ? 1024 * 1024 : 4096;
     st->st_blocks = (st->st_size + 511) / 512;
+    node_clear(&n);
     return 0;
 }
 
 static int tree_readlink(const char *path, char *buf, size_t size)
 {
     fleet *f = F();
-    char name[64];
     if (outsider())
         return -EACCES;
-    if (resolve(f, path, name) != N_SELF)
+    if (resolve(f, path) != N_SELF)
         return -EINVAL;
     snprintf(buf, size, "leads/%s", f->opts->coord_id);
     return 0;
+}
+
+static void fill_strv(void *buf, fuse_fill_dir_t fill, char **names, const char *prefix)
+{
+    for (char **p = names; p && *p; p++) {
+        char *name = g_strconcat(prefix, *p, NULL);
+        fill(buf, name, NULL, 0, 0);
+        g_free(name);
+    }
 }
 
 static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
                         struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
     fleet *f = F();
-    char name[64];
-    node_kind k = resolve(f, path, name);
+    node n;
     (void)off;
     (void)fi;
     (void)flags;
 
-    if (!is_dir(k))
-        return k == N_NONE ? -ENOENT : -ENOTDIR;
-    if (outsider())
+    resolve_node(f, path, &n);
+    if (!is_dir(n.k)) {
+        node_clear(&n);
+        return n.k == N_NONE ? -ENOENT : -ENOTDIR;
+    }
+    if (outsider()) {
+        node_clear(&n);
         return -EACCES;
+    }
     fill(buf, ".", NULL, 0, 0);
     fill(buf, "..", NULL, 0, 0);
-    switch (k) {
+    switch (n.k) {
     case N_ROOT: {
-        static const char *top[] = {"README", "status", "self", "leads", "peers", "roster"};
+        static const char *top[] = {"README", "status", "self",   "leads",
+                                    "peers",  "roster", "agents", "groups"};
         for (size_t i = 0; i < G_N_ELEMENTS(top); i++)
             fill(buf, top[i], NULL, 0, 0);
         break;
@@ -291,7 +405,8 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
         fill(buf, f->opts->coord_id, NULL, 0, 0);
         break;
     case N_LEAD: {
-        static const char *files[] = {"inbox", "ack", "history", "sent", "status", "resend"};
+        static const char *files[] = {"inbox", "ack",    "history", "sent",
+                                      "status", "resend", "reply"};
         for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
             fill(buf, files[i], NULL, 0, 0);
         break;
@@ -299,8 +414,7 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
     case N_PEERS: {
         /* presence: configured peers plus the discovered ones */
         char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
-        for (char **p = peers; *p; p++)
-            fill(buf, *p, NULL, 0, 0);
+        fill_strv(buf, fill, peers, "");
         g_strfreev(peers);
         break;
     }
@@ -310,42 +424,94 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
         fill(buf, "reply", NULL, 0, 0);
         break;
     case N_REPLYDIR: {
-        GPtrArray *ids = mb_ids_from(f->mb, name);
+        GPtrArray *ids = mb_ids_from(f->mb, n.name);
         for (guint i = 0; i < ids->len; i++)
             fill(buf, ids->pdata[i], NULL, 0, 0);
         g_ptr_array_free(ids, TRUE);
         break;
     }
+    case N_HREPLYDIR: {
+        GPtrArray *ids = mb_ids_from(n.home, NULL);
+        for (guint i = 0; i < ids->len; i++)
+            fill(buf, ids->pdata[i], NULL, 0, 0);
+        g_ptr_array_free(ids, TRUE);
+        break;
+    }
+    case N_AGENTS: {
+        char **all = ag_list(f);
+        fill_strv(buf, fill, all, "");
+        g_strfreev(all);
+        break;
+    }
+    case N_AGENT:
+        if (n.home) {
+            static const char *files[] = {"inbox",  "ack",   "history", "sent", "status",
+                                          "resend", "reply", "to",      "send"};
+            for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
+                fill(buf, files[i], NULL, 0, 0);
+        } else {
+            fill(buf, "send", NULL, 0, 0);
+            fill(buf, "status", NULL, 0, 0);
+        }
+        break;
+    case N_TODIR: {
+        char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
+        char **agents = ag_list(f), **groups = ag_groups(f);
+        fill(buf, f->opts->coord_id, NULL, 0, 0);
+        fill_strv(buf, fill, peers, "");
+        for (char **p = agents; p && *p; p++)
+            if (strcmp(*p, n.name) != 0)
+                fill(buf, *p, NULL, 0, 0);
+        fill_strv(buf, fill, groups, GROUP_PREFIX);
+        g_strfreev(peers);
+        g_strfreev(agents);
+        g_strfreev(groups);
+        break;
+    }
+    case N_GROUPS: {
+        char **groups = ag_groups(f);
+        fill_strv(buf, fill, groups, "");
+        g_strfreev(groups);
+        break;
+    }
+    case N_GROUP:
+        fill(buf, "send", NULL, 0, 0);
+        fill(buf, "members", NULL, 0, 0);
+        break;
     default:
         break;
     }
+    node_clear(&n);
     return 0;
 }
 
 static int tree_open(const char *path, struct fuse_file_info *fi)
 {
     fleet *f = F();
-    char name[64], ref[ENV_ID_LEN + 1];
-    node_kind k = resolve2(f, path, name, ref);
+    node n;
     int acc = fi->flags & O_ACCMODE;
     handle *h;
 
-    if (k == N_NONE)
+    resolve_node(f, path, &n);
+    if (n.k == N_NONE)
         return -ENOENT;
-    if (outsider())
+    if (outsider() || (is_writable(n.k) ? acc != O_WRONLY : acc != O_RDONLY)) {
+        node_clear(&n);
         return -EACCES;
-    if (is_dir(k))
+    }
+    if (is_dir(n.k)) {
+        node_clear(&n);
         return -EISDIR;
-    if (is_writable(k) ? acc != O_WRONLY : acc != O_RDONLY)
-        return -EACCES;
+    }
     h = g_new0(handle, 1);
-    h->kind = k;
-    g_strlcpy(h->name, name, sizeof h->name);
-    g_strlcpy(h->ref, ref, sizeof h->ref);
-    if (k == N_INBOX)
-        h->view = mb_view_open(f->mb, fuse_get_context()->pid);
-    else if (!is_writable(k))
-        h->snap = render(f, k, name, true);
+    h->kind = n.k;
+    g_strlcpy(h->name, n.name, sizeof h->name);
+    g_strlcpy(h->ref, n.ref, sizeof h->ref);
+    h->home = n.home; /* the node's ref moves to the handle */
+    if (n.k == N_INBOX)
+        h->view = mb_view_open(h->home, fuse_get_context()->pid);
+    else if (!is_writable(n.k))
+        h->snap = render(f, &n, true);
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->direct_io = 1;
     fi->keep_cache = 0;
@@ -357,7 +523,7 @@ static int tree_read(const char *path, char *buf, size_t size, off_t off, struct
     handle *h = (handle *)(uintptr_t)fi->fh;
     (void)path;
     if (h->view)
-        return (int)mb_view_read(F()->mb, h->view, buf, size, off);
+        return (int)mb_view_read(h->home, h->view, buf, size, off);
     if (!h->snap)
         return -EBADF;
     if (off < 0 || (size_t)off >= h->snap->len)
@@ -372,20 +538,37 @@ static int tree_write(const char *path, const char *buf, size_t size, off_t off,
 {
     fleet *f = F();
     handle *h = (handle *)(uintptr_t)fi->fh;
-    char detail[512];
+    char detail[512], to[ADDR_MAX_LEN + 16];
     fe_code r;
     (void)path;
     (void)off;
 
-    if (h->kind == N_SEND || h->kind == N_REPLY)
+    switch (h->kind) {
+    case N_SEND:
+    case N_REPLY:
+    case N_ASEND:
         r = mb_send(f->mb, h->name, h->kind == N_REPLY ? h->ref : NULL, buf, size, detail,
                     sizeof detail);
-    else if (h->kind == N_RESEND)
-        r = mb_resend(f->mb, buf, size, detail, sizeof detail);
-    else if (h->kind == N_ACK)
-        r = mb_ack(f->mb, buf, size, detail, sizeof detail);
-    else
+        break;
+    case N_HREPLY:
+        r = mb_send(h->home, h->name, h->ref, buf, size, detail, sizeof detail);
+        break;
+    case N_TO:
+        r = mb_send(h->home, h->name, NULL, buf, size, detail, sizeof detail);
+        break;
+    case N_GSEND:
+        snprintf(to, sizeof to, "%s%s", GROUP_PREFIX, h->name);
+        r = mb_send(f->mb, to, NULL, buf, size, detail, sizeof detail);
+        break;
+    case N_RESEND:
+        r = mb_resend(h->home, buf, size, detail, sizeof detail);
+        break;
+    case N_ACK:
+        r = mb_ack(h->home, buf, size, detail, sizeof detail);
+        break;
+    default:
         return -EBADF;
+    }
     return r == FE_OK ? (int)size : -fe_errno(r);
 }
 
@@ -394,9 +577,10 @@ static int tree_release(const char *path, struct fuse_file_info *fi)
     handle *h = (handle *)(uintptr_t)fi->fh;
     (void)path;
     if (h->view)
-        mb_view_close(F()->mb, h->view);
+        mb_view_close(h->home, h->view);
     if (h->snap)
         g_string_free(h->snap, TRUE);
+    mb_unref(h->home);
     g_free(h);
     return 0;
 }
@@ -404,8 +588,7 @@ static int tree_release(const char *path, struct fuse_file_info *fi)
 static int tree_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
     fleet *f = F();
-    char name[64];
-    node_kind k = resolve(f, path, name);
+    node_kind k = resolve(f, path);
     (void)size;
     (void)fi;
     if (k == N_NONE)
@@ -427,7 +610,7 @@ static int tree_poll(const char *path, struct fuse_file_info *fi, struct fuse_po
     handle *h = (handle *)(uintptr_t)fi->fh;
     (void)path;
     if (h->view) {
-        *reventsp = mb_view_poll(F()->mb, h->view, ph);
+        *reventsp = mb_view_poll(h->home, h->view, ph);
         return 0;
     }
     if (ph)
@@ -440,13 +623,15 @@ static int deny_path(const char *path, mode_t mode)
 {
     char parent[PATH_MAX];
     const char *slash = strrchr(path, '/');
+    node_kind pk;
     (void)mode;
-    if (resolve(F(), path, (char[64]){0}) != N_NONE)
+    if (resolve(F(), path) != N_NONE)
         return -EEXIST;
     /* echo > peers/x/reply/<unknown msgId> creates: there is no such
-     * message to answer */
+     * message to answer; nor is there such a target under to/ */
     snprintf(parent, sizeof parent, "%.*s", (int)(slash ? slash - path : 0), path);
-    return resolve(F(), parent, (char[64]){0}) == N_REPLYDIR ? -ENOENT : -EACCES;
+    pk = resolve(F(), parent);
+    return pk == N_REPLYDIR || pk == N_HREPLYDIR || pk == N_TODIR ? -ENOENT : -EACCES;
 }
 
 static int deny_create(const char *path, mode_t mode, struct fuse_file_info *fi)
@@ -473,17 +658,30 @@ static int entry_poke(const char *path, bool added)
     return 0;
 }
 
+/* agents/<x> for mkdir/rmdir: the name after "/agents/", or NULL. */
+static const char *agents_child(const char *path)
+{
+    const char *name = g_str_has_prefix(path, "/agents/") ? path + strlen("/agents/") : NULL;
+    return name && *name && !strchr(name, '/') ? name : NULL;
+}
+
 static int tree_mkdir(const char *path, mode_t mode)
 {
+    const char *gid;
     if (entry_poke(path, true) == 0)
         return 0;
+    if ((gid = agents_child(path)) && !outsider() && resolve(F(), path) == N_NONE)
+        return -ag_mkdir(F(), gid);
     return deny_path(path, mode);
 }
 
 static int tree_rmdir(const char *path)
 {
+    const char *gid;
     if (entry_poke(path, false) == 0)
         return 0;
+    if ((gid = agents_child(path)) && !outsider())
+        return -ag_rmdir(F(), gid);
     return -EACCES;
 }
 
@@ -516,7 +714,7 @@ static int ignore_utimens(const char *path, const struct timespec tv[2], struct 
 {
     (void)tv;
     (void)fi;
-    return resolve(F(), path, (char[64]){0}) == N_NONE ? -ENOENT : 0;
+    return resolve(F(), path) == N_NONE ? -ENOENT : 0;
 }
 
 static void *tree_init(struct fuse_conn_info *conn, struct fuse_config *cfg)

@@ -52,26 +52,34 @@ static void seed_from_history(mailbox *mb, const char *msg_id, const char *how)
 
 static seen_set *open_set(mailbox *mb, const char *name, const seen_caps *caps, char **err)
 {
-    char *path = g_build_filename(mb->o->state_dir, name, NULL);
+    char *path = g_build_filename(mb->state_dir, name, NULL);
     seen_set *s = seen_open(path, caps, err);
     g_free(path);
     return s;
 }
 
-int mb_set_security(mailbox *mb, char **err)
+int accept_open_entity(mailbox *mb, char **err)
 {
     const seen_caps msg_caps = {SEEN_DELIVERED_CAP, SEEN_CAP, SEEN_REFUSED_CAP};
-    const seen_caps receipt_caps = {0, RECEIPTS_SEEN_CAP, 0};
     mb->seen = open_set(mb, "seen", &msg_caps, err);
     if (!mb->seen)
         return -1;
-    mb->receipts_seen = open_set(mb, "seen.receipts", &receipt_caps, err);
-    if (!mb->receipts_seen)
-        return -1;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     history_each_locked(mb, seed_from_history);
-    g_mutex_unlock(&mb->lock);
-    if (outbox_open(mb, err) < 0)
+    g_mutex_unlock(mb->lock);
+    return 0;
+}
+
+int mb_set_security(mailbox *mb, char **err)
+{
+    const seen_caps receipt_caps = {0, RECEIPTS_SEEN_CAP, 0};
+    if (accept_open_entity(mb, err) < 0)
+        return -1;
+    /* the host's own: one receipt queue, one outbox (the lead's state_dir) */
+    mb->h->receipts_seen = open_set(mb, "seen.receipts", &receipt_caps, err);
+    if (!mb->h->receipts_seen)
+        return -1;
+    if (outbox_open(mb->h, err) < 0)
         return -1;
     if (mb->o->insecure)
         return 0;
@@ -82,19 +90,19 @@ int mb_set_security(mailbox *mb, char **err)
             "-o insecure turns this off for local experiments only");
         return -1;
     }
-    mb->key = sig_load_secret(mb->o->key, err);
-    if (!mb->key)
+    mb->h->key = sig_load_secret(mb->o->key, err);
+    if (!mb->h->key)
         return -1;
-    mb->trust = sig_trust_load(mb->o->trusted_keys, err);
-    if (!mb->trust)
+    mb->h->trust = sig_trust_load(mb->o->trusted_keys, err);
+    if (!mb->h->trust)
         return -1;
-    mb->trust_loaded = trust_stamp(mb->o->trusted_keys);
-    if (sig_trust_has(mb->trust, mb->o->coord_id) &&
-        !sig_key_matches(mb->trust, mb->o->coord_id, mb->key))
+    mb->h->trust_loaded = trust_stamp(mb->o->trusted_keys);
+    if (sig_trust_has(mb->h->trust, mb->o->coord_id) &&
+        !sig_key_matches(mb->h->trust, mb->o->coord_id, mb->h->key))
         log_warn("security: %s/%s.pub is not the public half of %s; peers that trust that "
                  "file will reject this host's messages",
                  mb->o->trusted_keys, mb->o->coord_id, mb->o->key);
-    else if (!sig_trust_has(mb->trust, mb->o->coord_id))
+    else if (!sig_trust_has(mb->h->trust, mb->o->coord_id))
         log_warn("security: trusted_keys %s has no %s.pub, this lead's own public key: its own "
                  "heartbeats are rejected here and every peer needs it too; run: cp %s.pub %s/%s.pub",
                  mb->o->trusted_keys, mb->o->coord_id, mb->o->key, mb->o->trusted_keys,
@@ -108,45 +116,44 @@ char *mb_security_words(mailbox *mb)
     if (mb->o->insecure)
         return g_strdup("INSECURE (-o insecure): messages are neither signed nor checked; "
                         "anyone with broker access can type into this lead's pane");
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     {
         /* the count follows the directory: re-read it when it changed */
         int64_t stamp = trust_stamp(mb->o->trusted_keys);
         char *err = NULL;
-        sig_trust *t = stamp != mb->trust_loaded ? sig_trust_load(mb->o->trusted_keys, &err) : NULL;
+        sig_trust *t = stamp != mb->h->trust_loaded ? sig_trust_load(mb->o->trusted_keys, &err) : NULL;
         if (t) {
-            sig_trust_free(mb->trust);
-            mb->trust = t;
-            mb->trust_loaded = stamp;
+            sig_trust_free(mb->h->trust);
+            mb->h->trust = t;
+            mb->h->trust_loaded = stamp;
         }
         g_free(err);
     }
-    w = g_strdup_printf("on (ed25519; %zu trusted keys in %s)", sig_trust_count(mb->trust),
+    w = g_strdup_printf("on (ed25519; %zu trusted keys in %s)", sig_trust_count(mb->h->trust),
                         mb->o->trusted_keys);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return w;
 }
 
-void accept_close(mailbox *mb)
+void accept_close(mb_host *h)
 {
-    sig_key_free(mb->key);
-    sig_trust_free(mb->trust);
-    seen_close(mb->seen);
-    seen_close(mb->receipts_seen);
+    sig_key_free(h->key);
+    sig_trust_free(h->trust);
+    seen_close(h->receipts_seen);
 }
 
 sig_result accept_verify_locked(mailbox *mb, const envelope *e)
 {
-    sig_result r = sig_verify(mb->trust, e);
+    sig_result r = sig_verify(mb->h->trust, e);
     int64_t stamp;
-    if (r == SIG_UNKNOWN_KEY && (stamp = trust_stamp(mb->o->trusted_keys)) != mb->trust_loaded) {
+    if (r == SIG_UNKNOWN_KEY && (stamp = trust_stamp(mb->o->trusted_keys)) != mb->h->trust_loaded) {
         char *err = NULL;
         sig_trust *t = sig_trust_load(mb->o->trusted_keys, &err);
-        mb->trust_loaded = stamp;
+        mb->h->trust_loaded = stamp;
         if (t) {
-            sig_trust_free(mb->trust);
-            mb->trust = t;
-            r = sig_verify(mb->trust, e);
+            sig_trust_free(mb->h->trust);
+            mb->h->trust = t;
+            r = sig_verify(mb->h->trust, e);
         } else {
             log_warn("security: cannot re-read %s: %s", mb->o->trusted_keys, err);
             g_free(err);
@@ -173,8 +180,15 @@ const char *accept_check_locked(mailbox *mb, const envelope *e, bool *verified, 
         snprintf(why, n, "a %s envelope arrived in a mailbox", e->type);
         return "wrong-type";
     }
-    if (strcmp(e->to, mb->o->coord_id) != 0) {
-        snprintf(why, n, "addressed to '%s', not to this lead", e->to);
+    /* to this entity, or a broadcast to a group it is in: the broker
+     * copied it into every mailbox bound to that group's key */
+    if (!addr_matches(e->to, mb->id, (const char *const *)mb->groups)) {
+        if (g_str_has_prefix(e->to, GROUP_PREFIX))
+            snprintf(why, n, "a broadcast to '%s' arrived in the mailbox of %s, which is not in "
+                             "that group",
+                     e->to, mb->id);
+        else
+            snprintf(why, n, "addressed to '%s', not to %s", e->to, mb->id);
         return "wrong-recipient";
     }
     return accept_lifetime(mb, e, why, n);
@@ -208,16 +222,16 @@ static void seen_written_locked(mailbox *mb, int r, const char *msg_id)
 {
     if (r < 0) {
         /* remembered in memory, not on disk: a restart would forget it */
-        if (!mb->seen_err[0])
+        if (!mb->h->seen_err[0])
             log_warn("security: cannot record %s in the seen set (%s); a replay of it after a "
                      "restart would not be caught: free space or fix permissions in %s",
-                     msg_id, g_strerror(errno), mb->o->state_dir);
-        snprintf(mb->seen_err, sizeof mb->seen_err, "%s", g_strerror(errno));
+                     msg_id, g_strerror(errno), mb->state_dir);
+        snprintf(mb->h->seen_err, sizeof mb->h->seen_err, "%s", g_strerror(errno));
         return;
     }
-    if (mb->seen_err[0]) {
+    if (mb->h->seen_err[0]) {
         log_info("security: the seen set is written again");
-        mb->seen_err[0] = '\0';
+        mb->h->seen_err[0] = '\0';
     }
 }
 
@@ -236,9 +250,9 @@ void accept_record_locked(mailbox *mb, const char *msg_id, seen_state st, uint64
 bool accept_receipt_seen_locked(mailbox *mb, const char *msg_id)
 {
     int r;
-    if (seen_get(mb->receipts_seen, msg_id, NULL) != SEEN_NONE)
+    if (seen_get(mb->h->receipts_seen, msg_id, NULL) != SEEN_NONE)
         return true;
-    r = seen_put(mb->receipts_seen, msg_id, SEEN_CONSUMED, 0);
+    r = seen_put(mb->h->receipts_seen, msg_id, SEEN_CONSUMED, 0);
     seen_written_locked(mb, r, msg_id);
     return false;
 }
@@ -277,7 +291,7 @@ int rate_take_locked(GHashTable *budgets, const char *key, int burst, int every_
 
 bool accept_refusal_allowed_locked(mailbox *mb, const char *sender)
 {
-    int r = rate_take_locked(mb->refusals, sender, REFUSAL_BURST, REFUSAL_EVERY_MS);
+    int r = rate_take_locked(mb->h->refusals, sender, REFUSAL_BURST, REFUSAL_EVERY_MS);
     if (r == -1)
         log_warn("inbox: more than %d refusals of %s's messages within %d s: further ones "
                  "get no receipt and no history line for now (still dead-lettered and "

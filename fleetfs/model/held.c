@@ -86,7 +86,7 @@ static bool link_ok(const br_status *st)
 static br_action refuse_locked(mailbox *mb, envelope *e, const char *reason, const char *why)
 {
     mb_count_rejection_locked(mb, reason);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     log_warn("inbox: rejected %s from %s (%s: %s); it goes to fleet.dlq", e->msgId, e->from, reason,
              why);
     env_free(e);
@@ -146,16 +146,16 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0) {
         char id[ENV_ID_LEN + 1], from[64];
         env_peek(body, len, id, from);
-        g_mutex_lock(&mb->lock);
+        g_mutex_lock(mb->lock);
         mb_count_rejection_locked(mb, "malformed");
-        g_mutex_unlock(&mb->lock);
+        g_mutex_unlock(mb->lock);
         log_warn("inbox: rejected message %s claiming to be from %s (malformed: %s); it goes to "
                  "fleet.dlq",
                  id, from, why);
         mb_changed(mb, "status");
         return BR_REJECT;
     }
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     reason = accept_check_locked(mb, &e, &verified, why, sizeof why);
     if (reason) {
         /* history and a receipt only for what a verified sender sent us
@@ -166,6 +166,16 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
             report_refusal_locked(mb, &e, reason, why);
         return refuse_locked(mb, &e, reason, why);
     }
+    if (g_str_has_prefix(e.to, GROUP_PREFIX)) {
+        /* a broadcast from one of this host's own entities: the broker
+         * copied it here too, but a sender does not get its own broadcast */
+        char host[NAME_MAX_LEN + 1];
+        if (id_host(e.from, host) && !strcmp(host, mb->o->coord_id)) {
+            g_mutex_unlock(mb->lock);
+            env_free(&e);
+            return BR_ACK;
+        }
+    }
     m = g_hash_table_lookup(mb->held_ids, e.msgId);
     if (m && m->gen == gen)
         return refuse_locked(mb, &e, "duplicate", "a second copy while the first is held");
@@ -174,7 +184,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
          * whoever owns it keeps it */
         m->gen = gen;
         m->tag = tag;
-        g_mutex_unlock(&mb->lock);
+        g_mutex_unlock(mb->lock);
         env_free(&e);
         return BR_KEEP;
     }
@@ -182,7 +192,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     if (st == SEEN_CONSUMED) {
         if (redelivered && acked_on != gen) {
             accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
-            g_mutex_unlock(&mb->lock);
+            g_mutex_unlock(mb->lock);
             log_info("inbox: %s was already consumed (its ack was lost with a connection or "
                      "channel, or this is a replay); acking it without showing it",
                      e.msgId);
@@ -200,7 +210,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
         return refuse_locked(mb, &e, "replayed", "this msgId was received before");
     accept_record_locked(mb, e.msgId, SEEN_DELIVERED, 0);
     held_add_locked(mb, &e, gen, tag, redelivered || st == SEEN_DELIVERED || st == SEEN_LEGACY);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     mb_changed(mb, mb->inbox_path);
     mb_changed(mb, mb->lead_status_path);
     mb_changed(mb, "status");
@@ -251,7 +261,7 @@ static void ack_broker(mailbox *mb, const ack_item *items, guint n)
     int64_t deadline = g_get_monotonic_time() / 1000 + mb->o->send_timeout_ms;
     for (guint i = 0; i < n; i++) {
         int64_t left = MAX(deadline - g_get_monotonic_time() / 1000, 0);
-        fe_code r = mb->br.ack(mb->br.b, items[i].gen, items[i].tag, left);
+        fe_code r = mb->h->br.ack(mb->h->br.b, mb->box, items[i].gen, items[i].tag, left);
         if (r != FE_OK && !failed++)
             first = r;
     }
@@ -346,8 +356,8 @@ fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t d
         g_strstrip(*l);
     pick = g_ptr_array_new();
     acks = g_array_new(FALSE, FALSE, sizeof(ack_item));
-    mb->br.status(mb->br.b, &st);
-    g_mutex_lock(&mb->lock);
+    mb->h->br.status(mb->h->br.b, mb->box, &st);
+    g_mutex_lock(mb->lock);
     if (!link_ok(&st)) {
         res = FE_NOT_CONNECTED;
         snprintf(detail, dlen, "the broker is not connected: nothing was acked");
@@ -360,9 +370,9 @@ fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t d
                                          "consumed through the ack file, not typed");
             g_array_append_val(acks, it);
         }
-        mb->trim = mb->trim || pick->len >= 64;
+        mb->h->trim = mb->h->trim || pick->len >= 64;
     }
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     if (res == FE_OK) {
         ack_broker(mb, (ack_item *)acks->data, acks->len);
         if (acks->len)
@@ -384,8 +394,8 @@ bool mb_next_for_injection(mailbox *mb, envelope *out)
 {
     held_msg *m = NULL;
     br_status st;
-    mb->br.status(mb->br.b, &st);
-    g_mutex_lock(&mb->lock);
+    mb->h->br.status(mb->h->br.b, mb->box, &st);
+    g_mutex_lock(mb->lock);
     for (GList *l = mb->held.head; l; l = l->next) {
         held_msg *h = l->data;
         if (h->owner == HELD_FREE && h->gen == st.epoch) {
@@ -397,7 +407,7 @@ bool mb_next_for_injection(mailbox *mb, envelope *out)
         *out = m->env;
         out->body = g_memdup2(m->env.body, m->env.body_len + 1);
     }
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return m != NULL;
 }
 
@@ -405,7 +415,7 @@ bool mb_claim(mailbox *mb, const char *msg_id, bool claim)
 {
     held_msg *m;
     bool ok = false;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     m = g_hash_table_lookup(mb->held_ids, msg_id);
     if (m && claim && m->owner == HELD_FREE) {
         m->owner = HELD_TYPING;
@@ -414,7 +424,7 @@ bool mb_claim(mailbox *mb, const char *msg_id, bool claim)
         m->owner = HELD_FREE;
         ok = true;
     }
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return ok;
 }
 
@@ -423,16 +433,16 @@ fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char 
     held_msg *m;
     ack_item it;
 
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     m = g_hash_table_lookup(mb->held_ids, msg_id);
     if (!m || m->owner != HELD_TYPING) {
         /* consuming requires the claim: without it the ack file may be
          * consuming the same message */
-        g_mutex_unlock(&mb->lock);
+        g_mutex_unlock(mb->lock);
         return FE_NOT_HELD;
     }
     it = consume_locked(mb, m, how, detail);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     ack_broker(mb, &it, 1);
     consumed_changed(mb);
     return FE_OK;

@@ -80,7 +80,7 @@ void history_load(mailbox *mb)
 {
     GPtrArray *lines = NULL;
     char *err = NULL;
-    char *path = g_build_filename(mb->o->state_dir, "history.jsonl", NULL);
+    char *path = g_build_filename(mb->state_dir, "history.jsonl", NULL);
     mb->history_log = applog_open(path, APPLOG_WRITE, HISTORY_LINE_MAX, &lines, &err);
     if (!mb->history_log) {
         log_warn("history: cannot open %s; history will not survive a restart", err);
@@ -147,7 +147,7 @@ static void history_persist_locked(mailbox *mb, const char *line)
     if (rc < 0 && !mb->history_warned)
         log_warn("history: cannot write %s/history.jsonl; consumed messages will not survive "
                  "a restart: free space or fix permissions",
-                 mb->o->state_dir);
+                 mb->state_dir);
     mb->history_warned = rc < 0;
 }
 

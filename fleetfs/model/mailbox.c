@@ -5,6 +5,7 @@
  */
 #include "fleetfs/model/mb_int.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,8 +25,8 @@ void mb_changed(mailbox *mb, const char *relpath)
 
 void mb_count_rejection_locked(mailbox *mb, const char *reason)
 {
-    gpointer old = g_hash_table_lookup(mb->rejections, reason);
-    g_hash_table_replace(mb->rejections, g_strdup(reason),
+    gpointer old = g_hash_table_lookup(mb->h->rejections, reason);
+    g_hash_table_replace(mb->h->rejections, g_strdup(reason),
                          GUINT_TO_POINTER(GPOINTER_TO_UINT(old) + 1));
     mb->n.rejected++;
     mb->n.dead_lettered++;
@@ -40,23 +41,38 @@ void mb_warn_if_degraded(const applog *log, const char *what)
                  what, applog_path(log), g_strerror(applog_failed(log)));
 }
 
-mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
+/* The paths of an entity's files in the tree, from its home. */
+static void entity_paths(mailbox *mb)
+{
+    snprintf(mb->inbox_path, sizeof mb->inbox_path, "%s/inbox", mb->home);
+    snprintf(mb->sent_path, sizeof mb->sent_path, "%s/sent", mb->home);
+    snprintf(mb->history_path, sizeof mb->history_path, "%s/history", mb->home);
+    snprintf(mb->lead_status_path, sizeof mb->lead_status_path, "%s/status", mb->home);
+}
+
+/* An entity's mailbox, its history and sent log loaded from state_dir. */
+static mailbox *entity_new(mb_host *h, const char *id, const char *name, bool lead,
+                           const char *state_dir, const char *const *groups, unsigned box)
 {
     mailbox *mb = g_new0(mailbox, 1);
-    g_mutex_init(&mb->lock);
-    mb->o = o;
-    mb->hooks = *hooks;
-    mb->br = *br;
-    snprintf(mb->inbox_path, sizeof mb->inbox_path, "leads/%s/inbox", o->coord_id);
-    snprintf(mb->sent_path, sizeof mb->sent_path, "leads/%s/sent", o->coord_id);
-    snprintf(mb->history_path, sizeof mb->history_path, "leads/%s/history", o->coord_id);
-    snprintf(mb->lead_status_path, sizeof mb->lead_status_path, "leads/%s/status", o->coord_id);
+    g_atomic_ref_count_init(&mb->ref);
+    mb->h = h;
+    mb->lock = &h->lock;
+    mb->o = h->o;
+    mb->hooks = h->hooks;
+    g_strlcpy(mb->id, id, sizeof mb->id);
+    g_strlcpy(mb->name, name, sizeof mb->name);
+    mb->lead = lead;
+    mb->state_dir = g_strdup(state_dir);
+    mb->groups = g_strdupv((char **)groups);
+    if (!mb->groups)
+        mb->groups = g_new0(char *, 1);
+    mb->box = box;
+    snprintf(mb->home, sizeof mb->home, "%s/%s", lead ? "leads" : "agents", id);
+    entity_paths(mb);
     mb->held_ids = g_hash_table_new(g_str_hash, g_str_equal);
     mb->sent_ids = g_hash_table_new(g_str_hash, g_str_equal);
     mb->consumed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    mb->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    mb->refusals = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    mb->receipt_logs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     history_load(mb);
     sent_load(mb);
     for (int i = 0; i < MB__FILES; i++)
@@ -64,49 +80,241 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
     return mb;
 }
 
+static void entity_free(mailbox *mb)
+{
+    held_free_all(mb);
+    views_free_all(mb);
+    sent_close(mb);
+    history_close(mb);
+    seen_close(mb->seen);
+    g_hash_table_destroy(mb->held_ids);
+    g_hash_table_destroy(mb->sent_ids);
+    g_hash_table_destroy(mb->consumed);
+    g_free(mb->injector_words);
+    g_free(mb->state_dir);
+    g_strfreev(mb->groups);
+    g_free(mb);
+}
+
+mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
+{
+    mb_host *h = g_new0(mb_host, 1);
+    g_mutex_init(&h->lock);
+    h->o = o;
+    h->hooks = *hooks;
+    h->br = *br;
+    h->entities = g_ptr_array_new();
+    h->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    h->refusals = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    h->receipt_logs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_ptr_array_add(h->entities, entity_new(h, o->coord_id, o->coord_id, true, o->state_dir,
+                                            NULL, 0));
+    return h->entities->pdata[0];
+}
+
+mailbox *mb_agent_new(mailbox *lead, const char *name, const char *state_dir,
+                      const char *const *groups, unsigned box, char **err)
+{
+    mb_host *h = lead->h;
+    char gid[MB_ID_MAX];
+    mailbox *mb;
+    snprintf(gid, sizeof gid, "%s@%s", name, h->o->coord_id);
+    if (g_mkdir_with_parents(state_dir, 0700) < 0) {
+        *err = g_strdup_printf("cannot create %s: %s", state_dir, g_strerror(errno));
+        return NULL;
+    }
+    mb = entity_new(h, gid, name, false, state_dir, groups, box);
+    if (accept_open_entity(mb, err) < 0) {
+        entity_free(mb);
+        return NULL;
+    }
+    g_mutex_lock(&h->lock);
+    g_ptr_array_add(h->entities, mb);
+    g_mutex_unlock(&h->lock);
+    return mb;
+}
+
+bool mb_agent_busy(mailbox *mb, char *why, size_t n)
+{
+    bool busy;
+    g_mutex_lock(mb->lock);
+    busy = mb->held.length > 0 || g_hash_table_size(mb->inflight) > 0;
+    if (busy)
+        snprintf(why, n, "%u messages are held in its inbox (ack or deliver them first)%s",
+                 mb->held.length,
+                 g_hash_table_size(mb->inflight) ? ", and a send of it waits for its confirm" : "");
+    g_mutex_unlock(mb->lock);
+    return busy;
+}
+
+void mb_agent_retire(mailbox *mb)
+{
+    mb_host *h;
+    bool had;
+    if (!mb || mb->lead)
+        return;
+    h = mb->h;
+    g_mutex_lock(&h->lock);
+    had = g_ptr_array_remove(h->entities, mb);
+    g_mutex_unlock(&h->lock);
+    if (had)
+        mb_unref(mb);
+}
+
+mailbox *mb_ref(mailbox *mb)
+{
+    if (!mb->lead) /* the lead lives until mb_free: not counted */
+        g_atomic_ref_count_inc(&mb->ref);
+    return mb;
+}
+
+void mb_unref(mailbox *mb)
+{
+    /* the lead lives until mb_free, whatever its count says */
+    if (mb && !mb->lead && g_atomic_ref_count_dec(&mb->ref))
+        entity_free(mb);
+}
+
+mailbox *mb_lead(mailbox *mb)
+{
+    return mb->h->entities->pdata[0];
+}
+
+mailbox *mb_find(mailbox *any, const char *id)
+{
+    mailbox *found = NULL;
+    mb_host *h = any->h;
+    g_mutex_lock(&h->lock);
+    found = mb_find_locked(h, id);
+    if (found)
+        mb_ref(found);
+    g_mutex_unlock(&h->lock);
+    return found;
+}
+
+mailbox *mb_find_box(mailbox *any, unsigned box)
+{
+    mailbox *found = NULL;
+    mb_host *h = any->h;
+    g_mutex_lock(&h->lock);
+    for (guint i = 0; i < h->entities->len && !found; i++)
+        if (((mailbox *)h->entities->pdata[i])->box == box)
+            found = mb_ref(h->entities->pdata[i]);
+    g_mutex_unlock(&h->lock);
+    return found;
+}
+
+mailbox *mb_find_locked(mb_host *h, const char *id)
+{
+    for (guint i = 0; i < h->entities->len; i++) {
+        mailbox *mb = h->entities->pdata[i];
+        if (!strcmp(mb->id, id))
+            return mb;
+    }
+    return NULL;
+}
+
+GPtrArray *mb_entities(mailbox *any)
+{
+    GPtrArray *out;
+    g_mutex_lock(any->lock);
+    out = g_ptr_array_new_full(any->h->entities->len, (GDestroyNotify)mb_unref);
+    for (guint i = 0; i < any->h->entities->len; i++)
+        g_ptr_array_add(out, mb_ref(any->h->entities->pdata[i]));
+    g_mutex_unlock(any->lock);
+    return out;
+}
+
+void mb_id_host(const char *id, char *out, size_t n)
+{
+    const char *at = strchr(id, '@');
+    g_strlcpy(out, at ? at + 1 : id, n);
+}
+
+const char *mb_id(const mailbox *mb)
+{
+    return mb->id;
+}
+
+const char *mb_name(const mailbox *mb)
+{
+    return mb->name;
+}
+
+bool mb_is_lead(const mailbox *mb)
+{
+    return mb->lead;
+}
+
+unsigned mb_box(const mailbox *mb)
+{
+    return mb->box;
+}
+
+const char *mb_state_dir(const mailbox *mb)
+{
+    return mb->state_dir;
+}
+
+void mb_set_groups(mailbox *mb, const char *const *groups)
+{
+    char **g = g_strdupv((char **)groups);
+    g_mutex_lock(mb->lock);
+    g_strfreev(mb->groups);
+    mb->groups = g ? g : g_new0(char *, 1);
+    g_mutex_unlock(mb->lock);
+}
+
+char **mb_groups(mailbox *mb)
+{
+    char **g;
+    g_mutex_lock(mb->lock);
+    g = g_strdupv(mb->groups);
+    g_mutex_unlock(mb->lock);
+    return g;
+}
+
+
 void mb_start(mailbox *mb)
 {
-    outbox_start(mb);
+    outbox_start(mb->h);
 }
 
 void mb_stop(mailbox *mb)
 {
     if (mb)
-        outbox_stop(mb);
+        outbox_stop(mb->h);
 }
 
-void mb_free(mailbox *mb)
+void mb_free(mailbox *lead)
 {
-    if (!mb)
+    mb_host *h;
+    if (!lead)
         return;
-    outbox_stop(mb);
-    held_free_all(mb);
-    views_free_all(mb);
-    sent_close(mb);
-    history_close(mb);
-    outbox_free(mb);
-    accept_close(mb);
-    g_hash_table_destroy(mb->held_ids);
-    g_hash_table_destroy(mb->sent_ids);
-    g_hash_table_destroy(mb->consumed);
-    g_hash_table_destroy(mb->rejections);
-    g_hash_table_destroy(mb->refusals);
-    g_hash_table_destroy(mb->receipt_logs);
-    g_free(mb->injector_words);
-    g_mutex_clear(&mb->lock);
-    g_free(mb);
+    h = lead->h;
+    outbox_stop(h);
+    for (guint i = 0; i < h->entities->len; i++)
+        entity_free(h->entities->pdata[i]);
+    g_ptr_array_free(h->entities, TRUE);
+    outbox_free(h);
+    accept_close(h);
+    g_hash_table_destroy(h->rejections);
+    g_hash_table_destroy(h->refusals);
+    g_hash_table_destroy(h->receipt_logs);
+    g_mutex_clear(&h->lock);
+    g_free(h);
 }
 
 void mb_set_injector(mailbox *mb, const char *words)
 {
     bool same;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     same = mb->injector_words && strcmp(mb->injector_words, words) == 0;
     if (!same) {
         g_free(mb->injector_words);
         mb->injector_words = g_strdup(words);
     }
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     if (!same) {
         mb_changed(mb, mb->lead_status_path);
         mb_changed(mb, "status");
@@ -116,9 +324,9 @@ void mb_set_injector(mailbox *mb, const char *words)
 char *mb_injector_words(mailbox *mb)
 {
     char *w;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     w = g_strdup(mb->injector_words);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return w;
 }
 
@@ -129,12 +337,27 @@ bool mb_known_from(mailbox *mb, const char *msg_id, const char *peer)
     bool known;
     if (!env_id_valid(msg_id))
         return false;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     m = g_hash_table_lookup(mb->held_ids, msg_id);
     from = m ? m->env.from : history_sender_locked(mb, msg_id);
     known = from && strcmp(from, peer) == 0;
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return known;
+}
+
+bool mb_sender_of(mailbox *mb, const char *msg_id, char *out, size_t n)
+{
+    held_msg *m;
+    const char *from;
+    if (!env_id_valid(msg_id))
+        return false;
+    g_mutex_lock(mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    from = m ? m->env.from : history_sender_locked(mb, msg_id);
+    if (from && *from)
+        g_strlcpy(out, from, n);
+    g_mutex_unlock(mb->lock);
+    return from && *from;
 }
 
 GPtrArray *mb_ids_from(mailbox *mb, const char *peer)
@@ -142,37 +365,59 @@ GPtrArray *mb_ids_from(mailbox *mb, const char *peer)
     GPtrArray *ids = g_ptr_array_new_with_free_func(g_free);
     GHashTableIter it;
     gpointer k, v;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     for (GList *l = mb->held.head; l; l = l->next) {
         held_msg *m = l->data;
-        if (!strcmp(m->env.from, peer))
+        if (!peer || !strcmp(m->env.from, peer))
             g_ptr_array_add(ids, g_strdup(m->env.msgId));
     }
     g_hash_table_iter_init(&it, mb->consumed);
     while (g_hash_table_iter_next(&it, &k, &v))
-        if (!strcmp(((hist_ref *)v)->from, peer))
+        if (!peer || !strcmp(((hist_ref *)v)->from, peer))
             g_ptr_array_add(ids, g_strdup(k));
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return ids;
 }
 
 GString *mb_render(mailbox *mb, mb_file f)
 {
     GString *s;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     s = f == MB_SENT ? sent_render_locked(mb) : history_render_locked(mb);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return s;
 }
 
 void mb_counters_get(mailbox *mb, mb_counters *out, unsigned *held)
 {
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     *out = mb->n;
     if (held)
         *held = mb->held.length;
-    g_mutex_unlock(&mb->lock);
-    outbox_counts(mb, &out->receipts_pending, &out->receipts_dropped);
+    g_mutex_unlock(mb->lock);
+    outbox_counts(mb->h, &out->receipts_pending, &out->receipts_dropped);
+}
+
+void mb_counters_total(mailbox *any, mb_counters *out, unsigned *held)
+{
+    GPtrArray *all = any->h->entities;
+    memset(out, 0, sizeof *out);
+    if (held)
+        *held = 0;
+    g_mutex_lock(any->lock);
+    for (guint i = 0; i < all->len; i++) {
+        mailbox *mb = all->pdata[i];
+        out->sent += mb->n.sent;
+        out->received += mb->n.received;
+        out->injected += mb->n.injected;
+        out->acked += mb->n.acked;
+        out->rejected += mb->n.rejected;
+        out->dead_lettered += mb->n.dead_lettered;
+        if (held)
+            *held += mb->held.length;
+    }
+    g_mutex_unlock(any->lock);
+    outbox_counts(any->h, &out->receipts_pending, &out->receipts_dropped);
 }
 
 static gint cmp_str(gconstpointer a, gconstpointer b)
@@ -184,15 +429,15 @@ GString *mb_render_rejections(mailbox *mb)
 {
     GString *s = g_string_new(NULL);
     GList *keys;
-    g_mutex_lock(&mb->lock);
-    keys = g_list_sort(g_hash_table_get_keys(mb->rejections), cmp_str);
+    g_mutex_lock(mb->lock);
+    keys = g_list_sort(g_hash_table_get_keys(mb->h->rejections), cmp_str);
     for (GList *l = keys; l; l = l->next)
         g_string_append_printf(s, "rejected_%s: %u\n", (char *)l->data,
-                               GPOINTER_TO_UINT(g_hash_table_lookup(mb->rejections, l->data)));
+                               GPOINTER_TO_UINT(g_hash_table_lookup(mb->h->rejections, l->data)));
     g_list_free(keys);
-    if (mb->seen_err[0])
-        g_string_append_printf(s, "seen_set: NOT PERSISTED (%s)\n", mb->seen_err);
-    g_mutex_unlock(&mb->lock);
+    if (mb->h->seen_err[0])
+        g_string_append_printf(s, "seen_set: NOT PERSISTED (%s)\n", mb->h->seen_err);
+    g_mutex_unlock(mb->lock);
     return s;
 }
 
@@ -208,12 +453,12 @@ static void state_note(GString *s, const char *file, const applog *log)
 char *mb_state_words(mailbox *mb)
 {
     GString *s = g_string_new(NULL);
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     state_note(s, "history.jsonl", mb->history_log);
     state_note(s, "sent.jsonl", mb->sent_log);
-    if (mb->outbox)
-        state_note(s, "receipts.outbox", outbox_log_locked(mb));
-    g_mutex_unlock(&mb->lock);
+    if (mb->lead && mb->h->outbox)
+        state_note(s, "receipts.outbox", outbox_log_locked(mb->h));
+    g_mutex_unlock(mb->lock);
     if (!s->len) {
         g_string_free(s, TRUE);
         return g_strdup("ok");
@@ -221,45 +466,58 @@ char *mb_state_words(mailbox *mb)
     g_string_prepend(s, "degraded: ");
     g_string_append_printf(s, "; what was loaded is kept, new records live in memory only (lost "
                               "at a restart) until a write works again: free space in %s",
-                           mb->o->state_dir);
+                           mb->state_dir);
     return g_string_free(s, FALSE);
 }
 
 size_t mb_size(mailbox *mb, mb_file f)
 {
     size_t n;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     n = f == MB_SENT ? mb->sent_bytes : f == MB_HISTORY ? mb->history_bytes : mb->held_bytes;
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return n;
 }
 
 int64_t mb_mtime(mailbox *mb, mb_file f)
 {
     int64_t t;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     t = mb->mtime[f];
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return t;
 }
 
-void mb_tick(mailbox *mb)
+/* One entity's tick; true when its memory use dropped a lot. */
+static void entity_tick(mailbox *mb)
 {
     br_status st;
-    bool dropped, trim;
+    bool dropped;
 
-    mb->br.status(mb->br.b, &st);
-    g_mutex_lock(&mb->lock);
+    mb->h->br.status(mb->h->br.b, mb->box, &st);
+    g_mutex_lock(mb->lock);
     dropped = held_tick_locked(mb, &st, g_get_monotonic_time() / 1000);
     sent_expire_locked(mb);
-    trim = mb->trim;
-    mb->trim = false;
-    g_mutex_unlock(&mb->lock);
-    /* glibc keeps freed heap; after a big ack it is worth returning */
-    if (trim)
-        malloc_trim(0);
+    g_mutex_unlock(mb->lock);
     if (dropped) {
         mb_changed(mb, mb->inbox_path);
         mb_changed(mb, mb->lead_status_path);
     }
+}
+
+void mb_tick(mailbox *lead)
+{
+    mb_host *h = lead->h;
+    GPtrArray *all = mb_entities(lead);
+    bool trim;
+    for (guint i = 0; i < all->len; i++)
+        entity_tick(all->pdata[i]);
+    g_ptr_array_free(all, TRUE);
+    g_mutex_lock(&h->lock);
+    trim = h->trim;
+    h->trim = false;
+    g_mutex_unlock(&h->lock);
+    /* glibc keeps freed heap; after a big ack it is worth returning */
+    if (trim)
+        malloc_trim(0);
 }

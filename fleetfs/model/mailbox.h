@@ -39,6 +39,9 @@ typedef struct {
     /* presence, for honest sends: 1 peer live, 0 not (why filled: "peer not
      * live (stale 40s)"), -1 unknown; may be NULL.  Called unlocked. */
     int (*peer_live)(void *ud, const char *peer, char *why, size_t n);
+    /* the ids presence knows in group g (g_strfreev); may be NULL.  Called
+     * unlocked. */
+    char **(*group_members)(void *ud, const char *g);
     void *ud;
 } mb_hooks;
 
@@ -50,8 +53,41 @@ typedef struct {
 
 typedef enum { MB_INBOX, MB_SENT, MB_HISTORY, MB__FILES } mb_file;
 
-/* br: the broker seam (mb_broker.h), copied. */
+/* br: the broker seam (mb_broker.h), copied.  Makes the host's model and
+ * its first entity, the lead's mailbox, which it returns: the handle of
+ * the host (mb_start, mb_receipt, mb_free take it). */
 mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br);
+
+/* ---- entities (SPEC 10): the lead is one, each local agent another ----
+ * Every function below about "a mailbox" works on any of them the same
+ * way: held messages, views, sent, history, the seen set and counters are
+ * each entity's own; the lock, keys, receipts outbox and broker are the
+ * host's.  An agent's mailbox lives while its count is held: the host's
+ * list holds one (until mb_agent_retire), mb_find/mb_find_box/mb_entities
+ * give one each (mb_unref).  The lead lives until mb_free. */
+/* A local agent `name` (gid name@coord_id), its records in state_dir
+ * (created), in groups, consumed as broker box `box`.  NULL and *err. */
+mailbox *mb_agent_new(mailbox *lead, const char *name, const char *state_dir,
+                      const char *const *groups, unsigned box, char **err);
+/* Whether an agent still holds messages or waits on a send (why). */
+bool mb_agent_busy(mailbox *mb, char *why, size_t n);
+/* Out of the host's list (no longer found); freed with its last ref. */
+void mb_agent_retire(mailbox *mb);
+mailbox *mb_ref(mailbox *mb);
+void mb_unref(mailbox *mb); /* NULL is fine */
+mailbox *mb_lead(mailbox *any);
+/* The entity with this id (coord_id or gid) / consumed as box, or NULL. */
+mailbox *mb_find(mailbox *any, const char *id);
+mailbox *mb_find_box(mailbox *any, unsigned box);
+/* Every entity, the lead first (g_ptr_array_free drops the refs). */
+GPtrArray *mb_entities(mailbox *any);
+const char *mb_id(const mailbox *mb);   /* coord_id or gid */
+const char *mb_name(const mailbox *mb); /* coord_id or the agent's name */
+bool mb_is_lead(const mailbox *mb);
+unsigned mb_box(const mailbox *mb);
+const char *mb_state_dir(const mailbox *mb);
+void mb_set_groups(mailbox *mb, const char *const *groups);
+char **mb_groups(mailbox *mb); /* g_strfreev */
 /* Start / stop the receipts outbox thread (after the broker is wired; stop
  * before the broker stops). */
 void mb_start(mailbox *mb);
@@ -98,8 +134,11 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char 
 fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen);
 /* msg_id is a message peer sent us (held, or in history). */
 bool mb_known_from(mailbox *mb, const char *msg_id, const char *peer);
-/* The msgIds of messages from peer that are held or in history. */
+/* The msgIds of messages from peer (NULL: anyone) that are held or in
+ * history. */
 GPtrArray *mb_ids_from(mailbox *mb, const char *peer);
+/* Who sent msg_id to this mailbox (held, or in history): its id into out. */
+bool mb_sender_of(mailbox *mb, const char *msg_id, char *out, size_t n);
 /* A receipt from peer `from` about msg_id: move its sent entry forward
  * (never back).  False when there is no such entry or it is further along. */
 bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const char *state,
@@ -124,6 +163,8 @@ size_t mb_inbox_size(mailbox *mb, pid_t pid);
 /* A snapshot of `sent` (MB_SENT) or `history` (MB_HISTORY). */
 GString *mb_render(mailbox *mb, mb_file f);
 void mb_counters_get(mailbox *mb, mb_counters *out, unsigned *held);
+/* The same summed over every entity of the host (the root status). */
+void mb_counters_total(mailbox *any, mb_counters *out, unsigned *held);
 /* "reason: count" lines of rejections, for status */
 GString *mb_render_rejections(mailbox *mb);
 int64_t mb_mtime(mailbox *mb, mb_file f); /* ms since epoch */

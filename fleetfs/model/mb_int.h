@@ -31,8 +31,15 @@
 #include "fleetfs/store/applog.h"
 #include "fleetfs/model/mb_broker.h"
 #include "fleetfs/store/seen.h"
+#include "fleetfs/wire/names.h"
 #include "fleetfs/wire/sign.h"
 
+/* an entity id: a coord_id (63) or a gid (32 + 1 + 63), with room */
+#define MB_ID_MAX 128
+/* the `to` of a broadcast: group:<g> */
+#define MB_GROUP_PREFIX GROUP_PREFIX
+/* the topic exchange of agents and broadcasts (SPEC 10) */
+#define MB_EXCHANGE_MSG "fleet.msg"
 #define SENT_MAX 1000
 #define HISTORY_MAX 1000
 #define STALE_GRACE_MS 10000
@@ -76,6 +83,7 @@ typedef struct {
 } held_msg;
 
 typedef struct mb_outbox mb_outbox;
+typedef struct mb_host mb_host;
 
 /* history.c: a msgId in history, with the number of lines naming it (a
  * message refused and later resent, or consumed twice under one msgId,
@@ -85,12 +93,51 @@ typedef struct {
     char from[];
 } hist_ref;
 
-struct mailbox {
-    GMutex lock;
+/* What every entity of one daemon shares: the lock, the options, the hooks,
+ * the broker seam, the keys, the receipts (one receipt queue and one
+ * durable outbox per host), the rejection counts the root status shows,
+ * and the entities themselves.  The lead's mailbox is entities[0]. */
+struct mb_host {
+    GMutex lock; /* the one lock of the model, for every entity */
     const fs_opts *o;
     mb_hooks hooks;
     mb_broker br;
-    char inbox_path[128], sent_path[128], history_path[128], lead_status_path[128];
+    GPtrArray *entities; /* mailbox*, [0] the lead; others: local agents */
+
+    /* accept.c */
+    sig_key *key;            /* NULL only with insecure */
+    sig_trust *trust;        /* reloaded when an unknown sender shows up */
+    int64_t trust_loaded;    /* trust directory mtime (ns) when it was read */
+    seen_set *receipts_seen; /* receipts applied (their own msgIds) */
+    char seen_err[200];      /* why a seen set could not be written, or "" */
+    GHashTable *refusals;    /* sender -> rate budget of refusal receipts (accept.c) */
+
+    /* receipts.c */
+    mb_outbox *outbox;
+    GHashTable *receipt_logs; /* peer -> rate budget of "nothing to update" lines */
+    uint64_t receipts_rejected;
+
+    /* mailbox.c */
+    GHashTable *rejections; /* reason -> count, every entity's */
+    bool trim;              /* many messages freed: give the memory back */
+};
+
+/* One entity's mailbox: the lead's, or a local agent's (SPEC 10).  The
+ * same code serves both; what differs is in the fields below id. */
+struct mailbox {
+    gatomicrefcount ref; /* the host's list holds one; mb_find and friends one each */
+    mb_host *h;
+    GMutex *lock; /* &h->lock */
+    const fs_opts *o;
+    mb_hooks hooks; /* h->hooks */
+    char id[MB_ID_MAX];   /* coord_id, or the agent's gid name@coord_id */
+    char name[MB_ID_MAX]; /* the lead's coord_id, or the agent's name */
+    bool lead;
+    char *state_dir;   /* its records: the lead's is state_dir, an agent's below it */
+    char **groups;     /* the groups it is in (`all` is implicit) */
+    unsigned box;      /* the broker's box number of its mailbox queue (0: the lead) */
+    char home[MB_ID_MAX + 16]; /* "leads/<id>" or "agents/<gid>" */
+    char inbox_path[160], sent_path[160], history_path[160], lead_status_path[160];
 
     /* held.c */
     GQueue held;          /* held_msg*, arrival order */
@@ -118,27 +165,18 @@ struct mailbox {
     bool history_warned; /* the last write failed and was logged */
 
     /* accept.c */
-    sig_key *key;            /* NULL only with insecure */
-    sig_trust *trust;        /* reloaded when an unknown sender shows up */
-    int64_t trust_loaded;    /* trust directory mtime (ns) when it was read */
-    seen_set *seen;          /* messages: what became of each msgId */
-    seen_set *receipts_seen; /* receipts applied (their own msgIds) */
-    char seen_err[200];      /* why a seen set could not be written, or "" */
-    GHashTable *refusals;    /* sender -> rate budget of refusal receipts (accept.c) */
-
-    /* receipts.c */
-    mb_outbox *outbox;
-    GHashTable *receipt_logs; /* peer -> rate budget of "nothing to update" lines */
+    seen_set *seen; /* messages: what became of each msgId in this mailbox */
 
     /* mailbox.c */
     mb_counters n;
-    GHashTable *rejections; /* reason -> count */
     int64_t mtime[MB__FILES];
     char *injector_words;
-    bool trim; /* many messages freed: give the memory back */
 };
 
 /* mailbox.c */
+/* The host an entity id lives on: a gid's part after '@', a lead's id itself. */
+void mb_id_host(const char *id, char *out, size_t n);
+mailbox *mb_find_locked(mb_host *h, const char *id);
 void mb_touch_locked(mailbox *mb, mb_file f);
 void mb_changed(mailbox *mb, const char *relpath);
 void mb_count_rejection_locked(mailbox *mb, const char *reason);
@@ -176,7 +214,9 @@ bool accept_refusal_allowed_locked(mailbox *mb, const char *sender);
 /* The receipts' own set: true when receipt msgId was applied before;
  * else records it. */
 bool accept_receipt_seen_locked(mailbox *mb, const char *msg_id);
-void accept_close(mailbox *mb);
+void accept_close(mb_host *h);
+/* An entity's own seen set (state_dir/seen), seeded from its history. */
+int accept_open_entity(mailbox *mb, char **err);
 
 /* sent.c */
 void sent_load(mailbox *mb);
@@ -205,13 +245,13 @@ void views_append_locked(mailbox *mb, const char *line, size_t len);
 void views_free_all(mailbox *mb);
 
 /* receipts.c */
-int outbox_open(mailbox *mb, char **err);
-void outbox_start(mailbox *mb);
-void outbox_stop(mailbox *mb);
-void outbox_free(mailbox *mb);
+int outbox_open(mb_host *h, char **err);
+void outbox_start(mb_host *h);
+void outbox_stop(mb_host *h);
+void outbox_free(mb_host *h);
 /* Durably queue a receipt about orig for its sender (lock held). */
 void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, const char *detail);
-void outbox_counts(mailbox *mb, uint64_t *pending, uint64_t *dropped);
-const applog *outbox_log_locked(mailbox *mb);
+void outbox_counts(mb_host *h, uint64_t *pending, uint64_t *dropped);
+const applog *outbox_log_locked(mb_host *h);
 
 #endif

@@ -180,17 +180,17 @@ static void load_line(mb_outbox *ob, GHashTable *index, const char *line)
     json_decref(j);
 }
 
-int outbox_open(mailbox *mb, char **err)
+int outbox_open(mb_host *h, char **err)
 {
     mb_outbox *ob = g_new0(mb_outbox, 1);
     GPtrArray *lines = NULL;
     GHashTable *index = g_hash_table_new(g_str_hash, g_str_equal);
-    char *path = g_build_filename(mb->o->state_dir, "receipts.outbox", NULL);
+    char *path = g_build_filename(h->o->state_dir, "receipts.outbox", NULL);
     g_cond_init(&ob->cv);
     ob->dests = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)dest_free);
     ob->log = applog_open(path, APPLOG_WRITE, OUTBOX_LINE_MAX, &lines, err);
     g_free(path);
-    mb->outbox = ob;
+    h->outbox = ob;
     if (!ob->log) {
         g_hash_table_destroy(index);
         return -1;
@@ -240,20 +240,26 @@ static bool over_bound_locked(mb_outbox *ob, const char *to, const char *ref)
 
 void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, const char *detail)
 {
-    mb_outbox *ob = mb->outbox;
+    mb_outbox *ob = mb->h->outbox;
+    char dest[MB_ID_MAX];
     envelope r;
     size_t len;
     int64_t now = env_now_ms();
     ob_item *it;
     char *line;
 
-    if (ob && over_bound_locked(ob, orig->from, orig->msgId))
+    /* the receipt goes to the queue of the host the sender lives on */
+    mb_id_host(orig->from, dest, sizeof dest);
+    if (ob && over_bound_locked(ob, dest, orig->msgId))
         return;
     memset(&r, 0, sizeof r);
     r.v = 1;
     g_strlcpy(r.type, ENV_TYPE_RECEIPT, sizeof r.type);
     env_new_msgid(r.msgId);
     g_strlcpy(r.from, mb->o->coord_id, sizeof r.from);
+    /* an agent's receipt names it; a lead's is from itself (as ever) */
+    if (!mb->lead)
+        g_strlcpy(r.recipient, mb->id, sizeof r.recipient);
     g_strlcpy(r.to, orig->from, sizeof r.to);
     env_time_format(now, r.sentAt);
     env_time_format(now + mb->o->message_ttl_ms, r.expiresAt);
@@ -261,14 +267,14 @@ void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, c
     g_strlcpy(r.state, state, sizeof r.state);
     g_strlcpy(r.detail, detail ? detail : "", sizeof r.detail);
     r.body = "";
-    if (!ob || (mb->key && sig_sign(mb->key, &r) < 0)) {
+    if (!ob || (mb->h->key && sig_sign(mb->h->key, &r) < 0)) {
         log_err("receipt %s about %s: cannot sign or queue it; %s will see the message expire",
                 state, orig->msgId, orig->from);
         return;
     }
     it = g_new0(ob_item, 1);
     g_strlcpy(it->id, r.msgId, sizeof it->id);
-    g_strlcpy(it->to, orig->from, sizeof it->to);
+    g_strlcpy(it->to, dest, sizeof it->to);
     it->expires_ms = now + mb->o->message_ttl_ms;
     it->json = env_encode(&r, &len);
     if (!it->json) {
@@ -285,17 +291,17 @@ void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, c
     g_cond_signal(&ob->cv);
 }
 
-void outbox_counts(mailbox *mb, uint64_t *pending, uint64_t *dropped)
+void outbox_counts(mb_host *h, uint64_t *pending, uint64_t *dropped)
 {
-    g_mutex_lock(&mb->lock);
-    *pending = mb->outbox ? mb->outbox->pending : 0;
-    *dropped = mb->outbox ? mb->outbox->dropped : 0;
-    g_mutex_unlock(&mb->lock);
+    g_mutex_lock(&h->lock);
+    *pending = h->outbox ? h->outbox->pending : 0;
+    *dropped = h->outbox ? h->outbox->dropped : 0;
+    g_mutex_unlock(&h->lock);
 }
 
-const applog *outbox_log_locked(mailbox *mb)
+const applog *outbox_log_locked(mb_host *h)
 {
-    return mb->outbox->log;
+    return h->outbox->log;
 }
 
 /* Lock held: it was sent, or is given up: forget it durably. */
@@ -309,9 +315,9 @@ static void done_locked(mb_outbox *ob, ob_dest *d, ob_item *it)
     item_free(it);
 }
 
-static void wait_locked(mailbox *mb, int64_t ms)
+static void wait_locked(mb_host *h, int64_t ms)
 {
-    g_cond_wait_until(&mb->outbox->cv, &mb->lock, g_get_monotonic_time() + ms * 1000);
+    g_cond_wait_until(&h->outbox->cv, &h->lock, g_get_monotonic_time() + ms * 1000);
 }
 
 /* Lock held: the next destination whose turn it is (its retry time has
@@ -398,16 +404,16 @@ static void expire_locked(mb_outbox *ob)
  * (the second changes nothing), never one msgId twice, which the peer must
  * refuse as a replay (replayed-receipt, to fleet.dlq).  Durable: the new
  * line, then the old id's "done". */
-static void renew_locked(mailbox *mb, mb_outbox *ob, ob_item *it)
+static void renew_locked(mb_host *h, mb_outbox *ob, ob_item *it)
 {
     envelope e;
     char why[160], old[ENV_ID_LEN + 1], *json, *line, *done;
     size_t len;
     it->unsure = false;
-    if (env_decode(it->json, strlen(it->json), mb->o->max_message, &e, why, sizeof why) < 0)
+    if (env_decode(it->json, strlen(it->json), h->o->max_message, &e, why, sizeof why) < 0)
         return; /* sent as it is; the peer will say what is wrong with it */
     env_new_msgid(e.msgId);
-    json = (mb->key && sig_sign(mb->key, &e) < 0) ? NULL : env_encode(&e, &len);
+    json = (h->key && sig_sign(h->key, &e) < 0) ? NULL : env_encode(&e, &len);
     if (!json) {
         env_free(&e);
         return;
@@ -430,10 +436,10 @@ static void renew_locked(mailbox *mb, mb_outbox *ob, ob_item *it)
 
 static gpointer outbox_main(gpointer p)
 {
-    mailbox *mb = p;
-    mb_outbox *ob = mb->outbox;
+    mb_host *h = p;
+    mb_outbox *ob = h->outbox;
     int64_t swept = 0;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(&h->lock);
     while (!ob->stopping) {
         char id[ENV_ID_LEN + 1], to[64], detail[256] = "";
         int64_t wait_ms, now = g_get_monotonic_time() / 1000;
@@ -449,52 +455,52 @@ static gpointer outbox_main(gpointer p)
         d = next_due_locked(ob, now, &wait_ms);
         it = d ? g_queue_peek_head(&d->items) : NULL;
         if (!it) {
-            wait_locked(mb, MAX(wait_ms, 1));
+            wait_locked(h, MAX(wait_ms, 1));
             continue;
         }
         if (it->unsure)
-            renew_locked(mb, ob, it);
+            renew_locked(h, ob, it);
         g_strlcpy(id, it->id, sizeof id);
         g_strlcpy(to, it->to, sizeof to);
         json = g_strdup(it->json);
-        g_mutex_unlock(&mb->lock);
-        mb->br.status(mb->br.b, &st);
+        g_mutex_unlock(&h->lock);
+        h->br.status(h->br.b, 0, &st);
         if (st.link == BR_CONNECTED)
-            r = mb->br.publish_receipt(mb->br.b, to, id, json, strlen(json), mb->o->send_timeout_ms,
+            r = h->br.publish_receipt(h->br.b, to, id, json, strlen(json), h->o->send_timeout_ms,
                                        detail, sizeof detail);
         g_free(json);
-        g_mutex_lock(&mb->lock);
+        g_mutex_lock(&h->lock);
         /* only this thread removes receipts (outbox_queue adds at the tail) */
         settle_locked(ob, d, it, r, detail);
     }
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(&h->lock);
     return NULL;
 }
 
-void outbox_start(mailbox *mb)
+void outbox_start(mb_host *h)
 {
-    if (mb->outbox && !mb->outbox->thread) {
-        mb->outbox->stopping = false;
-        mb->outbox->thread = g_thread_new("outbox", outbox_main, mb);
+    if (h->outbox && !h->outbox->thread) {
+        h->outbox->stopping = false;
+        h->outbox->thread = g_thread_new("outbox", outbox_main, h);
     }
 }
 
-void outbox_stop(mailbox *mb)
+void outbox_stop(mb_host *h)
 {
-    mb_outbox *ob = mb->outbox;
+    mb_outbox *ob = h->outbox;
     if (!ob || !ob->thread)
         return;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(&h->lock);
     ob->stopping = true;
     g_cond_signal(&ob->cv);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(&h->lock);
     g_thread_join(ob->thread);
     ob->thread = NULL;
 }
 
-void outbox_free(mailbox *mb)
+void outbox_free(mb_host *h)
 {
-    mb_outbox *ob = mb->outbox;
+    mb_outbox *ob = h->outbox;
     if (!ob)
         return;
     g_queue_clear(&ob->turn);
@@ -502,7 +508,7 @@ void outbox_free(mailbox *mb)
     applog_close(ob->log);
     g_cond_clear(&ob->cv);
     g_free(ob);
-    mb->outbox = NULL;
+    h->outbox = NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -527,7 +533,7 @@ static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, bool r
     r = accept_lifetime(mb, e, why, n);
     if (r)
         return !strcmp(r, "expired") ? "stale-receipt" : "bad-receipt";
-    if (!sent_names_locked(mb, e->ref, e->from)) {
+    if (!sent_names_locked(mb, e->ref, env_receipt_recipient(e))) {
         *unknown = true;
         return NULL;
     }
@@ -548,39 +554,42 @@ static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, bool r
 static void receipt_changed_nothing(mailbox *mb, const envelope *e, bool unknown)
 {
     int r;
-    g_mutex_lock(&mb->lock);
-    r = rate_take_locked(mb->receipt_logs, e->from, RECEIPT_LOG_BURST, RECEIPT_LOG_EVERY_MS);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_lock(mb->lock);
+    r = rate_take_locked(mb->h->receipt_logs, e->from, RECEIPT_LOG_BURST, RECEIPT_LOG_EVERY_MS);
+    g_mutex_unlock(mb->lock);
     if (r == -1)
         log_info("receipts: more receipts from %s that change nothing: logged again in %d s",
                  e->from, RECEIPT_LOG_EVERY_MS / 1000);
     if (r < 0)
         return;
-    log_info("receipts: %s says %s about %s: nothing to update (%s)", e->from, e->state, e->ref,
-             unknown ? "not a message this lead sent to it, or no longer in sent"
+    log_info("receipts: %s says %s about %s: nothing to update (%s)", env_receipt_recipient(e),
+             e->state, e->ref,
+             unknown ? "not a message sent to it from here, or no longer in sent"
                      : "already further along");
     if (r > 0)
         log_info("receipts: %d more from %s changed nothing and were not logged", r, e->from);
 }
 
-br_action mb_receipt(mailbox *mb, bool redelivered, const char *body, size_t len)
+br_action mb_receipt(mailbox *lead, bool redelivered, const char *body, size_t len)
 {
     envelope e;
     char why[300] = "";
     const char *reason = NULL;
     bool unknown = false, again = false;
-    if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0 ||
-        strcmp(e.type, ENV_TYPE_RECEIPT) != 0 || strcmp(e.to, mb->o->coord_id) != 0) {
+    mailbox *mb = NULL; /* the local entity the receipt is for */
+    if (env_decode(body, len, lead->o->max_message, &e, why, sizeof why) < 0 ||
+        strcmp(e.type, ENV_TYPE_RECEIPT) != 0 || !(mb = mb_find(lead, e.to))) {
         if (!why[0] || e.body)
-            snprintf(why, sizeof why, "not a receipt addressed to %s", mb->o->coord_id);
+            snprintf(why, sizeof why, "not a receipt addressed to %s or one of its agents",
+                     lead->o->coord_id);
         reason = "bad-receipt";
     }
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(lead->lock);
     if (!reason)
         reason = receipt_refusal_locked(mb, &e, redelivered, &unknown, &again, why, sizeof why);
     if (reason)
-        mb_count_rejection_locked(mb, reason);
-    g_mutex_unlock(&mb->lock);
+        mb_count_rejection_locked(mb ? mb : lead, reason);
+    g_mutex_unlock(lead->lock);
     if (reason) {
         if (e.body)
             log_warn("receipts: rejected one from %s about %s (%s: %s); it goes to fleet.dlq",
@@ -588,25 +597,26 @@ br_action mb_receipt(mailbox *mb, bool redelivered, const char *body, size_t len
         else
             log_warn("receipts: rejected one (%s: %s); it goes to fleet.dlq", reason, why);
         env_free(&e);
-        mb_changed(mb, "status");
+        mb_unref(mb);
+        mb_changed(lead, "status");
         return BR_REJECT;
     }
     if (again) {
         log_info("receipts: %s's receipt %s about %s came again, redelivered by the broker (its "
                  "ack was lost with the connection); acked, applied once already",
                  e.from, e.msgId, e.ref);
-        env_free(&e);
-        return BR_ACK;
-    }
-    if (unknown || !mb_sent_update(mb, e.ref, e.from, e.state, e.detail))
+    } else if (unknown ||
+               !mb_sent_update(mb, e.ref, env_receipt_recipient(&e), e.state, e.detail)) {
         receipt_changed_nothing(mb, &e, unknown);
+    }
     env_free(&e);
+    mb_unref(mb);
     return BR_ACK;
 }
 
 void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const char *detail)
 {
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     outbox_queue_locked(mb, orig, state, detail);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
 }

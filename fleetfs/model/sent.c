@@ -12,6 +12,13 @@
  * record.  No receipt by expiresAt → expired.
  * The newest SENT_MAX entries are kept, persisted as JSON Lines in
  * state_dir/sent.jsonl (an applog; the newest line of a msgId wins).
+ *
+ * A broadcast (to "group:<g>", SPEC 10) is one publish and one entry, with
+ * `recipients`: each member's id and its own state.  The members presence
+ * knew at send time start as what the publish said; a member it did not
+ * know joins with its first receipt.  Each recipient moves forward only,
+ * by its own receipts, and the entry's state is the least advanced of
+ * its recipients' (before any is known: what the publish said).
  */
 #include "fleetfs/model/mb_int.h"
 
@@ -28,12 +35,13 @@
 
 typedef struct {
     char msg_id[ENV_ID_LEN + 1];
-    char to[64];
+    char to[ADDR_MAX_LEN + 1];
     char sent_at[40];
     char expires_at[40];
     char state[24];
     int64_t state_at;
     char detail[256];
+    GHashTable *recipients; /* broadcasts: id -> state (g_strdup'd both); NULL otherwise */
     char *env;  /* while unconfirmed: the signed envelope, for resend */
     char *line; /* rendered, "\n"-terminated: getattr and open cost no JSON */
     size_t line_len;
@@ -57,6 +65,15 @@ static char *sent_json(const sent_entry *se)
     json_object_set_new(j, "state", json_string(se->state));
     json_object_set_new(j, "stateAt", json_string(at));
     json_object_set_new(j, "detail", json_string(se->detail));
+    if (se->recipients) {
+        json_t *r = json_object();
+        GList *ids = g_list_sort(g_hash_table_get_keys(se->recipients), (GCompareFunc)strcmp);
+        for (GList *l = ids; l; l = l->next)
+            json_object_set_new(r, l->data, json_string(g_hash_table_lookup(se->recipients,
+                                                                            l->data)));
+        g_list_free(ids);
+        json_object_set_new(j, "recipients", r);
+    }
     line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(j);
     return line;
@@ -86,6 +103,8 @@ GString *sent_render_locked(mailbox *mb)
 
 static void sent_free(sent_entry *se)
 {
+    if (se->recipients)
+        g_hash_table_destroy(se->recipients);
     g_free(se->env);
     g_free(se->line);
     g_free(se);
@@ -119,6 +138,8 @@ static GString *sent_persist_render_locked(mailbox *mb)
     }
     return s;
 }
+
+static void early_free(void *er);
 
 /* se->msg_id must be set: it is the index key. */
 static void sent_push(mailbox *mb, sent_entry *se)
@@ -158,6 +179,16 @@ static void sent_load_line(mailbox *mb, const char *line)
     COPY(state, "state");
     COPY(detail, "detail");
 #undef COPY
+    if (json_is_object(json_object_get(j, "recipients"))) {
+        const char *rid;
+        json_t *rst;
+        if (!se->recipients)
+            se->recipients = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        json_object_foreach(json_object_get(j, "recipients"), rid, rst)
+            if (id_valid(rid) && json_string_value(rst))
+                g_hash_table_replace(se->recipients, g_strdup(rid),
+                                     g_strdup(json_string_value(rst)));
+    }
     if (at && env_time_parse(at, &ms) == 0)
         se->state_at = ms;
     g_free(se->env);
@@ -173,8 +204,9 @@ void sent_load(mailbox *mb)
 {
     GPtrArray *lines = NULL;
     char *err = NULL;
-    char *path = g_build_filename(mb->o->state_dir, "sent.jsonl", NULL);
-    mb->inflight = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    char *path = g_build_filename(mb->state_dir, "sent.jsonl", NULL);
+    mb->inflight =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, early_free);
     mb->sent_log = applog_open(path, APPLOG_WRITE, SENT_LINE_MAX, &lines, &err);
     if (!mb->sent_log) {
         log_warn("sent: cannot open %s; the sent log will not survive a restart", err);
@@ -219,7 +251,7 @@ static void sent_changed_locked(mailbox *mb, sent_entry *se)
     if (rc < 0 && !mb->sent_warned)
         log_warn("sent: cannot write %s/sent.jsonl; delivery states will not survive a "
                  "restart: free space or fix permissions",
-                 mb->o->state_dir);
+                 mb->state_dir);
     mb->sent_warned = rc < 0;
     mb_touch_locked(mb, MB_SENT);
     mb_changed(mb, mb->sent_path);
@@ -252,15 +284,20 @@ static bool sent_moves(const char *from, const char *to)
  * or a late confirm may have moved it on while the publish waited.
  * json: the signed envelope, kept while the state is unconfirmed */
 static void sent_record(mailbox *mb, const envelope *e, const char *json, const char *state,
-                        const char *detail)
+                        const char *detail, char *const *members)
 {
     sent_entry *se;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     se = sent_find(mb, e->msgId);
     if (!se) {
         se = g_new0(sent_entry, 1);
         g_strlcpy(se->msg_id, e->msgId, sizeof se->msg_id);
         g_strlcpy(se->to, e->to, sizeof se->to);
+        if (g_str_has_prefix(e->to, GROUP_PREFIX)) {
+            se->recipients = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+            for (char *const *m = members; m && *m; m++)
+                g_hash_table_replace(se->recipients, g_strdup(*m), g_strdup(state));
+        }
         g_strlcpy(se->sent_at, e->sentAt, sizeof se->sent_at);
         g_strlcpy(se->expires_at, e->expiresAt, sizeof se->expires_at);
         sent_push(mb, se);
@@ -269,7 +306,7 @@ static void sent_record(mailbox *mb, const envelope *e, const char *json, const 
     } else if (!sent_moves(se->state, state)) {
         log_info("send %s to %s: %s after all, but it is %s already: kept", e->msgId, e->to,
                  state, se->state);
-        g_mutex_unlock(&mb->lock);
+        g_mutex_unlock(mb->lock);
         return;
     } else if (!strcmp(se->state, "unconfirmed") && strcmp(state, "unconfirmed") != 0) {
         mb->n.sent++; /* a resend got its confirm */
@@ -280,7 +317,7 @@ static void sent_record(mailbox *mb, const envelope *e, const char *json, const 
     if (!strcmp(state, "unconfirmed") && !se->env)
         se->env = g_strdup(json);
     sent_changed_locked(mb, se);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     mb_changed(mb, "status");
 }
 
@@ -289,17 +326,55 @@ static void sent_record(mailbox *mb, const envelope *e, const char *json, const 
  * before our confirm comes back), and the broker's late confirm (it can
  * come between the write giving up and the write recording unconfirmed). */
 typedef struct {
-    char from[64];
-    char state[24]; /* "" when no receipt came */
+    char from[ADDR_MAX_LEN + 1]; /* the recipient */
+    char state[24];
     char detail[256];
-    bool late;      /* a late confirm came: */
+} early_one;
+
+typedef struct {
+    GArray *receipts; /* early_one: the most advanced per recipient */
+    bool late;        /* a late confirm came: */
     fe_code late_res;
     bool late_unread;
 } early_receipt;
 
+static void early_free(void *p)
+{
+    early_receipt *er = p;
+    if (er)
+        g_array_free(er->receipts, TRUE);
+    g_free(er);
+}
+
+/* A broadcast's state: the least advanced of its recipients'. */
+static void group_state_locked(sent_entry *se)
+{
+    GHashTableIter it;
+    gpointer k, v;
+    const char *least = NULL;
+    g_hash_table_iter_init(&it, se->recipients);
+    while (g_hash_table_iter_next(&it, &k, &v))
+        if (!least || state_rank(v) < state_rank(least))
+            least = v;
+    if (least && state_rank(least) > state_rank(se->state))
+        g_strlcpy(se->state, least, sizeof se->state);
+}
+
 static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const char *state,
                          const char *detail)
 {
+    if (se->recipients) {
+        const char *was = g_hash_table_lookup(se->recipients, from);
+        if (was && state_rank(state) <= state_rank(was))
+            return false;
+        g_hash_table_replace(se->recipients, g_strdup(from), g_strdup(state));
+        group_state_locked(se);
+        snprintf(se->detail, sizeof se->detail, "%s: %s%s%s", from, state,
+                 detail && *detail ? ": " : "", detail ? detail : "");
+        se->state_at = env_now_ms();
+        sent_changed_locked(mb, se);
+        return true;
+    }
     if (strcmp(se->to, from) != 0 || state_rank(state) <= state_rank(se->state))
         return false;
     g_strlcpy(se->state, state, sizeof se->state);
@@ -312,6 +387,7 @@ static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const ch
 static early_receipt *early_new_locked(mailbox *mb, const char *msg_id)
 {
     early_receipt *er = g_new0(early_receipt, 1);
+    er->receipts = g_array_new(FALSE, TRUE, sizeof(early_one));
     g_hash_table_insert(mb->inflight, g_strdup(msg_id), er);
     return er;
 }
@@ -322,22 +398,31 @@ bool mb_sent_update(mailbox *mb, const char *msg_id, const char *from, const cha
     sent_entry *se;
     bool applied = false;
     early_receipt *er;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     se = sent_find(mb, msg_id);
     if (se) {
         applied = apply_locked(mb, se, from, state, detail);
     } else if (g_hash_table_lookup_extended(mb->inflight, msg_id, NULL, (gpointer *)&er)) {
-        /* kept until the publish returns (publish_and_record) */
-        if (!er || state_rank(state) > state_rank(er->state)) {
-            if (!er)
-                er = early_new_locked(mb, msg_id);
-            g_strlcpy(er->from, from, sizeof er->from);
-            g_strlcpy(er->state, state, sizeof er->state);
-            g_strlcpy(er->detail, detail ? detail : "", sizeof er->detail);
+        /* kept until the publish returns (publish_and_record): the most
+         * advanced per recipient */
+        early_one *one = NULL;
+        if (!er)
+            er = early_new_locked(mb, msg_id);
+        for (guint i = 0; i < er->receipts->len && !one; i++)
+            if (!strcmp(g_array_index(er->receipts, early_one, i).from, from))
+                one = &g_array_index(er->receipts, early_one, i);
+        if (!one) {
+            g_array_set_size(er->receipts, er->receipts->len + 1);
+            one = &g_array_index(er->receipts, early_one, er->receipts->len - 1);
+            g_strlcpy(one->from, from, sizeof one->from);
+        }
+        if (!one->state[0] || state_rank(state) > state_rank(one->state)) {
+            g_strlcpy(one->state, state, sizeof one->state);
+            g_strlcpy(one->detail, detail ? detail : "", sizeof one->detail);
         }
         applied = true;
     }
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return applied;
 }
 
@@ -345,7 +430,8 @@ bool sent_names_locked(mailbox *mb, const char *msg_id, const char *peer)
 {
     sent_entry *se = sent_find(mb, msg_id);
     if (se)
-        return strcmp(se->to, peer) == 0;
+        /* a broadcast's receipts come from its members, whoever they are */
+        return se->recipients || strcmp(se->to, peer) == 0;
     /* its publish still waits for the confirm: the peer is checked when
      * the early receipt is applied (apply_locked) */
     return g_hash_table_contains(mb->inflight, msg_id);
@@ -382,7 +468,7 @@ static fe_code send_input_ok(const mailbox *mb, const char *peer, const char *da
         return FE_TOO_BIG;
     if (!text_utf8_valid(data, len))
         return FE_BAD_UTF8;
-    if (!name_valid(peer))
+    if (!addr_parse(peer, &(addr){0}))
         return FE_NO_PEER;
     return FE_OK;
 }
@@ -392,22 +478,25 @@ static fe_code send_input_ok(const mailbox *mb, const char *peer, const char *da
  * reader but no heartbeat from its peer (another implementation of
  * doc/protocol.md, or presence off there) is published, with the missing
  * heartbeat in detail: it is read, only we cannot see by whom. */
-static void send_published(mailbox *mb, const envelope *e, const char *json, bool no_consumer)
+static void send_published(mailbox *mb, const envelope *e, const char *json, bool no_consumer,
+                           char *const *members)
 {
     char why[160] = "", detail[256];
-    bool away =
-        mb->hooks.peer_live && mb->hooks.peer_live(mb->hooks.ud, e->to, why, sizeof why) == 0;
+    /* a lead's presence, or an agent's: its host's, and whether that
+     * host's heartbeat lists it; a group has none of its own */
+    bool away = !members && mb->hooks.peer_live &&
+                mb->hooks.peer_live(mb->hooks.ud, e->to, why, sizeof why) == 0;
     if (!no_consumer) {
         if (away)
             snprintf(detail, sizeof detail,
                      "the mailbox has a reader, but %s: not a fleetfs we can see, or its "
                      "presence is off",
                      why);
-        sent_record(mb, e, json, "published", away ? detail : "");
+        sent_record(mb, e, json, "published", away ? detail : "", members);
         return;
     }
     snprintf(detail, sizeof detail, "no consumer%s%s", away ? "; " : "", away ? why : "");
-    sent_record(mb, e, json, "published-unread", detail);
+    sent_record(mb, e, json, "published-unread", detail, members);
     log_info("send %s to %s: published-unread (%s); it waits in the mailbox until %s reads it",
              e->msgId, e->to, detail, e->to);
 }
@@ -446,16 +535,67 @@ static void apply_early_receipt(mailbox *mb, const char *msg_id)
     early_receipt *er = NULL;
     char *key = NULL;
     sent_entry *se;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     g_hash_table_steal_extended(mb->inflight, msg_id, (gpointer *)&key, (gpointer *)&er);
     se = sent_find(mb, msg_id);
-    if (er && se && er->state[0])
-        apply_locked(mb, se, er->from, er->state, er->detail);
+    for (guint i = 0; er && se && i < er->receipts->len; i++) {
+        early_one *one = &g_array_index(er->receipts, early_one, i);
+        apply_locked(mb, se, one->from, one->state, one->detail);
+    }
     if (er && se && er->late)
         late_confirm_locked(mb, se, er->late_res, er->late_unread);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     g_free(key);
-    g_free(er);
+    early_free(er);
+}
+
+/* The members a broadcast to g is expected to reach (presence's view at
+ * send time), without the sender's host's own entities, which do not get
+ * their own broadcast; NULL when the hook is not there. */
+static char **group_members(mailbox *mb, const char *g)
+{
+    char **all, **out;
+    GPtrArray *keep;
+    char host[NAME_MAX_LEN + 1];
+    if (!mb->hooks.group_members)
+        return g_new0(char *, 1);
+    all = mb->hooks.group_members(mb->hooks.ud, g);
+    keep = g_ptr_array_new();
+    for (char **m = all; m && *m; m++)
+        if (!id_host(*m, host) || strcmp(host, mb->o->coord_id) != 0)
+            g_ptr_array_add(keep, g_strdup(*m));
+    g_ptr_array_add(keep, NULL);
+    out = (char **)g_ptr_array_free(keep, FALSE);
+    g_strfreev(all);
+    return out;
+}
+
+/* Hand json to the broker by e->to's route (SPEC 10): a lead's mailbox
+ * through the default exchange (as ever), an agent's through fleet.msg
+ * with its gid, a group through fleet.msg with broadcast.<g>: one
+ * publish, the broker copies it to every member. */
+static fe_code route_publish(mailbox *mb, const envelope *e, const char *json, size_t jlen,
+                             bool *unread, char *detail, size_t dlen)
+{
+    addr a;
+    char key[ADDR_MAX_LEN + 16], queue[ADDR_MAX_LEN + 16];
+    if (!addr_parse(e->to, &a))
+        return FE_NO_PEER;
+    if (a.kind == ADDR_LEAD)
+        return mb->h->br.publish(mb->h->br.b, e->to, is_configured_peer(mb, e->to), e->msgId,
+                                 json, jlen, mb->o->send_timeout_ms, unread, detail, dlen);
+    if (!mb->h->br.publish_route) {
+        snprintf(detail, dlen, "this broker seam cannot route to agents or groups");
+        return FE_INTERNAL;
+    }
+    if (a.kind == ADDR_AGENT) {
+        snprintf(queue, sizeof queue, "agent.%s.inbox", e->to);
+        return mb->h->br.publish_route(mb->h->br.b, MB_EXCHANGE_MSG, e->to, queue, e->msgId, json,
+                                       jlen, mb->o->send_timeout_ms, unread, detail, dlen);
+    }
+    snprintf(key, sizeof key, "broadcast.%s", a.name);
+    return mb->h->br.publish_route(mb->h->br.b, MB_EXCHANGE_MSG, key, NULL, e->msgId, json, jlen,
+                                   mb->o->send_timeout_ms, unread, detail, dlen);
 }
 
 /* Publish json (e's envelope) and record the outcome.  While it waits,
@@ -465,23 +605,37 @@ static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *js
 {
     bool unread = false;
     fe_code res;
-    g_mutex_lock(&mb->lock);
+    char **members = g_str_has_prefix(e->to, GROUP_PREFIX)
+                         ? group_members(mb, e->to + strlen(GROUP_PREFIX))
+                         : NULL;
+    g_mutex_lock(mb->lock);
     g_hash_table_insert(mb->inflight, g_strdup(e->msgId), NULL);
-    g_mutex_unlock(&mb->lock);
-    res = mb->br.publish(mb->br.b, e->to, is_configured_peer(mb, e->to), e->msgId, json, jlen,
-                         mb->o->send_timeout_ms, &unread, detail, dlen);
+    g_mutex_unlock(mb->lock);
+    res = route_publish(mb, e, json, jlen, &unread, detail, dlen);
     if (res == FE_OK)
-        send_published(mb, e, json, unread);
+        send_published(mb, e, json, unread, members);
     else if (res == FE_TIMEOUT)
         sent_record(mb, e, json, "unconfirmed",
                     detail[0] ? detail
                               : "no confirm within send_timeout (the write returned ETIMEDOUT); "
                                 "the broker may still take it; write its msgId to resend to "
-                                "publish the same message again");
+                                "publish the same message again",
+                    members);
     apply_early_receipt(mb, e->msgId);
-    if (res != FE_OK)
+    if (res == FE_NO_MAILBOX && members)
+        snprintf(detail, dlen, "no member of %s has a mailbox bound to it: nothing was sent",
+                 e->to);
+    else if (res == FE_NO_MAILBOX && strchr(e->to, '@'))
+        snprintf(detail, dlen, "no mailbox is bound to %s on %s: no such agent (ls agents/), or "
+                               "it was retired; nothing was sent",
+                 e->to, MB_EXCHANGE_MSG);
+    if (res == FE_NO_MAILBOX && (members || strchr(e->to, '@')))
+        /* the lead's hint (start its fleetfs, host add) does not fit here */
+        log_warn("send %s to %s: %s: %s", e->msgId, e->to, fe_name(res), detail);
+    else if (res != FE_OK)
         log_warn("send %s to %s: %s (%s)%s%s", e->msgId, e->to, fe_name(res), fe_hint(res),
                  detail[0] ? ": " : "", detail);
+    g_strfreev(members);
     return res;
 }
 
@@ -511,7 +665,7 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char 
     e.v = 1;
     g_strlcpy(e.type, ENV_TYPE_COORD, sizeof e.type);
     env_new_msgid(e.msgId);
-    g_strlcpy(e.from, mb->o->coord_id, sizeof e.from);
+    g_strlcpy(e.from, mb->id, sizeof e.from);
     g_strlcpy(e.to, peer, sizeof e.to);
     env_time_format(now, e.sentAt);
     env_time_format(now + mb->o->message_ttl_ms, e.expiresAt);
@@ -519,7 +673,7 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char 
         g_strlcpy(e.replyTo, reply_to, sizeof e.replyTo);
     e.body = (char *)data;
     e.body_len = len;
-    if (mb->key && sig_sign(mb->key, &e) < 0)
+    if (mb->h->key && sig_sign(mb->h->key, &e) < 0)
         return FE_INTERNAL;
     json = env_encode(&e, &jlen);
     if (!json)
@@ -554,7 +708,7 @@ fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_
         log_warn("resend: refused: %s", detail);
         return FE_BAD_INPUT;
     }
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     se = sent_find(mb, id);
     if (se && se->env)
         json = g_strdup(se->env);
@@ -563,7 +717,7 @@ fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_
                  se->state);
     else
         snprintf(detail, dlen, "%s is not in sent", id);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     if (!json) {
         log_warn("resend: %s", detail);
         return se ? FE_BAD_INPUT : FE_NOT_HELD;
@@ -580,15 +734,22 @@ fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_
     return res;
 }
 
-void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread)
+void mb_late_confirm(mailbox *any, const char *msg_id, fe_code res, bool unread)
 {
-    sent_entry *se;
+    sent_entry *se = NULL;
     early_receipt *er;
-    g_mutex_lock(&mb->lock);
-    se = sent_find(mb, msg_id);
+    mailbox *mb = NULL;
+    GPtrArray *all = any->h->entities;
+    g_mutex_lock(any->lock);
+    /* whichever local entity sent it */
+    for (guint i = 0; i < all->len && !mb; i++) {
+        mailbox *m = all->pdata[i];
+        if ((se = sent_find(m, msg_id)) || g_hash_table_contains(m->inflight, msg_id))
+            mb = m;
+    }
     if (se) {
         late_confirm_locked(mb, se, res, unread);
-    } else if (g_hash_table_lookup_extended(mb->inflight, msg_id, NULL, (gpointer *)&er)) {
+    } else if (mb && g_hash_table_lookup_extended(mb->inflight, msg_id, NULL, (gpointer *)&er)) {
         /* the write gave up but has not recorded unconfirmed yet: keep it
          * for publish_and_record, which applies it right after */
         if (!er)
@@ -597,5 +758,5 @@ void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread)
         er->late_res = res;
         er->late_unread = unread;
     }
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(any->lock);
 }

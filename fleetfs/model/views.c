@@ -52,14 +52,14 @@ mb_view *mb_view_open(mailbox *mb, pid_t pid)
 {
     mb_view *v = g_new0(mb_view, 1);
     v->pid = pid;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     v->buf = g_string_sized_new(mb->held_bytes + 1);
     for (GList *l = mb->held.head; l; l = l->next) {
         held_msg *m = l->data;
         g_string_append_len(v->buf, m->line, (gssize)m->line_len);
     }
     mb->views = g_list_prepend(mb->views, v);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return v;
 }
 
@@ -76,7 +76,7 @@ static void view_trim(mb_view *v)
 size_t mb_view_read(mailbox *mb, mb_view *v, char *buf, size_t size, off_t off)
 {
     size_t n = 0, end;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     end = v->base + v->buf->len;
     if (off >= 0 && (size_t)off >= v->base && (size_t)off < end) {
         n = MIN(size, end - (size_t)off);
@@ -86,14 +86,14 @@ size_t mb_view_read(mailbox *mb, mb_view *v, char *buf, size_t size, off_t off)
         v->read_hi = MIN((size_t)off + n, end);
         view_trim(v);
     }
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return n;
 }
 
 unsigned mb_view_poll(mailbox *mb, mb_view *v, struct fuse_pollhandle *ph)
 {
     unsigned ev = 0;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     if (v->read_hi < v->base + v->buf->len)
         ev = POLLIN | POLLRDNORM;
     if (ph) {
@@ -101,15 +101,15 @@ unsigned mb_view_poll(mailbox *mb, mb_view *v, struct fuse_pollhandle *ph)
             fuse_pollhandle_destroy(v->ph);
         v->ph = ph;
     }
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return ev;
 }
 
 void mb_view_close(mailbox *mb, mb_view *v)
 {
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     mb->views = g_list_remove(mb->views, v);
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     view_free(v);
 }
 
@@ -117,7 +117,7 @@ size_t mb_inbox_size(mailbox *mb, pid_t pid)
 {
     size_t size = 0;
     bool own = false;
-    g_mutex_lock(&mb->lock);
+    g_mutex_lock(mb->lock);
     for (GList *l = mb->views; l; l = l->next) {
         mb_view *v = l->data;
         if (v->pid == pid) {
@@ -128,6 +128,6 @@ size_t mb_inbox_size(mailbox *mb, pid_t pid)
     }
     if (!own)
         size = mb->held_bytes;
-    g_mutex_unlock(&mb->lock);
+    g_mutex_unlock(mb->lock);
     return size;
 }

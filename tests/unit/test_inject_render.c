@@ -30,7 +30,7 @@ static envelope msg(const char *body, const char *reply_to)
 static void test_header_names_the_reply_command(void **state)
 {
     envelope e = msg("review the parser", "");
-    char *t = inj_render(&e, "/fleet");
+    char *t = inj_render(&e, "/fleet", NULL);
     (void)state;
     assert_string_equal(t, "[fleet message from alpha, msgId 0123456789abcdef0123456789abcdef - "
                            "reply: echo '...' > "
@@ -42,7 +42,7 @@ static void test_header_names_the_reply_command(void **state)
 static void test_in_reply_to_and_a_path_that_needs_quoting(void **state)
 {
     envelope e = msg("done", "ffffffffffffffffffffffffffffffff");
-    char *t = inj_render(&e, "/home/me/my fleet");
+    char *t = inj_render(&e, "/home/me/my fleet", NULL);
     (void)state;
     assert_non_null(strstr(t, ", in reply to ffffffffffffffffffffffffffffffff - reply: "));
     assert_non_null(strstr(t, "> '/home/me/my fleet/peers/alpha/reply/"));
@@ -53,7 +53,7 @@ static void test_in_reply_to_and_a_path_that_needs_quoting(void **state)
 static void test_a_hostile_mount_path_stays_one_inert_line(void **state)
 {
     envelope e = msg("x\033[2Jy", "");
-    char *t = inj_render(&e, "/tmp/a\nb\033]0;pwn\007");
+    char *t = inj_render(&e, "/tmp/a\nb\033]0;pwn\007", NULL);
     char *nl = strchr(t, '\n');
     (void)state;
     assert_non_null(nl);

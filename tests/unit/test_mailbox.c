@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 #include <glib.h>
+#include <jansson.h>
 
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/options.h"
@@ -49,9 +50,10 @@ typedef struct {
     bool no_consumer;        /* the probe at publish saw 0 consumers */
 } fake;
 
-static void f_status(void *b, br_status *st)
+static void f_status(void *b, unsigned box, br_status *st)
 {
     fake *f = b;
+    (void)box;
     g_mutex_lock(&f->m);
     *st = f->st;
     g_mutex_unlock(&f->m);
@@ -69,6 +71,17 @@ static fe_code f_publish(void *b, const char *peer, bool may_create, const char 
         assert_true(mb_sent_update(f->mb, msg_id, peer, f->early_state, "bad-lifetime: too long"));
     if (f->late_ok) /* the broker thread's late confirm, before the write records */
         mb_late_confirm(f->mb, msg_id, FE_OK, false);
+    return f->publish_result;
+}
+
+static fe_code f_route(void *b, const char *exchange, const char *key, const char *probe_queue,
+                       const char *msg_id, const char *body, size_t len, int64_t timeout_ms,
+                       bool *unread, char *detail, size_t dlen)
+{
+    fake *f = b;
+    (void)exchange, (void)key, (void)probe_queue, (void)msg_id, (void)body, (void)len;
+    (void)timeout_ms, (void)detail, (void)dlen;
+    *unread = false;
     return f->publish_result;
 }
 
@@ -93,11 +106,11 @@ static fe_code f_receipt(void *b, const char *peer, const char *msg_id, const ch
     return r;
 }
 
-static fe_code f_ack(void *b, uint64_t gen, uint64_t tag, int64_t timeout_ms)
+static fe_code f_ack(void *b, unsigned box, uint64_t gen, uint64_t tag, int64_t timeout_ms)
 {
     fake *f = b;
     fake_ack a = {gen, tag};
-    (void)timeout_ms;
+    (void)timeout_ms, (void)box;
     g_mutex_lock(&f->m);
     g_array_append_val(f->acks, a);
     g_mutex_unlock(&f->m);
@@ -135,6 +148,7 @@ static int setup(void **state)
     x->seam = (mb_broker){.b = &x->fk,
                           .status = f_status,
                           .publish = f_publish,
+                          .publish_route = f_route,
                           .publish_receipt = f_receipt,
                           .ack = f_ack};
     opts_init(&x->o);
@@ -950,6 +964,264 @@ static void test_upgrade_from_a_stateless_seen_file(void **state)
     g_free(path);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* entities (SPEC 10): the lead and local agents, one model             */
+
+static mailbox *agent(fx *x, const char *name, const char *const *groups, unsigned box)
+{
+    char *err = NULL;
+    char *dir = g_build_filename(x->dir, "agents", name, NULL);
+    mailbox *a = mb_agent_new(x->mb, name, dir, groups, box, &err);
+    assert_non_null(a);
+    g_free(dir);
+    return a;
+}
+
+static br_action deliver_to(mailbox *mb, const char *id, const char *from, const char *to,
+                            uint64_t gen)
+{
+    size_t len;
+    char *json = envelope_json(id, from, to, NULL, 0, 3600 * 1000, &len);
+    br_action a = mb_deliver(mb, gen, 1, false, json, len);
+    free(json);
+    return a;
+}
+
+static unsigned held_in(mailbox *mb)
+{
+    mb_counters n;
+    unsigned h;
+    mb_counters_get(mb, &n, &h);
+    return h;
+}
+
+static void test_each_agent_has_its_own_mailbox(void **state)
+{
+    fx *x = *state;
+    const char *red[] = {"red", NULL};
+    mailbox *w1 = agent(x, "w1", red, 1), *w2 = agent(x, "w2", NULL, 2);
+    const char *id = "0123456789abcdef0123456789abcdef";
+    assert_string_equal(mb_id(w1), "w1@beta");
+    /* one msgId in two mailboxes (a broadcast): each holds its copy */
+    assert_int_equal(deliver_to(w1, id, "alpha", "w1@beta", 1), BR_KEEP);
+    assert_int_equal(deliver_to(x->mb, id, "alpha", "beta", 1), BR_KEEP);
+    assert_int_equal(held_in(w1), 1);
+    assert_int_equal(held_in(x->mb), 1);
+    assert_int_equal(held_in(w2), 0);
+    /* addressed to w1, arriving in w2's or the lead's mailbox: refused */
+    assert_int_equal(deliver_to(w2, "1123456789abcdef0123456789abcdef", "alpha", "w1@beta", 1),
+                     BR_REJECT);
+    assert_int_equal(deliver_to(x->mb, "2123456789abcdef0123456789abcdef", "alpha", "w1@beta", 1),
+                     BR_REJECT);
+    assert_int_equal(rejections(x, "wrong-recipient"), 2);
+    /* found by id and by box; a retired one is not */
+    mailbox *f = mb_find(x->mb, "w2@beta");
+    assert_ptr_equal(f, w2);
+    mb_unref(f);
+    f = mb_find_box(x->mb, 1);
+    assert_ptr_equal(f, w1);
+    mb_unref(f);
+    mb_agent_retire(w2);
+    assert_null(mb_find(x->mb, "w2@beta"));
+}
+
+static void test_a_broadcast_is_taken_only_by_members(void **state)
+{
+    fx *x = *state;
+    const char *red[] = {"red", NULL};
+    mailbox *w1 = agent(x, "w1", red, 1);
+    assert_int_equal(deliver_to(w1, "0123456789abcdef0123456789abcdef", "alpha", "group:red", 1),
+                     BR_KEEP);
+    assert_int_equal(deliver_to(w1, "1123456789abcdef0123456789abcdef", "alpha", "group:all", 1),
+                     BR_KEEP);
+    assert_int_equal(deliver_to(w1, "2123456789abcdef0123456789abcdef", "alpha", "group:blue", 1),
+                     BR_REJECT);
+    /* the lead is in no group but all */
+    assert_int_equal(deliver_to(x->mb, "3123456789abcdef0123456789abcdef", "alpha", "group:red", 1),
+                     BR_REJECT);
+    assert_int_equal(held_in(w1), 2);
+    assert_int_equal(rejections(x, "wrong-recipient"), 2);
+    /* this host's own broadcast comes back through the binding: taken
+     * off the queue, never shown */
+    assert_int_equal(deliver_to(w1, "4123456789abcdef0123456789abcdef", "beta", "group:red", 1),
+                     BR_ACK);
+    assert_int_equal(deliver_to(x->mb, "5123456789abcdef0123456789abcdef", "w1@beta", "group:all",
+                                1),
+                     BR_ACK);
+    assert_int_equal(held_in(w1), 2);
+    assert_int_equal(held_in(x->mb), 0);
+}
+
+static char **members_hook(void *ud, const char *g)
+{
+    (void)ud;
+    assert_string_equal(g, "all");
+    return g_strsplit("alpha:w1@alpha:beta:w2@beta", ":", -1);
+}
+
+static br_action receipt_from(fx *x, const char *id, const char *from, const char *recipient,
+                              const char *to, const char *ref, const char *state)
+{
+    envelope e;
+    size_t len;
+    char *json;
+    br_action a;
+    int64_t now = env_now_ms();
+    memset(&e, 0, sizeof e);
+    e.v = 1;
+    g_strlcpy(e.type, ENV_TYPE_RECEIPT, sizeof e.type);
+    g_strlcpy(e.msgId, id, sizeof e.msgId);
+    g_strlcpy(e.from, from, sizeof e.from);
+    g_strlcpy(e.recipient, recipient, sizeof e.recipient);
+    g_strlcpy(e.to, to, sizeof e.to);
+    env_time_format(now, e.sentAt);
+    env_time_format(now + 3600 * 1000, e.expiresAt);
+    g_strlcpy(e.ref, ref, sizeof e.ref);
+    g_strlcpy(e.state, state, sizeof e.state);
+    e.body = "";
+    json = env_encode(&e, &len);
+    a = mb_receipt(x->mb, false, json, len);
+    free(json);
+    return a;
+}
+
+/* the entry of sent (as JSON) for msg_id */
+static json_t *sent_entry_of(mailbox *mb, const char *msg_id)
+{
+    GString *s = mb_render(mb, MB_SENT);
+    gchar **lines = g_strsplit(s->str, "\n", -1);
+    json_t *found = NULL;
+    for (gchar **l = lines; *l && !found; l++) {
+        json_t *j = json_loads(*l, 0, NULL);
+        if (j && !g_strcmp0(json_string_value(json_object_get(j, "msgId")), msg_id))
+            found = j;
+        else
+            json_decref(j);
+    }
+    g_strfreev(lines);
+    g_string_free(s, TRUE);
+    return found;
+}
+
+static void test_a_broadcast_is_one_entry_with_a_state_per_recipient(void **state)
+{
+    fx *x = *state;
+    mb_hooks hooks = {.group_members = members_hook};
+    char detail[256], *err = NULL;
+    json_t *e;
+    const char *id;
+    mb_free(x->mb);
+    x->mb = mb_new(&x->o, &hooks, &x->seam);
+    assert_int_equal(mb_set_security(x->mb, &err), 0);
+    assert_int_equal(mb_send(x->mb, "group:all", NULL, "all hands", 9, detail, sizeof detail),
+                     FE_OK);
+    {
+        GString *s = mb_render(x->mb, MB_SENT);
+        json_t *j = json_loads(s->str, JSON_DISABLE_EOF_CHECK, NULL);
+        id = g_strdup(json_string_value(json_object_get(j, "msgId")));
+        json_decref(j);
+        g_string_free(s, TRUE);
+    }
+    e = sent_entry_of(x->mb, id);
+    /* the members presence knew, but not this host's own */
+    assert_int_equal(json_object_size(json_object_get(e, "recipients")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "recipients"),
+                                                          "w1@alpha")),
+                        "published");
+    json_decref(e);
+    /* alpha's lead, then alpha's w1 (named by recipient), then one presence
+     * did not know */
+    assert_int_equal(receipt_from(x, "a0000000000000000000000000000000", "alpha", "", "beta", id,
+                                  "injected"),
+                     BR_ACK);
+    e = sent_entry_of(x->mb, id);
+    assert_string_equal(json_string_value(json_object_get(e, "state")), "published");
+    json_decref(e);
+    assert_int_equal(receipt_from(x, "a1000000000000000000000000000000", "alpha", "w1@alpha",
+                                  "beta", id, "acked"),
+                     BR_ACK);
+    assert_int_equal(receipt_from(x, "a2000000000000000000000000000000", "gamma", "w5@gamma",
+                                  "beta", id, "injected"),
+                     BR_ACK);
+    e = sent_entry_of(x->mb, id);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "recipients"),
+                                                          "alpha")),
+                        "injected");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "recipients"),
+                                                          "w1@alpha")),
+                        "acked");
+    assert_int_equal(json_object_size(json_object_get(e, "recipients")), 3);
+    /* the least advanced recipient: injected */
+    assert_string_equal(json_string_value(json_object_get(e, "state")), "injected");
+    json_decref(e);
+    /* a recipient never moves back */
+    assert_int_equal(receipt_from(x, "a3000000000000000000000000000000", "alpha", "w1@alpha",
+                                  "beta", id, "injected"),
+                     BR_ACK);
+    e = sent_entry_of(x->mb, id);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "recipients"),
+                                                          "w1@alpha")),
+                        "acked");
+    json_decref(e);
+    g_free((char *)id);
+}
+
+static void test_an_agent_sends_as_itself_and_gets_its_own_receipts(void **state)
+{
+    fx *x = *state;
+    mailbox *w1 = agent(x, "w1", NULL, 1);
+    char detail[256];
+    json_t *e;
+    char *id;
+    assert_int_equal(mb_send(w1, "w2@alpha", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    {
+        GString *s = mb_render(w1, MB_SENT);
+        json_t *j = json_loads(s->str, JSON_DISABLE_EOF_CHECK, NULL);
+        id = g_strdup(json_string_value(json_object_get(j, "msgId")));
+        json_decref(j);
+        g_string_free(s, TRUE);
+    }
+    assert_int_equal(mb_size(x->mb, MB_SENT), 0); /* not the lead's */
+    /* a receipt for w1@beta, from w2@alpha: w1's entry moves */
+    assert_int_equal(receipt_from(x, "b0000000000000000000000000000000", "alpha", "w2@alpha",
+                                  "w1@beta", id, "injected"),
+                     BR_ACK);
+    e = sent_entry_of(w1, id);
+    assert_string_equal(json_string_value(json_object_get(e, "state")), "injected");
+    json_decref(e);
+    /* the same ref from another recipient changes nothing */
+    assert_int_equal(receipt_from(x, "b1000000000000000000000000000000", "alpha", "", "w1@beta",
+                                  id, "acked"),
+                     BR_ACK);
+    e = sent_entry_of(w1, id);
+    assert_string_equal(json_string_value(json_object_get(e, "state")), "injected");
+    json_decref(e);
+    /* a receipt for an entity that is not here is refused */
+    assert_int_equal(receipt_from(x, "b2000000000000000000000000000000", "alpha", "w2@alpha",
+                                  "w7@beta", id, "acked"),
+                     BR_REJECT);
+    g_free(id);
+}
+
+static void test_an_agents_receipt_names_it(void **state)
+{
+    fx *x = *state;
+    mailbox *w1 = agent(x, "w1", NULL, 1);
+    char detail[256], *path, *text = NULL;
+    assert_int_equal(deliver_to(w1, "0123456789abcdef0123456789abcdef", "alpha", "w1@beta", 1),
+                     BR_KEEP);
+    assert_int_equal(mb_ack(w1, "all", 3, detail, sizeof detail), FE_OK);
+    path = g_build_filename(x->dir, "receipts.outbox", NULL);
+    assert_true(g_file_get_contents(path, &text, NULL, NULL));
+    /* from the host, naming the recipient agent, to the sender */
+    assert_non_null(strstr(text, "\\\"from\\\":\\\"beta\\\""));
+    assert_non_null(strstr(text, "\\\"recipient\\\":\\\"w1@beta\\\""));
+    assert_non_null(strstr(text, "\\\"to\\\":\\\"alpha\\\""));
+    g_free(text);
+    g_free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -994,6 +1266,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_receipt_flood_leaves_messages_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_upgrade_from_a_stateless_seen_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_each_agent_has_its_own_mailbox, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_broadcast_is_taken_only_by_members, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_broadcast_is_one_entry_with_a_state_per_recipient,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_agent_sends_as_itself_and_gets_its_own_receipts,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_agents_receipt_names_it, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

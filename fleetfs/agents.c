@@ -1,0 +1,310 @@
+/* fleetfs/agents.c — this host's agents and the fleet's groups (design in
+ * agents.h).
+ *
+ * Box numbers: the lead's mailbox is box 0; each agent registered gets the
+ * next number, never reused while the daemon runs (a retired agent's last
+ * deliveries can still be on their way from the broker thread; a new
+ * agent must not be mistaken for it).
+ *
+ * An agent's records (seen set, history, sent log, injection journal) live
+ * in state_dir/agents/<name>/, so an agent registered again (mkdir after
+ * rmdir, or the next start) finds what it had consumed and sent.
+ */
+#include "fleetfs/agents.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "broker/conn.h"
+#include "fleetfs/log.h"
+#include "fleetfs/wire/names.h"
+
+/* The keys an entity's mailbox is bound with on fleet.msg: an agent's own
+ * gid (a lead's is reached through the default exchange), broadcast.all,
+ * and broadcast.<g> for each of its groups. */
+static char **bind_keys(const char *gid, const char *const *groups)
+{
+    GPtrArray *k = g_ptr_array_new();
+    if (gid)
+        g_ptr_array_add(k, g_strdup(gid));
+    g_ptr_array_add(k, g_strdup("broadcast." GROUP_ALL));
+    for (const char *const *g = groups; g && *g; g++)
+        g_ptr_array_add(k, g_strdup_printf("broadcast.%s", *g));
+    g_ptr_array_add(k, NULL);
+    return (char **)g_ptr_array_free(k, FALSE);
+}
+
+char **ag_lead_keys(const fs_opts *o)
+{
+    return bind_keys(NULL, opts_agent_groups(o, NULL));
+}
+
+/* Lock held: one more local agent, its mailbox and broker box. */
+static int add_locked(fleet *f, const char *name, const char *const *groups, const char *target,
+                      bool serve, char **err)
+{
+    char gid[ADDR_MAX_LEN + 1], queue[ADDR_MAX_LEN + 16];
+    char *dir = g_build_filename(f->opts->state_dir, "agents", name, NULL);
+    unsigned box = ++f->ag_next_box;
+    char **keys;
+    mailbox *mb = mb_agent_new(f->mb, name, dir, groups, box, err);
+    g_free(dir);
+    if (!mb)
+        return -1;
+    snprintf(gid, sizeof gid, "%s@%s", name, f->opts->coord_id);
+    br_agent_queue(gid, queue, sizeof queue);
+    keys = bind_keys(gid, groups);
+    if (br_box_add(f->br, box, queue, BR_EXCHANGE_MSG, (const char *const *)keys) < 0) {
+        *err = g_strdup_printf("the broker connection refuses box %u for %s: %s", box, queue,
+                               g_strerror(errno));
+        g_strfreev(keys);
+        mb_agent_retire(mb);
+        return -1;
+    }
+    g_strfreev(keys);
+    if (serve)
+        inj_add(g_atomic_pointer_get(&f->inj), mb, target);
+    log_info("agents: %s registered (mailbox %s, box %u)", gid, queue, box);
+    return 0;
+}
+
+int ag_start(fleet *f, char **err)
+{
+    int rc = 0;
+    g_mutex_lock(&f->ag_lock);
+    for (size_t i = 0; i < f->opts->n_agents && rc == 0; i++) {
+        const fs_agent *a = &f->opts->agents[i];
+        rc = add_locked(f, a->name, opts_agent_groups(f->opts, a), a->target, false, err);
+    }
+    g_mutex_unlock(&f->ag_lock);
+    return rc;
+}
+
+void ag_serve(fleet *f)
+{
+    GPtrArray *all = mb_entities(f->mb);
+    for (guint i = 1; i < all->len; i++) {
+        const fs_agent *a = opts_agent(f->opts, mb_name(all->pdata[i]));
+        inj_add(g_atomic_pointer_get(&f->inj), all->pdata[i], a ? a->target : NULL);
+    }
+    g_ptr_array_free(all, TRUE);
+    ag_announce(f);
+}
+
+int ag_mkdir(fleet *f, const char *gid)
+{
+    char host[NAME_MAX_LEN + 1], name[AGENT_NAME_MAX_LEN + 1], *err = NULL;
+    mailbox *there;
+    int rc;
+    if (!gid_valid(gid)) {
+        log_warn("agents: mkdir agents/%.100s refused: not <name>@<coord_id> with name "
+                 "[a-z][a-z0-9_-]{0,31}",
+                 gid);
+        return EINVAL;
+    }
+    id_host(gid, host);
+    if (strcmp(host, f->opts->coord_id) != 0) {
+        log_warn("agents: mkdir agents/%s refused: it lives on %s, and only %s's agents can be "
+                 "registered here",
+                 gid, host, f->opts->coord_id);
+        return EPERM;
+    }
+    g_strlcpy(name, gid, MIN(sizeof name, (size_t)(strchr(gid, '@') - gid + 1)));
+    g_mutex_lock(&f->ag_lock);
+    there = mb_find(f->mb, gid);
+    if (there) {
+        mb_unref(there);
+        g_mutex_unlock(&f->ag_lock);
+        return EEXIST;
+    }
+    rc = add_locked(f, name, opts_agent_groups(f->opts, opts_agent(f->opts, name)),
+                    opts_agent(f->opts, name) ? opts_agent(f->opts, name)->target : NULL, true,
+                    &err);
+    g_mutex_unlock(&f->ag_lock);
+    if (rc < 0) {
+        log_warn("agents: cannot register %s: %s", gid, err);
+        g_free(err);
+        return EIO;
+    }
+    ag_announce(f);
+    return 0;
+}
+
+int ag_rmdir(fleet *f, const char *gid)
+{
+    mailbox *mb;
+    fe_code r;
+    char detail[300] = "";
+    g_mutex_lock(&f->ag_lock);
+    mb = gid_valid(gid) ? mb_find(f->mb, gid) : NULL;
+    if (!mb) {
+        g_mutex_unlock(&f->ag_lock);
+        return ag_known(f, gid) ? EPERM : ENOENT;
+    }
+    /* only an empty mailbox goes: what waits in it is never thrown away */
+    r = br_box_remove(f->br, mb_box(mb), true, f->opts->send_timeout_ms, detail, sizeof detail);
+    if (r == FE_OK) {
+        inj_remove(g_atomic_pointer_get(&f->inj), mb);
+        mb_agent_retire(mb);
+    }
+    mb_unref(mb);
+    g_mutex_unlock(&f->ag_lock);
+    if (r != FE_OK) {
+        log_warn("agents: rmdir %s refused: %s (%s)%s%s", gid,
+                 r == FE_NOT_EMPTY ? "messages wait in its mailbox: read and ack them first"
+                                   : fe_hint(r),
+                 fe_name(r), detail[0] ? ": " : "", detail);
+        return r == FE_NOT_EMPTY ? ENOTEMPTY : fe_errno(r);
+    }
+    log_info("agents: %s retired; its mailbox is deleted (it was empty)", gid);
+    ag_announce(f);
+    return 0;
+}
+
+bool ag_known(const fleet *f, const char *gid)
+{
+    mailbox *mb;
+    if (!gid_valid(gid))
+        return false;
+    if ((mb = mb_find(f->mb, gid))) {
+        mb_unref(mb);
+        return true;
+    }
+    pr_agent_info ai;
+    return f->pr && pr_agent_get(f->pr, gid, &ai);
+}
+
+/* Adds to set every group of every local entity. */
+static void local_groups(const fleet *f, GHashTable *set)
+{
+    GPtrArray *all = mb_entities(f->mb);
+    for (guint i = 0; i < all->len; i++) {
+        char **g = mb_groups(all->pdata[i]);
+        for (char **p = g; p && *p; p++)
+            g_hash_table_add(set, g_strdup(*p));
+        g_strfreev(g);
+    }
+    g_ptr_array_free(all, TRUE);
+}
+
+static char **sorted_keys(GHashTable *set)
+{
+    GList *keys = g_list_sort(g_hash_table_get_keys(set), (GCompareFunc)strcmp);
+    GPtrArray *out = g_ptr_array_new();
+    for (GList *l = keys; l; l = l->next)
+        g_ptr_array_add(out, g_strdup(l->data));
+    g_ptr_array_add(out, NULL);
+    g_list_free(keys);
+    return (char **)g_ptr_array_free(out, FALSE);
+}
+
+char **ag_groups(const fleet *f)
+{
+    GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    char **heard = f->pr ? pr_groups(f->pr) : NULL, **out;
+    g_hash_table_add(set, g_strdup(GROUP_ALL));
+    local_groups(f, set);
+    for (char **p = heard; p && *p; p++)
+        g_hash_table_add(set, g_strdup(*p));
+    g_strfreev(heard);
+    out = sorted_keys(set);
+    g_hash_table_destroy(set);
+    return out;
+}
+
+bool ag_group_known(const fleet *f, const char *g)
+{
+    char **all = ag_groups(f);
+    bool known = g_strv_contains((const char *const *)all, g);
+    g_strfreev(all);
+    return known;
+}
+
+char **ag_list(const fleet *f)
+{
+    GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    GPtrArray *all = mb_entities(f->mb), *heard = f->pr ? pr_agents(f->pr) : NULL;
+    char **out;
+    for (guint i = 1; i < all->len; i++)
+        g_hash_table_add(set, g_strdup(mb_id(all->pdata[i])));
+    for (guint i = 0; heard && i < heard->len; i++)
+        g_hash_table_add(set, g_strdup(((pr_agent_info *)heard->pdata[i])->gid));
+    out = sorted_keys(set);
+    g_ptr_array_free(all, TRUE);
+    if (heard)
+        g_ptr_array_unref(heard);
+    g_hash_table_destroy(set);
+    return out;
+}
+
+char **ag_members(const fleet *f, const char *g)
+{
+    GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    GPtrArray *all = mb_entities(f->mb);
+    char **heard = f->pr ? pr_group_members(f->pr, g) : NULL, **out;
+    for (guint i = 0; i < all->len; i++) {
+        char **mine = mb_groups(all->pdata[i]);
+        if (!strcmp(g, GROUP_ALL) || g_strv_contains((const char *const *)mine, g))
+            g_hash_table_add(set, g_strdup(mb_id(all->pdata[i])));
+        g_strfreev(mine);
+    }
+    for (char **p = heard; p && *p; p++)
+        g_hash_table_add(set, g_strdup(*p));
+    out = sorted_keys(set);
+    g_strfreev(heard);
+    g_ptr_array_free(all, TRUE);
+    g_hash_table_destroy(set);
+    return out;
+}
+
+GString *ag_members_text(const fleet *f, const char *g)
+{
+    GString *s = g_string_new(NULL);
+    char **m = ag_members(f, g);
+    for (char **p = m; p && *p; p++)
+        g_string_append_printf(s, "%s\n", *p);
+    g_strfreev(m);
+    return s;
+}
+
+void ag_announce(fleet *f)
+{
+    GPtrArray *all = mb_entities(f->mb);
+    GArray *agents = g_array_new(FALSE, TRUE, sizeof(pr_local_agent));
+    GPtrArray *keep = g_ptr_array_new(); /* words and groups, freed below */
+    char **lead_groups = mb_groups(f->mb);
+    if (!f->pr) {
+        g_array_free(agents, TRUE);
+        g_ptr_array_free(keep, TRUE);
+        g_strfreev(lead_groups);
+        g_ptr_array_free(all, TRUE);
+        return;
+    }
+    for (guint i = 1; i < all->len; i++) {
+        mailbox *mb = all->pdata[i];
+        br_box_status bs;
+        char *words;
+        /* announced once reachable: its mailbox bound to fleet.msg and
+         * consumed here (a sender that sees it can reach it) */
+        if (!br_box_status_get(f->br, mb_box(mb), &bs) || !bs.bound ||
+            bs.consumer != BR_CONS_OK)
+            continue;
+        words = mb_injector_words(mb);
+        char **groups = mb_groups(mb);
+        pr_local_agent a = {.gid = mb_id(mb), .state = words, .groups = (const char *const *)groups};
+        g_ptr_array_add(keep, words);
+        g_ptr_array_add(keep, groups);
+        g_array_append_val(agents, a);
+    }
+    pr_set_local(f->pr, (const char *const *)lead_groups, (pr_local_agent *)agents->data,
+                 agents->len);
+    for (guint i = 0; i < keep->len; i += 2) {
+        g_free(keep->pdata[i]);
+        g_strfreev(keep->pdata[i + 1]);
+    }
+    g_ptr_array_free(keep, TRUE);
+    g_array_free(agents, TRUE);
+    g_strfreev(lead_groups);
+    g_ptr_array_free(all, TRUE); /* the gids lived in these mailboxes until here */
+}

@@ -1,0 +1,54 @@
+/* fleetfs/agents.h — this host's agents and the fleet's groups, as the
+ * tree and the heartbeat see them (SPEC section 10).
+ *
+ * A local agent is the same kind of entity as the lead: a mailbox of the
+ * model (mb_agent_new), consumed as a box of the broker connection
+ * (agent.<gid>.inbox, bound to fleet.msg with its gid, broadcast.all and
+ * broadcast.<g> for each of its groups), typed into its own pane by a slot
+ * of the injector, and listed in this host's heartbeat.  Agents come from
+ * the options at start (agents=, [agent NAME]) and from
+ * `mkdir agents/<name>@<me>` at run time; `rmdir` retires one whose
+ * mailbox is empty.  Remote agents and groups are what presence heard.
+ *
+ * Threads: ag_start before the broker thread runs; ag_serve once the
+ * injector runs; the rest on FUSE threads and the notifier.  One lock
+ * (fleet.ag_lock) makes registering and retiring one step each.
+ */
+#ifndef FLEETFS_AGENTS_H
+#define FLEETFS_AGENTS_H
+
+#include <stdbool.h>
+
+#include <glib.h>
+
+#include "fleetfs/fleet.h"
+
+/* The configured agents: their mailboxes and broker boxes.  -1 and *err. */
+int ag_start(fleet *f, char **err);
+/* Their injector slots and the heartbeat's list (after inj_start). */
+void ag_serve(fleet *f);
+/* Register agents/<gid> (a local one) / retire it: 0 or an errno. */
+int ag_mkdir(fleet *f, const char *gid);
+int ag_rmdir(fleet *f, const char *gid);
+/* gid is a local agent or one heard in a heartbeat. */
+bool ag_known(const fleet *f, const char *gid);
+/* g is `all`, configured here, or heard. */
+bool ag_group_known(const fleet *f, const char *g);
+/* Every agent known (local and heard), sorted; g_strfreev. */
+char **ag_list(const fleet *f);
+/* Every group known, `all` included, sorted; g_strfreev. */
+char **ag_groups(const fleet *f);
+/* The ids in group g (coord_ids and gids), sorted; g_strfreev. */
+char **ag_members(const fleet *f, const char *g);
+/* groups/<g>/members: one id per line. */
+GString *ag_members_text(const fleet *f, const char *g);
+/* The lead's keys on fleet.msg: broadcast.all and broadcast.<g> of its
+ * groups (g_strfreev). */
+char **ag_lead_keys(const fs_opts *o);
+/* Tell presence what our heartbeat says of our entities: the lead's groups
+ * and every local agent that is reachable (its mailbox bound and consumed
+ * here; one that is not yet, or no longer, is left out).  Once a second,
+ * and after each change. */
+void ag_announce(fleet *f);
+
+#endif
