@@ -13,8 +13,14 @@
 #   - the broker's own queue counts (rabbitmqctl): what is left in the
 #     mailbox, and the dead letters in fleet.dlq.
 #
+# FROM, TO and NAME below are a lead (its coord_id, whose mount is
+# $TEST_DIR/<coord_id>) or a local agent of one (its gid NAME@COORD_ID): an
+# agent's files are agents/<gid>/ of its host's mount, it sends through
+# agents/<gid>/to/TO, a lead sends to an agent through agents/<gid>/send,
+# and an agent's mailbox in the broker is agent.<gid>.inbox.
+#
 #   stream_start FROM TO N TAG      in the background, write N messages "TAG I" (I = 1..N)
-#                                   to FROM/peers/TO/send, one write(2) each, recording
+#                                   to FROM's send file for TO, one write(2) each, recording
 #                                   "I ok" or "I ERRNO" per write in $TEST_DIR/TAG.writes
 #                                   (after a failed write it waits 0.1 s, as a script would;
 #                                   STREAM_PACE=S: S seconds before every write)
@@ -50,7 +56,7 @@
 #                                   resource alarm); nothing delivered whose write was refused
 #                                   (ECOMM: nothing published; ENOSPC: mailbox full; ENXIO: no
 #                                   mailbox; ENOBUFS: publishing blocked) — a refusal that lied; the
-#                                   after_fault writes all ok and consumed; lead.TO.inbox empty
+#                                   after_fault writes all ok and consumed; TO's mailbox empty
 #                                   in the broker; exactly --dlq N (default 0) messages in
 #                                   fleet.dlq (a missing fleet.dlq fails); and TO's status
 #                                   `rejected:` equal to --rejected N (default the --dlq count)
@@ -89,10 +95,43 @@ errno_of() {
   esac
 }
 
-# _write_one FROM TO TEXT: one write(2) to FROM/peers/TO/send; prints ok or the errno
+# _home NAME: the directory of NAME's own files (inbox, ack, history, sent)
+_home() {
+  case $1 in
+    *@*) echo "$TEST_DIR/${1#*@}/agents/$1" ;;
+    *) echo "$TEST_DIR/$1/leads/$1" ;;
+  esac
+}
+
+# _status_file NAME: a lead's mount status, an agent's agents/<gid>/status
+_status_file() {
+  case $1 in
+    *@*) echo "$(_home "$1")/status" ;;
+    *) echo "$TEST_DIR/$1/status" ;;
+  esac
+}
+
+# _box NAME: NAME's mailbox in the broker
+_box() {
+  case $1 in
+    *@*) echo "agent.$1.inbox" ;;
+    *) echo "lead.$1.inbox" ;;
+  esac
+}
+
+# _send_file FROM TO: where FROM writes a message to TO
+_send_file() {
+  case $1:$2 in
+    *@*:*) echo "$(_home "$1")/to/$2" ;;
+    *:*@*) echo "$TEST_DIR/$1/agents/$2/send" ;;
+    *) echo "$TEST_DIR/$1/peers/$2/send" ;;
+  esac
+}
+
+# _write_one FROM TO TEXT: one write(2) to FROM's send file for TO; prints ok or the errno
 _write_one() {
   local err
-  if err=$({ echo "$3" >"$TEST_DIR/$1/peers/$2/send"; } 2>&1); then
+  if err=$({ echo "$3" >"$(_send_file "$1" "$2")"; } 2>&1); then
     echo ok
   else
     errno_of "$err"
@@ -147,7 +186,8 @@ after_fault() {
 # One write(2) for all of them: dd of a file (bash's printf and echo write
 # each line with its own write(2), and each write to ack is one request)
 _reader_ack() {
-  local name=$1 pass=$2 ack=$TEST_DIR/$1/leads/$1/ack log=$TEST_DIR/$1.acked err e id
+  local name=$1 pass=$2 ack log=$TEST_DIR/$1.acked err e id
+  ack=$(_home "$1")/ack
   local ids=$TEST_DIR/.harness/reader.$1.ids
   shift 2
   printf '%s\n' "$@" >"$ids"
@@ -168,7 +208,8 @@ _reader_ack() {
 }
 
 _reader_main() {
-  local name=$1 pause=$2 inbox=$TEST_DIR/$1/leads/$1/inbox pass=0 snap ids
+  local name=$1 pause=$2 inbox pass=0 snap ids
+  inbox=$(_home "$1")/inbox
   while :; do
     pass=$((pass + 1))
     if snap=$(cat "$inbox" 2>/dev/null) && [[ -n $snap ]]; then
@@ -236,7 +277,7 @@ settled() {
 
 # _status_rejected NAME: the `rejected:` count NAME's status shows
 _status_rejected() {
-  sed -n 's/^rejected: //p' "$TEST_DIR/$1/status" 2>/dev/null
+  sed -n 's/^rejected: //p' "$(_status_file "$1")" 2>/dev/null
 }
 
 # _dlq_sample [K]: take up to K (default 5) dead letters out of fleet.dlq and
@@ -263,7 +304,7 @@ dead_letters_are() {
   [[ $n == "$want" ]] || { rc=1; _dlq_sample; }
   for name in "$@"; do
     r=$(_status_rejected "$name")
-    echo "$name rejected: ${r:-?} (want $want); $(grep '^rejected_' "$TEST_DIR/$name/status" | tr '\n' ' ')"
+    echo "$name rejected: ${r:-?} (want $want); $(grep '^rejected_' "$(_status_file "$name")" | tr '\n' ' ')"
     [[ $r == "$want" ]] || rc=1
   done
   return $rc
@@ -272,9 +313,10 @@ dead_letters_are() {
 # _consumed_by_hand TO MARK: read TO's inbox, ack the msgId of the line whose
 # body is MARK
 _consumed_by_hand() {
-  local id
-  id=$(jq -r --arg m "$2" 'select(.body == $m) | .msgId' "$TEST_DIR/$1/leads/$1/inbox" 2>/dev/null | head -n 1)
-  [[ -n $id ]] && echo "$id" >"$TEST_DIR/$1/leads/$1/ack"
+  local id home
+  home=$(_home "$1")
+  id=$(jq -r --arg m "$2" 'select(.body == $m) | .msgId' "$home/inbox" 2>/dev/null | head -n 1)
+  [[ -n $id ]] && echo "$id" >"$home/ack"
 }
 
 # _reader_consumed TO MARK: TO's reader read a line whose body is MARK and
@@ -340,7 +382,7 @@ reconcile() {
   # what fleetfs itself calls uncertain (crash mid-typing): the only claim of
   # the product used here, and only to explain a message nobody saw, bounded
   # by --uncertain
-  hist=$TEST_DIR/$to/leads/$to/history
+  hist=$(_home "$to")/history
   jq -r --arg t "$tag " 'select(.consumed == "uncertain" and (.body | startswith($t))) | .body | ltrimstr($t)' \
     "$hist" 2>/dev/null >"$TEST_DIR/$tag.uncertain"
   # the mailbox must end empty; a redelivery the receiver is acking
@@ -348,7 +390,7 @@ reconcile() {
   # (FAULT_SETTLE_S, default 30 s)
   for ((k = 0; ; k++)); do
     q=$(broker_queues) || return 1
-    left=$(awk -v q="lead.$to.inbox" '$1 == q { print $2 }' <<<"$q")
+    left=$(awk -v q="$(_box "$to")" '$1 == q { print $2 }' <<<"$q")
     [[ $left != 0 && $k -lt ${FAULT_SETTLE_S:-30} ]] || break
     sleep 1
   done
@@ -358,7 +400,7 @@ reconcile() {
   if [[ $rt =~ ^[0-9]+$ && $rf =~ ^[0-9]+$ ]]; then r=$((rt + rf)); else r="missing ($to: ${rt:-?}, $from: ${rf:-?})"; fi
   [[ -s $TEST_DIR/$tag.after ]] || echo "0 none" >"$TEST_DIR/$tag.after"
   awk -v min_ok="$min_ok" -v unc_max="$unc" -v left="${left:-missing}" -v dl="${dl:-missing}" \
-    -v dlq_want="$dlq" -v rej="${r:-missing}" -v rej_want="$rej" -v to="$to" -v from="$from" '
+    -v dlq_want="$dlq" -v rej="${r:-missing}" -v rej_want="$rej" -v to="$to" -v from="$from" -v box="$(_box "$to")" '
     FILENAME ~ /\.observed$/ {
       if ($2 == "reshown") { reshown++; next }
       n[$1]++; how[$1, $2]++; if ($2 == "acked") acked++; else typed++
@@ -396,14 +438,14 @@ reconcile() {
       for (e in lied) { printf "NOT OK: %d write(s) failed with %s (refused: nothing published) but arrived\n", lied[e], e; fail = 1 }
       if (stray) { printf "NOT OK: %d consumed message(s) that no write sent\n", stray; fail = 1 }
       if (after_bad || after_lost) { printf "NOT OK: after the fault %d write(s) failed and %d were not consumed\n", after_bad, after_lost; fail = 1 }
-      if (left != "0") { printf "NOT OK: lead.%s.inbox in the broker holds %s (want 0)\n", to, left; fail = 1 }
+      if (left != "0") { printf "NOT OK: %s in the broker holds %s (want 0)\n", box, left; fail = 1 }
       if (dl != dlq_want) { printf "NOT OK: fleet.dlq holds %s (want %d)\n", dl, dlq_want; fail = 1 }
       if (rej != rej_want) { printf "NOT OK: %s and %s status say rejected: %s in all (want %d)\n", to, from, rej, rej_want; fail = 1 }
       exit fail
     }' "$TEST_DIR/$tag.observed" "$TEST_DIR/$tag.uncertain" "$TEST_DIR/$tag.after" "$w" | tee "$TEST_DIR/$tag.reconciled"
   rc=${PIPESTATUS[0]}
   if [[ ${dl:-x} != "$dlq" || $r != "$rej" ]]; then
-    grep -H '^rejected' "$TEST_DIR/$to/status" "$TEST_DIR/$from/status" 2>/dev/null | sed "s|^$TEST_DIR/||; s/^/  /"
+    grep -H '^rejected' "$(_status_file "$to")" "$(_status_file "$from")" 2>/dev/null | sed "s|^$TEST_DIR/||; s/^/  /"
     _dlq_sample
   fi | tee -a "$TEST_DIR/$tag.reconciled"
   return "$rc"
