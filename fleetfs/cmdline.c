@@ -51,7 +51,7 @@ void cl_usage(FILE *to)
     fprintf(to,
             "usage: fleetfs [SOURCE] MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
             "       fleetfs keygen PATH\n"
-            "       fleetfs mcp [MOUNTPOINT]   (an MCP server on stdio; fleetfs mcp --help)\n"
+            "       fleetfs mcp [MOUNTPOINT] [--as GID]   (an MCP server on stdio; fleetfs mcp --help)\n"
             "       fleetfs declare NAME [-o opt[,opt...]]   (an operator adding a host)\n"
             "       fleetfs --help | --version\n"
             "\n"

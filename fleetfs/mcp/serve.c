@@ -1,5 +1,6 @@
-/* fleetfs/mcp/serve.c — `fleetfs mcp [MOUNTPOINT]`: read JSON-RPC lines on
- * stdin, answer on stdout (rpc.c), run the tools on the mount (tools.c).
+/* fleetfs/mcp/serve.c — `fleetfs mcp [MOUNTPOINT] [--as GID]`: read
+ * JSON-RPC lines on stdin, answer on stdout (rpc.c), run the tools on the
+ * mount (tools.c), for the lead or, with --as, for one local agent.
  *
  * stdout carries protocol lines only; every log line goes to stderr, which
  * MCP clients keep as the server's log.  Requests are answered one at a
@@ -16,6 +17,12 @@
  *
  * Which mount: the argument; else $FLEET; else this user's only
  * fuse.fleetfs mount in /proc/self/mountinfo; else /fleet.
+ *
+ * --as GID is checked once at start (agents/<gid>/inbox exists only for a
+ * local agent of this mount), so a wrong gid is an error the operator
+ * sees when registering the server, not a failure of every later call.
+ * That check is the one touch of the mount before the first request, and
+ * it too is bounded: a hung daemon gets a refusal, not a hung start.
  */
 #include "fleetfs/mcp/serve.h"
 
@@ -40,6 +47,7 @@
 
 typedef struct {
     char *mnt;
+    const char *as;      /* --as: the local agent's gid; NULL: the lead */
     gint send_timeout_s; /* 0 until read from the mount */
     gint stuck;          /* abandoned tool threads still running */
 } server;
@@ -79,7 +87,7 @@ static gpointer job_run(gpointer p)
         if (t > 0)
             g_atomic_int_set(&j->srv->send_timeout_s, t);
     }
-    res = mcp_fleet_call(j->srv->mnt, j->name, j->args);
+    res = mcp_fleet_call(j->srv->mnt, j->srv->as, j->name, j->args);
     g_mutex_lock(&j->m);
     j->res = res;
     j->done = true;
@@ -231,11 +239,69 @@ static char *pick_mount(const char *arg)
     return pick;
 }
 
+/* ---- --as --------------------------------------------------------------- */
+
+typedef struct {
+    gint ref;
+    char *mnt, *gid;
+    char *why; /* set once done: "" when gid is a local agent */
+} as_check;
+
+static void as_check_unref(as_check *c)
+{
+    if (!g_atomic_int_dec_and_test(&c->ref))
+        return;
+    g_free(c->mnt);
+    g_free(c->gid);
+    g_free(g_atomic_pointer_get(&c->why));
+    g_free(c);
+}
+
+static gpointer as_check_run(gpointer p)
+{
+    as_check *c = p;
+    char *why = mcp_fleet_check_as(c->mnt, c->gid);
+    g_atomic_pointer_set(&c->why, why ? why : g_strdup(""));
+    as_check_unref(c);
+    return NULL;
+}
+
+/* NULL when gid is a local agent of mnt; else why not (g_free).  Waits
+ * for the mount at most DEFAULT_SEND_TIMEOUT_S + MARGIN_S. */
+static char *check_as(const char *mnt, const char *gid)
+{
+    as_check *c = g_new0(as_check, 1);
+    gint64 deadline = g_get_monotonic_time() +
+                      (gint64)(DEFAULT_SEND_TIMEOUT_S + MARGIN_S) * G_TIME_SPAN_SECOND;
+    GThread *th;
+    char *why = NULL;
+    c->ref = 2;
+    c->mnt = g_strdup(mnt);
+    c->gid = g_strdup(gid);
+    th = g_thread_try_new("mcp-as", as_check_run, c, NULL);
+    if (!th) {
+        c->ref = 1;
+        as_check_unref(c);
+        return g_strdup("could not start a thread to check it");
+    }
+    g_thread_unref(th);
+    while (!g_atomic_pointer_get(&c->why) && g_get_monotonic_time() < deadline)
+        g_usleep(20 * 1000);
+    if (!g_atomic_pointer_get(&c->why))
+        why = g_strdup_printf("the fleetfs mount at %s did not answer within %d s (its daemon "
+                              "may be hung); tell your operator",
+                              mnt, DEFAULT_SEND_TIMEOUT_S + MARGIN_S);
+    else if (*(char *)g_atomic_pointer_get(&c->why))
+        why = g_strdup(g_atomic_pointer_get(&c->why));
+    as_check_unref(c);
+    return why;
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: fleetfs mcp [MOUNTPOINT]\n"
+    fprintf(to, "usage: fleetfs mcp [MOUNTPOINT] [--as GID]\n"
                 "\n"
                 "A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per\n"
                 "line; MCP revisions " MCP_V_CURRENT ", " MCP_V_PREVIOUS " and " MCP_V_OLDER ")\n"
@@ -244,12 +310,14 @@ static void usage(FILE *to)
                 "files only: no broker login, no key.  MOUNTPOINT: the fleetfs mount; default\n"
                 "$FLEET, else your only fleetfs mount, else /fleet.  Register it with e.g.\n"
                 "  claude mcp add fleet -- fleetfs mcp /fleet\n"
-                "(--as <gid>, a local agent's own server, comes with agents: not built yet.)\n");
+                "--as GID: the server of the local agent GID (name@coord_id) instead: it\n"
+                "sends as that agent (agents/GID/to/) and reads its home (agents/GID/).\n"
+                "A GID that is not a local agent of the mount is refused at start.\n");
 }
 
 int mcp_main(int argc, char **argv)
 {
-    const char *arg = NULL;
+    const char *arg = NULL, *as = NULL;
     server srv = {0};
     mcp_rpc *r;
     char *line = NULL, *instr;
@@ -260,10 +328,13 @@ int mcp_main(int argc, char **argv)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(argv[i], "--as")) {
-            fprintf(stderr, "fleetfs mcp: --as <gid> serves a local agent, and agents are not "
-                            "built yet (SPEC section 10); run it without --as for the lead\n");
-            return 2;
+        } else if (!strcmp(argv[i], "--as") || g_str_has_prefix(argv[i], "--as=")) {
+            if (as || (argv[i][4] == '\0' && i + 1 >= argc)) {
+                fprintf(stderr, "fleetfs mcp: --as takes one gid (name@coord_id)\n");
+                usage(stderr);
+                return 2;
+            }
+            as = argv[i][4] == '=' ? argv[i] + 5 : argv[++i];
         } else if (argv[i][0] == '-' || arg) {
             fprintf(stderr, "fleetfs mcp: unexpected '%s'\n", argv[i]);
             usage(stderr);
@@ -275,16 +346,37 @@ int mcp_main(int argc, char **argv)
     srv.mnt = pick_mount(arg);
     if (!srv.mnt)
         return 2;
+    if (as) {
+        char *why = check_as(srv.mnt, as);
+        if (why) {
+            fprintf(stderr, "fleetfs mcp: --as %s refused: %s\n", as, why);
+            g_free(why);
+            g_free(srv.mnt);
+            return 2;
+        }
+        srv.as = as;
+    }
     /* a client gone (stdout closed) is an error to see, not a death */
     signal(SIGPIPE, SIG_IGN);
-    /* nothing here touches the mount: a hung daemon would hang us before
-     * the first request (each tool call is bounded instead) */
-    log_info("mcp: serving the fleet mount %s on stdio", srv.mnt);
-    instr = g_strdup_printf(
-        "These tools message the other leads of this agent fleet through the fleetfs mount at "
-        "%s: fleet_list shows who is there, fleet_send sends, fleet_inbox and fleet_ack read and "
-        "consume what arrived, fleet_sent follows delivery. A failed call says why and what to do.",
-        srv.mnt);
+    /* nothing else here touches the mount: a hung daemon would hang us
+     * before the first request (each tool call is bounded instead) */
+    if (as) {
+        log_info("mcp: serving the fleet mount %s on stdio for the local agent %s", srv.mnt, as);
+        instr = g_strdup_printf(
+            "You are the agent %s of this fleet. These tools message the leads, agents and "
+            "groups of the fleet as you, through the fleetfs mount at %s: fleet_list shows who "
+            "is there, fleet_send sends, fleet_inbox and fleet_ack read and consume what arrived "
+            "for you, fleet_sent follows delivery. A failed call says why and what to do.",
+            as, srv.mnt);
+    } else {
+        log_info("mcp: serving the fleet mount %s on stdio", srv.mnt);
+        instr = g_strdup_printf(
+            "These tools message the other leads, the agents and the groups of this agent fleet "
+            "through the fleetfs mount at %s: fleet_list shows who is there, fleet_send sends, "
+            "fleet_inbox and fleet_ack read and consume what arrived, fleet_sent follows "
+            "delivery. A failed call says why and what to do.",
+            srv.mnt);
+    }
     r = mcp_rpc_new(mcp_fleet_tools, mcp_fleet_ntools, bounded_call, &srv, FLEETFS_VERSION, instr);
     g_free(instr);
     while ((n = getline(&line, &cap, stdin)) >= 0) {

@@ -7,16 +7,26 @@
  * daemon's, enforced once, at the files.  So this file opens, reads and
  * writes paths under the mount and turns errnos into words:
  *
- *   fleet_send    one write(2) to peers/<to>/send, or to
- *                 peers/<to>/reply/<msgId> for a reply (doc/agents.md);
- *                 the msgId is found afterwards in self/sent (the entry
- *                 to <to> that was not there before the write)
- *   fleet_list    roster (every lead heard) and the names in peers/
- *   fleet_inbox   self/inbox, read to its end
- *   fleet_ack     one write of the msgIds (or "all") to self/ack; ids not
- *                 in the inbox are named first, and nothing is acked then
- *   fleet_sent    self/sent, the last entries or one msgId's
- *   fleet_status  status and self/status, or peers/<peer>/status
+ *   fleet_send    one write(2) to the file of the address (see
+ *                 mcp_fleet_send_path: peers/<to>/send, agents/<gid>/send,
+ *                 groups/<g>/send, a reply/<msgId>, or for an agent
+ *                 agents/<me>/to/<to>); the msgId is found afterwards in
+ *                 the home's sent (the entry to <to> that was not there
+ *                 before the write)
+ *   fleet_list    roster (every lead heard) and the names in peers/, the
+ *                 agents (agents/ and each one's status), the groups
+ *                 (groups/ and each one's members)
+ *   fleet_inbox   <home>/inbox, read to its end
+ *   fleet_ack     one write of the msgIds (or "all") to <home>/ack; ids
+ *                 not in the inbox are named first, and nothing is acked
+ *   fleet_sent    <home>/sent, the last entries or one msgId's
+ *   fleet_status  status and <home>/status, or the status of a peer lead
+ *                 or an agent
+ *
+ * The home is the lead's (self -> leads/<me>/) or, for a server started
+ * with --as <gid>, that local agent's agents/<gid>/ (SPEC section 10):
+ * the same files, so the same code; only the send paths differ, since an
+ * agent sends as itself through agents/<gid>/to/.
  *
  * An empty body is refused here: a zero-byte write(2) never reaches the
  * daemon (the kernel answers it), so the file could not say EINVAL.  A
@@ -24,9 +34,6 @@
  * errno means (SPEC section 5) and what to do; never an abort.  How long
  * a call may block is bounded by the caller (serve.c), not here.
  *
- * Agents' global ids (name@coord_id) and groups do not exist yet (SPEC
- * section 10): `to` takes a lead's coord_id, and other forms get an
- * error saying so.
  */
 #include "fleetfs/mcp/tools.h"
 
@@ -50,23 +57,28 @@
 
 /* ---- the tool table: what an agent reads ------------------------------ */
 
+#define COORD_RE "[a-z0-9][a-z0-9_-]{0,62}"
+#define ID_PATTERN "^([a-z][a-z0-9_-]{0,31}@)?" COORD_RE "$"
+#define TO_PATTERN "^(([a-z][a-z0-9_-]{0,31}@)?|group:)" COORD_RE "$"
 #define ID_SCHEMA "{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{32}$\""
 
 const mcp_tool mcp_fleet_tools[] = {
-    {"fleet_send", "Send a message to a lead",
-     "Send one text message to another lead's mailbox; it returns once the broker has it, with "
-     "the msgId to follow in fleet_sent. Give replyTo (a msgId from fleet_inbox) to answer that "
-     "message.",
+    {"fleet_send", "Send a message to a lead, an agent or a group",
+     "Send one text message to a lead (coord_id), an agent (name@host) or every member of a group "
+     "(group:<g>); it returns once the broker has it, with the msgId to follow in fleet_sent. Give "
+     "replyTo (a msgId from fleet_inbox) and its sender as `to` to answer that message.",
      "{\"type\":\"object\",\"properties\":{"
-     "\"to\":{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]{0,62}$\","
-     "\"description\":\"the peer lead's coord_id, as fleet_list shows it\"},"
+     "\"to\":{\"type\":\"string\",\"pattern\":\"" TO_PATTERN "\","
+     "\"description\":\"a lead's coord_id, an agent's gid (name@coord_id) or group:<g>, as "
+     "fleet_list shows them\"},"
      "\"body\":{\"type\":\"string\",\"minLength\":1,"
      "\"description\":\"the message text (UTF-8, up to max_message: 64 KiB by default)\"},"
      "\"replyTo\":" ID_SCHEMA ",\"description\":\"msgId of the message from `to` this answers\"}},"
      "\"required\":[\"to\",\"body\"],\"additionalProperties\":false}"},
-    {"fleet_list", "List the leads",
-     "List the other leads you can message and whether each is live (presence), with the host "
-     "and version it runs; fleet_status {peer} tells whether its mailbox is being read.",
+    {"fleet_list", "List the leads, agents and groups",
+     "List who you can message: the leads (presence, host, version), the agents (gid, host, "
+     "local, presence, state, groups) and the groups with their members. fleet_status {peer} "
+     "tells whether one's mailbox is being read.",
      "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}"},
     {"fleet_inbox", "Read your inbox",
      "Read the messages that arrived for you and are not consumed yet, oldest first (msgId, from, "
@@ -87,27 +99,38 @@ const mcp_tool mcp_fleet_tools[] = {
      ",\"description\":\"only this message\"},"
      "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"default\":20,"
      "\"description\":\"how many of the latest to show\"}},\"additionalProperties\":false}"},
-    {"fleet_status", "Fleet or peer status",
-     "Without peer: this lead's daemon and mailbox (is the broker connected, what is held). With "
-     "peer: that lead's mailbox state (reading, not-reading, absent) and presence.",
+    {"fleet_status", "Fleet, lead or agent status",
+     "Without peer: the daemon and your own mailbox (is the broker connected, what is held). With "
+     "peer: that lead's or agent's mailbox (messages, readers), presence and, for an agent, its "
+     "state and groups.",
      "{\"type\":\"object\",\"properties\":{\"peer\":{\"type\":\"string\","
-     "\"pattern\":\"^[a-z0-9][a-z0-9_-]{0,62}$\",\"description\":\"a peer's coord_id\"}},"
+     "\"pattern\":\"" ID_PATTERN "\",\"description\":\"a lead's coord_id or an agent's "
+     "gid\"}},"
      "\"additionalProperties\":false}"},
 };
 const size_t mcp_fleet_ntools = G_N_ELEMENTS(mcp_fleet_tools);
 
 /* ---- errnos in words --------------------------------------------------- */
 
-char *mcp_fleet_errno_text(int err, const char *what, const char *mnt, const char *peer,
-                           const char *ref)
+char *mcp_fleet_errno_text(int err, const char *what, const char *mnt, const char *home,
+                           const char *peer, const char *ref)
 {
     const char *p = peer ? peer : "the peer";
+    bool group = peer && g_str_has_prefix(peer, GROUP_PREFIX), agent = peer && strchr(peer, '@');
     switch (err) {
     case ENOENT:
         if (ref)
             return g_strdup_printf("%s: %s sent you no message %s that can be answered (ENOENT); "
                                    "take replyTo from fleet_inbox, or send without it",
                                    what, p, ref);
+        if (group)
+            return g_strdup_printf("%s: no such group '%s' (ENOENT); fleet_list shows the groups: "
+                                   "check the name",
+                                   what, peer + strlen(GROUP_PREFIX));
+        if (agent)
+            return g_strdup_printf("%s: no such agent '%s' known here (ENOENT); fleet_list shows "
+                                   "the agents: check the gid (name@host)",
+                                   what, peer);
         if (peer)
             return g_strdup_printf("%s: no such peer '%s' (ENOENT); fleet_list shows the leads "
                                    "you can message: check the name",
@@ -133,13 +156,22 @@ char *mcp_fleet_errno_text(int err, const char *what, const char *mnt, const cha
             "%s: no confirmation within send_timeout (ETIMEDOUT): it may or may not be in %s's "
             "mailbox, and fleet_sent lists it as unconfirmed. Never send the text anew; once "
             "fleet_status shows the broker connected, resend it by msgId (write the msgId to "
-            "%s/self/resend)",
-            what, p, mnt);
+            "%s%s/resend)",
+            what, p, home ? home : mnt, home ? "" : "/self");
     case ENOSPC:
         return g_strdup_printf("%s: %s's mailbox is full: it is not reading (ENOSPC); nothing "
                                "was sent: tell your operator, and try later",
                                what, p);
     case ENXIO:
+        if (group)
+            return g_strdup_printf("%s: group '%s' has no member to receive it (ENXIO); nothing "
+                                   "was sent: fleet_list shows the groups and their members",
+                                   what, peer + strlen(GROUP_PREFIX));
+        if (agent)
+            return g_strdup_printf("%s: agent %s's mailbox does not exist: no such agent, or it "
+                                   "was retired (ENXIO); nothing was sent: fleet_list shows the "
+                                   "agents",
+                                   what, peer);
         return g_strdup_printf("%s: %s's mailbox does not exist and may not be created here "
                                "(ENXIO); nothing was sent: tell your operator",
                                what, p);
@@ -227,6 +259,14 @@ static json_t *json_lines(const GString *s)
     return arr;
 }
 
+/* who the server speaks for: the lead, or (--as) one local agent */
+typedef struct {
+    const char *mnt;
+    const char *as;          /* the agent's gid; NULL: the lead */
+    char home[PATH_MAX];     /* mnt/self, or mnt/agents/<as> */
+    char me[ADDR_MAX_LEN + 1];
+} who;
+
 /* the local lead's coord_id (self -> leads/<me>), or an errno */
 static int whoami(const char *mnt, char me[NAME_MAX_LEN + 1])
 {
@@ -243,10 +283,25 @@ static int whoami(const char *mnt, char me[NAME_MAX_LEN + 1])
     return name_valid(me) ? 0 : EIO;
 }
 
-static json_t *fail_errno(int err, const char *what, const char *mnt, const char *peer,
+/* fills w->me (the lead's coord_id, or the agent's gid); 0 or an errno */
+static int who_me(who *w)
+{
+    char lead[NAME_MAX_LEN + 1];
+    int rc;
+    if (w->as) {
+        g_strlcpy(w->me, w->as, sizeof w->me);
+        return 0;
+    }
+    if ((rc = whoami(w->mnt, lead)))
+        return rc;
+    g_strlcpy(w->me, lead, sizeof w->me);
+    return 0;
+}
+
+static json_t *fail_errno(const who *w, int err, const char *what, const char *peer,
                           const char *ref)
 {
-    char *t = mcp_fleet_errno_text(err, what, mnt, peer, ref);
+    char *t = mcp_fleet_errno_text(err, what, w->mnt, w->home, peer, ref);
     json_t *r = mcp_result_text(t, true);
     g_free(t);
     return r;
@@ -303,30 +358,65 @@ static bool is_msgid(const char *s)
     return n == 32;
 }
 
-/* NULL when `to` names a lead; else the error result */
-static json_t *check_peer(const char *tool, const char *arg, const char *to)
+char *mcp_fleet_send_path(const char *as, const char *me, const char *to, const char *ref,
+                          char **why)
 {
-    if (name_valid(to))
+    addr a;
+    *why = NULL;
+    if (!addr_parse(to, &a)) {
+        *why = g_strdup_printf("'%s' is not a lead's coord_id, an agent's gid (name@coord_id) "
+                               "or group:<g>; fleet_list shows them",
+                               to);
         return NULL;
-    if (strchr(to, '@') || g_str_has_prefix(to, "group:"))
-        return fail("%s: '%s' is an agent's global id or a group; those come with agents, which "
-                    "this fleetfs does not have yet: address a lead by its coord_id (fleet_list)",
-                    tool, to);
-    return fail("%s: %s '%s' is not a coord_id ([a-z0-9][a-z0-9_-]{0,62}); fleet_list shows the "
-                "leads",
-                tool, arg, to);
+    }
+    if (ref && a.kind == ADDR_GROUP) {
+        *why = g_strdup_printf("a reply goes to the one who sent the message, not to a group: "
+                               "give `to` that sender (the `from` of %s in fleet_inbox)",
+                               ref);
+        return NULL;
+    }
+    if (as && !strcmp(to, as)) {
+        *why = g_strdup_printf("'%s' is yourself", to);
+        return NULL;
+    }
+    if (as)
+        return ref ? g_strdup_printf("agents/%s/reply/%s", as, ref)
+                   : g_strdup_printf("agents/%s/to/%s", as, to);
+    if (ref)
+        return a.kind == ADDR_LEAD ? g_strdup_printf("peers/%s/reply/%s", to, ref)
+                                   : g_strdup_printf("leads/%s/reply/%s", me, ref);
+    switch (a.kind) {
+    case ADDR_LEAD:
+        return g_strdup_printf("peers/%s/send", to);
+    case ADDR_AGENT:
+        return g_strdup_printf("agents/%s/send", to);
+    case ADDR_GROUP:
+    default:
+        return g_strdup_printf("groups/%s/send", a.name);
+    }
+}
+
+/* NULL when `peer` names a lead or an agent (fleet_status); else the
+ * error result */
+static json_t *check_peer(const char *tool, const char *arg, const char *peer)
+{
+    if (id_valid(peer))
+        return NULL;
+    return fail("%s: %s '%s' is not a lead's coord_id ([a-z0-9][a-z0-9_-]{0,62}) or an agent's "
+                "gid (name@coord_id); fleet_list shows them",
+                tool, arg, peer);
 }
 
 /* ---- the tools --------------------------------------------------------- */
 
-static GHashTable *sent_ids(const char *mnt)
+static GHashTable *sent_ids(const who *w)
 {
     char path[PATH_MAX];
     GString *s = NULL;
     GHashTable *ids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     json_t *arr, *e;
     size_t i;
-    snprintf(path, sizeof path, "%s/self/sent", mnt);
+    snprintf(path, sizeof path, "%s/sent", w->home);
     if (read_all(path, &s) != 0)
         return ids;
     arr = json_lines(s);
@@ -342,14 +432,14 @@ static GHashTable *sent_ids(const char *mnt)
 }
 
 /* after a send to `to`: the one new sent entry to it, or NULL */
-static json_t *new_sent_entry(const char *mnt, const char *to, GHashTable *before)
+static json_t *new_sent_entry(const who *w, const char *to, GHashTable *before)
 {
     char path[PATH_MAX];
     GString *s = NULL;
     json_t *arr, *e, *found = NULL;
     size_t i;
     int n = 0;
-    snprintf(path, sizeof path, "%s/self/sent", mnt);
+    snprintf(path, sizeof path, "%s/sent", w->home);
     if (read_all(path, &s) != 0)
         return NULL;
     arr = json_lines(s);
@@ -368,43 +458,87 @@ static json_t *new_sent_entry(const char *mnt, const char *to, GHashTable *befor
     return found;
 }
 
-static json_t *t_send(const char *mnt, json_t *args)
+/* who sent message ref, as the home's inbox or history says (g_free), or
+ * NULL when neither knows it */
+static char *sender_of(const who *w, const char *ref)
+{
+    static const char *const files[] = {"inbox", "history"};
+    char *from = NULL;
+    for (size_t f = 0; f < G_N_ELEMENTS(files) && !from; f++) {
+        char path[PATH_MAX];
+        GString *s = NULL;
+        json_t *arr, *e;
+        size_t i;
+        snprintf(path, sizeof path, "%s/%s", w->home, files[f]);
+        if (read_all(path, &s) != 0)
+            continue;
+        arr = json_lines(s);
+        json_array_foreach(arr, i, e)
+        {
+            const char *id = json_string_value(json_object_get(e, "msgId"));
+            const char *fr = json_string_value(json_object_get(e, "from"));
+            if (id && fr && !strcmp(id, ref) && !from)
+                from = g_strdup(fr);
+        }
+        json_decref(arr);
+        g_string_free(s, TRUE);
+    }
+    return from;
+}
+
+static json_t *t_send(who *w, json_t *args)
 {
     static const char *const keys[] = {"to", "body", "replyTo", NULL};
     json_t *err = only_keys(args, "fleet_send", keys);
     json_t *jto = json_object_get(args, "to"), *jbody = json_object_get(args, "body");
     json_t *jref = json_object_get(args, "replyTo"), *entry, *res;
     const char *to, *ref = NULL;
-    char path[PATH_MAX], what[128];
+    char path[PATH_MAX], what[160], *rel, *why, *from;
     GHashTable *before;
     int e;
 
     if (err)
         return err;
     if (!json_is_string(jto) || !json_is_string(jbody))
-        return fail("fleet_send: needs `to` (a peer's coord_id) and `body` (text), both strings");
+        return fail("fleet_send: needs `to` (a coord_id, gid or group:<g>) and `body` (text), "
+                    "both strings");
     to = json_string_value(jto);
-    if ((err = check_peer("fleet_send", "to", to)))
-        return err;
     if (jref && !json_is_null(jref)) {
         if (!json_is_string(jref) || !is_msgid(json_string_value(jref)))
             return fail("fleet_send: replyTo must be a msgId (32 hex digits) from fleet_inbox");
         ref = json_string_value(jref);
     }
+    if ((e = who_me(w)))
+        return fail_errno(w, e, "fleet_send", NULL, NULL);
+    rel = mcp_fleet_send_path(w->as, w->me, to, ref, &why);
+    if (!rel) {
+        res = fail("fleet_send: %s; nothing was sent", why);
+        g_free(why);
+        return res;
+    }
+    snprintf(path, sizeof path, "%s/%s", w->mnt, rel);
+    g_free(rel);
     snprintf(what, sizeof what, "fleet_send to %s", to);
     if (json_string_length(jbody) == 0)
         return fail("%s: the body is empty, so nothing was sent (the send file refuses an empty "
                     "message with EINVAL); send some text",
                     what);
-    if (ref)
-        snprintf(path, sizeof path, "%s/peers/%s/reply/%s", mnt, to, ref);
-    else
-        snprintf(path, sizeof path, "%s/peers/%s/send", mnt, to);
-    before = sent_ids(mnt);
+    /* a reply through the home's reply/ answers whoever sent ref: make
+     * sure that is `to` (peers/<to>/reply/ checks it itself) */
+    if (ref && (w->as || strchr(to, '@')) && (from = sender_of(w, ref))) {
+        res = strcmp(from, to) ? fail("%s: message %s is from %s, not from %s, and a reply goes "
+                                      "to its sender; nothing was sent: give to: %s",
+                                      what, ref, from, to, from)
+                               : NULL;
+        g_free(from);
+        if (res)
+            return res;
+    }
+    before = sent_ids(w);
     e = write_once(path, json_string_value(jbody), json_string_length(jbody));
-    if (e == ETIMEDOUT && (entry = new_sent_entry(mnt, to, before))) {
+    if (e == ETIMEDOUT && (entry = new_sent_entry(w, to, before))) {
         /* its msgId is what a resend needs */
-        char *t = mcp_fleet_errno_text(e, what, mnt, to, NULL);
+        char *t = mcp_fleet_errno_text(e, what, w->mnt, w->home, to, NULL);
         res = fail("%s. Its msgId: %s", t, json_string_value(json_object_get(entry, "msgId")));
         g_free(t);
         json_decref(entry);
@@ -414,34 +548,143 @@ static json_t *t_send(const char *mnt, json_t *args)
     if (e) {
         g_hash_table_destroy(before);
         /* a reply path that does not resolve: the peer may be unknown too */
-        if (e == ENOENT && ref) {
+        if (e == ENOENT && ref && !w->as && !strchr(to, '@')) {
             char peerdir[PATH_MAX];
-            snprintf(peerdir, sizeof peerdir, "%s/peers/%s", mnt, to);
+            snprintf(peerdir, sizeof peerdir, "%s/peers/%s", w->mnt, to);
             if (access(peerdir, F_OK) < 0)
                 ref = NULL;
         }
-        return fail_errno(e, what, mnt, to, ref);
+        return fail_errno(w, e, what, to, ref);
     }
-    entry = new_sent_entry(mnt, to, before);
+    entry = new_sent_entry(w, to, before);
     g_hash_table_destroy(before);
     if (!entry)
         return mcp_result_text("sent: the broker has it (its msgId could not be told apart in "
-                               "self/sent: another send to the same peer ran at the same time); "
-                               "fleet_sent shows the latest",
+                               "your sent log: another send to the same address ran at the same "
+                               "time); fleet_sent shows the latest",
                                false);
     res = json_pack("{s:b,s:O,s:O,s:O}", "sent", 1, "msgId", json_object_get(entry, "msgId"), "to",
                     json_object_get(entry, "to"), "state", json_object_get(entry, "state"));
+    if (json_object_get(entry, "recipients"))
+        json_object_set(res, "recipients", json_object_get(entry, "recipients"));
     if (ref)
         json_object_set_new(res, "replyTo", json_string(ref));
     json_decref(entry);
     return ok_json(res);
 }
 
-static json_t *t_list(const char *mnt, json_t *args)
+/* "key: value" lines -> object of strings */
+static json_t *status_fields(const GString *s)
+{
+    json_t *o = json_object();
+    gchar **lines = g_strsplit(s->str, "\n", -1);
+    for (gchar **l = lines; *l; l++) {
+        char *colon = strstr(*l, ": ");
+        if (!colon || colon == *l)
+            continue;
+        *colon = '\0';
+        json_object_set_new(o, *l, json_string(colon + 2));
+    }
+    g_strfreev(lines);
+    return o;
+}
+
+/* the names in mnt/dir (an unreadable dir: none) */
+static GPtrArray *dir_names(const char *mnt, const char *dir)
+{
+    char path[PATH_MAX];
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    DIR *d;
+    snprintf(path, sizeof path, "%s/%s", mnt, dir);
+    if (!(d = opendir(path)))
+        return out;
+    for (struct dirent *de; (de = readdir(d));)
+        if (de->d_name[0] != '.')
+            g_ptr_array_add(out, g_strdup(de->d_name));
+    closedir(d);
+    return out;
+}
+
+static int cmp_str_ptr(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* agents/: each with what its status says */
+static json_t *list_agents(const who *w)
+{
+    static const char *const keys[] = {"host", "presence", "agent_state"};
+    GPtrArray *names = dir_names(w->mnt, "agents");
+    json_t *out = json_array();
+    g_ptr_array_sort(names, cmp_str_ptr);
+    for (guint i = 0; i < names->len; i++) {
+        const char *gid = names->pdata[i];
+        char path[PATH_MAX];
+        GString *s = NULL;
+        json_t *st, *a = json_pack("{s:s}", "gid", gid), *g;
+        bool local;
+        snprintf(path, sizeof path, "%s/agents/%s/status", w->mnt, gid);
+        st = read_all(path, &s) == 0 ? status_fields(s) : json_object();
+        if (s)
+            g_string_free(s, TRUE);
+        for (size_t k = 0; k < G_N_ELEMENTS(keys); k++)
+            if (json_object_get(st, keys[k]))
+                json_object_set(a, keys[k], json_object_get(st, keys[k]));
+        local = !g_strcmp0(json_string_value(json_object_get(st, "local")), "yes");
+        json_object_set_new(a, "local", json_boolean(local));
+        /* a local agent's status has no presence: it is served here */
+        if (local && !json_object_get(a, "presence"))
+            json_object_set_new(a, "presence", json_string("here"));
+        json_object_set_new(a, "groups", json_array());
+        g = json_object_get(st, "groups");
+        if (json_is_string(g)) {
+            gchar **gs = g_strsplit_set(json_string_value(g), ", ", -1);
+            for (gchar **x = gs; *x; x++)
+                if (**x && strcmp(*x, "-") && strcmp(*x, "none"))
+                    json_array_append_new(json_object_get(a, "groups"), json_string(*x));
+            g_strfreev(gs);
+        }
+        if (w->as && !strcmp(gid, w->as))
+            json_object_set_new(a, "self", json_true());
+        json_array_append_new(out, a);
+        json_decref(st);
+    }
+    g_ptr_array_free(names, TRUE);
+    return out;
+}
+
+/* groups/: each with its members */
+static json_t *list_groups(const who *w)
+{
+    GPtrArray *names = dir_names(w->mnt, "groups");
+    json_t *out = json_array();
+    g_ptr_array_sort(names, cmp_str_ptr);
+    for (guint i = 0; i < names->len; i++) {
+        char path[PATH_MAX];
+        GString *s = NULL;
+        json_t *m = json_array();
+        snprintf(path, sizeof path, "%s/groups/%s/members", w->mnt, (char *)names->pdata[i]);
+        if (read_all(path, &s) == 0) {
+            gchar **lines = g_strsplit(s->str, "\n", -1);
+            for (gchar **l = lines; *l; l++)
+                if (**l)
+                    json_array_append_new(m, json_string(*l));
+            g_strfreev(lines);
+            g_string_free(s, TRUE);
+        }
+        json_array_append_new(out, json_pack("{s:s,s:s+,s:o}", "group", (char *)names->pdata[i],
+                                             "to", GROUP_PREFIX, (char *)names->pdata[i],
+                                             "members", m));
+    }
+    g_ptr_array_free(names, TRUE);
+    return out;
+}
+
+static json_t *t_list(who *w, json_t *args)
 {
     static const char *const keys[] = {NULL};
     json_t *err = only_keys(args, "fleet_list", keys);
-    char path[PATH_MAX], me[NAME_MAX_LEN + 1];
+    char path[PATH_MAX], lead[NAME_MAX_LEN + 1];
     GString *s = NULL;
     DIR *d;
     json_t *roster, *leads, *e;
@@ -451,13 +694,13 @@ static json_t *t_list(const char *mnt, json_t *args)
 
     if (err)
         return err;
-    if ((rc = whoami(mnt, me)))
-        return fail_errno(rc, "fleet_list", mnt, NULL, NULL);
-    snprintf(path, sizeof path, "%s/peers", mnt);
+    if ((rc = whoami(w->mnt, lead)) || (rc = who_me(w)))
+        return fail_errno(w, rc, "fleet_list", NULL, NULL);
+    snprintf(path, sizeof path, "%s/peers", w->mnt);
     d = opendir(path);
     if (!d)
-        return fail_errno(errno, "fleet_list", mnt, NULL, NULL);
-    snprintf(path, sizeof path, "%s/roster", mnt);
+        return fail_errno(w, errno, "fleet_list", NULL, NULL);
+    snprintf(path, sizeof path, "%s/roster", w->mnt);
     rc = read_all(path, &s);
     roster = rc == 0 ? json_lines(s) : json_array();
     if (s)
@@ -476,41 +719,43 @@ static json_t *t_list(const char *mnt, json_t *args)
         const char *n = de->d_name;
         if (n[0] == '.' || g_hash_table_contains(seen, n))
             continue;
-        json_array_append_new(leads, json_pack("{s:s,s:b,s:b,s:s}", "coord_id", n, "self",
-                                               !strcmp(n, me), "inPeers", 1, "presence", "never"));
+        json_array_append_new(leads,
+                              json_pack("{s:s,s:b,s:b,s:s}", "coord_id", n, "self",
+                                        !strcmp(n, lead), "inPeers", 1, "presence", "never"));
     }
     closedir(d);
     g_hash_table_destroy(seen);
-    e = json_pack("{s:s,s:o,s:s}", "me", me, "leads", leads, "note",
-                  "send to any lead with inPeers true; fleet_status {peer} tells whether its "
-                  "mailbox is being read");
+    e = json_pack("{s:s,s:o,s:o,s:o,s:s}", "me", w->me, "leads", leads, "agents", list_agents(w),
+                  "groups", list_groups(w), "note",
+                  "send to a lead with inPeers true (by coord_id), to an agent by gid, to a group "
+                  "as group:<g>; fleet_status {peer} tells whether a mailbox is being read");
     json_decref(roster);
     return ok_json(e);
 }
 
-static json_t *t_inbox(const char *mnt, json_t *args)
+static json_t *t_inbox(who *w, json_t *args)
 {
     static const char *const keys[] = {NULL};
     json_t *err = only_keys(args, "fleet_inbox", keys);
-    char path[PATH_MAX], me[NAME_MAX_LEN + 1];
+    char path[PATH_MAX];
     GString *s = NULL;
     json_t *msgs;
     int rc;
 
     if (err)
         return err;
-    if ((rc = whoami(mnt, me)))
-        return fail_errno(rc, "fleet_inbox", mnt, NULL, NULL);
-    snprintf(path, sizeof path, "%s/self/inbox", mnt);
+    if ((rc = who_me(w)))
+        return fail_errno(w, rc, "fleet_inbox", NULL, NULL);
+    snprintf(path, sizeof path, "%s/inbox", w->home);
     if ((rc = read_all(path, &s)))
-        return fail_errno(rc, "fleet_inbox", mnt, NULL, NULL);
+        return fail_errno(w, rc, "fleet_inbox", NULL, NULL);
     msgs = json_lines(s);
     g_string_free(s, TRUE);
-    return ok_json(json_pack("{s:s,s:I,s:o}", "me", me, "count", (json_int_t)json_array_size(msgs),
-                             "messages", msgs));
+    return ok_json(json_pack("{s:s,s:I,s:o}", "me", w->me, "count",
+                             (json_int_t)json_array_size(msgs), "messages", msgs));
 }
 
-static json_t *t_ack(const char *mnt, json_t *args)
+static json_t *t_ack(who *w, json_t *args)
 {
     static const char *const keys[] = {"msgIds", NULL};
     json_t *err = only_keys(args, "fleet_ack", keys);
@@ -523,9 +768,9 @@ static json_t *t_ack(const char *mnt, json_t *args)
 
     if (err)
         return err;
-    snprintf(path, sizeof path, "%s/self/inbox", mnt);
+    snprintf(path, sizeof path, "%s/inbox", w->home);
     if ((rc = read_all(path, &s)))
-        return fail_errno(rc, "fleet_ack", mnt, NULL, NULL);
+        return fail_errno(w, rc, "fleet_ack", NULL, NULL);
     inbox = json_lines(s);
     g_string_free(s, TRUE);
     held = g_hash_table_new(g_str_hash, g_str_equal);
@@ -561,7 +806,7 @@ static json_t *t_ack(const char *mnt, json_t *args)
                    "pane); nothing was acknowledged: take the ids from fleet_inbox",
                    missing->str);
     if (!err) {
-        snprintf(path, sizeof path, "%s/self/ack", mnt);
+        snprintf(path, sizeof path, "%s/ack", w->home);
         rc = write_once(path, text->str, text->len);
         if (rc == ENOENT)
             err = fail("fleet_ack: one of the messages left the inbox meanwhile (ENOENT: not "
@@ -570,7 +815,7 @@ static json_t *t_ack(const char *mnt, json_t *args)
             err = fail("fleet_ack: the ack file refused the list (EINVAL); nothing was "
                        "acknowledged");
         else if (rc)
-            err = fail_errno(rc, "fleet_ack", mnt, NULL, NULL);
+            err = fail_errno(w, rc, "fleet_ack", NULL, NULL);
         else
             err = ok_json(json_pack(
                 "{s:b,s:I}", "acked", 1, "count",
@@ -583,7 +828,7 @@ static json_t *t_ack(const char *mnt, json_t *args)
     return err;
 }
 
-static json_t *t_sent(const char *mnt, json_t *args)
+static json_t *t_sent(who *w, json_t *args)
 {
     static const char *const keys[] = {"msgId", "limit", NULL};
     json_t *err = only_keys(args, "fleet_sent", keys);
@@ -605,9 +850,9 @@ static json_t *t_sent(const char *mnt, json_t *args)
             return fail("fleet_sent: limit must be an integer from 1 to 1000");
         limit = json_integer_value(jlim);
     }
-    snprintf(path, sizeof path, "%s/self/sent", mnt);
+    snprintf(path, sizeof path, "%s/sent", w->home);
     if ((rc = read_all(path, &s)))
-        return fail_errno(rc, "fleet_sent", mnt, NULL, NULL);
+        return fail_errno(w, rc, "fleet_sent", NULL, NULL);
     all = json_lines(s);
     g_string_free(s, TRUE);
     if (json_is_string(jid)) {
@@ -621,7 +866,7 @@ static json_t *t_sent(const char *mnt, json_t *args)
         if (!hit) {
             json_decref(all);
             return fail("fleet_sent: no message %s in your sent log (it keeps the latest ones "
-                        "this lead sent); call fleet_sent without msgId for the list",
+                        "you sent); call fleet_sent without msgId for the list",
                         json_string_value(jid));
         }
         out = json_incref(hit);
@@ -637,7 +882,7 @@ static json_t *t_sent(const char *mnt, json_t *args)
                              (json_int_t)json_array_size(out), "messages", out));
 }
 
-static json_t *t_status(const char *mnt, json_t *args)
+static json_t *t_status(who *w, json_t *args)
 {
     static const char *const keys[] = {"peer", NULL};
     json_t *err = only_keys(args, "fleet_status", keys);
@@ -651,43 +896,78 @@ static json_t *t_status(const char *mnt, json_t *args)
     if (jpeer && !json_is_null(jpeer)) {
         const char *peer = json_string_value(jpeer);
         if (!peer)
-            return fail("fleet_status: peer must be a string (a coord_id)");
+            return fail("fleet_status: peer must be a string (a coord_id or a gid)");
         if ((err = check_peer("fleet_status", "peer", peer)))
             return err;
-        snprintf(path, sizeof path, "%s/peers/%s/status", mnt, peer);
+        snprintf(path, sizeof path, "%s/%s/%s/status", w->mnt,
+                 strchr(peer, '@') ? "agents" : "peers", peer);
         if ((rc = read_all(path, &a)))
-            return fail_errno(rc, "fleet_status", mnt, peer, NULL);
+            return fail_errno(w, rc, "fleet_status", peer, NULL);
         res = mcp_result_text(a->str, false);
         g_string_free(a, TRUE);
         return res;
     }
-    snprintf(path, sizeof path, "%s/status", mnt);
+    snprintf(path, sizeof path, "%s/status", w->mnt);
     if ((rc = read_all(path, &a)))
-        return fail_errno(rc, "fleet_status", mnt, NULL, NULL);
-    snprintf(path, sizeof path, "%s/self/status", mnt);
+        return fail_errno(w, rc, "fleet_status", NULL, NULL);
+    snprintf(path, sizeof path, "%s/status", w->home);
     if ((rc = read_all(path, &b))) {
         g_string_free(a, TRUE);
-        return fail_errno(rc, "fleet_status", mnt, NULL, NULL);
+        return fail_errno(w, rc, "fleet_status", NULL, NULL);
     }
     g_string_prepend(a, "# the daemon (status)\n");
-    g_string_append_printf(a, "\n# your mailbox (self/status)\n%s", b->str);
+    if (w->as)
+        g_string_append_printf(a, "\n# your mailbox (agents/%s/status)\n%s", w->as, b->str);
+    else
+        g_string_append_printf(a, "\n# your mailbox (self/status)\n%s", b->str);
     res = mcp_result_text(a->str, false);
     g_string_free(a, TRUE);
     g_string_free(b, TRUE);
     return res;
 }
 
-json_t *mcp_fleet_call(const char *mnt, const char *name, json_t *args)
+json_t *mcp_fleet_call(const char *mnt, const char *as, const char *name, json_t *args)
 {
     static const struct {
         const char *name;
-        json_t *(*fn)(const char *, json_t *);
+        json_t *(*fn)(who *, json_t *);
     } fns[] = {{"fleet_send", t_send}, {"fleet_list", t_list}, {"fleet_inbox", t_inbox},
                {"fleet_ack", t_ack},   {"fleet_sent", t_sent}, {"fleet_status", t_status}};
+    who w = {.mnt = mnt, .as = as};
+    if (as)
+        snprintf(w.home, sizeof w.home, "%s/agents/%s", mnt, as);
+    else
+        snprintf(w.home, sizeof w.home, "%s/self", mnt);
     for (size_t i = 0; i < G_N_ELEMENTS(fns); i++)
         if (!strcmp(fns[i].name, name))
-            return fns[i].fn(mnt, args);
+            return fns[i].fn(&w, args);
     return fail("no tool %s", name);
+}
+
+char *mcp_fleet_check_as(const char *mnt, const char *gid)
+{
+    char path[PATH_MAX], host[NAME_MAX_LEN + 1], lead[NAME_MAX_LEN + 1];
+    int rc;
+    if (!gid_valid(gid))
+        return g_strdup_printf("'%s' is not an agent's gid (name@coord_id, the name "
+                               "[a-z][a-z0-9_-]{0,31})",
+                               gid);
+    snprintf(path, sizeof path, "%s/agents/%s/inbox", mnt, gid);
+    if (access(path, F_OK) == 0)
+        return NULL;
+    rc = errno;
+    if ((rc == ENOENT || rc == ENOTDIR) && whoami(mnt, lead) == 0) {
+        id_host(gid, host);
+        if (strcmp(host, lead))
+            return g_strdup_printf("%s is not a local agent of the mount at %s: its host is %s, "
+                                   "this mount's lead is %s; run `fleetfs mcp --as` on %s's host",
+                                   gid, mnt, host, lead, gid);
+        return g_strdup_printf("%s is not a local agent of the mount at %s (no agents/%s/inbox); "
+                               "its operator registers it with agents=%.*s or `mkdir %s/agents/%s`",
+                               gid, mnt, gid, (int)(strchr(gid, '@') - gid), gid, mnt, gid);
+    }
+    return g_strdup_printf("cannot check %s at %s (%s); is fleetfs mounted there?", gid, path,
+                           g_strerror(rc));
 }
 
 int mcp_fleet_send_timeout(const char *mnt)

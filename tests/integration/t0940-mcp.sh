@@ -10,32 +10,11 @@ broker_use_shared
 FLEET_VHOST=t0940
 new_vhost $FLEET_VHOST
 
-SDK_VERSION=1.32.2
-SDK_DIR=$FLEET_ROOT/build/npm-mcp-sdk
-command -v node >/dev/null && command -v npm >/dev/null ||
-  test_skip_all "node and npm are missing (scripts/install-deps installs them)"
-
-# mcp MOUNT tools | mcp MOUNT call NAME ARGS...: the SDK client's output
-mcp() {
-  local m=$1
-  shift
-  timeout 60 node "$SDK_DIR/mcp_client.mjs" "$FLEETFS" "$TEST_DIR/$m" "$@"
-}
-# the one call's fields
-call() { mcp "$1" call "$2" "$3" >out.json && cat out.json; }
+. "$FLEET_ROOT/tests/mcp.sh"
 inbox_count() { grep -c . "$1/leads/$1/inbox"; }
 
 test_expect_success 'the official MCP SDK client is installed into build/' '
-    mkdir -p "$SDK_DIR" &&
-    (
-        flock 9 &&
-        if ! test -f "$SDK_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ||
-           ! grep -q "\"version\": \"$SDK_VERSION\"" "$SDK_DIR/node_modules/@modelcontextprotocol/sdk/package.json"; then
-            npm install --prefix "$SDK_DIR" --no-audit --no-fund --loglevel=error \
-                "@modelcontextprotocol/sdk@$SDK_VERSION" >npm.log 2>&1 || { cat npm.log >&2; exit 1; }
-        fi
-    ) 9>"$SDK_DIR/.lock" &&
-    cp "$FLEET_ROOT/tests/tools/mcp_client.mjs" "$SDK_DIR/mcp_client.mjs"
+    mcp_sdk_install
 '
 
 test_expect_success 'alpha and beta mount' '
@@ -131,13 +110,18 @@ test_expect_success 'errors: unknown peer, empty body, body over max_message; no
     test "$(grep -c . alpha/leads/alpha/sent)" = $((before + 1))
 '
 
-test_expect_success 'an agent id or group is refused with words, not sent; fleet_status of a peer' '
+test_expect_success 'an unknown agent or group is refused with words, nothing sent; fleet_status of a peer' '
+    before=$(grep -c . alpha/leads/alpha/sent) &&
     mcp alpha call fleet_send "{\"to\":\"w1@beta\",\"body\":\"hi\"}" \
+        fleet_send "{\"to\":\"group:nope\",\"body\":\"hi\"}" \
         fleet_status "{\"peer\":\"beta\"}" >r &&
     sed -n 1p r | jq -e ".isError == true" &&
-    sed -n 1p r | jq -r .text | grep "come with agents" &&
-    sed -n 2p r | jq -e ".isError == false" &&
-    sed -n 2p r | jq -r .text | grep "^state: reading"
+    sed -n 1p r | jq -r .text | grep "no such agent .w1@beta. known here (ENOENT)" &&
+    sed -n 2p r | jq -e ".isError == true" &&
+    sed -n 2p r | jq -r .text | grep "no such group .nope. (ENOENT)" &&
+    sed -n 3p r | jq -e ".isError == false" &&
+    sed -n 3p r | jq -r .text | grep "^state: reading" &&
+    test "$(grep -c . alpha/leads/alpha/sent)" = $before
 '
 
 test_expect_success 'the real binary on stdio: framing errors answered, notifications not' '

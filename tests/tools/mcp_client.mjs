@@ -8,13 +8,14 @@
 //   node mcp_client.mjs FLEETFS MOUNT call NAME ARGS_JSON [NAME ARGS_JSON]...
 //       one JSON line per call: {isError, text}
 // Exit 0 when every request got an answer (tool errors included), else 1.
+// With MCP_AS=<gid> in the environment the server is `fleetfs mcp MOUNT --as <gid>`.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const [fleetfs, mount, mode, ...rest] = process.argv.slice(2);
 const transport = new StdioClientTransport({
   command: fleetfs,
-  args: ["mcp", mount],
+  args: process.env.MCP_AS ? ["mcp", mount, "--as", process.env.MCP_AS] : ["mcp", mount],
   stderr: "inherit",
 });
 const client = new Client({ name: "fleetfs-test", version: "1.0.0" });

@@ -346,10 +346,83 @@ static void test_errno_texts(void **state)
     };
     (void)state;
     for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
-        char *t = mcp_fleet_errno_text(want[i].err, "fleet_send to beta", "/fleet", "beta", NULL);
+        char *t = mcp_fleet_errno_text(want[i].err, "fleet_send to beta", "/fleet", NULL, "beta", NULL);
         if (!strstr(t, want[i].name) || !strstr(t, want[i].words))
             fail_msg("errno %s: '%s'", want[i].name, t);
         g_free(t);
+    }
+}
+
+/* agents and groups: ENOENT and ENXIO name what is missing */
+static void test_errno_texts_agents(void **state)
+{
+    static const struct {
+        int err;
+        const char *peer, *words;
+    } want[] = {
+        {ENOENT, "w1@beta", "no such agent 'w1@beta' known here (ENOENT)"},
+        {ENOENT, "group:ops", "no such group 'ops' (ENOENT)"},
+        {ENXIO, "w1@beta", "agent w1@beta's mailbox does not exist"},
+        {ENXIO, "group:ops", "group 'ops' has no member to receive it (ENXIO)"},
+        {ETIMEDOUT, "w1@beta", "/fleet/agents/w2@alpha/resend"},
+    };
+    (void)state;
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+        char *t = mcp_fleet_errno_text(want[i].err, "fleet_send", "/fleet",
+                                       "/fleet/agents/w2@alpha", want[i].peer, NULL);
+        if (!strstr(t, want[i].words))
+            fail_msg("%s, errno %d: '%s'", want[i].peer, want[i].err, t);
+        g_free(t);
+    }
+}
+
+/* where fleet_send writes: the lead by kind of address, an agent always
+ * as itself (to/ or its own reply/) */
+static void test_send_paths(void **state)
+{
+    static const char *ref = "0123456789abcdef0123456789abcdef";
+    static const struct {
+        const char *as, *to;
+        bool reply;
+        const char *path; /* NULL: refused */
+    } want[] = {
+        {NULL, "beta", false, "peers/beta/send"},
+        {NULL, "w1@beta", false, "agents/w1@beta/send"},
+        {NULL, "w1@alpha", false, "agents/w1@alpha/send"},
+        {NULL, "group:all", false, "groups/all/send"},
+        {NULL, "group:ops", false, "groups/ops/send"},
+        {NULL, "beta", true, "peers/beta/reply/0123456789abcdef0123456789abcdef"},
+        {NULL, "w1@beta", true, "leads/alpha/reply/0123456789abcdef0123456789abcdef"},
+        {NULL, "group:all", true, NULL},
+        {NULL, "group:", false, NULL},
+        {NULL, "Beta", false, NULL},
+        {NULL, "w1@beta@x", false, NULL},
+        {"w1@alpha", "beta", false, "agents/w1@alpha/to/beta"},
+        {"w1@alpha", "alpha", false, "agents/w1@alpha/to/alpha"},
+        {"w1@alpha", "w2@beta", false, "agents/w1@alpha/to/w2@beta"},
+        {"w1@alpha", "group:ops", false, "agents/w1@alpha/to/group:ops"},
+        {"w1@alpha", "beta", true, "agents/w1@alpha/reply/0123456789abcdef0123456789abcdef"},
+        {"w1@alpha", "w1@alpha", false, NULL},
+        {"w1@alpha", "group:ops", true, NULL},
+    };
+    (void)state;
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+        char *why = NULL;
+        char *p = mcp_fleet_send_path(want[i].as, "alpha", want[i].to,
+                                      want[i].reply ? ref : NULL, &why);
+        if (want[i].path) {
+            if (!p || strcmp(p, want[i].path))
+                fail_msg("as %s to %s: '%s' (%s), want '%s'", want[i].as ? want[i].as : "lead",
+                         want[i].to, p ? p : "NULL", why ? why : "", want[i].path);
+            assert_null(why);
+        } else {
+            if (p)
+                fail_msg("as %s to %s: '%s', want refused", want[i].as ? want[i].as : "lead",
+                         want[i].to, p);
+            assert_non_null(why);
+        }
+        g_free(p);
+        g_free(why);
     }
 }
 
@@ -365,6 +438,8 @@ int main(void)
         cmocka_unit_test(test_result_text_utf8),
         cmocka_unit_test(test_fleet_tool_table),
         cmocka_unit_test(test_errno_texts),
+        cmocka_unit_test(test_errno_texts_agents),
+        cmocka_unit_test(test_send_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
