@@ -132,6 +132,14 @@ test_expect_success 'the lead answers w1@beta'"'"'s message through its own repl
     grep thanks $W1/inbox | jq -e ".from == \"alpha\" and .replyTo == \"$rid\""
 '
 
+test_expect_success '--as w1@beta to an agent no host serves: ENXIO in words, nothing in sent' '
+    before=$(grep -c . $W1/sent) &&
+    MCP_AS=w1@beta call beta fleet_send "{\"to\":\"w9@alpha\",\"body\":\"anyone?\"}" >r &&
+    jq -e ".isError == true" r &&
+    jq -r .text r | grep "agent w9@alpha.s mailbox does not exist.*(ENXIO)" &&
+    test "$(grep -c . $W1/sent)" = $before
+'
+
 test_expect_success '--as of an agent that is not local to the mount is refused at start' '
     test_must_fail "$FLEETFS" mcp "$TEST_DIR/alpha" --as w1@beta </dev/null >o 2>e &&
     grep "w1@beta is not a local agent of the mount" e &&
