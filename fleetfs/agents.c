@@ -9,6 +9,13 @@
  * An agent's records (seen set, history, sent log, injection journal) live
  * in state_dir/agents/<name>/, so an agent registered again (mkdir after
  * rmdir, or the next start) finds what it had consumed and sent.
+ *
+ * What the heartbeat announces: an agent whose mailbox is known to be in
+ * the broker, bound (durable queue, durable bindings), so that a sender
+ * who sees it can reach it — once its box was bound and consumed on this
+ * run, or from the start when it was served here before (its records
+ * exist).  It is not withdrawn while the broker connection blips (its
+ * mailbox stays and takes messages meanwhile), only when it is retired.
  */
 #include "fleetfs/agents.h"
 
@@ -48,11 +55,15 @@ static int add_locked(fleet *f, const char *name, const char *const *groups, con
     char *dir = g_build_filename(f->opts->state_dir, "agents", name, NULL);
     unsigned box = ++f->ag_next_box;
     char **keys;
+    /* served here before: its durable mailbox and bindings are there */
+    bool before = g_file_test(dir, G_FILE_TEST_IS_DIR);
     mailbox *mb = mb_agent_new(f->mb, name, dir, groups, box, err);
     g_free(dir);
     if (!mb)
         return -1;
     snprintf(gid, sizeof gid, "%s@%s", name, f->opts->coord_id);
+    if (before)
+        g_hash_table_add(f->ag_ready, g_strdup(gid));
     br_agent_queue(gid, queue, sizeof queue);
     keys = bind_keys(gid, groups);
     if (br_box_add(f->br, box, queue, BR_EXCHANGE_MSG, (const char *const *)keys) < 0) {
@@ -73,6 +84,8 @@ int ag_start(fleet *f, char **err)
 {
     int rc = 0;
     g_mutex_lock(&f->ag_lock);
+    if (!f->ag_ready)
+        f->ag_ready = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (size_t i = 0; i < f->opts->n_agents && rc == 0; i++) {
         const fs_agent *a = &f->opts->agents[i];
         rc = add_locked(f, a->name, opts_agent_groups(f->opts, a), a->target, false, err);
@@ -146,6 +159,7 @@ int ag_rmdir(fleet *f, const char *gid)
     r = br_box_remove(f->br, mb_box(mb), true, f->opts->send_timeout_ms, detail, sizeof detail);
     if (r == FE_OK) {
         inj_remove(g_atomic_pointer_get(&f->inj), mb);
+        g_hash_table_remove(f->ag_ready, gid);
         mb_agent_retire(mb);
     }
     mb_unref(mb);
@@ -285,11 +299,16 @@ void ag_announce(fleet *f)
         mailbox *mb = all->pdata[i];
         br_box_status bs;
         char *words;
-        /* announced once reachable: its mailbox bound to fleet.msg and
-         * consumed here (a sender that sees it can reach it) */
-        if (!br_box_status_get(f->br, mb_box(mb), &bs) || !bs.bound ||
-            bs.consumer != BR_CONS_OK)
+        /* announced once reachable (see the top of this file) */
+        g_mutex_lock(&f->ag_lock);
+        if (!g_hash_table_contains(f->ag_ready, mb_id(mb)) &&
+            br_box_status_get(f->br, mb_box(mb), &bs) && bs.bound && bs.consumer == BR_CONS_OK)
+            g_hash_table_add(f->ag_ready, g_strdup(mb_id(mb)));
+        if (!g_hash_table_contains(f->ag_ready, mb_id(mb))) {
+            g_mutex_unlock(&f->ag_lock);
             continue;
+        }
+        g_mutex_unlock(&f->ag_lock);
         words = mb_injector_words(mb);
         char **groups = mb_groups(mb);
         pr_local_agent a = {.gid = mb_id(mb), .state = words, .groups = (const char *const *)groups};

@@ -35,6 +35,7 @@ typedef struct fleet {
     /* agents.c: registering and retiring local agents, one at a time */
     GMutex ag_lock;
     unsigned ag_next_box; /* the last broker box given to an agent */
+    GHashTable *ag_ready;  /* gids whose mailbox is known to be in the broker */
 } fleet;
 
 /* name is in peers/: configured, or discovered by presence */

@@ -554,6 +554,8 @@ int main(int argc, char **argv)
             g_free(err);
             mb_free(f.mb);
             br_free(f.br);
+            if (f.ag_ready)
+                g_hash_table_destroy(f.ag_ready);
             rc = 2;
             goto done;
         }
@@ -576,6 +578,8 @@ int main(int argc, char **argv)
     pr_free(f.pr);
     mb_free(f.mb);
     br_free(f.br);
+    if (f.ag_ready)
+        g_hash_table_destroy(f.ag_ready);
 done:
     sl_release(lock); /* after every state file is closed */
     opts_free(&o);
