@@ -84,6 +84,14 @@ typedef struct {
  * durable; declared at connect where the login may (with per-host logins
  * `scripts/broker host add` makes it). */
 #define BR_EXCHANGE_MSG "fleet.msg"
+/* The direct exchange of the control plane (SPEC section 11): requests to
+ * start and stop agents go to it with the far host's coord_id as key and
+ * land in control.<coord_id> (br_control_queue), which `fleetfs declare`
+ * (scripts/broker host add) makes and binds.  A per-host login may publish
+ * to it but may not bind anything to it (no read permission on it): a
+ * direct exchange has no topic permissions, so a login that could bind
+ * could bind its own queue with another host's key and read its requests. */
+#define BR_EXCHANGE_CONTROL "fleet.control"
 /* Box ids: 0 is the lead's own mailbox (lead.<coord_id>.inbox, set up from
  * br_config); any other value below BR_BOX_MAX is the caller's to give. */
 #define BR_BOX_LEAD 0u
@@ -233,6 +241,9 @@ bool br_probe_cached(br_conn *c, const char *queue, br_probe *out);
 void br_inbox_queue(const char *id, char *out, size_t n);
 /* "agent.<gid>.inbox" (gid: <name>@<coord_id>) */
 void br_agent_queue(const char *gid, char *out, size_t n);
+/* "control.<id>": the host's control queue, bound to fleet.control with
+ * key <id> */
+void br_control_queue(const char *id, char *out, size_t n);
 
 /* ---- boxes: the mailboxes this connection consumes ------------------ */
 

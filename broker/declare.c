@@ -101,12 +101,25 @@ static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const cha
         return -1;
     }
     if (dc_exchange(a, TOPO_ROSTER_EXCHANGE, "topic", why, n) < 0 ||
-        dc_exchange(a, BR_EXCHANGE_MSG, "topic", why, n) < 0)
+        dc_exchange(a, BR_EXCHANGE_MSG, "topic", why, n) < 0 ||
+        dc_exchange(a, BR_EXCHANGE_CONTROL, "direct", why, n) < 0)
         return -1;
     for (int inbox = 1; inbox >= 0; inbox--) {
         topo_consumer_queue(inbox, name, q, sizeof q);
         if (dc_queue(a, q, false, topo_mailbox_args(cfg, mb), why, n) < 0)
             return -1;
+    }
+    /* control.<name>, bound here and only here: the host's own login may
+     * not bind to fleet.control (see BR_EXCHANGE_CONTROL) */
+    br_control_queue(name, q, sizeof q);
+    if (dc_queue(a, q, false, topo_mailbox_args(cfg, mb), why, n) < 0)
+        return -1;
+    if (!amqp_queue_bind(a, DC_CH, amqp_cstring_bytes(q), amqp_cstring_bytes(BR_EXCHANGE_CONTROL),
+                         amqp_cstring_bytes(name), amqp_empty_table)) {
+        char what[160];
+        snprintf(what, sizeof what, "bind %s to " BR_EXCHANGE_CONTROL " with key %s", q, name);
+        dc_failed(a, what, why, n);
+        return -1;
     }
     return 0;
 }

@@ -80,6 +80,11 @@ void br_agent_queue(const char *gid, char *out, size_t n)
     snprintf(out, n, "agent.%s.inbox", gid);
 }
 
+void br_control_queue(const char *id, char *out, size_t n)
+{
+    snprintf(out, n, "control.%s", id);
+}
+
 void topo_receipts_queue(const char *id, char *out, size_t n)
 {
     topo_consumer_queue(false, id, out, n);

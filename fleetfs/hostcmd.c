@@ -77,9 +77,9 @@ int hc_declare_main(int argc, char **argv)
     if (rc)
         fprintf(stderr, "fleetfs declare: %s\n", why);
     else
-        printf("declared lead.%s.inbox and lead.%s.receipts (%s); fleet.dlx, fleet.dlq, "
-               "fleet.roster and fleet.msg are there\n",
-               argv[2], argv[2], o.queue_type ? o.queue_type : "classic");
+        printf("declared lead.%s.inbox, lead.%s.receipts and control.%s (%s); fleet.dlx, "
+               "fleet.dlq, fleet.roster, fleet.msg and fleet.control are there\n",
+               argv[2], argv[2], argv[2], o.queue_type ? o.queue_type : "classic");
     g_strfreev(cfg.uris);
 done:
     opts_free(&o);

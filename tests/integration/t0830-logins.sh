@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Per-host broker logins (issue 20, doc/security.md "Per-host logins";
-# agents' mailboxes and fleet.msg, issue 18):
+# agents' mailboxes and fleet.msg, issue 18; fleet.control and control.<h>, issue 17):
 # scripts/broker host add makes alpha, beta and gamma least-privilege
 # logins; three mounts on those logins send, receive receipts, reply,
 # resend and see each other's presence; from alpha's login every attack on
@@ -187,6 +187,44 @@ test_expect_success 'agents: another host cannot read, bind, redeclare or steal 
     n=$(broker_count agent.w1@alpha.inbox) && test "$n" = 4
 '
 
+# The control plane (issue 17, SPEC section 11): host add made fleet.control
+# (direct, durable) and control.<host> bound with the host's own key; a host
+# publishes requests to fleet.control with the far host's key and consumes
+# its own control queue, but binds nothing to fleet.control (a direct
+# exchange has no topic permissions: a login that could bind could read
+# another host's requests) and cannot touch another host's control queue.
+test_expect_success 'control: host add made fleet.control and control.<h>; a host publishes to another, reads only its own' '
+    rmqctl list_exchanges -q name type durable | grep -q "^fleet\.control	direct	true$" &&
+    rmqctl list_bindings -q source_name destination_name routing_key >b &&
+    for h in alpha beta gamma; do grep -q "^fleet\.control	control\.$h	$h$" b || exit 1; done &&
+    test $(grep -c "^fleet\.control	" b) = 3 &&
+    as alpha publish fleet.control beta "a request from alpha" &&
+    as gamma publish fleet.control beta "a request from gamma" &&
+    n=$(broker_count control.beta) && test "$n" = 2 &&
+    n=$(broker_count control.alpha) && test "$n" = 0 &&
+    test_must_fail as alpha publish fleet.control nobody "to a host never added" &&
+    as beta declare-mailbox control.beta &&
+    as beta consume control.beta &&
+    as beta purge-queue control.beta &&
+    n=$(broker_count control.beta) && test "$n" = 0 &&
+    refused alpha consume control.beta &&
+    refused alpha get control.beta &&
+    refused alpha purge-queue control.beta &&
+    refused alpha delete-queue control.beta &&
+    refused alpha declare-mailbox control.beta &&
+    refused alpha declare-mailbox control.delta &&
+    refused alpha bind control.alpha fleet.control beta &&
+    refused alpha bind control.alpha fleet.control alpha &&
+    refused alpha bind lead.alpha.inbox fleet.control beta &&
+    refused alpha bind control.beta fleet.control alpha &&
+    refused alpha declare-exchange fleet.control direct &&
+    refused alpha delete-exchange fleet.control &&
+    as alpha publish fleet.control beta "after the attempts" &&
+    n=$(broker_count control.beta) && test "$n" = 1 &&
+    n=$(broker_count control.alpha) && test "$n" = 0 &&
+    as beta purge-queue control.beta
+'
+
 test_expect_success 'the fleet works after the attempts: queues, consumers, presence, sends' '
     queues >q &&
     for h in alpha beta gamma; do grep -qx "lead.$h.inbox" q && grep -qx "lead.$h.receipts" q || exit 1; done &&
@@ -238,13 +276,20 @@ test_expect_success 'host update: a host with an older version'"'"'s permissions
         "^(amq\\.default|fleet\\.dlx|fleet\\.roster|roster\\.alpha\\..+)\$" \
         "^(lead\\.alpha\\.(inbox|receipts)|roster\\.alpha\\..+|fleet\\.roster)\$" &&
     rmqctl clear_topic_permissions alpha fleet.msg &&
+    rmqctl delete_queue control.alpha >/dev/null &&
     refused alpha declare-mailbox agent.w3@alpha.inbox &&
+    refused alpha publish fleet.control beta "before the update" &&
     "$FLEET_ROOT/scripts/broker" host update alpha --dir "$BROKER_DIR" 2>update.err &&
     cat update.err &&
     grep -q "host alpha updated" update.err &&
     as alpha declare-mailbox agent.w3@alpha.inbox &&
     refused alpha bind agent.w3@alpha.inbox fleet.msg w1@beta &&
     as alpha bind agent.w3@alpha.inbox fleet.msg w3@alpha &&
+    as alpha consume control.alpha &&
+    rmqctl list_bindings -q source_name destination_name routing_key >b &&
+    grep -q "^fleet\.control	control\.alpha	alpha$" b &&
+    as beta publish fleet.control alpha "after the update" &&
+    n=$(broker_count control.alpha) && test "$n" = 1 &&
     ! rmqctl list_users -q | grep -q "^fleetfs-update-" &&
     test_must_fail "$FLEET_ROOT/scripts/broker" host update delta --dir "$BROKER_DIR" 2>err &&
     grep -q "no login delta" err
@@ -263,6 +308,8 @@ test_expect_success 'host passwd: the new password logs in, the old one no longe
 test_expect_success 'host remove: login and queues gone, beta is cut off, alpha gets ENXIO for beta' '
     "$FLEET_ROOT/scripts/broker" host remove beta --dir "$BROKER_DIR" 2>remove.err &&
     ! queues | grep -q "^lead\.beta\." &&
+    ! queues | grep -qx "control.beta" &&
+    queues | grep -qx "control.alpha" &&
     ! queues | grep -q "^agent\..*@beta\.inbox$" &&
     queues | grep -qx "agent.w1@alpha.inbox" &&
     ! rmqctl list_users -q | grep -q "^beta" &&
