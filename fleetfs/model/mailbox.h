@@ -19,6 +19,7 @@
 #include <glib.h>
 
 #include "broker/conn.h"
+#include "fleetfs/wire/control.h"
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/model/mb_broker.h"
 #include "fleetfs/errors.h"
@@ -106,6 +107,18 @@ void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread);
 
 /* broker callback for lead.<me>.receipts; redelivered: the broker's flag */
 br_action mb_receipt(mailbox *mb, bool redelivered, const char *body, size_t len);
+/* The control plane's answers (`spawned`, SPEC section 11) come on the
+ * receipt queue too.  mb_receipt hands one to fn, on the broker thread,
+ * only once it is checked: it decodes (wire/control.h), ctl_accept passes
+ * (signed by the key trusted for its `from` — also with -o insecure: the
+ * control plane is never unsigned —, to this host, not expired), and its
+ * msgId was not applied before (the receipts' seen set; a copy the broker
+ * marks redelivered is acked and not handed again).  fn returns 0 when the
+ * answer changed something, else -1 with why (logged, acked: a second
+ * answer to one request is not an attack).  Without fn (NULL, the
+ * default) a `spawned` is refused like any bad receipt (fleet.dlq). */
+typedef int (*mb_control_answer_fn)(void *ud, const ctl_env *ans, char *why, size_t n);
+void mb_set_control_answers(mailbox *lead, mb_control_answer_fn fn, void *ud);
 /* Tell orig's sender what happened to it: queued in the durable outbox,
  * sent when the broker is reachable. */
 void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const char *detail);

@@ -115,6 +115,8 @@ struct mb_host {
     /* receipts.c */
     mb_outbox *outbox;
     GHashTable *receipt_logs; /* peer -> rate budget of "nothing to update" lines */
+    mb_control_answer_fn control_fn; /* `spawned` answers (mb_set_control_answers) */
+    void *control_ud;
     uint64_t receipts_rejected;
 
     /* mailbox.c */

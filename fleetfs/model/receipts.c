@@ -45,6 +45,12 @@
  * a fresh msgId before the next attempt (renew_locked): the peer refuses a
  * msgId it has seen as a replay, but takes a second receipt with the same
  * ref and state as changing nothing.
+ *
+ * The control plane's answers (`spawned`, SPEC section 11) share the
+ * receipt queue: a body that is not an envelope but decodes as a control
+ * envelope of type spawned is checked here (control_answer) and handed to
+ * the owner's hook (mb_set_control_answers); its msgId goes into the same
+ * seen set as receipts, so a replayed answer is refused.
  */
 #include "fleetfs/model/mb_int.h"
 
@@ -570,6 +576,59 @@ static void receipt_changed_nothing(mailbox *mb, const envelope *e, bool unknown
         log_info("receipts: %d more from %s changed nothing and were not logged", r, e->from);
 }
 
+void mb_set_control_answers(mailbox *lead, mb_control_answer_fn fn, void *ud)
+{
+    g_mutex_lock(lead->lock);
+    lead->h->control_fn = fn;
+    lead->h->control_ud = ud;
+    g_mutex_unlock(lead->lock);
+}
+
+/* A `spawned` answer (ctl decoded into c): checked, then handed to the
+ * hook outside the lock. */
+static br_action control_answer(mailbox *lead, bool redelivered, ctl_env *c)
+{
+    char why[300] = "";
+    const char *reason = NULL;
+    mb_control_answer_fn fn;
+    void *ud;
+    g_mutex_lock(lead->lock);
+    fn = lead->h->control_fn;
+    ud = lead->h->control_ud;
+    if (!fn) {
+        snprintf(why, sizeof why, "this fleetfs takes no control answers");
+        reason = "bad-receipt";
+    } else if (!lead->h->trust) {
+        snprintf(why, sizeof why, "no trusted keys (-o insecure): a control answer is never "
+                                  "taken unsigned");
+        reason = "bad-receipt";
+    } else if (ctl_accept(c, lead->h->trust, lead->o->coord_id, env_now_ms(), why, sizeof why) < 0)
+        reason = "bad-receipt";
+    else if (accept_receipt_seen_locked(lead, c->msgId)) {
+        if (redelivered) {
+            g_mutex_unlock(lead->lock);
+            log_info("control: %s's answer %s came again, redelivered by the broker; acked, "
+                     "applied once already", c->from, c->msgId);
+            return BR_ACK;
+        }
+        snprintf(why, sizeof why, "answer msgId %s was received before", c->msgId);
+        reason = "replayed-receipt";
+    }
+    if (reason)
+        mb_count_rejection_locked(lead, reason);
+    g_mutex_unlock(lead->lock);
+    if (reason) {
+        log_warn("control: rejected a %s answer from %s about %s (%s: %s); it goes to fleet.dlq",
+                 c->state, c->from, c->requestId, reason, why);
+        mb_changed(lead, "status");
+        return BR_REJECT;
+    }
+    if (fn(ud, c, why, sizeof why) < 0)
+        log_info("control: %s answered %s about %s: nothing to update (%s)", c->from, c->state,
+                 c->requestId, why);
+    return BR_ACK;
+}
+
 br_action mb_receipt(mailbox *lead, bool redelivered, const char *body, size_t len)
 {
     envelope e;
@@ -577,8 +636,20 @@ br_action mb_receipt(mailbox *lead, bool redelivered, const char *body, size_t l
     const char *reason = NULL;
     bool unknown = false, again = false;
     mailbox *mb = NULL; /* the local entity the receipt is for */
-    if (env_decode(body, len, lead->o->max_message, &e, why, sizeof why) < 0 ||
-        strcmp(e.type, ENV_TYPE_RECEIPT) != 0 || !(mb = mb_find(lead, e.to))) {
+    int drc = env_decode(body, len, lead->o->max_message, &e, why, sizeof why);
+    if (drc < 0) { /* not an envelope: a control answer? */
+        ctl_env c;
+        char cwhy[200];
+        if (ctl_decode(body, len, lead->o->max_message, &c, cwhy, sizeof cwhy) == 0) {
+            if (!strcmp(c.type, CTL_TYPE_SPAWNED)) {
+                br_action a = control_answer(lead, redelivered, &c);
+                ctl_free(&c);
+                return a;
+            }
+            ctl_free(&c);
+        }
+    }
+    if (drc < 0 || strcmp(e.type, ENV_TYPE_RECEIPT) != 0 || !(mb = mb_find(lead, e.to))) {
         if (!why[0] || e.body)
             snprintf(why, sizeof why, "not a receipt addressed to %s or one of its agents",
                      lead->o->coord_id);

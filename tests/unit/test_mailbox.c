@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <jansson.h>
 
 #include "fleetfs/model/mailbox.h"
@@ -1222,6 +1223,137 @@ static void test_an_agents_receipt_names_it(void **state)
     g_free(path);
 }
 
+/* ------------------------------------------------------------------ */
+/* control answers on the receipt queue (issue 17)                     */
+
+typedef struct {
+    unsigned calls;
+    char last[ENV_ID_LEN + 1];
+} answers_seen;
+
+static int count_answer(void *ud, const ctl_env *ans, char *why, size_t n)
+{
+    answers_seen *a = ud;
+    (void)why;
+    (void)n;
+    a->calls++;
+    snprintf(a->last, sizeof a->last, "%s", ans->requestId);
+    return 0;
+}
+
+/* NAME.key in dir, NAME.pub into trust; the secret key loaded */
+static sig_key *ctl_keypair(const char *dir, const char *trust, const char *name)
+{
+    char *key = g_strdup_printf("%s/%s.key", dir, name);
+    char *pub = g_strdup_printf("%s.pub", key), *text = NULL;
+    char *dst = g_strdup_printf("%s/%s.pub", trust, name);
+    char *err = NULL;
+    sig_key *k;
+    assert_int_equal(sig_keygen(key, &err), 0);
+    assert_true(g_file_get_contents(pub, &text, NULL, NULL));
+    assert_true(g_file_set_contents(dst, text, -1, NULL));
+    k = sig_load_secret(key, &err);
+    assert_non_null(k);
+    g_free(text);
+    g_free(dst);
+    g_free(pub);
+    g_free(key);
+    return k;
+}
+
+/* a control envelope of type from `from` to `to`, signed with k, JSON */
+static char *ctl_json(const char *type, const char *from, const char *to, const sig_key *k,
+                      const char *request_id, int64_t sent_in, size_t *len)
+{
+    ctl_env e;
+    char *json;
+    ctl_init(&e, type, from, to, env_now_ms() + sent_in, CTL_TTL_MS);
+    if (!strcmp(type, CTL_TYPE_SPAWNED)) {
+        snprintf(e.requestId, sizeof e.requestId, "%s", request_id);
+        snprintf(e.state, sizeof e.state, "ready");
+        snprintf(e.gid, sizeof e.gid, "w1@%s", from);
+    } else if (!strcmp(type, CTL_TYPE_STOP)) {
+        snprintf(e.gid, sizeof e.gid, "w1@%s", to);
+    } else {
+        snprintf(e.profile, sizeof e.profile, "worker");
+        snprintf(e.name, sizeof e.name, "w1");
+    }
+    assert_int_equal(ctl_sign(k, &e), 0);
+    json = ctl_encode(&e, len);
+    assert_non_null(json);
+    ctl_free(&e);
+    return json;
+}
+
+static br_action receipt_bytes(fx *x, bool redelivered, const char *json, size_t len)
+{
+    return mb_receipt(x->mb, redelivered, json, len);
+}
+
+static void test_a_spawned_answer_is_checked_and_handed_once(void **state)
+{
+    fx *x = *state;
+    answers_seen seen = {0};
+    const char *rid = "0123456789abcdef0123456789abcdef";
+    char *trust = g_strdup_printf("%s/trusted", x->dir), *json;
+    size_t len;
+    sig_key *kb, *kg, *ko;
+
+    mb_free(x->mb);
+    assert_int_equal(g_mkdir(trust, 0755), 0);
+    kb = ctl_keypair(x->dir, trust, "beta");
+    kg = ctl_keypair(x->dir, trust, "gamma");
+    ko = ctl_keypair(x->dir, x->dir, "other"); /* not trusted for anyone */
+    x->o.insecure = false;
+    x->o.key = g_strdup_printf("%s/beta.key", x->dir);
+    x->o.trusted_keys = g_strdup(trust);
+    x->mb = open_mb(x);
+
+    /* no hook: refused like any bad receipt */
+    json = ctl_json(CTL_TYPE_SPAWNED, "gamma", "beta", kg, rid, 0, &len);
+    assert_int_equal(receipt_bytes(x, false, json, len), BR_REJECT);
+    free(json);
+
+    mb_set_control_answers(x->mb, count_answer, &seen);
+    /* checked, handed once */
+    json = ctl_json(CTL_TYPE_SPAWNED, "gamma", "beta", kg, rid, 0, &len);
+    assert_int_equal(receipt_bytes(x, false, json, len), BR_ACK);
+    assert_int_equal(seen.calls, 1);
+    assert_string_equal(seen.last, rid);
+    /* the same bytes again: a replay, refused; redelivered by the broker:
+     * acked, not handed again */
+    assert_int_equal(receipt_bytes(x, false, json, len), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed-receipt"), 1);
+    assert_int_equal(receipt_bytes(x, true, json, len), BR_ACK);
+    assert_int_equal(seen.calls, 1);
+    free(json);
+
+    /* signed by a key not trusted for its sender; to another host; sent
+     * far in the future; not an answer (a request on the receipt queue) */
+    json = ctl_json(CTL_TYPE_SPAWNED, "gamma", "beta", ko, rid, 0, &len);
+    assert_int_equal(receipt_bytes(x, false, json, len), BR_REJECT);
+    free(json);
+    json = ctl_json(CTL_TYPE_SPAWNED, "gamma", "delta", kg, rid, 0, &len);
+    assert_int_equal(receipt_bytes(x, false, json, len), BR_REJECT);
+    free(json);
+    json = ctl_json(CTL_TYPE_SPAWNED, "gamma", "beta", kg, rid, 10 * 60 * 1000, &len);
+    assert_int_equal(receipt_bytes(x, false, json, len), BR_REJECT);
+    free(json);
+    json = ctl_json(CTL_TYPE_SPAWN, "gamma", "beta", kg, rid, 0, &len);
+    assert_int_equal(receipt_bytes(x, false, json, len), BR_REJECT);
+    free(json);
+    json = ctl_json(CTL_TYPE_STOP, "gamma", "beta", kg, rid, 0, &len);
+    assert_int_equal(receipt_bytes(x, false, json, len), BR_REJECT);
+    free(json);
+    assert_int_equal(seen.calls, 1);
+    assert_int_equal(rejections(x, "bad-receipt"), 6); /* the one before the hook too */
+
+    sig_key_free(kb);
+    sig_key_free(kg);
+    sig_key_free(ko);
+    g_free(trust);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1250,6 +1382,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_full_receipt_queue_stalls_only_its_peer, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_redelivered_receipt_is_acked_not_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_spawned_answer_is_checked_and_handed_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_an_unconfirmed_receipt_goes_again_under_a_new_msgid,
                                         setup, teardown),
