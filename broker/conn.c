@@ -369,8 +369,11 @@ static void do_publish(br_conn *c, br_req *r)
     }
     if (r->exchange[0] && !exchange_present(c, r))
         return;
+    /* the owner's cache holds this connection's probes and the status
+     * files' fresh ones (on the consuming connection): the newer decides */
     if (r->queue[0] &&
-        (!g_hash_table_contains(c->declared, r->queue) || !br_probe_cached(c, r->queue, &p) ||
+        (!g_hash_table_contains(c->declared, r->queue) ||
+         !br_probe_cached(c->owner ? c->owner : c, r->queue, &p) ||
          br_now_ms() - p.at_ms > 1000 || !p.present)) {
         if (br_declare_queue(c, r->queue, true, &p) < 0) {
             br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
