@@ -134,19 +134,6 @@ mailbox *mb_agent_new(mailbox *lead, const char *name, const char *state_dir,
     return mb;
 }
 
-bool mb_agent_busy(mailbox *mb, char *why, size_t n)
-{
-    bool busy;
-    g_mutex_lock(mb->lock);
-    busy = mb->held.length > 0 || g_hash_table_size(mb->inflight) > 0;
-    if (busy)
-        snprintf(why, n, "%u messages are held in its inbox (ack or deliver them first)%s",
-                 mb->held.length,
-                 g_hash_table_size(mb->inflight) ? ", and a send of it waits for its confirm" : "");
-    g_mutex_unlock(mb->lock);
-    return busy;
-}
-
 void mb_agent_retire(mailbox *mb)
 {
     mb_host *h;
@@ -173,11 +160,6 @@ void mb_unref(mailbox *mb)
     /* the lead lives until mb_free, whatever its count says */
     if (mb && !mb->lead && g_atomic_ref_count_dec(&mb->ref))
         entity_free(mb);
-}
-
-mailbox *mb_lead(mailbox *mb)
-{
-    return mb->h->entities->pdata[0];
 }
 
 mailbox *mb_find(mailbox *any, const char *id)

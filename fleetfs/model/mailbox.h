@@ -70,13 +70,10 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br);
  * (created), in groups, consumed as broker box `box`.  NULL and *err. */
 mailbox *mb_agent_new(mailbox *lead, const char *name, const char *state_dir,
                       const char *const *groups, unsigned box, char **err);
-/* Whether an agent still holds messages or waits on a send (why). */
-bool mb_agent_busy(mailbox *mb, char *why, size_t n);
 /* Out of the host's list (no longer found); freed with its last ref. */
 void mb_agent_retire(mailbox *mb);
 mailbox *mb_ref(mailbox *mb);
 void mb_unref(mailbox *mb); /* NULL is fine */
-mailbox *mb_lead(mailbox *any);
 /* The entity with this id (coord_id or gid) / consumed as box, or NULL. */
 mailbox *mb_find(mailbox *any, const char *id);
 mailbox *mb_find_box(mailbox *any, unsigned box);

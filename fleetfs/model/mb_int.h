@@ -36,8 +36,6 @@
 
 /* an entity id: a coord_id (63) or a gid (32 + 1 + 63), with room */
 #define MB_ID_MAX 128
-/* the `to` of a broadcast: group:<g> */
-#define MB_GROUP_PREFIX GROUP_PREFIX
 /* the topic exchange of agents and broadcasts (SPEC 10) */
 #define MB_EXCHANGE_MSG "fleet.msg"
 #define SENT_MAX 1000
