@@ -59,6 +59,9 @@ struct notifier {
     GHashTable *warned;  /* configured peers already called a typo */
     GMutex plock;        /* guards pending (read by FUSE threads) */
     GHashTable *pending; /* "+path" / "-path" being announced -> deadline (mono us) */
+    GMutex llock;        /* guards later and armed (written by any thread) */
+    GHashTable *later;   /* batched paths changed since the batch was armed */
+    bool armed;          /* a batch is open: the thread flushes later at its end */
 };
 
 static void item_free(nt_item *it)
@@ -69,11 +72,33 @@ static void item_free(nt_item *it)
     g_free(it);
 }
 
+/* An item with neither path nor poll handle: "a batch is open" (or, from
+ * nt_stop, just "wake up"). */
+static void push_wake(notifier *nt)
+{
+    g_async_queue_push(nt->q, g_new0(nt_item, 1));
+}
+
+/* A batched path (sent, history, status) joins `later`; only the first
+ * change of a batch wakes the thread, so a busy writer costs the notifier
+ * one wake-up per batch rather than two per message (doc/benchmarks.md).
+ * Inbox arrivals and entry announcements go through the queue at once. */
 void nt_changed(notifier *nt, const char *relpath)
 {
     nt_item *it;
+    bool wake;
     if (!nt)
         return;
+    if (!g_str_has_suffix(relpath, "/inbox") && relpath[0] != '+' && relpath[0] != '-') {
+        g_mutex_lock(&nt->llock);
+        g_hash_table_add(nt->later, g_strdup(relpath));
+        wake = !nt->armed;
+        nt->armed = true;
+        g_mutex_unlock(&nt->llock);
+        if (wake)
+            push_wake(nt);
+        return;
+    }
     it = g_new0(nt_item, 1);
     it->path = g_strdup(relpath);
     g_async_queue_push(nt->q, it);
@@ -369,6 +394,15 @@ static void flush(notifier *nt, GHashTable *dirty)
 {
     GHashTableIter iter;
     gpointer key;
+    /* the batch closes: what changed from now on opens the next one */
+    g_mutex_lock(&nt->llock);
+    g_hash_table_iter_init(&iter, nt->later);
+    while (g_hash_table_iter_next(&iter, &key, NULL)) {
+        g_hash_table_add(dirty, key);
+        g_hash_table_iter_steal(&iter);
+    }
+    nt->armed = false;
+    g_mutex_unlock(&nt->llock);
     g_hash_table_iter_init(&iter, dirty);
     while (g_hash_table_iter_next(&iter, &key, NULL))
         poke(nt, key);
@@ -399,6 +433,8 @@ static gpointer notifier_main(gpointer data)
                 poke(nt, it->path);
             else if (it->path)
                 g_hash_table_add(dirty, g_strdup(it->path));
+            else if (!it->ph && !next_flush)
+                next_flush = g_get_monotonic_time() + BATCH_US;
             item_free(it);
             it = g_async_queue_try_pop(nt->q);
         }
@@ -428,6 +464,8 @@ notifier *nt_start(fleet *f)
     nt->warned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_mutex_init(&nt->plock);
     nt->pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_mutex_init(&nt->llock);
+    nt->later = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     nt->poker_fd = -1;
     nt->poker = poker_start(f->mountpoint, &nt->poker_fd);
     if (nt->poker < 0)
@@ -444,7 +482,7 @@ void nt_stop(notifier *nt)
     if (!nt)
         return;
     g_atomic_int_set(&nt->stopping, 1);
-    nt_changed(nt, "status");
+    push_wake(nt);
     g_thread_join(nt->thread);
     if (nt->poker > 0) {
         close(nt->poker_fd);
@@ -465,5 +503,7 @@ void nt_stop(notifier *nt)
     g_hash_table_destroy(nt->warned);
     g_hash_table_destroy(nt->pending);
     g_mutex_clear(&nt->plock);
+    g_hash_table_destroy(nt->later);
+    g_mutex_clear(&nt->llock);
     g_free(nt);
 }

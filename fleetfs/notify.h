@@ -27,7 +27,8 @@ typedef struct notifier notifier;
 
 notifier *nt_start(struct fleet *f);
 void nt_stop(notifier *nt);
-/* Both only enqueue: safe from any thread, under any lock. */
+/* Both only enqueue (nt_changed may take the notifier's own leaf lock): safe
+ * from any thread, under any lock. */
 void nt_changed(notifier *nt, const char *relpath);
 void nt_poll_wake(notifier *nt, struct fuse_pollhandle *ph);
 /* tid is the notifier's poker: a truncate from it is a notification. */

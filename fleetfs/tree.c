@@ -495,7 +495,10 @@ static int tree_open(const char *path, struct fuse_file_info *fi)
     resolve_node(f, path, &n);
     if (n.k == N_NONE)
         return -ENOENT;
-    if (outsider() || (is_writable(n.k) ? acc != O_WRONLY : acc != O_RDONLY)) {
+    /* O_TRUNC comes here (atomic_o_trunc, tree_init): fine on what one
+     * writes to, refused on the rest as truncate(2) is */
+    if (outsider() || (is_writable(n.k) ? acc != O_WRONLY : acc != O_RDONLY) ||
+        ((fi->flags & O_TRUNC) && !is_writable(n.k))) {
         node_clear(&n);
         return -EACCES;
     }
@@ -728,7 +731,11 @@ static void *tree_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     cfg->auto_cache = 0;
     /* a message arrives as one write: let the kernel pass up to 1 MiB */
     conn->max_write = 1024 * 1024;
-    conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+    /* `echo x > send` opens with O_TRUNC: handled in the open itself, the
+     * kernel sends no truncate (SETATTR) and no getattr after it, so one
+     * request fewer per message (doc/benchmarks.md) */
+    if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+        conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
     return f;
 }
 
