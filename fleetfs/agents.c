@@ -153,7 +153,7 @@ int ag_rmdir(fleet *f, const char *gid)
     mb = gid_valid(gid) ? mb_find(f->mb, gid) : NULL;
     if (!mb) {
         g_mutex_unlock(&f->ag_lock);
-        return ag_known(f, gid) ? EPERM : ENOENT;
+        return ag_heard(f, gid) ? EPERM : ENOENT; /* another host's: not ours to retire */
     }
     /* only an empty mailbox goes: what waits in it is never thrown away */
     r = br_box_remove(f->br, mb_box(mb), true, f->opts->send_timeout_ms, detail, sizeof detail);
@@ -176,17 +176,10 @@ int ag_rmdir(fleet *f, const char *gid)
     return 0;
 }
 
-bool ag_known(const fleet *f, const char *gid)
+bool ag_heard(const fleet *f, const char *gid)
 {
-    mailbox *mb;
-    if (!gid_valid(gid))
-        return false;
-    if ((mb = mb_find(f->mb, gid))) {
-        mb_unref(mb);
-        return true;
-    }
     pr_agent_info ai;
-    return f->pr && pr_agent_get(f->pr, gid, &ai);
+    return f->pr && gid_valid(gid) && pr_agent_get(f->pr, gid, &ai);
 }
 
 /* Adds to set every group of every local entity. */

@@ -30,8 +30,10 @@ void ag_serve(fleet *f);
 /* Register agents/<gid> (a local one) / retire it: 0 or an errno. */
 int ag_mkdir(fleet *f, const char *gid);
 int ag_rmdir(fleet *f, const char *gid);
-/* gid is a local agent or one heard in a heartbeat. */
-bool ag_known(const fleet *f, const char *gid);
+/* gid is an agent presence knows of: heard in a heartbeat, or one of ours
+ * that our heartbeat announces.  A caller that already asked the model for
+ * a local one (mb_find) asks only this. */
+bool ag_heard(const fleet *f, const char *gid);
 /* g is `all`, configured here, or heard. */
 bool ag_group_known(const fleet *f, const char *g);
 /* Every agent known (local and heard), sorted; g_strfreev. */

@@ -169,11 +169,12 @@ static node_kind home_path(node *out, gchar **c, guint n, bool lead)
 }
 
 /* agents/<gid>/...: a local agent's home, or a remote agent's send and
- * status. */
+ * status.  The model is asked once (mb_find), presence only for a gid the
+ * model does not have. */
 static node_kind agent_path(const fleet *f, node *out, gchar **c, guint n)
 {
     mailbox *home = gid_valid(c[1]) ? mb_find(f->mb, c[1]) : NULL;
-    if (!home && !ag_known(f, c[1]))
+    if (!home && !ag_heard(f, c[1]))
         return N_NONE;
     g_strlcpy(out->name, c[1], sizeof out->name);
     out->home = home; /* NULL for a remote agent */
