@@ -92,22 +92,108 @@ static json_t *probe_json(fleet *f, const char *id, const char *key)
     return json_integer(strcmp(key, "messages") == 0 ? p.messages : p.consumers);
 }
 
+/* ["all", g...]: an entity's groups as its line in the roster shows them. */
+static json_t *groups_json(const char *const *groups)
+{
+    json_t *a = json_array();
+    json_array_append_new(a, json_string(GROUP_ALL));
+    for (const char *const *g = groups; g && *g; g++)
+        json_array_append_new(a, json_string(*g));
+    return a;
+}
+
+static json_t *agent_json(const char *gid, bool local, bool announced, const char *state,
+                          json_t *groups)
+{
+    json_t *j = json_object();
+    const char *at = strchr(gid, '@');
+    json_object_set_new(j, "gid", json_string(gid));
+    json_object_set_new(j, "name", json_stringn(gid, at ? (size_t)(at - gid) : strlen(gid)));
+    json_object_set_new(j, "local", json_boolean(local));
+    json_object_set_new(j, "announced", json_boolean(announced));
+    json_object_set_new(j, "state", state ? json_string(state) : json_null());
+    json_object_set_new(j, "groups", groups);
+    return j;
+}
+
+static int cmp_gid(gconstpointer a, gconstpointer b)
+{
+    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "gid")),
+                  json_string_value(json_object_get(*(json_t *const *)b, "gid")));
+}
+
+/* The self line's agents: every local one (registered here), announced or
+ * not yet; their own words, as agents/<gid>/status has them. */
+static json_t *local_agents_json(fleet *f, GHashTable *announced)
+{
+    GPtrArray *all = mb_entities(f->mb), *items = g_ptr_array_new();
+    json_t *a = json_array();
+    for (guint i = 1; i < all->len; i++) {
+        mailbox *mb = all->pdata[i];
+        char **groups = mb_groups(mb), *words = mb_injector_words(mb);
+        g_ptr_array_add(items,
+                        agent_json(mb_id(mb), true, g_hash_table_contains(announced, mb_id(mb)),
+                                   words ? words : "starting",
+                                   groups_json((const char *const *)groups)));
+        g_free(words);
+        g_strfreev(groups);
+    }
+    g_ptr_array_sort(items, cmp_gid);
+    for (guint i = 0; i < items->len; i++)
+        json_array_append_new(a, items->pdata[i]);
+    g_ptr_array_free(items, TRUE);
+    g_ptr_array_free(all, TRUE);
+    return a;
+}
+
+/* A heard lead's agents, from what presence heard (sorted by gid). */
+static json_t *heard_agents_json(GPtrArray *agents, const char *host)
+{
+    json_t *a = json_array();
+    for (guint i = 0; i < agents->len; i++) {
+        const pr_agent_info *ai = agents->pdata[i];
+        const char *g[ENV_HB_MAX_GROUPS + 1];
+        if (ai->local || strcmp(ai->host, host) != 0)
+            continue;
+        for (size_t k = 0; k < ai->n_groups; k++)
+            g[k] = ai->groups[k];
+        g[ai->n_groups] = NULL;
+        json_array_append_new(a, agent_json(ai->gid, false, true, ai->state, groups_json(g)));
+    }
+    return a;
+}
+
+/* roster: one line per lead.  Besides what presence knows of the lead,
+ * its groups and its agents: ours for the self line, what its heartbeats
+ * said for another (both null when they carry no agents extension: never
+ * heard, or a fleetfs before agents). */
 GString *st_roster(fleet *f)
 {
     GString *s = g_string_new(NULL);
-    GPtrArray *all;
+    GPtrArray *all, *agents;
+    GHashTable *announced;
     if (!f->pr)
         return s;
     all = pr_list(f->pr);
+    agents = pr_agents(f->pr);
+    announced = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint k = 0; k < agents->len; k++) {
+        pr_agent_info *ai = agents->pdata[k];
+        if (ai->local)
+            g_hash_table_add(announced, ai->gid);
+    }
     for (guint k = 0; k < all->len; k++) {
         pr_info *i = all->pdata[k];
         json_t *j = json_object();
-        char *line, *agent = NULL;
+        char *line, *agent = NULL, **groups = NULL;
         if (i->self) {
             /* our own words, not the echo of our last heartbeat */
             agent = mb_injector_words(f->mb);
             g_strlcpy(i->host, f->host, sizeof i->host);
             g_strlcpy(i->version, FLEETFS_VERSION, sizeof i->version);
+            groups = mb_groups(f->mb);
+        } else {
+            groups = pr_lead_groups(f->pr, i->id);
         }
         json_object_set_new(j, "coord_id", json_string(i->id));
         json_object_set_new(j, "self", json_boolean(i->self));
@@ -128,13 +214,22 @@ GString *st_roster(fleet *f)
                             agent         ? json_string(agent)
                             : i->agent[0] ? json_string(i->agent)
                                           : json_null());
+        json_object_set_new(j, "groups",
+                            groups ? groups_json((const char *const *)groups) : json_null());
+        json_object_set_new(j, "agents",
+                            i->self  ? local_agents_json(f, announced)
+                            : groups ? heard_agents_json(agents, i->id)
+                                     : json_null());
         line = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (line)
             g_string_append_printf(s, "%s\n", line);
         free(line);
         g_free(agent);
+        g_strfreev(groups);
         json_decref(j);
     }
+    g_hash_table_destroy(announced);
+    g_ptr_array_unref(agents);
     g_ptr_array_unref(all);
     return s;
 }
@@ -403,7 +498,8 @@ const char *st_readme(void)
            "  peers/<id>/reply/<msgId>  one write answers message <msgId> from <id>\n"
            "  peers/<id>/status       the peer's mailbox: present/absent, backlog, readers;\n"
            "                          its presence (live/stale/left/never) and agent state\n"
-           "  roster                  every lead heard from, one JSON line each (jq reads it)\n"
+           "  roster                  every lead heard from, one JSON line each, with its groups\n"
+           "                          and its agents (jq reads it)\n"
            "  agents/<gid>/send       one write is one message from this lead to that agent\n"
            "  agents/<gid>/status     the agent's mailbox, presence, state and groups\n"
            "  agents/<local gid>/     a local agent's home: inbox ack history sent resend reply/,\n"

@@ -22,6 +22,17 @@ test_expect_success 'alpha (lead + w1, typed) and beta (lead + w2, read by a scr
     wait_for 20 "test -d alpha/agents/w2@beta && test -d beta/agents/w1@alpha"
 '
 
+test_expect_success 'roster: one line per lead, with its groups and its agents, as ls agents shows them' '
+    wait_for 10 "test \"\$(jq -r \".agents[]?.gid\" alpha/roster | sort)\" = \"\$(ls alpha/agents)\"" &&
+    jq -r .coord_id alpha/roster >got && printf "alpha\nbeta\n" >want && test_cmp want got &&
+    jq -r "[.coord_id, (.groups | join(\" \"))] | @tsv" alpha/roster >got &&
+    printf "alpha\tall\nbeta\tall ops\n" >want && test_cmp want got &&
+    jq -r ".coord_id as \$l | .agents[] | [\$l, .gid, .local, .announced, (.groups | join(\" \")), (.state | type)] | @tsv" alpha/roster >got &&
+    printf "alpha\tw1@alpha\ttrue\ttrue\tall\tstring\nbeta\tw2@beta\tfalse\ttrue\tall ops\tstring\n" >want &&
+    test_cmp want got &&
+    jq -r "select(.self) | .agents[].gid" beta/roster >got && echo w2@beta >want && test_cmp want got
+'
+
 test_expect_success 'lead to agent, agent to agent, agent to lead: typed into the right pane, or waiting in the right inbox' '
     echo "to w2" >alpha/agents/w2@beta/send &&
     echo "w1 to w2" >alpha/agents/w1@alpha/to/w2@beta &&
@@ -66,11 +77,13 @@ test_expect_success 'bad input: an unknown target, an empty message, a bad gid f
 test_expect_success 'mkdir and rmdir at run time: registered, reachable, retired' '
     mkdir beta/agents/w3@beta &&
     wait_for 20 "test -d alpha/agents/w3@beta" &&
+    wait_for 10 "jq -r \"select(.coord_id == \\\"beta\\\") | .agents[].gid\" alpha/roster | grep -qx w3@beta" &&
     echo "hello w3" >alpha/agents/w3@beta/send &&
     wait_for 10 "grep -q \"hello w3\" beta/agents/w3@beta/inbox" &&
     test_must_fail rmdir beta/agents/w3@beta &&
     wait_for 10 "echo all >beta/agents/w3@beta/ack 2>/dev/null && test ! -s beta/agents/w3@beta/inbox" &&
     rmdir beta/agents/w3@beta &&
+    wait_for 10 "! jq -r \".agents[]?.gid\" alpha/roster | grep -qx w3@beta" &&
     test_must_fail bash -c "echo again >beta/agents/w2@beta/to/w3@beta" 2>err &&
     grep -q "No such device or address" err
 '
