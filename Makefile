@@ -44,7 +44,7 @@ FAKESRC := $(wildcard tests/fake_herdr/*.c)
 BENCHSRC := $(wildcard tests/bench/*.c)
 BENCHBIN := $(BENCHSRC:tests/bench/%.c=$(B)/bench-bin/%)
 
-.PHONY: all san test unit integration faults soak run demo demo-fleet bench clean fuzz install uninstall check deb
+.PHONY: all san test unit integration faults soak run demo demo-fleet bench bench-fleet clean fuzz install uninstall check deb
 all: $(B)/fleetfs $(UNITBIN) $(TOOLBIN) $(if $(FAKESRC),$(B)/fake-herdr)
 
 # evaluated only when a build needs it (in the recipe below)
@@ -84,6 +84,10 @@ $(B)/bench-bin/%: tests/bench/%.c $(wildcard tests/bench/*.h) | deps-check
 # The benchmark (doc/benchmarks.md); BENCH_SCALE=smoke for a seconds-long run.
 bench: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub
 	@FLEETFS_BUILD=$(B) scripts/bench
+
+# What presence costs the broker as the fleet grows (doc/scaling.md); minutes.
+bench-fleet: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub
+	@FLEETFS_BUILD=$(B) scripts/bench-fleet
 
 san:
 	$(MAKE) B=build/san SAN=1 all
