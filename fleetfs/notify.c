@@ -37,9 +37,17 @@
 
 #define TICK_US 1000000
 #define BATCH_US 100000
-/* Peer mailboxes probed per tick: every peer each second in a fleet of up
- * to this many, round-robin beyond (1000 peers: each every 16 s). */
+/* Peer status files compared per tick, and configured peers' mailboxes
+ * probed: every peer each second in a fleet of up to this many,
+ * round-robin beyond (1000 peers: each every 16 s). */
 #define PROBES_PER_TICK 64
+/* Mailboxes of discovered (listed but not configured) leads probed per
+ * tick, in a round of their own.  Every daemon of a fleet probes every lead
+ * it lists, so fleet-wide this is N x this many passive declares a second
+ * at the broker (doc/scaling.md: at 64 it was the larger part of the
+ * broker's work up to about 300 hosts).  A status open still probes
+ * afresh; these keep the cached numbers (roster, watchers) current. */
+#define DISCOVERED_PROBES_PER_TICK 4
 
 typedef struct {
     char *path;
@@ -54,7 +62,8 @@ struct notifier {
     int poker_fd; /* its pipe: NUL-terminated relative paths */
     gint stopping;
     GHashTable *digests; /* status relpath -> last content */
-    guint cursor;        /* next peer to probe */
+    guint cursor;        /* next peer to compare (and probe, if configured) */
+    guint dcursor;       /* next discovered lead to probe */
     gint64 roster_up_us; /* since when the roster link is up; 0 down */
     GHashTable *warned;  /* configured peers already called a typo */
     GMutex plock;        /* guards pending (read by FUSE threads) */
@@ -359,12 +368,22 @@ static void warn_unknown_peers(notifier *nt)
     }
 }
 
+/* In peers= (as opposed to only discovered through presence). */
+static bool is_configured(fleet *f, const char *peer)
+{
+    for (char **p = f->opts->peers; p && *p; p++)
+        if (!strcmp(*p, peer))
+            return true;
+    return false;
+}
+
 static void tick(notifier *nt, GHashTable *dirty)
 {
     fleet *f = nt->f;
     char path[160];
     char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
     guint n = g_strv_length(peers), i;
+    GPtrArray *discovered = g_ptr_array_new(); /* borrows from peers */
     mb_tick(f->mb);
     ag_announce(f); /* the agents' states, for the heartbeat */
     if (f->pr) {
@@ -380,12 +399,23 @@ static void tick(notifier *nt, GHashTable *dirty)
     compare_status(nt, dirty, "status", st_root(f));
     for (i = 0; i < MIN(n, PROBES_PER_TICK); i++) {
         const char *peer = peers[(nt->cursor + i) % n];
-        st_probe(f, peer);
+        if (is_configured(f, peer))
+            st_probe(f, peer);
         snprintf(path, sizeof path, "peers/%s/status", peer);
         compare_status(nt, dirty, path, st_peer(f, peer, false));
     }
     if (n)
         nt->cursor = (nt->cursor + i) % n;
+    /* the discovered ones' round (peers is sorted, so the cursor walks them
+     * in order while the set changes) */
+    for (i = 0; peers[i]; i++)
+        if (!is_configured(f, peers[i]))
+            g_ptr_array_add(discovered, peers[i]);
+    for (i = 0; i < MIN(discovered->len, DISCOVERED_PROBES_PER_TICK); i++)
+        st_probe(f, discovered->pdata[(nt->dcursor + i) % discovered->len]);
+    if (discovered->len)
+        nt->dcursor = (nt->dcursor + i) % discovered->len;
+    g_ptr_array_free(discovered, TRUE);
     g_strfreev(peers);
     warn_unknown_peers(nt);
 }

@@ -178,6 +178,31 @@ test_expect_success 'discovery=off keeps peers/ to the configured list; a config
     grep -q "discovery off" delta/status
 '
 
+# The broker's own count of what sigma's consuming connection sent it (the
+# probes are nearly all of it while sigma is idle): every daemon probes the
+# leads it lists, so fleet-wide this is N x the per-daemon rate
+# (doc/scaling.md).  20 discovered leads: the old round probed every listed
+# lead each second (about 50 packets a second here), now only the
+# configured ones and 4 discovered ones a second (about 12).
+recv_of() {
+    rmqctl list_connections -q vhost client_properties recv_cnt |
+        awk -F'\t' -v vh="$FLEET_VHOST" -v n="\"fleetfs $1@" \
+            '$1 == vh && index($2, n) && !index($2, "(publishing)") && !index($2, " roster\"") { print $3 }'
+}
+test_expect_success 'leads discovered but not configured cost the broker few mailbox probes' '
+    mount_fleet sigma peers=alpha inject=none $HB &&
+    mkdir -p hbkeys &&
+    { "$HBPUB" "$URI" --flood 20 --key-dir hbkeys --trust trust --interval 1000 --seconds 120 >hb.out 2>&1 & } &&
+    hb=$! &&
+    wait_for 10 "test \$(ls sigma/peers | grep -c ^bench) = 20" &&
+    c0=$(recv_of sigma) && t0=$(now_ms) &&
+    sleep 3 &&
+    c1=$(recv_of sigma) && t1=$(now_ms) &&
+    { kill $hb 2>/dev/null || true; } &&
+    echo "sigma with 20 discovered leads: $((c1 - c0)) packets to the broker in $((t1 - t0)) ms" | tee -a "$TEST_DIR/times" &&
+    test $(( (c1 - c0) * 1000 / (t1 - t0) )) -lt 25
+'
+
 test_expect_success 'measured times' '
     cat "$TEST_DIR/times"
 '
