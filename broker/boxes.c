@@ -10,7 +10,9 @@
  * Box 0 and the receipt queue keep the order and rules they always had
  * (the lead's consumer, br_status.consumer): mailbox first, then receipts;
  * a receipt queue that cannot be consumed pauses the mailbox (basic.cancel,
- * never a channel close: what it holds stays held).  The further boxes are
+ * never a channel close: what it holds stays held, and acking it goes on:
+ * br_status.acks_open), and the paused mailbox resumes only after the
+ * receipt queue is consumed again (tried first).  The further boxes are
  * consumed only while the receipt queue is, and paused with it.
  *
  * Ghosts (issue 16, 2.1): rabbitmq-c queues the frames of other channels
@@ -61,6 +63,18 @@ static void slot_free(gpointer p)
     g_strfreev(s->unbind);
     g_hash_table_destroy(s->held);
     g_free(s);
+}
+
+/* s's channel opened or closed: whether its epoch's tags can be acked
+ * (status; for box 0 also br_status.acks_open). */
+static void slot_set_open(br_conn *c, br_slot *s, bool open)
+{
+    s->open = open;
+    g_mutex_lock(&c->lock);
+    s->st.acks_open = open;
+    if (s->box == BR_BOX_LEAD)
+        c->st.acks_open = open;
+    g_mutex_unlock(&c->lock);
 }
 
 void br_slot_kept(br_slot *s, uint64_t tag)
@@ -192,7 +206,8 @@ void br_slots_lost(br_conn *c)
 {
     for (guint i = 0; c->slots && i < c->slots->len; i++) {
         br_slot *s = c->slots->pdata[i];
-        s->open = s->declared = s->consuming = false;
+        slot_set_open(c, s, false);
+        s->declared = s->consuming = false;
         g_hash_table_remove_all(s->held);
         s->bound = !s->keys[0] && !s->unbind[0];
         s->retry_ms = s->bind_retry_ms = 0;
@@ -205,7 +220,8 @@ void br_slots_lost(br_conn *c)
 
 void br_slot_closed(br_conn *c, br_slot *s)
 {
-    s->open = s->consuming = false;
+    slot_set_open(c, s, false);
+    s->consuming = false;
     s->retry_ms = br_now_ms();
     if (!c->consumer_retry_ms || c->consumer_retry_ms > s->retry_ms)
         c->consumer_retry_ms = s->retry_ms;
@@ -243,7 +259,6 @@ static int slot_open(br_conn *c, br_slot *s)
         br_drop_connection(c, why);
         return -1;
     }
-    s->open = true;
     s->consuming = false;
     g_hash_table_remove_all(s->held); /* the broker requeued what the old channel held */
     s->epoch = ++c->epoch_seq;
@@ -252,6 +267,7 @@ static int slot_open(br_conn *c, br_slot *s)
     if (s->box == BR_BOX_LEAD)
         c->st.epoch = s->epoch;
     g_mutex_unlock(&c->lock);
+    slot_set_open(c, s, true);
     return 0;
 }
 
@@ -474,13 +490,18 @@ static int setup_lead(br_conn *c, int64_t now)
     br_slot *lead[2] = {c->slots->pdata[0], c->slots->pdata[1]};
     char text[384];
     bool declaring, started = false;
+    /* a mailbox paused for its receipt queue (channel open, declared, not
+     * consuming) resumes only once the receipt queue is consumed: tried
+     * first, else every retry round would take another prefetch of
+     * messages while "paused" */
+    int first = lead[0]->open && lead[0]->declared && !lead[0]->consuming ? 1 : 0;
 
     if (lead[0]->consuming && lead[1]->consuming)
         return 0;
     if (lead[0]->retry_ms > now)
         return 0;
     for (int i = 0; i < 2; i++) {
-        br_slot *s = lead[i];
+        br_slot *s = lead[(first + i) % 2];
         int rc;
         if (s->consuming)
             continue;
@@ -670,7 +691,8 @@ static int slot_close(br_conn *c, br_slot *s)
     rep = amqp_channel_close(c->amqp, s->ch, AMQP_REPLY_SUCCESS);
     if (rep.reply_type != AMQP_RESPONSE_NORMAL && br_rpc_failure(c, s->ch, &code, text, sizeof text) < 0)
         return -1;
-    s->open = s->consuming = false;
+    slot_set_open(c, s, false);
+    s->consuming = false;
     return 0;
 }
 

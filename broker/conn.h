@@ -166,6 +166,10 @@ typedef struct {
      * delivered under; the broker requeues whatever an old epoch held and
      * redelivers it under the new one. */
     uint64_t epoch;
+    /* box 0's channel of that epoch is open: what it delivered can be
+     * acked, also while its consumer is paused because the receipt queue
+     * cannot be consumed (consumer not ok) */
+    bool acks_open;
     int64_t since_ms;  /* when link last changed */
     unsigned attempts; /* connect attempts since the last success */
     /* while connected: the node, as host:port of the URI in use, and what
@@ -257,6 +261,9 @@ typedef struct {
     /* generation of the box's channel (0: never opened); grows on every
      * (re)open and is never reused by another box of this connection */
     uint64_t epoch;
+    /* the channel of that epoch is open: its deliveries can be acked (also
+     * while the consumer is paused or refused on it) */
+    bool acks_open;
     /* every bind key is bound on this connection; else bind_reason says
      * which one the broker refused and why (retried every 3 s) */
     bool bound;

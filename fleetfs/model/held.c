@@ -79,6 +79,14 @@ static bool link_ok(const br_status *st)
     return st->link == BR_CONNECTED && st->consumer == BR_CONS_OK;
 }
 
+/* What the current generation delivered can be acked: its channel is open,
+ * also while the consumer is paused (a receipt queue that cannot be
+ * consumed cancels the mailbox consumer and keeps the channel, issue 16). */
+static bool acks_ok(const br_status *st)
+{
+    return st->link == BR_CONNECTED && st->acks_open;
+}
+
 /* ------------------------------------------------------------------ */
 /* arrivals                                                            */
 
@@ -358,7 +366,7 @@ fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t d
     acks = g_array_new(FALSE, FALSE, sizeof(ack_item));
     mb->h->br.status(mb->h->br.b, mb->box, &st);
     g_mutex_lock(mb->lock);
-    if (!link_ok(&st)) {
+    if (!acks_ok(&st)) {
         res = FE_NOT_CONNECTED;
         snprintf(detail, dlen, "the broker is not connected: nothing was acked");
     } else {

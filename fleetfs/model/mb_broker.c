@@ -18,11 +18,13 @@ static void st_real(void *b, unsigned box, br_status *st)
         g_strlcpy(st->consumer_reason, "not registered with the broker connection",
                   sizeof st->consumer_reason);
         st->epoch = 0;
+        st->acks_open = false;
         return;
     }
     st->consumer = bs.consumer;
     g_strlcpy(st->consumer_reason, bs.reason, sizeof st->consumer_reason);
     st->epoch = bs.epoch;
+    st->acks_open = bs.acks_open;
 }
 
 static fe_code pub_real(void *b, const char *peer, bool may_create, const char *msg_id,

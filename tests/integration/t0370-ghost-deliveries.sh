@@ -10,6 +10,11 @@
 # broker's real redeliveries went to fleet.dlq as duplicates; and a ghost's
 # ack with the old channel's tag closes the new channel (406 unknown
 # delivery tag), which must never be in beta's log.
+# While the receipt queue is wrong the mailbox consumer is paused, not
+# closed: what beta already holds can still be read and acked (issue 16,
+# the closing note's "ack refused while the receipts consumer fails"). The
+# broker's own count of the mailbox drops by what was acked, the inbox shows
+# nothing again, and the rest arrive once the queue is put right.
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 broker_start_own
@@ -39,13 +44,27 @@ test_expect_success 'alpha sends; beta holds prefetch of them, the rest wait in 
     wait_for 10 "test \$(wc -l <beta/leads/beta/inbox) = 5"
 '
 
-test_expect_success 'the receipt queue replaced for several retry rounds while beta reads, then put right' '
+test_expect_success 'the receipt queue replaced: beta pauses its mailbox consumer' '
+    replace_receipts &&
+    wait_for 10 "test \$(mismatches) -ge 1" &&
+    grep -q "^consumer: mismatch" beta/status &&
+    test $(wc -l <beta/leads/beta/inbox) = 5
+'
+
+test_expect_success 'while it is wrong, a reader acks the 5 held: the broker count drops, nothing shown again' '
     : >read.log &&
     { fleet_reader beta read.log & } &&
     at_exit "touch $TEST_DIR/stop" &&
-    replace_receipts &&
-    wait_for 10 "test \$(mismatches) -ge 1" &&
-    sleep 8 &&
+    wait_for 10 "test \$(wc -l <read.log) -ge 5" &&
+    wait_for 10 "test \"\$(broker_count lead.beta.inbox)\" = $((N - 5))" &&
+    grep -q "^consumer: mismatch" beta/status &&
+    test $(wc -l <read.log) = 5 &&
+    test $(wc -l <beta/leads/beta/inbox) = 0
+'
+
+test_expect_success 'kept wrong for several retry rounds, then put right: the rest arrive' '
+    sleep 6 &&
+    test $(wc -l <read.log) = 5 &&
     rmqctl delete_queue lead.beta.receipts >/dev/null &&
     wait_for 30 "test \$(wc -l <read.log) -ge $N" &&
     sleep 1 && touch stop

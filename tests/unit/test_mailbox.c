@@ -146,6 +146,7 @@ static int setup(void **state)
     x->fk.st.link = BR_CONNECTED;
     x->fk.st.consumer = BR_CONS_OK;
     x->fk.st.epoch = 1;
+    x->fk.st.acks_open = true;
     x->seam = (mb_broker){.b = &x->fk,
                           .status = f_status,
                           .publish = f_publish,
@@ -375,6 +376,22 @@ static void test_ack_all_skips_old_generation_and_claims(void **state)
     assert_int_equal(held(x), 2);
     x->fk.st.link = BR_UNREACHABLE;
     assert_int_equal(ack_write(x, "all"), FE_NOT_CONNECTED);
+}
+
+/* A receipt queue that cannot be consumed pauses the mailbox consumer but
+ * keeps its channel: what it holds can be acked; a closed channel cannot. */
+static void test_ack_while_the_consumer_is_paused(void **state)
+{
+    fx *x = *state;
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(deliver(x, ID2, 1, 2, false), BR_KEEP);
+    x->fk.st.consumer = BR_CONS_MISMATCH;
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    assert_int_equal(x->fk.acks->len, 1);
+    x->fk.st.acks_open = false; /* the channel closed, not yet reopened */
+    assert_int_equal(ack_write(x, ID2), FE_NOT_CONNECTED);
+    assert_int_equal(x->fk.acks->len, 1);
+    assert_int_equal(held(x), 1);
 }
 
 static void test_timed_out_ack_consumes_once(void **state)
@@ -1365,6 +1382,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_consume_requires_the_claim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ack_all_skips_old_generation_and_claims, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_ack_while_the_consumer_is_paused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timed_out_ack_consumes_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_history_keeps_the_newest_1000_across_restart, setup,
                                         teardown),
