@@ -370,11 +370,15 @@ static void do_publish(br_conn *c, br_req *r)
     if (r->exchange[0] && !exchange_present(c, r))
         return;
     /* the owner's cache holds this connection's probes and the status
-     * files' fresh ones (on the consuming connection): the newer decides */
+     * files' fresh ones (on the consuming connection): the newer decides.
+     * A receipt needs no `unread`: its queue is probed (and made) only
+     * when not known on this connection (a return forgets it, on_return).
+     * A queue that stops answering then holds up its own publishes'
+     * confirms, not this thread in a passive declare. */
     if (r->queue[0] &&
         (!g_hash_table_contains(c->declared, r->queue) ||
-         !br_probe_cached(c->owner ? c->owner : c, r->queue, &p) ||
-         br_now_ms() - p.at_ms > 1000 || !p.present)) {
+         (!r->receipt && (!br_probe_cached(c->owner ? c->owner : c, r->queue, &p) ||
+                          br_now_ms() - p.at_ms > 1000 || !p.present)))) {
         if (br_declare_queue(c, r->queue, true, &p) < 0) {
             br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
             return;

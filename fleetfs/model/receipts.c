@@ -29,9 +29,13 @@
  * One queue per destination, so one peer cannot hold back everybody's
  * receipts: a peer offline long enough to fill lead.<peer>.receipts (or a
  * hostile one that keeps it full) only delays its own.  One thread takes
- * the destinations in turn, one receipt each, and sends the oldest receipt
- * of a destination whose retry time has come; a failure backs that
- * destination off alone (1 s, doubling to 15 s), the others go on.  A full
+ * the destinations in turn and hands the oldest receipt of a destination
+ * whose retry time has come to a sender thread (a pool): at most one
+ * attempt per destination is in flight, and up to OUTBOX_SENDERS
+ * destinations are tried at once, so a destination whose publish hangs
+ * (no confirm until send_timeout: a queue that stops answering) holds up
+ * its own receipts only.  A failure backs that destination off alone
+ * (1 s, doubling to 15 s), the others go on.  A full
  * queue, a link down and a missing receipt queue (it may be created soon:
  * a peer that has not started yet, or an operator's `host add` to come)
  * are retried until the receipt's own expiresAt; a refusal that cannot
@@ -67,6 +71,7 @@
 #define OUTBOX_RETRY_MS 1000
 #define OUTBOX_BACKOFF_MAX_MS 15000
 #define OUTBOX_PEER_MAX 1000
+#define OUTBOX_SENDERS 32 /* destinations tried at once */
 
 typedef struct {
     char id[ENV_ID_LEN + 1];
@@ -81,6 +86,7 @@ typedef struct {
     GQueue items;      /* ob_item*, oldest first */
     int64_t next_ms;   /* monotonic: no attempt before */
     int backoff_ms;    /* the next failure's wait */
+    bool busy;         /* an attempt at its head is in flight (a sender owns it) */
     bool warned;       /* the current failure streak was logged */
     unsigned over;     /* dropped over the bound in the current streak */
 } ob_dest;
@@ -91,10 +97,22 @@ struct mb_outbox {
     GQueue turn;       /* ob_dest* with items, in the order they get a turn */
     size_t pending;
     uint64_t dropped;
-    GCond cv; /* with mailbox.lock: something to send, or stop */
+    GCond cv; /* with mailbox.lock: something to send, a sender done, or stop */
     GThread *thread;
+    GThreadPool *senders; /* one attempt each (send_one) */
+    unsigned busy;        /* attempts in flight */
     bool stopping;
 };
+
+/* One attempt at d's head, on a sender thread. */
+typedef struct {
+    mb_host *h;
+    ob_dest *d;
+    ob_item *it;
+    char id[ENV_ID_LEN + 1];
+    char to[64];
+    char *json;
+} ob_attempt;
 
 static void item_free(ob_item *it)
 {
@@ -327,12 +345,17 @@ static void wait_locked(mb_host *h, int64_t ms)
 }
 
 /* Lock held: the next destination whose turn it is (its retry time has
- * come), rotated to the back; NULL and *wait_ms when none is due. */
+ * come, no attempt in flight), rotated to the back; NULL and *wait_ms when
+ * none is due (or every sender is busy). */
 static ob_dest *next_due_locked(mb_outbox *ob, int64_t now, int64_t *wait_ms)
 {
     *wait_ms = OUTBOX_IDLE_MS;
+    if (ob->busy >= OUTBOX_SENDERS)
+        return NULL; /* a sender's end signals cv */
     for (GList *l = ob->turn.head; l; l = l->next) {
         ob_dest *d = l->data;
+        if (d->busy)
+            continue;
         if (d->next_ms <= now) {
             g_queue_unlink(&ob->turn, l);
             g_queue_push_tail_link(&ob->turn, l);
@@ -388,6 +411,8 @@ static void expire_locked(mb_outbox *ob)
     for (GList *l = dests; l; l = l->next) {
         ob_dest *d = l->data;
         GList *k = d->items.head;
+        if (k && d->busy)
+            k = k->next; /* in flight: its sender settles it */
         while (k) {
             ob_item *it = k->data;
             k = k->next;
@@ -440,6 +465,31 @@ static void renew_locked(mb_host *h, mb_outbox *ob, ob_item *it)
     g_free(done);
 }
 
+/* A sender thread: one attempt, then what became of it. */
+static void send_one(gpointer data, gpointer unused)
+{
+    ob_attempt *a = data;
+    mb_host *h = a->h;
+    mb_outbox *ob = h->outbox;
+    char detail[256] = "";
+    br_status st;
+    fe_code r = FE_NOT_CONNECTED;
+    (void)unused;
+    h->br.status(h->br.b, 0, &st);
+    if (st.link == BR_CONNECTED)
+        r = h->br.publish_receipt(h->br.b, a->to, a->id, a->json, strlen(a->json),
+                                  h->o->send_timeout_ms, detail, sizeof detail);
+    g_mutex_lock(&h->lock);
+    /* a busy destination's head is removed by its sender only */
+    settle_locked(ob, a->d, a->it, r, detail);
+    a->d->busy = false;
+    ob->busy--;
+    g_cond_signal(&ob->cv);
+    g_mutex_unlock(&h->lock);
+    g_free(a->json);
+    g_free(a);
+}
+
 static gpointer outbox_main(gpointer p)
 {
     mb_host *h = p;
@@ -447,13 +497,10 @@ static gpointer outbox_main(gpointer p)
     int64_t swept = 0;
     g_mutex_lock(&h->lock);
     while (!ob->stopping) {
-        char id[ENV_ID_LEN + 1], to[64], detail[256] = "";
         int64_t wait_ms, now = g_get_monotonic_time() / 1000;
         ob_dest *d;
         ob_item *it;
-        char *json;
-        br_status st;
-        fe_code r = FE_NOT_CONNECTED;
+        ob_attempt *a;
         if (now - swept >= OUTBOX_IDLE_MS) {
             expire_locked(ob);
             swept = now;
@@ -466,19 +513,21 @@ static gpointer outbox_main(gpointer p)
         }
         if (it->unsure)
             renew_locked(h, ob, it);
-        g_strlcpy(id, it->id, sizeof id);
-        g_strlcpy(to, it->to, sizeof to);
-        json = g_strdup(it->json);
-        g_mutex_unlock(&h->lock);
-        h->br.status(h->br.b, 0, &st);
-        if (st.link == BR_CONNECTED)
-            r = h->br.publish_receipt(h->br.b, to, id, json, strlen(json), h->o->send_timeout_ms,
-                                       detail, sizeof detail);
-        g_free(json);
-        g_mutex_lock(&h->lock);
-        /* only this thread removes receipts (outbox_queue adds at the tail) */
-        settle_locked(ob, d, it, r, detail);
+        a = g_new0(ob_attempt, 1);
+        a->h = h;
+        a->d = d;
+        a->it = it;
+        g_strlcpy(a->id, it->id, sizeof a->id);
+        g_strlcpy(a->to, it->to, sizeof a->to);
+        a->json = g_strdup(it->json);
+        d->busy = true;
+        ob->busy++;
+        /* never queued: at most OUTBOX_SENDERS are pushed at once */
+        g_thread_pool_push(ob->senders, a, NULL);
     }
+    /* the senders finish their attempts (each within send_timeout) */
+    while (ob->busy)
+        g_cond_wait(&ob->cv, &h->lock);
     g_mutex_unlock(&h->lock);
     return NULL;
 }
@@ -487,6 +536,7 @@ void outbox_start(mb_host *h)
 {
     if (h->outbox && !h->outbox->thread) {
         h->outbox->stopping = false;
+        h->outbox->senders = g_thread_pool_new(send_one, NULL, OUTBOX_SENDERS, FALSE, NULL);
         h->outbox->thread = g_thread_new("outbox", outbox_main, h);
     }
 }
@@ -502,6 +552,8 @@ void outbox_stop(mb_host *h)
     g_mutex_unlock(&h->lock);
     g_thread_join(ob->thread);
     ob->thread = NULL;
+    g_thread_pool_free(ob->senders, FALSE, TRUE);
+    ob->senders = NULL;
 }
 
 void outbox_free(mb_host *h)
