@@ -19,7 +19,7 @@
 . "$FLEET_ROOT/tests/fleet.sh"
 broker_start_own
 
-N=30
+N=$((30 * ${FAULT_SCALE:-1})) # make soak: 300
 # lead.beta.receipts deleted and declared anew without fleetfs's arguments;
 # fleetfs re-declares it within half a second of the delete, so try again
 # until ours is the declare that made it
@@ -66,7 +66,7 @@ test_expect_success 'kept wrong for several retry rounds, then put right: the re
     sleep 6 &&
     test $(wc -l <read.log) = 5 &&
     rmqctl delete_queue lead.beta.receipts >/dev/null &&
-    wait_for 30 "test \$(wc -l <read.log) -ge $N" &&
+    wait_for $((30 * ${FAULT_SCALE:-1})) "test \$(wc -l <read.log) -ge $N" &&
     sleep 1 && touch stop
 '
 

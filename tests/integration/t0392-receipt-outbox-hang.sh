@@ -18,6 +18,7 @@ broker_use_shared
 FLEET_VHOST=t0392
 new_vhost $FLEET_VHOST
 
+B=$((3 * ${FAULT_SCALE:-1})) # beta's messages; make soak: 30
 state_of() { jq -r "select(.msgId == \"$2\") | .state" $1/leads/$1/sent; }
 last_id() { tail -n1 $1/leads/$1/sent | jq -r .msgId; }
 # suspend or resume QUEUE's process in the broker (sys:suspend/resume)
@@ -51,10 +52,10 @@ test_expect_success 'lead.gamma.receipts stops answering; alpha acks gamma'\''s 
 '
 
 test_expect_success 'beta'\''s receipts arrive while gamma'\''s attempt is still in flight' '
-    for i in 1 2 3; do
+    for i in $(seq $B); do
         echo "b$i" >beta/peers/alpha/send && last_id beta >>b.ids || return 1
     done &&
-    wait_for 10 "test \$(wc -l <alpha/leads/alpha/inbox) = 3" &&
+    wait_for 10 "test \$(wc -l <alpha/leads/alpha/inbox) = $B" &&
     echo all >alpha/leads/alpha/ack &&
     for id in $(cat b.ids); do
         wait_for 40 "test \"\$(state_of beta $id)\" = acked" || return 1
