@@ -63,7 +63,7 @@ test_expect_success "$LOOPS times: beta frozen, fusermount3 -u, a new beta at on
     done &&
     p=$(stream_progress '$TAG') && echo "remounts done at write $p of '$N'" &&
     test $p -lt '$N' &&
-    stream_wait '$TAG' 300 &&
+    stream_wait '$TAG' '$(scaled 300)' &&
     o=$(grep -c "^overlap$" overlaps) && echo "$o of '$LOOPS' remounts overlapped the old daemon" | tee overlapped &&
     test $o = '$LOOPS'
 '
