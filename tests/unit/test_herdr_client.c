@@ -749,7 +749,9 @@ static void spawn_failures_leave_no_pane(void **state)
                  cases[i].behaviour);
         f = fake_start(st);
         c = hd_client_new(f->sock);
-        assert_int_equal(sp_herdr_start(c, &rq, 1000, &out), -1);
+        /* the calls' deadline is not the subject: generous, for a loaded
+         * machine under ASan (a 1 s one ran out in CI) */
+        assert_int_equal(sp_herdr_start(c, &rq, 10000, &out), -1);
         if (!strstr(out.why, cases[i].words))
             fail_msg("case %zu: '%s' does not say '%s'", i, out.why, cases[i].words);
         if (i < 4)
@@ -771,9 +773,11 @@ static void spawn_hang_times_out_and_closes(void **state)
     sp_result out;
 
     (void)state;
-    assert_int_equal(sp_herdr_start(c, &rq, 300, &out), -1);
-    assert_non_null(strstr(out.why, "timeout"));
-    assert_non_null(strstr(out.why, "closed"));
+    /* the same deadline bounds the split and the close: long enough for
+     * those on a loaded machine, short enough for the test */
+    assert_int_equal(sp_herdr_start(c, &rq, 1500, &out), -1);
+    if (!strstr(out.why, "timeout") || !strstr(out.why, "closed"))
+        fail_msg("'%s' does not say it timed out and the pane was closed", out.why);
     assert_int_equal(fake_panes(f), 1);
     hd_client_free(c);
     fake_stop(f);
@@ -789,9 +793,11 @@ static void spawn_close_failure_is_said(void **state)
     sp_result out;
 
     (void)state;
-    assert_int_equal(sp_herdr_start(c, &rq, 1000, &out), -1);
-    assert_non_null(strstr(out.why, "may remain"));
-    assert_non_null(strstr(out.why, "close it by hand"));
+    /* generous: the deadline is not the subject (a 1 s one ran out in CI
+     * under ASan, and the answer then said the tab call timed out) */
+    assert_int_equal(sp_herdr_start(c, &rq, 10000, &out), -1);
+    if (!strstr(out.why, "may remain") || !strstr(out.why, "close it by hand"))
+        fail_msg("'%s' does not say which pane may remain", out.why);
     assert_int_equal(fake_panes(f), 2);
     hd_client_free(c);
     fake_stop(f);
