@@ -17,6 +17,7 @@
 #include "fleetfs/options.h"
 #include "fleetfs/inject.h"
 #include "fleetfs/presence.h"
+#include "fleetfs/spawn/asked.h"
 
 typedef struct fleet {
     fs_opts *opts;
@@ -36,6 +37,9 @@ typedef struct fleet {
     GMutex ag_lock;
     unsigned ag_next_box; /* the last broker box given to an agent */
     GHashTable *ag_ready;  /* gids whose mailbox is known to be in the broker */
+    /* hosts.c: the control requests this host sent (hosts/<h>/spawns) */
+    GMutex hs_lock;
+    ak_book *asked;
 } fleet;
 
 /* name is in peers/: configured, or discovered by presence */

@@ -40,6 +40,7 @@
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/hostcmd.h"
+#include "fleetfs/hosts.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
 #include "fleetfs/sdnotify.h"
@@ -549,9 +550,10 @@ int main(int argc, char **argv)
         mb_set_groups(f.mb, opts_agent_groups(&o, NULL));
         g_mutex_init(&f.ag_lock);
         if (mb_set_security(f.mb, &err) < 0 || presence_new(&f, &err) < 0 ||
-            ag_start(&f, &err) < 0) {
+            ag_start(&f, &err) < 0 || hs_start(&f, &err) < 0) {
             fprintf(stderr, "fleetfs: %s\n", err);
             g_free(err);
+            hs_free(&f);
             mb_free(f.mb);
             br_free(f.br);
             if (f.ag_ready)
@@ -574,6 +576,7 @@ int main(int argc, char **argv)
         sl_note_pid(lock); /* the lock came along; the holder is the daemon now */
     }
     rc = serve(&cl, &f);
+    hs_free(&f); /* the broker thread, which answers reach it on, has stopped */
     ro_free(f.ro);
     pr_free(f.pr);
     mb_free(f.mb);

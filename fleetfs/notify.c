@@ -17,6 +17,7 @@
 #include "fleetfs/notify.h"
 
 #include "fleetfs/agents.h"
+#include "fleetfs/hosts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -386,6 +387,7 @@ static void tick(notifier *nt, GHashTable *dirty)
     GPtrArray *discovered = g_ptr_array_new(); /* borrows from peers */
     mb_tick(f->mb);
     ag_announce(f); /* the agents' states, for the heartbeat */
+    hs_tick(f);     /* control requests nobody answered */
     if (f->pr) {
         char *w = mb_injector_words(f->mb);
         /* our agent's state changed: tell the fleet now, not next interval */

@@ -526,6 +526,18 @@ static int opts_set_discovery(fs_opts *o, const struct opts_def *d, const char *
     return 0;
 }
 
+/* A requester's spawn and stop requests live 1 s..5 min (the far host
+ * refuses an envelope meant to live longer, wire/control.h). */
+static int opts_set_spawn_ttl(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    int64_t ms;
+
+    if (opts_parse_duration(value, &ms) < 0 || ms < 1000 || ms > 300000)
+        return opts_fail(err, d, "a duration 1s..5m such as 60s", value);
+    o->spawn_ttl_ms = ms;
+    return 0;
+}
+
 /* ---- the table ---------------------------------------------------------- */
 
 #define OFF(f) offsetof(fs_opts, f)
@@ -590,6 +602,11 @@ static const struct opts_def opts_table[] = {
     /* spawn (SPEC section 11; profiles are [profile NAME] config sections) */
     {"spawn_from", opts_set_spawn_from, 0, NULL, "nobody",
      "leads allowed to start and stop agents here, separated by ':'"},
+    {"spawn_ttl", opts_set_spawn_ttl, 0, NULL, "60s",
+     "how long a request written to hosts/<h>/spawn or stop may wait to be taken, 1s..5m"},
+    {"spawn_grace", opts_set_duration, OFF(spawn_grace_ms), NULL, "330s",
+     "after its spawn_ttl, how long a request may go unanswered (the far host may still be "
+     "starting it) before hosts/<h>/spawns says failed"},
 };
 
 static const struct opts_def *opts_find(const char *key)
@@ -694,6 +711,8 @@ void opts_init(fs_opts *o)
     o->discovery = true;
     o->discovery_ttl_ms = 10 * 60 * 1000;
     o->groups = g_new0(char *, 1);
+    o->spawn_ttl_ms = 60 * 1000;
+    o->spawn_grace_ms = 330 * 1000;
 }
 
 /* The pane each entity is typed into, by what names it. */

@@ -61,6 +61,9 @@ typedef struct {
     char ext_started[40]; /* startedAt of the run that sent a verified one */
     char **groups;        /* the lead's, sorted; NULL none */
     GPtrArray *agents;    /* pr_agent*, sorted by gid; NULL none */
+    /* the profiles extension (SPEC section 11): what it offers, sorted;
+     * NULL: unknown (never heard, or a fleetfs before profiles) */
+    char **profiles;
 } pr_lead;
 
 struct presence {
@@ -128,6 +131,7 @@ static void lead_free(gpointer p)
 {
     pr_lead *l = p;
     g_strfreev(l->groups);
+    g_strfreev(l->profiles);
     if (l->agents)
         g_ptr_array_unref(l->agents);
     g_free(l);
@@ -145,6 +149,35 @@ static gint cmp_str_data(gconstpointer a, gconstpointer b, gpointer ud)
 {
     (void)ud;
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A sorted g_strdupv of a NULL-terminated list (an empty one when NULL). */
+static char **sorted_copy(char **v)
+{
+    char **out = v ? g_strdupv(v) : g_new0(char *, 1);
+    g_qsort_with_data(out, (gint)g_strv_length(out), sizeof(char *),
+                      (GCompareDataFunc)cmp_str_data, NULL);
+    return out;
+}
+
+static gint cmp_str_ptr(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char **sorted_copy_free(char **v)
+{
+    char **out = sorted_copy(v);
+    g_strfreev(v);
+    return out;
+}
+
+/* Both NULL, or both lists with the same names in the same order. */
+static bool strv_same(char **a, char **b)
+{
+    if (!a || !b)
+        return a == b;
+    return g_strv_equal((const gchar *const *)a, (const gchar *const *)b);
 }
 
 static gint cmp_agent(gconstpointer a, gconstpointer b)
@@ -286,6 +319,15 @@ char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *
                : agent_words ? agent_words
                              : "starting");
     h.leaving = leaving;
+    /* the profiles this host offers (SPEC section 11): always announced,
+     * [] when none, so a reader can tell none from a fleetfs before them */
+    h.has_profiles = true;
+    h.profiles = calloc(pr->o->profiles.n + 1, sizeof(char *));
+    if (!h.profiles)
+        abort();
+    for (size_t i = 0; i < pr->o->profiles.n && i < ENV_HB_MAX_PROFILES; i++)
+        if (!(h.profiles[h.n_profiles++] = strdup(pr->o->profiles.v[i].name)))
+            abort();
     g_mutex_lock(&pr->lock);
     local_to_hb_locked(pr, &h);
     gen = pr->local_gen;
@@ -340,6 +382,8 @@ static void note_lead(GArray *notes, const pr_lead *l)
 {
     char path[160];
     note(notes, 0, "roster", NULL);
+    snprintf(path, sizeof path, "hosts/%s/status", l->id);
+    note(notes, 0, path, NULL);
     if (!l->self) {
         snprintf(path, sizeof path, "peers/%s/status", l->id);
         note(notes, 0, path, NULL);
@@ -427,6 +471,8 @@ static const char *judge_locked(presence *pr, const char *rk, const env_heartbea
                                           : "the signature does not match the sender's key";
         if (h->ext && sig_verify_hb_agents(pr->trust, h) != SIG_OK)
             return "its agents and groups are not signed by the sender's key (asig)";
+        if (h->has_profiles && sig_verify_hb_profiles(pr->trust, h) != SIG_OK)
+            return "its profiles are not signed by the sender's key (psig)";
     }
     l = g_hash_table_lookup(pr->leads, h->from);
     if (!h->ext && l && l->ext_started[0] && strcmp(l->ext_started, h->startedAt) == 0)
@@ -553,12 +599,20 @@ void pr_received(presence *pr, const char *routing_key, const char *body, size_t
         return;
     }
     l = g_hash_table_lookup(pr->leads, h.from);
-    if (!l)
+    if (!l) {
         l = lead_new(pr, h.from);
+        note(notes, 1, "hosts", l->id);
+    }
     before = state_of(l, now);
     changed = !l->heard || l->left != h.leaving || strcmp(l->host, h.host) != 0 ||
               strcmp(l->version, h.version) != 0 || strcmp(l->agent, h.agent) != 0 ||
               strcmp(l->started_at, h.startedAt) != 0;
+    if (!l->self) {
+        char **profiles = h.has_profiles ? sorted_copy(h.profiles) : NULL;
+        changed = changed || !strv_same(l->profiles, profiles);
+        g_strfreev(l->profiles);
+        l->profiles = profiles;
+    }
     l->heard = true;
     l->heard_mono = now;
     l->sent_ms = sent;
@@ -1269,4 +1323,48 @@ uint64_t pr_rejected_agents(presence *pr)
     n = pr->rejected_agents;
     g_mutex_unlock(&pr->lock);
     return n;
+}
+
+/* ---- hosts (SPEC section 11) ---- */
+
+char **pr_hosts(presence *pr)
+{
+    GPtrArray *out = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer k;
+    g_mutex_lock(&pr->lock);
+    g_hash_table_iter_init(&it, pr->leads);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+        g_ptr_array_add(out, g_strdup(k));
+    g_mutex_unlock(&pr->lock);
+    g_ptr_array_sort(out, (GCompareFunc)cmp_str_ptr);
+    g_ptr_array_add(out, NULL);
+    return (char **)g_ptr_array_free(out, FALSE);
+}
+
+bool pr_is_host(presence *pr, const char *id)
+{
+    bool known;
+    g_mutex_lock(&pr->lock);
+    known = g_hash_table_contains(pr->leads, id);
+    g_mutex_unlock(&pr->lock);
+    return known;
+}
+
+char **pr_host_profiles(presence *pr, const char *id)
+{
+    char **out = NULL;
+    pr_lead *l;
+    if (!strcmp(id, pr->o->coord_id)) {
+        out = g_new0(char *, pr->o->profiles.n + 1);
+        for (size_t i = 0; i < pr->o->profiles.n; i++)
+            out[i] = g_strdup(pr->o->profiles.v[i].name);
+        return sorted_copy_free(out);
+    }
+    g_mutex_lock(&pr->lock);
+    l = g_hash_table_lookup(pr->leads, id);
+    if (l && l->profiles)
+        out = g_strdupv(l->profiles);
+    g_mutex_unlock(&pr->lock);
+    return out;
 }

@@ -186,4 +186,21 @@ char **pr_lead_groups(presence *pr, const char *id);
  * heartbeat's signer. */
 uint64_t pr_rejected_agents(presence *pr);
 
+/* ---- hosts (SPEC section 11) ---------------------------------------------
+ *
+ * Every lead this table knows (ourselves, the configured peers, every one
+ * ever heard, whether or not discovery lists it in peers/) is a host: a
+ * place agents can be started. Hooks: entry("hosts", id, true) when a lead
+ * is heard for the first time, changed("hosts/<id>/status") whenever what
+ * peers/<id>/status shows of its presence changes, or its profiles do. */
+
+/* Every host known, sorted; g_strfreev. */
+char **pr_hosts(presence *pr);
+bool pr_is_host(presence *pr, const char *id);
+/* The profiles host id offers, sorted (g_strfreev): ours are the
+ * [profile NAME] sections; another's what its last believed heartbeat
+ * said (psig checked). NULL when unknown: never heard, or a fleetfs
+ * before profiles. */
+char **pr_host_profiles(presence *pr, const char *id);
+
 #endif

@@ -26,6 +26,7 @@
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/names.h"
 #include "fleetfs/agents.h"
+#include "fleetfs/hosts.h"
 #include "fleetfs/status.h"
 
 typedef enum {
@@ -61,6 +62,12 @@ typedef enum {
     N_GROUP,     /* groups/<g>/ */
     N_GSEND,     /* groups/<g>/send: the lead to every member */
     N_GMEMBERS,  /* groups/<g>/members */
+    N_HOSTS,     /* hosts/ */
+    N_HOST,      /* hosts/<h>/ */
+    N_HSTATUS,   /* hosts/<h>/status */
+    N_HSPAWN,    /* hosts/<h>/spawn: ask h to start an agent */
+    N_HSPAWNS,   /* hosts/<h>/spawns: what became of the requests to h */
+    N_HSTOP,     /* hosts/<h>/stop: ask h to stop an agent */
 } node_kind;
 
 /* A resolved path.  name: the peer, agent gid, group or target the node is
@@ -206,6 +213,7 @@ static void resolve_node(const fleet *f, const char *path, node *out)
             : !strcmp(c[0], "roster") ? N_ROSTER
             : !strcmp(c[0], "agents") ? N_AGENTS
             : !strcmp(c[0], "groups") ? N_GROUPS
+            : !strcmp(c[0], "hosts")  ? N_HOSTS
                                       : N_NONE;
     else if (!strcmp(c[0], "leads") && !strcmp(c[1], f->opts->coord_id)) {
         out->home = mb_ref(f->mb);
@@ -215,6 +223,14 @@ static void resolve_node(const fleet *f, const char *path, node *out)
         k = n == 2 ? N_PEER : peer_file(f, c, n, out->ref);
     } else if (!strcmp(c[0], "agents")) {
         k = agent_path(f, out, c, n);
+    } else if (!strcmp(c[0], "hosts") && hs_known(f, c[1])) {
+        g_strlcpy(out->name, c[1], sizeof out->name);
+        k = n == 2                                  ? N_HOST
+            : n == 3 && !strcmp(c[2], "status") ? N_HSTATUS
+            : n == 3 && !strcmp(c[2], "spawn")  ? N_HSPAWN
+            : n == 3 && !strcmp(c[2], "spawns") ? N_HSPAWNS
+            : n == 3 && !strcmp(c[2], "stop")   ? N_HSTOP
+                                                : N_NONE;
     } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f, c[1])) {
         g_strlcpy(out->name, c[1], sizeof out->name);
         k = n == 2                                   ? N_GROUP
@@ -241,13 +257,13 @@ static bool is_dir(node_kind k)
 {
     return k == N_ROOT || k == N_LEADS || k == N_LEAD || k == N_PEERS || k == N_PEER ||
            k == N_REPLYDIR || k == N_HREPLYDIR || k == N_AGENTS || k == N_AGENT ||
-           k == N_TODIR || k == N_GROUPS || k == N_GROUP;
+           k == N_TODIR || k == N_GROUPS || k == N_GROUP || k == N_HOSTS || k == N_HOST;
 }
 
 static bool is_writable(node_kind k)
 {
     return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
-           k == N_ASEND || k == N_TO || k == N_GSEND;
+           k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP;
 }
 
 /* A snapshot of a readable file; fresh: may ask the broker. */
@@ -272,6 +288,10 @@ static GString *render(fleet *f, const node *n, bool fresh)
         return ag_members_text(f, n->name);
     case N_ROSTER:
         return st_roster(f);
+    case N_HSTATUS:
+        return hs_status(f, n->name);
+    case N_HSPAWNS:
+        return hs_spawns(f, n->name);
     default:
         return g_string_new(NULL);
     }
@@ -301,7 +321,7 @@ static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info
     resolve_node(f, path, &n);
     /* presence: the poker announcing peers/<id> (agents/<gid>, groups/<g>)
      * coming or going */
-    if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_NONE) {
+    if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_HOST || n.k == N_NONE) {
         int pretend = nt_pretend(g_atomic_pointer_get(&f->nt), fuse_get_context()->pid, path + 1);
         if (pretend == 1) {
             node_clear(&n);
@@ -310,6 +330,7 @@ static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info
         if (pretend == 2 && n.k == N_NONE)
             n.k = g_str_has_prefix(path, "/agents/")   ? N_AGENT
                   : g_str_has_prefix(path, "/groups/") ? N_GROUP
+                  : g_str_has_prefix(path, "/hosts/")  ? N_HOST
                                                        : N_PEER;
     }
     if (n.k == N_NONE)
@@ -396,8 +417,8 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
     fill(buf, "..", NULL, 0, 0);
     switch (n.k) {
     case N_ROOT: {
-        static const char *top[] = {"README", "status", "self",   "leads",
-                                    "peers",  "roster", "agents", "groups"};
+        static const char *top[] = {"README", "status", "self",   "leads", "peers",
+                                    "roster", "agents", "groups", "hosts"};
         for (size_t i = 0; i < G_N_ELEMENTS(top); i++)
             fill(buf, top[i], NULL, 0, 0);
         break;
@@ -479,6 +500,18 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
         fill(buf, "send", NULL, 0, 0);
         fill(buf, "members", NULL, 0, 0);
         break;
+    case N_HOSTS: {
+        char **hosts = hs_list(f);
+        fill_strv(buf, fill, hosts, "");
+        g_strfreev(hosts);
+        break;
+    }
+    case N_HOST: {
+        static const char *files[] = {"status", "spawn", "spawns", "stop"};
+        for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
+            fill(buf, files[i], NULL, 0, 0);
+        break;
+    }
     default:
         break;
     }
@@ -570,6 +603,14 @@ static int tree_write(const char *path, const char *buf, size_t size, off_t off,
     case N_ACK:
         r = mb_ack(h->home, buf, size, detail, sizeof detail);
         break;
+    case N_HSPAWN: {
+        int e = hs_spawn(f, h->name, buf, size);
+        return e ? -e : (int)size;
+    }
+    case N_HSTOP: {
+        int e = hs_stop(f, h->name, buf, size);
+        return e ? -e : (int)size;
+    }
     default:
         return -EBADF;
     }

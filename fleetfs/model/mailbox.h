@@ -116,6 +116,10 @@ br_action mb_receipt(mailbox *mb, bool redelivered, const char *body, size_t len
  * default) a `spawned` is refused like any bad receipt (fleet.dlq). */
 typedef int (*mb_control_answer_fn)(void *ud, const ctl_env *ans, char *why, size_t n);
 void mb_set_control_answers(mailbox *lead, mb_control_answer_fn fn, void *ud);
+/* Signs a control request of this host (hosts/<h>/spawn, stop) with the
+ * lead's key: 0, or -1 when there is none (-o insecure: the control plane
+ * is never unsigned) or signing failed. */
+int mb_sign_control(mailbox *lead, ctl_env *e);
 /* Tell orig's sender what happened to it: queued in the durable outbox,
  * sent when the broker is reachable. */
 void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const char *detail);

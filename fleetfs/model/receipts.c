@@ -636,6 +636,16 @@ void mb_set_control_answers(mailbox *lead, mb_control_answer_fn fn, void *ud)
     g_mutex_unlock(lead->lock);
 }
 
+int mb_sign_control(mailbox *lead, ctl_env *e)
+{
+    int rc = -1;
+    g_mutex_lock(lead->lock);
+    if (lead->h->key)
+        rc = ctl_sign(lead->h->key, e);
+    g_mutex_unlock(lead->lock);
+    return rc;
+}
+
 /* A `spawned` answer (ctl decoded into c): checked, then handed to the
  * hook outside the lock. */
 static br_action control_answer(mailbox *lead, bool redelivered, ctl_env *c)

@@ -38,6 +38,7 @@ typedef struct {
 struct ak_book {
     applog *log;
     GPtrArray *v; /* ak_entry*, owned, oldest first */
+    int64_t grace_ms;
 };
 
 static json_t *ak_json(const ak_entry *e, bool file)
@@ -172,6 +173,7 @@ ak_book *ak_open(const char *path, char **err)
         return NULL;
     }
     b->v = g_ptr_array_new_with_free_func(g_free);
+    b->grace_ms = AK_GRACE_MS;
     for (guint i = 0; i < lines->len; i++) {
         ak_entry e;
 
@@ -242,6 +244,11 @@ int ak_answer(ak_book *b, const ctl_env *ans, int64_t now_ms, char *why, size_t 
     return 0;
 }
 
+void ak_set_grace(ak_book *b, int64_t grace_ms)
+{
+    b->grace_ms = grace_ms < 0 ? 0 : grace_ms;
+}
+
 size_t ak_expire(ak_book *b, int64_t now_ms)
 {
     size_t changed = 0;
@@ -249,7 +256,7 @@ size_t ak_expire(ak_book *b, int64_t now_ms)
     for (guint i = 0; i < b->v->len; i++) {
         ak_entry e = *(ak_entry *)b->v->pdata[i];
 
-        if (strcmp(e.state, "requested") != 0 || now_ms < e.expires_ms + AK_GRACE_MS)
+        if (strcmp(e.state, "requested") != 0 || now_ms < e.expires_ms + b->grace_ms)
             continue;
         g_strlcpy(e.state, "failed", sizeof e.state);
         g_strlcpy(e.detail, "no answer from the host (is its fleetfs running?)",

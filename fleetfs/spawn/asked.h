@@ -38,7 +38,10 @@ int ak_requested(ak_book *b, const ctl_env *req, int64_t now_ms);
 /* An answer, already accepted (ctl_accept: signed by its host, to me).
  * 0 applied; -1 and why (not ours, from another host, already answered). */
 int ak_answer(ak_book *b, const ctl_env *ans, int64_t now_ms, char *why, size_t n);
-/* Requests past their expiry plus AK_GRACE_MS with no answer: failed.
+/* The grace ak_expire gives (AK_GRACE_MS until set; the option
+ * spawn_grace). */
+void ak_set_grace(ak_book *b, int64_t grace_ms);
+/* Requests past their expiry plus the grace with no answer: failed.
  * How many changed. */
 size_t ak_expire(ak_book *b, int64_t now_ms);
 /* hosts/<host>/spawns: that host's requests, oldest first, one JSON line

@@ -708,6 +708,24 @@ static bool env_hb_put_ext(json_t *o, const env_heartbeat *h)
     return json_object_set_new(o, "groups", g) == 0 && json_object_set_new(o, "agents", a) == 0;
 }
 
+static bool env_hb_put_profiles(json_t *o, const env_heartbeat *h)
+{
+    json_t *a = json_array();
+
+    if (a == NULL || h->n_profiles > ENV_HB_MAX_PROFILES) {
+        json_decref(a);
+        return false;
+    }
+    for (size_t i = 0; i < h->n_profiles; i++) {
+        if (h->profiles == NULL || !agent_name_valid(h->profiles[i]) ||
+            json_array_append_new(a, json_string(h->profiles[i])) != 0) {
+            json_decref(a);
+            return false;
+        }
+    }
+    return json_object_set_new(o, "profiles", a) == 0;
+}
+
 void env_hb_free(env_heartbeat *h)
 {
     if (h == NULL)
@@ -721,10 +739,15 @@ void env_hb_free(env_heartbeat *h)
         free(h->agents[i].groups);
     }
     free(h->agents);
+    for (size_t i = 0; h->profiles != NULL && h->profiles[i] != NULL; i++)
+        free(h->profiles[i]);
+    free(h->profiles);
     h->groups = NULL;
     h->n_groups = 0;
     h->agents = NULL;
     h->n_agents = 0;
+    h->profiles = NULL;
+    h->n_profiles = 0;
 }
 
 char *env_hb_encode(const env_heartbeat *h, size_t *len)
@@ -748,6 +771,8 @@ char *env_hb_encode(const env_heartbeat *h, size_t *len)
     ok = ok && (!h->ext || env_hb_put_ext(o, h));
     ok = ok && env_put_opt(o, "sig", h->sig);
     ok = ok && (!h->ext || env_put_opt(o, "asig", h->asig));
+    ok = ok && (!h->has_profiles || env_hb_put_profiles(o, h));
+    ok = ok && (!h->has_profiles || env_put_opt(o, "psig", h->psig));
     if (ok)
         s = env_dump_line(o, false, &n);
     json_decref(o);
@@ -905,6 +930,40 @@ static int env_hb_ext(struct env_dec *dc, env_heartbeat *out)
     return 0;
 }
 
+/* profiles, psig: optional; either makes has_profiles. */
+static int env_hb_profiles(struct env_dec *dc, env_heartbeat *out)
+{
+    json_t *p = json_object_get(dc->root, "profiles");
+    size_t i, n = p != NULL && json_is_array(p) ? json_array_size(p) : 0;
+
+    out->has_profiles = p != NULL || json_object_get(dc->root, "psig") != NULL;
+    if (env_get_str(dc, "psig", false, out->psig, sizeof(out->psig)) < 0)
+        return -1;
+    if (!env_base64_ok(out->psig))
+        return env_fail(dc, "psig is not base64");
+    if (p != NULL && !json_is_array(p))
+        return env_fail(dc, "profiles is not a list");
+    if (n > ENV_HB_MAX_PROFILES)
+        return env_fail(dc, "profiles: more than 64");
+    if (n == 0)
+        return 0;
+    out->profiles = calloc(n + 1, sizeof(char *));
+    if (out->profiles == NULL)
+        return env_fail(dc, "out of memory");
+    for (i = 0; i < n; i++) {
+        const char *s = json_string_value(json_array_get(p, i));
+
+        if (s == NULL || strlen(s) != json_string_length(json_array_get(p, i)) ||
+            !agent_name_valid(s))
+            return env_fail(dc, "profiles: not a profile name");
+        out->profiles[i] = strdup(s);
+        if (out->profiles[i] == NULL)
+            return env_fail(dc, "out of memory");
+        out->n_profiles = i + 1;
+    }
+    return 0;
+}
+
 int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, size_t whylen)
 {
     struct env_dec dc = {NULL, why, whylen};
@@ -924,6 +983,8 @@ int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, s
     r = json_is_object(dc.root) ? env_hb_fields(&dc, out) : env_fail(&dc, "not a JSON object");
     if (r == 0)
         r = env_hb_ext(&dc, out);
+    if (r == 0)
+        r = env_hb_profiles(&dc, out);
     json_decref(dc.root);
     if (r < 0) {
         env_hb_free(out);
@@ -1011,6 +1072,25 @@ int env_hb_agents_signing_fields(const env_heartbeat *h, unsigned char **buf, si
         if (rc == 0)
             rc = env_append_groups(buf, len, h->agents[i].groups, h->agents[i].n_groups);
     }
+    if (rc < 0) {
+        free(*buf);
+        *buf = NULL;
+    }
+    return rc;
+}
+
+int env_hb_profiles_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len)
+{
+    char count[24];
+    const char *f[2] = {"profiles", count};
+    int rc;
+
+    if (env_hb_signing_fields(h, buf, len) < 0)
+        return -1;
+    snprintf(count, sizeof(count), "%zu", h->n_profiles);
+    rc = env_append_fields(buf, len, f, 2);
+    if (rc == 0 && h->n_profiles > 0)
+        rc = env_append_fields(buf, len, (const char *const *)h->profiles, h->n_profiles);
     if (rc < 0) {
         free(*buf);
         *buf = NULL;

@@ -124,7 +124,21 @@ bool env_receipt_state_valid(const char *s);
  * grafted onto another heartbeat. A heartbeat with none of the three
  * members is an old one (ext false); one that has any of them has ext true.
  * Unknown members inside an agent object are ignored (a later version may
- * add some; they are not signed). */
+ * add some; they are not signed).
+ *
+ * Profiles (SPEC section 11) ride likewise, in two more members that every
+ * older fleetfs ignores:
+ *
+ *   "profiles":["worker","reviewer"],"psig":"<base64 ed25519>"
+ *
+ * the names of the [profile NAME] sections the sender offers (sorted, at
+ * most ENV_HB_MAX_PROFILES, each an agent name; [] = none offered).
+ * `psig` signs env_hb_signing_fields followed by the word "profiles", the
+ * count and each name (env_hb_profiles_signing_fields): neither sig nor
+ * asig changes, so a fleetfs before profiles still believes the rest. A
+ * heartbeat without the member (a fleetfs before profiles) has
+ * has_profiles false: its host's profiles are unknown, not none. */
+#define ENV_HB_MAX_PROFILES 64
 #define ENV_HB_MAX_LEN 131072 /* bytes: RabbitMQ's default frame_max */
 #define ENV_HB_OLD_MAX_LEN 4096 /* what a fleetfs before agents accepts */
 #define ENV_HB_MAX_AGENTS 1024
@@ -157,6 +171,11 @@ typedef struct {
     env_hb_agent *agents;
     size_t n_agents;
     char asig[100]; /* base64, "" when absent */
+    /* the SPEC section 11 extension: offered profiles (malloc'd, env_hb_free) */
+    bool has_profiles;  /* profiles/psig are (to be) on the wire */
+    char **profiles;    /* n_profiles names, NULL-terminated; NULL when none */
+    size_t n_profiles;
+    char psig[100]; /* base64, "" when absent */
 } env_heartbeat;
 
 /* Compact JSON, malloc'd; NULL when a field is not plain text or the
@@ -176,6 +195,10 @@ void env_hb_free(env_heartbeat *h);
  * number of agents, and per agent its gid, state, number of groups and each
  * group. 0 ok (*buf malloc'd), -1. */
 int env_hb_agents_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len);
+/* The bytes psig covers: env_hb_signing_fields, then (length-prefixed)
+ * "profiles", the number of profiles in decimal and each name. 0 ok (*buf
+ * malloc'd), -1. */
+int env_hb_profiles_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len);
 /* The bytes a heartbeat's signature covers; 0 ok (*buf malloc'd), -1. */
 int env_hb_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len);
 /* s is UTF-8 without C0, DEL or C1 control characters. */

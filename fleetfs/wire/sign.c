@@ -524,12 +524,18 @@ int sig_sign_hb(const sig_key *k, env_heartbeat *h)
         return -1;
     rc = sig_sign_bytes(k, buf, len, h->sig, sizeof(h->sig));
     free(buf);
-    if (rc < 0 || !h->ext)
-        return rc;
-    if (env_hb_agents_signing_fields(h, &buf, &len) < 0)
-        return -1;
-    rc = sig_sign_bytes(k, buf, len, h->asig, sizeof(h->asig));
-    free(buf);
+    if (rc == 0 && h->ext) {
+        if (env_hb_agents_signing_fields(h, &buf, &len) < 0)
+            return -1;
+        rc = sig_sign_bytes(k, buf, len, h->asig, sizeof(h->asig));
+        free(buf);
+    }
+    if (rc == 0 && h->has_profiles) {
+        if (env_hb_profiles_signing_fields(h, &buf, &len) < 0)
+            return -1;
+        rc = sig_sign_bytes(k, buf, len, h->psig, sizeof(h->psig));
+        free(buf);
+    }
     return rc;
 }
 
@@ -560,6 +566,11 @@ sig_result sig_verify_hb(const sig_trust *t, const env_heartbeat *h)
 sig_result sig_verify_hb_agents(const sig_trust *t, const env_heartbeat *h)
 {
     return sig_verify_hb_over(t, h, h->asig, sizeof(h->asig), env_hb_agents_signing_fields);
+}
+
+sig_result sig_verify_hb_profiles(const sig_trust *t, const env_heartbeat *h)
+{
+    return sig_verify_hb_over(t, h, h->psig, sizeof(h->psig), env_hb_profiles_signing_fields);
 }
 
 const char *sig_result_name(sig_result r)

@@ -31,6 +31,12 @@
  * says otherwise. --sent-in shifts sentAt (and expiresAt with it) from now,
  * e.g. into the future.
  *
+ * --answer REQUEST_ID STATE (with --sign, --from, --to; no --text) builds
+ * the control plane's answer instead (wire/control.h: type spawned, the
+ * far host's word on a spawn or stop request), with --detail TEXT and
+ * --gid GID when given; --expires-in, --sent-in, --msgid, --tamper (which
+ * alters the detail after signing) and --print work as for a message.
+ *
  * --count N (with --sign, without --msgid) publishes N such envelopes,
  * each with its own msgId and signature, on one connection with up to
  * 1000 confirms outstanding, not persistent (delivery mode 1): a flood
@@ -65,6 +71,7 @@
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 
+#include "fleetfs/wire/control.h"
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/options.h"
 #include "fleetfs/wire/sign.h"
@@ -77,6 +84,7 @@ typedef struct {
     const char *body, *body_file, *message_id, *ca;
     const char *sign, *from, *to, *text, *msgid, *reply_to;
     const char *ref, *state;
+    const char *answer, *answer_state, *detail, *gid; /* --answer: a control `spawned` */
     long expires_in, sent_in, count;
     long consume;
     bool tamper, print, get_requeue, move;
@@ -90,6 +98,10 @@ static void rp_usage(void)
                     "                        [--expires-in SEC] [--sent-in SEC] [--msgid ID]\n"
                     "                        [--reply-to ID] [--receipt REF STATE] [--tamper]\n"
                     "                        [--print] [--count N] ...\n"
+                    "       rawpub URI QUEUE --sign KEYFILE --from ID --to ID\n"
+                    "                        --answer REQUEST_ID STATE [--detail TEXT] [--gid GID]\n"
+                    "                        [--expires-in SEC] [--sent-in SEC] [--msgid ID]\n"
+                    "                        [--tamper] [--print]\n"
                     "       rawpub URI QUEUE --get-requeue | --move [--ca FILE]\n"
                     "       rawpub URI QUEUE --consume N [--ca FILE]\n");
     exit(RP_USAGE);
@@ -171,6 +183,13 @@ static void rp_parse(int argc, char **argv, rp_args *a)
         else if (strcmp(o, "--receipt") == 0) {
             a->ref = rp_val(argc, argv, &i);
             a->state = rp_val(argc, argv, &i);
+        } else if (strcmp(o, "--answer") == 0) {
+            a->answer = rp_val(argc, argv, &i);
+            a->answer_state = rp_val(argc, argv, &i);
+        } else if (strcmp(o, "--detail") == 0) {
+            a->detail = rp_val(argc, argv, &i);
+        } else if (strcmp(o, "--gid") == 0) {
+            a->gid = rp_val(argc, argv, &i);
         } else if (strcmp(o, "--expires-in") == 0) {
             a->expires_in = rp_long(argc, argv, &i);
         } else if (strcmp(o, "--sent-in") == 0) {
@@ -194,8 +213,8 @@ static void rp_parse(int argc, char **argv, rp_args *a)
         1)
         rp_die(RP_USAGE, "give exactly one of --body, --body-file, --sign, --get-requeue, --move, "
                          "--consume");
-    if (a->sign != NULL && (a->from == NULL || a->to == NULL || a->text == NULL))
-        rp_die(RP_USAGE, "--sign needs --from, --to and --text");
+    if (a->sign != NULL && (a->from == NULL || a->to == NULL || (a->text == NULL) == !a->answer))
+        rp_die(RP_USAGE, "--sign needs --from, --to and --text (or --answer instead of --text)");
     if (a->count != 0 && (a->sign == NULL || a->msgid != NULL || a->count < 1))
         rp_die(RP_USAGE, "--count N wants N >= 1, --sign, and no --msgid");
 }
@@ -209,6 +228,39 @@ static void rp_set(char *dst, size_t n, const char *s, const char *what)
     memcpy(dst, s, strlen(s) + 1);
 }
 
+/* --answer: a signed control answer (wire/control.h). */
+static char *rp_control(const rp_args *a, sig_key *k, size_t *len, char msgid[ENV_ID_LEN + 1])
+{
+    int64_t now = env_now_ms() + (int64_t)a->sent_in * 1000;
+    ctl_env e;
+    char *js;
+
+    memset(&e, 0, sizeof(e));
+    e.v = 1;
+    rp_set(e.type, sizeof(e.type), CTL_TYPE_SPAWNED, "type");
+    if (a->msgid != NULL)
+        rp_set(e.msgId, sizeof(e.msgId), a->msgid, "--msgid");
+    else
+        env_new_msgid(e.msgId);
+    rp_set(e.from, sizeof(e.from), a->from, "--from");
+    rp_set(e.to, sizeof(e.to), a->to, "--to");
+    env_time_format(now, e.sentAt);
+    env_time_format(now + (int64_t)a->expires_in * 1000, e.expiresAt);
+    rp_set(e.requestId, sizeof(e.requestId), a->answer, "--answer REQUEST_ID");
+    rp_set(e.state, sizeof(e.state), a->answer_state, "--answer STATE");
+    rp_set(e.detail, sizeof(e.detail), a->detail ? a->detail : "", "--detail");
+    rp_set(e.gid, sizeof(e.gid), a->gid ? a->gid : "", "--gid");
+    if (ctl_sign(k, &e) < 0)
+        rp_die(RP_USAGE, "signing failed");
+    if (a->tamper)
+        rp_set(e.detail, sizeof(e.detail), "tampered after signing", "--detail");
+    js = ctl_encode(&e, len);
+    if (js == NULL)
+        rp_die(RP_USAGE, "cannot encode the answer");
+    memcpy(msgid, e.msgId, ENV_ID_LEN + 1);
+    return js;
+}
+
 static char *rp_envelope(const rp_args *a, size_t *len, char msgid[ENV_ID_LEN + 1])
 {
     static sig_key *k;
@@ -220,6 +272,8 @@ static char *rp_envelope(const rp_args *a, size_t *len, char msgid[ENV_ID_LEN + 
         k = sig_load_secret(a->sign, &err);
     if (k == NULL)
         rp_die(RP_USAGE, "%s", err);
+    if (a->answer != NULL)
+        return rp_control(a, k, len, msgid);
     memset(&e, 0, sizeof(e));
     e.v = 1;
     rp_set(e.type, sizeof(e.type), a->ref ? ENV_TYPE_RECEIPT : ENV_TYPE_COORD, "type");

@@ -163,6 +163,31 @@ static void unanswered_requests_fail(void **state)
     ak_close(b);
 }
 
+/* spawn_grace: a shorter grace fails an unanswered request sooner, and
+ * only the unanswered ones */
+static void a_set_grace(void **state)
+{
+    int64_t now = env_now_ms();
+    ak_book *b = book(NULL);
+    ctl_env r = spawn_to("beta", "w1", now), r2 = spawn_to("beta", "w2", now), a;
+    char why[300];
+    json_t *l;
+
+    (void)state;
+    ak_set_grace(b, 1000);
+    assert_int_equal(ak_requested(b, &r, now), 0);
+    assert_int_equal(ak_requested(b, &r2, now), 0);
+    a = answer(&r2, "beta", "ready", "");
+    assert_int_equal(ak_answer(b, &a, now, why, sizeof why), 0);
+    assert_int_equal(ak_expire(b, now + CTL_TTL_MS + 999), 0);
+    assert_int_equal(ak_expire(b, now + CTL_TTL_MS + 1000), 1);
+    l = spawns(b, "beta");
+    assert_string_equal(field(l, 0, "state"), "failed");
+    assert_string_equal(field(l, 1, "state"), "ready");
+    json_decref(l);
+    ak_close(b);
+}
+
 static void bad_lines_and_the_bound(void **state)
 {
     int64_t now = env_now_ms();
@@ -200,6 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(requested_answered_once, setup, teardown),
         cmocka_unit_test_setup_teardown(unanswered_requests_fail, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_set_grace, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_lines_and_the_bound, setup, teardown),
     };
 

@@ -911,6 +911,83 @@ static void test_agents_must_be_signed(void **state)
     strv_is(pr_groups(f->pr), "all");
 }
 
+/* hosts (SPEC section 11): a host's profiles ride in its heartbeat, signed
+ * by psig; one altered after signing is refused whole; one without them (a
+ * fleetfs before profiles) leaves them unknown; ours come from the options
+ * and go out in our own heartbeat; hosts/ lists every lead known. */
+static void test_profiles_in_heartbeats(void **state)
+{
+    fx *f = *state;
+    env_heartbeat h, mine;
+    char *js;
+    size_t len;
+    char *names[] = {"worker", "reviewer", NULL};
+
+    strv_is(pr_hosts(f->pr), "alpha beta");
+    assert_null(pr_host_profiles(f->pr, "gamma"));
+    assert_null(pr_host_profiles(f->pr, "beta")); /* configured, never heard */
+    strv_is(pr_host_profiles(f->pr, "alpha"), "");
+
+    /* altered after signing: refused whole, gamma unknown */
+    h = hb_of("gamma", 0);
+    h.has_profiles = true;
+    h.profiles = calloc(3, sizeof(char *));
+    h.profiles[0] = strdup("worker");
+    h.n_profiles = 1;
+    assert_int_equal(sig_sign_hb(f->kg, &h), 0);
+    h.profiles[1] = strdup("root");
+    h.n_profiles = 2;
+    deliver(f, &h, NULL, NULL);
+    assert_int_equal(pr_rejected(f->pr), 1);
+    assert_false(pr_is_host(f->pr, "gamma"));
+    /* signed: believed, sorted, a new host announced */
+    free(h.profiles[1]);
+    h.profiles[1] = strdup("reviewer");
+    deliver(f, &h, f->kg, NULL);
+    assert_int_equal(pr_rejected(f->pr), 1);
+    assert_true(pr_is_host(f->pr, "gamma"));
+    assert_true(noted(f, "+hosts/gamma"));
+    assert_true(noted(f, "hosts/gamma/status"));
+    strv_is(pr_host_profiles(f->pr, "gamma"), "reviewer worker");
+    strv_is(pr_hosts(f->pr), "alpha beta gamma");
+    env_hb_free(&h);
+    /* the next one without the member: unknown again */
+    clear_notes(f);
+    h = hb_of("gamma", 100);
+    assert_int_equal(sig_sign_hb(f->kg, &h), 0);
+    js = env_hb_encode(&h, &len);
+    assert_null(strstr(js, "profiles"));
+    pr_received(f->pr, "roster.h.gamma", js, len);
+    free(js);
+    assert_null(pr_host_profiles(f->pr, "gamma"));
+    assert_true(noted(f, "hosts/gamma/status"));
+
+    /* ours: [] until profiles are configured, then their names, psig'd */
+    f->o.profiles.v = g_new0(prof, 2);
+    f->o.profiles.v[0].name = names[0];
+    f->o.profiles.v[1].name = names[1];
+    f->o.profiles.n = 2;
+    strv_is(pr_host_profiles(f->pr, "alpha"), "reviewer worker");
+    js = pr_heartbeat(f->pr, NULL, false, &len);
+    assert_non_null(js);
+    assert_int_equal(env_hb_decode(js, len, &mine, NULL, 0), 0);
+    assert_true(mine.has_profiles);
+    assert_int_equal(mine.n_profiles, 2);
+    {
+        char *err = NULL;
+        sig_trust *t = sig_trust_load_quiet(f->o.trusted_keys, &err);
+        assert_non_null(t);
+        assert_int_equal(sig_verify_hb_profiles(t, &mine), SIG_OK);
+        mine.profiles[0][0] ^= 1; /* altered: no longer verifies */
+        assert_int_equal(sig_verify_hb_profiles(t, &mine), SIG_BAD);
+        sig_trust_free(t);
+    }
+    env_hb_free(&mine);
+    free(js);
+    g_free(f->o.profiles.v);
+    memset(&f->o.profiles, 0, sizeof f->o.profiles);
+}
+
 static void test_heard_agents_drop_after_discovery_ttl(void **state)
 {
     fx *f = *state;
@@ -1011,6 +1088,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_agents_of_another_host_are_dropped, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_agents_must_be_signed, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_profiles_in_heartbeats, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_heard_agents_drop_after_discovery_ttl, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_heartbeat_sheds_what_does_not_fit, fx_setup,
