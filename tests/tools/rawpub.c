@@ -228,6 +228,24 @@ static void rp_set(char *dst, size_t n, const char *s, const char *what)
     memcpy(dst, s, strlen(s) + 1);
 }
 
+/* The header both kinds of envelope share: msgId (--msgid or a fresh
+ * one), from, to, sentAt = now, expiresAt = now + --expires-in. */
+static void rp_header(const rp_args *a, int64_t now, char *msg_id, size_t idn, char *from,
+                      size_t fromn, char *to, size_t ton, char *sent, char *expires)
+{
+    if (a->msgid != NULL)
+        rp_set(msg_id, idn, a->msgid, "--msgid");
+    else
+        env_new_msgid(msg_id);
+    rp_set(from, fromn, a->from, "--from");
+    rp_set(to, ton, a->to, "--to");
+    env_time_format(now, sent);
+    env_time_format(now + (int64_t)a->expires_in * 1000, expires);
+}
+#define RP_HEADER(a, now, e)                                                                     \
+    rp_header(a, now, (e)->msgId, sizeof((e)->msgId), (e)->from, sizeof((e)->from), (e)->to,    \
+              sizeof((e)->to), (e)->sentAt, (e)->expiresAt)
+
 /* --answer: a signed control answer (wire/control.h). */
 static char *rp_control(const rp_args *a, sig_key *k, size_t *len, char msgid[ENV_ID_LEN + 1])
 {
@@ -238,14 +256,7 @@ static char *rp_control(const rp_args *a, sig_key *k, size_t *len, char msgid[EN
     memset(&e, 0, sizeof(e));
     e.v = 1;
     rp_set(e.type, sizeof(e.type), CTL_TYPE_SPAWNED, "type");
-    if (a->msgid != NULL)
-        rp_set(e.msgId, sizeof(e.msgId), a->msgid, "--msgid");
-    else
-        env_new_msgid(e.msgId);
-    rp_set(e.from, sizeof(e.from), a->from, "--from");
-    rp_set(e.to, sizeof(e.to), a->to, "--to");
-    env_time_format(now, e.sentAt);
-    env_time_format(now + (int64_t)a->expires_in * 1000, e.expiresAt);
+    RP_HEADER(a, now, &e);
     rp_set(e.requestId, sizeof(e.requestId), a->answer, "--answer REQUEST_ID");
     rp_set(e.state, sizeof(e.state), a->answer_state, "--answer STATE");
     rp_set(e.detail, sizeof(e.detail), a->detail ? a->detail : "", "--detail");
@@ -277,14 +288,7 @@ static char *rp_envelope(const rp_args *a, size_t *len, char msgid[ENV_ID_LEN + 
     memset(&e, 0, sizeof(e));
     e.v = 1;
     rp_set(e.type, sizeof(e.type), a->ref ? ENV_TYPE_RECEIPT : ENV_TYPE_COORD, "type");
-    if (a->msgid != NULL)
-        rp_set(e.msgId, sizeof(e.msgId), a->msgid, "--msgid");
-    else
-        env_new_msgid(e.msgId);
-    rp_set(e.from, sizeof(e.from), a->from, "--from");
-    rp_set(e.to, sizeof(e.to), a->to, "--to");
-    env_time_format(now, e.sentAt);
-    env_time_format(now + (int64_t)a->expires_in * 1000, e.expiresAt);
+    RP_HEADER(a, now, &e);
     if (a->reply_to != NULL)
         rp_set(e.replyTo, sizeof(e.replyTo), a->reply_to, "--reply-to");
     if (a->ref != NULL) {
