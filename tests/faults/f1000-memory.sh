@@ -39,7 +39,7 @@ test_expect_success "a tail -f of the inbox open across $ARRIVALS arrivals and a
     { tail -f beta/leads/beta/inbox >tailed 2>/dev/null & echo $! >tail.pid; } &&
     reader_start beta &&
     { for i in $(seq 1 '$ARRIVALS'); do echo "arrival $i"; done; } >alpha/peers/beta/send &&
-    wait_for 120 "test \$(grep -c \"	ok\$\" beta.acked) -ge '$ARRIVALS'" &&
+    wait_for '$(scaled 120)' "test \$(grep -c \"	ok\$\" beta.acked) -ge '$ARRIVALS'" &&
     reader_stop beta &&
     n=$(broker_count lead.beta.inbox) && test "$n" = 0 &&
     wait_for 30 "grep -q \"arrival '$ARRIVALS'\\\"\" tailed" &&
@@ -66,7 +66,7 @@ test_expect_success "$WAITING messages waiting, a slow reader reading the inbox"
 
 test_expect_success "the reader script consumes the $WAITING waiting, each once; fleet.dlq empty; both sides work" '
     reader_start beta 0.05 &&
-    wait_for 600 "test \$(grep -c \"	ok\$\" beta.acked) -ge $((ARRIVALS + WAITING))" &&
+    wait_for '$(( $(scaled 600) > 3000 ? 3000 : $(scaled 600) ))' "test \$(grep -c \"	ok\$\" beta.acked) -ge $((ARRIVALS + WAITING))" &&
     reader_stop beta &&
     test $(grep -c "	ok$" beta.acked) = $((ARRIVALS + WAITING)) &&
     test $(grep "	ok$" beta.acked | cut -f2 | sort -u | wc -l) = $((ARRIVALS + WAITING)) &&
