@@ -39,13 +39,16 @@ test_expect_success 'gamma has a control queue (fleetfs declare), alpha, beta an
     test "$(count control.gamma)" = 0 &&
     printf "[profile worker]\nkind = claude\n[profile reviewer]\nkind = claude\n" >beta.conf &&
     mount_fleet alpha peers=beta:gamma:epsilon heartbeat=1s inject=none &&
+    (timeout 30 inotifywait -e create alpha/hosts >hosts.ev 2>hosts.err &) &&
+    wait_for 5 "grep -q \"Watches established\" hosts.err" &&
     mount_fleet beta config="$TEST_DIR/beta.conf" heartbeat=1s inject=auto agents=w2 &&
     mount_fleet delta peers=gamma heartbeat=1s inject=none spawn_ttl=1s spawn_grace=1s &&
     wait_for 20 "grep -q \"^profiles: reviewer worker$\" alpha/hosts/beta/status 2>/dev/null"
 '
 
-test_expect_success 'hosts/ lists this host, the configured ones and those heard; each has its four files' '
+test_expect_success 'hosts/ lists this host, the configured ones and those heard (a new one wakes inotifywait); each has its four files' '
     wait_for 10 "ls alpha/hosts | grep -qx delta" &&
+    wait_for 5 "grep -q \"CREATE,ISDIR delta\" hosts.ev" &&
     ls alpha/hosts >got && printf "alpha\nbeta\ndelta\nepsilon\ngamma\n" >want && test_cmp want got &&
     ls alpha/hosts/gamma >got && printf "spawn\nspawns\nstatus\nstop\n" >want && test_cmp want got &&
     ls alpha | grep -qx hosts &&
