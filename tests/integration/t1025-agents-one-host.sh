@@ -74,9 +74,13 @@ test_expect_success 'bad input: an unknown target, an empty message, a bad gid f
     sleep 1 && test $(prompts) = $n
 '
 
-test_expect_success 'mkdir and rmdir at run time: registered, reachable, retired' '
+test_expect_success 'mkdir and rmdir at run time: registered, reachable, retired; watchers of agents/ and roster wake' '
+    { inotifywait -q -t 20 -e create,delete,attrib alpha/agents >ev 2>&1 & } &&
+    { inotifywait -q -t 20 -e modify alpha/roster >rev 2>&1 & } &&
+    sleep 0.5 &&
     mkdir beta/agents/w3@beta &&
     wait_for 20 "test -d alpha/agents/w3@beta" &&
+    wait_for 5 "grep -q \"CREATE,ISDIR w3@beta\" ev && grep -q MODIFY rev" &&
     wait_for 10 "jq -r \"select(.coord_id == \\\"beta\\\") | .agents[].gid\" alpha/roster | grep -qx w3@beta" &&
     echo "hello w3" >alpha/agents/w3@beta/send &&
     wait_for 10 "grep -q \"hello w3\" beta/agents/w3@beta/inbox" &&
