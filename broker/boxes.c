@@ -156,6 +156,15 @@ static amqp_channel_t free_channel(br_conn *c)
     return 0;
 }
 
+/* "box N", or what the slot is when it is no caller's box: for the log */
+static const char *slot_what(const br_slot *s, char *buf, size_t n)
+{
+    if (s->box == BR_BOX_CONTROL)
+        return "the control queue";
+    snprintf(buf, n, "box %u", s->box);
+    return buf;
+}
+
 static bool is_lead(const br_slot *s)
 {
     return s->box == BR_BOX_LEAD || s->box == BR_BOX_RECEIPTS;
@@ -325,10 +334,11 @@ static br_cons consumer_failure(br_conn *c, const br_slot *s, int code, bool dec
         return BR_CONS_EXCLUSIVE;
     }
     if (!declaring && code == 403) {
+        char b[32];
         snprintf(why, n,
-                 "another connection is already the consumer of %s (box %u): %s; stop the "
+                 "another connection is already the consumer of %s (%s): %s; stop the "
                  "other fleetfs serving it",
-                 s->queue, s->box, text);
+                 s->queue, slot_what(s, b, sizeof b), text);
         return BR_CONS_EXCLUSIVE;
     }
     if (declaring && code == 403)
@@ -567,8 +577,11 @@ static int setup_boxes(br_conn *c, int64_t now)
         s->refused_since_ms = 0;
         s->retry_ms = 0;
         slot_state(c, s, BR_CONS_OK, "");
-        log_info("broker: consuming %s (box %u, exclusive, prefetch %d)", s->queue, s->box,
-                 c->cfg.prefetch);
+        {
+            char b[32];
+            log_info("broker: consuming %s (%s, exclusive, prefetch %d)", s->queue,
+                     slot_what(s, b, sizeof b), c->cfg.prefetch);
+        }
     }
     return 0;
 }
@@ -662,7 +675,8 @@ void br_do_box_add(br_conn *c, br_req *r)
         g_mutex_lock(&c->lock);
         g_ptr_array_add(c->slots, s);
         g_mutex_unlock(&c->lock);
-        log_info("broker: box %u: %s on channel %u%s%s", r->box, r->queue, ch,
+        char b[32];
+        log_info("broker: %s: %s on channel %u%s%s", slot_what(s, b, sizeof b), r->queue, ch,
                  s->keys[0] ? ", bound to " : "", s->keys[0] ? s->exchange : "");
     }
     c->consumer_retry_ms = br_now_ms();
@@ -818,7 +832,8 @@ void br_do_ack(br_conn *c, br_req *r)
                         "redelivered");
         return;
     }
-    rc = amqp_basic_ack(c->amqp, s->ch, r->tag, r->multiple);
+    rc = r->reject ? amqp_basic_reject(c->amqp, s->ch, r->tag, 0)
+                   : amqp_basic_ack(c->amqp, s->ch, r->tag, r->multiple);
     if (rc != AMQP_STATUS_OK) {
         br_req_complete(c, r, FE_NOT_CONNECTED, amqp_error_string2(rc));
         br_drop_connection(c, amqp_error_string2(rc));
@@ -915,8 +930,10 @@ bool br_box_status_get(br_conn *c, unsigned box, br_box_status *out)
     return s != NULL;
 }
 
-fe_code br_ack_box(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool multiple,
-                   int64_t timeout_ms)
+/* An ack (or, reject, a basic.reject without requeue) carried out by the
+ * broker thread. */
+static fe_code ack_or_reject(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag,
+                             bool multiple, bool reject, int64_t timeout_ms)
 {
     br_req *r;
     fe_code res;
@@ -931,12 +948,54 @@ fe_code br_ack_box(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool 
     r->epoch = epoch;
     r->tag = tag;
     r->multiple = multiple;
+    r->reject = reject;
     br_req_submit(c, r);
     res = br_req_wait(r, timeout_ms, &gave_up);
-    if (gave_up)
+    if (gave_up && box != BR_BOX_CONTROL)
         log_warn("ack of delivery %llu (box %u, epoch %llu): no answer from the broker thread "
                  "within %lld ms; late_ack will tell whether it was sent",
                  (unsigned long long)tag, box, (unsigned long long)epoch, (long long)timeout_ms);
     br_req_unref(r);
     return res;
+}
+
+fe_code br_ack_box(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool multiple,
+                   int64_t timeout_ms)
+{
+    return ack_or_reject(c, box, epoch, tag, multiple, false, timeout_ms);
+}
+
+/* ------------------------------------------------------------------ */
+/* the control queue                                                   */
+
+int br_control_consume(br_conn *c)
+{
+    br_req *r;
+
+    if (!c->cb.control || c->publisher) {
+        errno = EINVAL;
+        return -1;
+    }
+    r = br_req_new(RQ_BOX_ADD);
+    r->box = BR_BOX_CONTROL;
+    br_control_queue(c->cfg.coord_id, r->queue, sizeof r->queue);
+    br_req_submit(c, r);
+    br_req_unref(r); /* nobody waits: the broker thread finishes it */
+    return 0;
+}
+
+bool br_control_status(br_conn *c, br_box_status *out)
+{
+    br_slot *s;
+    g_mutex_lock(&c->lock);
+    s = br_slot_by_box(c, BR_BOX_CONTROL);
+    if (s)
+        *out = s->st;
+    g_mutex_unlock(&c->lock);
+    return s != NULL;
+}
+
+fe_code br_ack_control(br_conn *c, uint64_t epoch, uint64_t tag, bool reject, int64_t timeout_ms)
+{
+    return ack_or_reject(c, BR_BOX_CONTROL, epoch, tag, false, reject, timeout_ms);
 }

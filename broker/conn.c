@@ -181,7 +181,9 @@ static void late_answer(br_conn *c, br_req *r)
         log_warn("ack of delivery %llu (box %u, epoch %llu): %s after the caller had given up",
                  (unsigned long long)r->tag, r->box, (unsigned long long)r->epoch,
                  r->result == FE_OK ? "sent to the broker" : "not sent");
-        if (c->cb.late_ack_box)
+        if (r->box == BR_BOX_CONTROL)
+            ; /* its owner asks again: the delivery comes back after a reconnect */
+        else if (c->cb.late_ack_box)
             c->cb.late_ack_box(c->cb.ud, r->box, r->epoch, r->tag, r->multiple, r->result);
         else if (c->cb.late_ack && r->box == BR_BOX_LEAD)
             c->cb.late_ack(c->cb.ud, r->epoch, r->tag, r->multiple, r->result);

@@ -116,6 +116,11 @@ typedef struct {
     /* On the broker thread, for every receipt on lead.<coord_id>.receipts
      * (redelivered: the broker's flag, set on a copy it delivered before). */
     br_action (*receipt)(void *ud, bool redelivered, const char *body, size_t len);
+    /* On the broker thread, for every delivery on the own control queue
+     * (br_control_consume): epoch and tag for br_ack_control.  Must not
+     * call back into br_* synchronously; BR_KEEP until the owner decided. */
+    br_action (*control)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
+                         const char *body, size_t len);
     /* Connection or consumer state changed (status files). */
     void (*changed)(void *ud);
     /* A publish whose writer gave up (br_publish returned FE_TIMEOUT) got
@@ -349,6 +354,26 @@ fe_code br_publish_route(br_conn *c, const char *exchange, const char *key,
                          const char *probe_queue, const char *msg_id, const char *body,
                          size_t len, int64_t timeout_ms, bool *unread, char *detail,
                          size_t dlen);
+
+/* ---- the control queue (SPEC section 11) ------------------------------
+ * control.<coord_id>: requests to start and stop agents here.  Consumed
+ * exclusively, manual ack, on a channel of its own like a box (a refusal
+ * is its alone; an exclusive-use refusal within takeover_grace is waited
+ * out), and paused with the boxes while the receipt queue cannot be
+ * consumed.  The queue is declared with the mailbox arguments, as
+ * `fleetfs declare` makes it, and never bound here: its one binding
+ * (fleet.control, key <coord_id>) is the operator's (a per-host login may
+ * not bind to fleet.control).  Deliveries go to the control callback. */
+/* Start consuming it (now and after every reconnect): 0, or -1 with
+ * errno EINVAL (no control callback, the publishing connection). */
+int br_control_consume(br_conn *c);
+/* Its consumer's state; false until br_control_consume. */
+bool br_control_status(br_conn *c, br_box_status *out);
+/* Ack (reject: basic.reject without requeue, to the dead-letter queue) a
+ * delivery of the control queue.  FE_NOT_CONNECTED: not sent (the epoch's
+ * channel is gone: the broker redelivers it, flagged redelivered);
+ * FE_TIMEOUT: the broker thread still carries it out, nobody is told. */
+fe_code br_ack_control(br_conn *c, uint64_t epoch, uint64_t tag, bool reject, int64_t timeout_ms);
 
 const char *br_link_name(br_link l);
 

@@ -30,6 +30,9 @@ enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3, CH_RCPT = 4, CH_CANARY = 5, CH_BOX
 
 /* The slot of the own receipt queue (not a box a caller can name). */
 #define BR_BOX_RECEIPTS UINT32_MAX
+/* The slot of the own control queue (br_control_consume; not a box a
+ * caller can name either). */
+#define BR_BOX_CONTROL (UINT32_MAX - 1)
 
 /* One consumer on its own channel: a box (a mailbox the owner reads) or the
  * own receipt queue.  Fields up to the marker are the broker thread's;
@@ -117,6 +120,7 @@ typedef struct br_req {
     uint64_t epoch;
     uint64_t tag;
     bool multiple;
+    bool reject; /* ack: basic.reject (no requeue: to the dead-letter queue) instead */
     /* probe */
     br_probe probe;
 } br_req;

@@ -118,6 +118,10 @@ static void on_deliver(br_conn *c, amqp_channel_t ch, amqp_basic_deliver_t *d)
     if (s->box == BR_BOX_RECEIPTS)
         act = c->cb.receipt ? c->cb.receipt(c->cb.ud, redelivered, msg.body.bytes, msg.body.len)
                             : BR_ACK;
+    else if (s->box == BR_BOX_CONTROL)
+        act = c->cb.control ? c->cb.control(c->cb.ud, s->epoch, tag, redelivered, msg.body.bytes,
+                                            msg.body.len)
+                            : BR_KEEP;
     else if (c->cb.deliver_box)
         act = c->cb.deliver_box(c->cb.ud, s->box, s->epoch, tag, redelivered, msg.body.bytes,
                                 msg.body.len);
