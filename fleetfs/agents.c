@@ -176,6 +176,55 @@ int ag_rmdir(fleet *f, const char *gid)
     return 0;
 }
 
+int ag_spawned(fleet *f, const char *name, const char *pane, char **err)
+{
+    char gid[ADDR_MAX_LEN + 1];
+    mailbox *there;
+    int rc;
+    snprintf(gid, sizeof gid, "%s@%s", name, f->opts->coord_id);
+    g_mutex_lock(&f->ag_lock);
+    there = mb_find(f->mb, gid);
+    if (there) {
+        mb_unref(there);
+        g_mutex_unlock(&f->ag_lock);
+        *err = g_strdup_printf("%s is registered already", gid);
+        return -1;
+    }
+    rc = add_locked(f, name, opts_agent_groups(f->opts, NULL), pane, true, err);
+    g_mutex_unlock(&f->ag_lock);
+    if (rc == 0)
+        ag_announce(f);
+    return rc;
+}
+
+int ag_retire(fleet *f, const char *gid, char *detail, size_t n)
+{
+    mailbox *mb;
+    fe_code r;
+    g_mutex_lock(&f->ag_lock);
+    mb = mb_find(f->mb, gid);
+    if (!mb) {
+        g_mutex_unlock(&f->ag_lock);
+        snprintf(detail, n, "%s was not registered", gid);
+        return 0;
+    }
+    inj_remove(g_atomic_pointer_get(&f->inj), mb);
+    r = br_box_remove(f->br, mb_box(mb), true, f->opts->send_timeout_ms, detail, n);
+    if (r == FE_NOT_EMPTY) /* what waits in it stays, unbound: nothing is thrown away */
+        r = br_box_remove(f->br, mb_box(mb), false, f->opts->send_timeout_ms, detail, n);
+    g_hash_table_remove(f->ag_ready, gid);
+    mb_agent_retire(mb);
+    mb_unref(mb);
+    g_mutex_unlock(&f->ag_lock);
+    ag_announce(f);
+    if (r != FE_OK)
+        log_warn("agents: %s retired, but its broker box was not removed cleanly: %s (%s)", gid,
+                 detail, fe_name(r));
+    else
+        log_info("agents: %s retired (%s)", gid, detail);
+    return r == FE_OK ? 0 : -1;
+}
+
 bool ag_heard(const fleet *f, const char *gid)
 {
     pr_agent_info ai;

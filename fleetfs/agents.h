@@ -34,6 +34,16 @@ int ag_rmdir(fleet *f, const char *gid);
  * that our heartbeat announces.  A caller that already asked the model for
  * a local one (mb_find) asks only this. */
 bool ag_heard(const fleet *f, const char *gid);
+/* An agent this host started for a remote lead (fleetfs/spawnd.c):
+ * registered like mkdir (its mailbox, box, bindings, heartbeat), its
+ * injector slot pinned to pane (the id the spawn ledger recorded).  0, or
+ * -1 and *err (g_free). */
+int ag_spawned(fleet *f, const char *name, const char *pane, char **err);
+/* Retire a local agent whatever waits in its mailbox (a stopped one): its
+ * injector slot goes, its broker box is removed (the queue deleted when
+ * empty, else unbound and kept with what waits in it), and the heartbeat
+ * no longer lists it.  0, or -1 with detail (it is retired all the same). */
+int ag_retire(fleet *f, const char *gid, char *detail, size_t n);
 /* g is `all`, configured here, or heard. */
 bool ag_group_known(const fleet *f, const char *g);
 /* Every agent known (local and heard), sorted; g_strfreev. */

@@ -27,6 +27,7 @@ typedef struct fleet {
     injector *inj; /* NULL: inject=none */
     presence *pr;  /* the presence table (heartbeats in and out) */
     ro_conn *ro;   /* the roster thread and its own broker connection */
+    struct spawnd *spd; /* the control service (spawnd.h); NULL until it runs */
     char host[256];
     char *mountpoint;   /* absolute */
     int64_t started_ms; /* monotonic */

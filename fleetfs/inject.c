@@ -47,6 +47,34 @@
 #define CONFIRM_POLL_MS 200
 #define JOURNAL_KEEP 5000
 
+/* Text to type once into one entity's pane (inj_type_once): shared by the
+ * caller, who waits on it, and the slot, which types it. */
+typedef struct {
+    gatomicrefcount ref;
+    char id[ENV_ID_LEN + 1];
+    char *text;
+    GMutex m;
+    GCond cv;
+    int result; /* 0 pending, 1 typed, -1 not (why) */
+    char why[400];
+} inj_once;
+
+static inj_once *once_ref(inj_once *o)
+{
+    g_atomic_ref_count_inc(&o->ref);
+    return o;
+}
+
+static void once_unref(inj_once *o)
+{
+    if (!o || !g_atomic_ref_count_dec(&o->ref))
+        return;
+    g_free(o->text);
+    g_mutex_clear(&o->m);
+    g_cond_clear(&o->cv);
+    g_free(o);
+}
+
 /* One entity's injection: everything below is the injector thread's alone
  * (slots are added and removed under injector.lock, never while the
  * thread works on them: it works on a ref'd snapshot). */
@@ -67,6 +95,7 @@ typedef struct {
     envelope confirm_env;
     ib_target confirm_t;
     int64_t confirm_until; /* 0: none pending */
+    inj_once *once;        /* text to type once, before any message (injector.lock) */
 } inj_slot;
 
 struct injector {
@@ -386,12 +415,81 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
     }
 }
 
-/* One turn of a slot: a pending confirmation, else its oldest message. */
+/* o is settled: the caller is told, the slot forgets it. */
+static void once_done(injector *inj, inj_slot *in, inj_once *o, int result, const char *why)
+{
+    g_mutex_lock(&inj->lock);
+    if (in->once == o) {
+        in->once = NULL;
+        once_unref(o);
+    }
+    g_mutex_unlock(&inj->lock);
+    g_mutex_lock(&o->m);
+    o->result = result;
+    g_strlcpy(o->why, why, sizeof o->why);
+    g_cond_broadcast(&o->cv);
+    g_mutex_unlock(&o->m);
+}
+
+/* One attempt at typing o: the gate and the journal as for a message, so
+ * that o->id is typed at most once, across restarts too. */
+static void once_step(injector *inj, inj_slot *in, inj_once *o)
+{
+    const char *last = g_hash_table_lookup(in->journal, o->id);
+    char why[512] = "", words[700];
+    ib_target t;
+    ib_verdict v;
+    ib_typed typed;
+
+    if (last && strcmp(last, "not-typed") != 0) {
+        once_done(inj, in, o, !strcmp(last, "injected") ? 1 : -1,
+                  !strcmp(last, "injected") ? "typed before" : "typing it was interrupted once");
+        return;
+    }
+    memset(&t, 0, sizeof t);
+    v = in->be->resolve(in->be, &t, why, sizeof why);
+    if (v == IB_OK)
+        v = gate(in, &t, why, sizeof why);
+    if (v == IB_OK)
+        v = gate(in, &t, why, sizeof why); /* right before typing, once more */
+    if (v != IB_OK || !journal_write(in, "injecting", o->id)) {
+        say(in, v != IB_OK ? why : "stalled: cannot record deliveries in the journal");
+        nap(in, v == IB_WAIT && in->be->has_status ? BUSY_POLL_MS : CONFIRM_POLL_MS);
+        return;
+    }
+    snprintf(words, sizeof words, "delivering: typing %s into %s", o->id, t.name);
+    say(in, words);
+    typed = in->be->type(in->be, &t, o->text, why, sizeof why);
+    if (typed == IT_REFUSED) {
+        journal_write(in, "not-typed", o->id);
+        snprintf(words, sizeof words, "waiting: %s", why);
+        say(in, words);
+        nap(in, CONFIRM_POLL_MS);
+        return;
+    }
+    journal_write(in, typed == IT_TYPED ? "injected" : "uncertain", o->id);
+    snprintf(words, sizeof words, "typed %s into %s", o->id, t.name);
+    if (typed == IT_TYPED)
+        say(in, words);
+    once_done(inj, in, o, typed == IT_TYPED ? 1 : -1, typed == IT_TYPED ? words : why);
+}
+
+/* One turn of a slot: a pending confirmation, else text to type once,
+ * else its oldest message. */
 static void slot_step(injector *inj, inj_slot *in)
 {
     envelope e;
+    inj_once *o;
     if (in->confirm_until) {
         confirm_step(in);
+        return;
+    }
+    g_mutex_lock(&inj->lock);
+    o = in->once ? once_ref(in->once) : NULL;
+    g_mutex_unlock(&inj->lock);
+    if (o) {
+        once_step(inj, in, o);
+        once_unref(o);
         return;
     }
     if (!mb_next_for_injection(in->mb, &e)) {
@@ -421,6 +519,7 @@ static void slot_unref(inj_slot *s)
     g_hash_table_destroy(s->journal);
     if (s->confirm_until)
         env_free(&s->confirm_env);
+    once_unref(s->once);
     g_free(s->journal_path);
     g_free(s->words);
     mb_unref(s->mb);
@@ -587,4 +686,82 @@ void inj_free(injector *in)
     g_free(in->mountpoint);
     g_free(in->mode);
     g_free(in);
+}
+
+int inj_type_once(injector *in, mailbox *mb, const char *id, const char *text, int timeout_ms,
+                  char *why, size_t n)
+{
+    inj_slot *slot = NULL;
+    inj_once *o;
+    int64_t until = g_get_monotonic_time() + (int64_t)timeout_ms * 1000;
+    int result;
+
+    if (!in) {
+        snprintf(why, n, "no injection backend (inject=none): nothing can be typed");
+        return -1;
+    }
+    o = g_new0(inj_once, 1);
+    g_atomic_ref_count_init(&o->ref);
+    g_strlcpy(o->id, id, sizeof o->id);
+    o->text = g_strdup(text);
+    g_mutex_init(&o->m);
+    g_cond_init(&o->cv);
+    g_mutex_lock(&in->lock);
+    for (guint i = 0; i < in->slots->len && !slot; i++)
+        if (((inj_slot *)in->slots->pdata[i])->mb == mb)
+            slot = in->slots->pdata[i];
+    if (slot && !slot->once)
+        slot->once = once_ref(o);
+    else
+        slot = NULL;
+    g_mutex_unlock(&in->lock);
+    if (!slot) {
+        snprintf(why, n, "%s has no injector slot free for it", mb_id(mb));
+        once_unref(o);
+        return -1;
+    }
+    inj_kick(in);
+    g_mutex_lock(&o->m);
+    while (!o->result && g_cond_wait_until(&o->cv, &o->m, until))
+        ;
+    result = o->result;
+    snprintf(why, n, "%s", result ? o->why : "not typed in time (the pane never took it)");
+    g_mutex_unlock(&o->m);
+    if (!result) { /* given up: the slot forgets it (a turn under way ends on its own ref) */
+        g_mutex_lock(&in->lock);
+        for (guint i = 0; i < in->slots->len; i++) {
+            inj_slot *s = in->slots->pdata[i];
+            if (s->once == o) {
+                s->once = NULL;
+                once_unref(o);
+            }
+        }
+        g_mutex_unlock(&in->lock);
+    }
+    once_unref(o);
+    return result == 1 ? 0 : -1;
+}
+
+char *inj_render_brief(const char *from, const char *request_id, const char *gid,
+                       const char *mountpoint, const char *brief, size_t len)
+{
+    size_t n;
+    char *body = san_text(brief ? brief : "", brief ? len : 0, &n);
+    char *path = g_strdup_printf("%s/agents/%s/to/%s", mountpoint, gid, from);
+    char *word = shell_word(path);
+    char *head = g_strdup_printf("[fleet brief from %s, request %s - you are %s; write to %s: "
+                                 "echo '...' > %s]",
+                                 from, request_id, gid, from, word);
+    char *safe = san_text(head, strlen(head), &n);
+    char *text;
+    for (char *c = safe; c && *c; c++)
+        if (*c == '\n' || *c == '\t')
+            *c = ' ';
+    text = g_strdup_printf("%s\n%s", safe ? safe : "", body ? body : "");
+    free(safe);
+    free(body);
+    g_free(head);
+    g_free(word);
+    g_free(path);
+    return text;
 }

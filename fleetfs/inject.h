@@ -34,6 +34,20 @@ void inj_kick(injector *in);
 void inj_stop(injector *in);
 void inj_free(injector *in);
 
+/* Type text into mb's pane once, before any message waiting for it: the
+ * brief of an agent this host started for a remote lead (SPEC section
+ * 11).  Through mb's slot, with the gate and the journal of a message
+ * under id, so id is never typed twice, across a restart too.  Blocks up
+ * to timeout_ms: 0 typed; -1 and why (no backend, no slot for mb, not
+ * typed in time, typed with no answer, or typed before). */
+int inj_type_once(injector *in, mailbox *mb, const char *id, const char *text, int timeout_ms,
+                  char *why, size_t n);
+/* The text typed for a brief: one header line (from whom, the request,
+ * the agent's gid, and how it writes back: MOUNT/agents/<gid>/to/<from>),
+ * then the sanitised brief (g_free). */
+char *inj_render_brief(const char *from, const char *request_id, const char *gid,
+                       const char *mountpoint, const char *brief, size_t len);
+
 /* The text typed for a message: one header line (sender, msgId, what it
  * answers, and the command that replies to it: MOUNT/<reply_dir>/reply/
  * <msgId>, or MOUNT/peers/<from>/reply/<msgId> when reply_dir is NULL),

@@ -44,6 +44,7 @@
 #include "fleetfs/notify.h"
 #include "fleetfs/options.h"
 #include "fleetfs/sdnotify.h"
+#include "fleetfs/spawnd.h"
 #include "fleetfs/startup.h"
 #include "fleetfs/store/statelock.h"
 #include "fleetfs/wire/sign.h"
@@ -81,6 +82,14 @@ static br_action cb_receipt(void *ud, bool redelivered, const char *body, size_t
 {
     fleet *f = ud;
     return mb_receipt(f->mb, redelivered, body, len);
+}
+
+/* control.<me>: handed to the control service's thread (spawnd.c). */
+static br_action cb_control(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
+                            const char *body, size_t len)
+{
+    fleet *f = ud;
+    return spd_delivery(g_atomic_pointer_get(&f->spd), epoch, tag, redelivered, body, len);
 }
 
 /* Every mailbox's deliveries, the lead's (box 0) and each agent's. */
@@ -223,6 +232,7 @@ static br_conn *broker_new(fleet *f)
     br_config bc;
     br_callbacks cb = {.deliver_box = cb_deliver,
                        .receipt = cb_receipt,
+                       .control = cb_control,
                        .changed = cb_changed,
                        .late_confirm = cb_late,
                        .ud = f};
@@ -331,6 +341,8 @@ static void stop_all(fleet *f, struct fuse *fuse)
     /* first, while everything still runs: the leaving heartbeat, so peers
      * show `left` rather than waiting three intervals for `stale` */
     ro_stop(f->ro, fuse != NULL);
+    /* the control service types and registers through the injector */
+    spd_stop(g_atomic_pointer_get(&f->spd));
     inj_stop(g_atomic_pointer_get(&f->inj));
     mb_stop(f->mb);
     g_atomic_pointer_set(&sd_br, NULL);
@@ -341,6 +353,9 @@ static void stop_all(fleet *f, struct fuse *fuse)
     g_atomic_pointer_set(&f->nt, NULL);
     inj_free(g_atomic_pointer_get(&f->inj));
     g_atomic_pointer_set(&f->inj, NULL);
+    /* after br_stop: the broker thread hands it deliveries until then */
+    spd_free(g_atomic_pointer_get(&f->spd));
+    g_atomic_pointer_set(&f->spd, NULL);
 }
 
 static struct fuse *mount_tree(cmdline *cl, fleet *f)
@@ -407,6 +422,19 @@ static int serve(cmdline *cl, fleet *f)
     g_atomic_pointer_set(&f->nt, nt_start(f));
     g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb, f->mountpoint));
     ag_serve(f);
+    {
+        char *err = NULL;
+        spawnd *spd = spd_start(f, &err);
+        if (!spd) {
+            log_err("spawn: the control service is off: %s; requests to start agents here wait "
+                    "in control.%s",
+                    err, f->opts->coord_id);
+            g_free(err);
+        }
+        g_atomic_pointer_set(&f->spd, spd);
+        if (spd)
+            spd_consume(spd);
+    }
     ro_run(f->ro);
     log_info("mounted %s as lead %s (peers: %s)", f->mountpoint, f->opts->coord_id,
              f->opts->peers && *f->opts->peers ? "configured" : "none configured");

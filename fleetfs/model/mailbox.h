@@ -120,6 +120,17 @@ void mb_set_control_answers(mailbox *lead, mb_control_answer_fn fn, void *ud);
  * lead's key: 0, or -1 when there is none (-o insecure: the control plane
  * is never unsigned) or signing failed. */
 int mb_sign_control(mailbox *lead, ctl_env *e);
+/* The far host's side of the control plane (fleetfs/spawnd.c).
+ * mb_control_accept: a request's checks before anything acts on it:
+ * ctl_accept with the trusted keys (signed by the key trusted for `from`,
+ * to this host, within its short expiry); never without trusted keys (-o
+ * insecure): the control plane is never unsigned.  0, or -1 with why.
+ * mb_control_send: an answer (`spawned`, its header set by ctl_init)
+ * signed with this host's key and queued in the receipts outbox to
+ * lead.<answer->to>.receipts, durable before it returns, sent and retried
+ * like a receipt until its expiresAt.  0, or -1 (no key, cannot sign). */
+int mb_control_accept(mailbox *lead, const ctl_env *req, char *why, size_t n);
+int mb_control_send(mailbox *lead, ctl_env *answer);
 /* Tell orig's sender what happened to it: queued in the durable outbox,
  * sent when the broker is reachable. */
 void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const char *detail);

@@ -435,23 +435,43 @@ static void expire_locked(mb_outbox *ob)
  * (the second changes nothing), never one msgId twice, which the peer must
  * refuse as a replay (replayed-receipt, to fleet.dlq).  Durable: the new
  * line, then the old id's "done". */
+/* A control answer (`spawned`) renewed the same way: a fresh msgId,
+ * signed again.  The new JSON, or NULL (then it goes as it is). */
+static char *renew_control(mb_host *h, const char *json, char *id)
+{
+    ctl_env c;
+    char why[160], *out = NULL;
+    size_t len;
+    if (ctl_decode(json, strlen(json), h->o->max_message, &c, why, sizeof why) < 0)
+        return NULL;
+    env_new_msgid(c.msgId);
+    if (h->key && ctl_sign(h->key, &c) == 0 && (out = ctl_encode(&c, &len)))
+        g_strlcpy(id, c.msgId, ENV_ID_LEN + 1);
+    ctl_free(&c);
+    return out;
+}
+
 static void renew_locked(mb_host *h, mb_outbox *ob, ob_item *it)
 {
     envelope e;
-    char why[160], old[ENV_ID_LEN + 1], *json, *line, *done;
+    char why[160], old[ENV_ID_LEN + 1], fresh[ENV_ID_LEN + 1], *json, *line, *done;
     size_t len;
     it->unsure = false;
-    if (env_decode(it->json, strlen(it->json), h->o->max_message, &e, why, sizeof why) < 0)
-        return; /* sent as it is; the peer will say what is wrong with it */
-    env_new_msgid(e.msgId);
-    json = (h->key && sig_sign(h->key, &e) < 0) ? NULL : env_encode(&e, &len);
-    if (!json) {
+    if (env_decode(it->json, strlen(it->json), h->o->max_message, &e, why, sizeof why) < 0) {
+        /* not an envelope: a control answer, or sent as it is (the peer
+         * will say what is wrong with it) */
+        if (!(json = renew_control(h, it->json, fresh)))
+            return;
+    } else {
+        env_new_msgid(e.msgId);
+        json = (h->key && sig_sign(h->key, &e) < 0) ? NULL : env_encode(&e, &len);
+        g_strlcpy(fresh, e.msgId, sizeof fresh);
         env_free(&e);
-        return;
+        if (!json)
+            return;
     }
     g_strlcpy(old, it->id, sizeof old);
-    g_strlcpy(it->id, e.msgId, sizeof it->id);
-    env_free(&e);
+    g_strlcpy(it->id, fresh, sizeof it->id);
     g_free(it->json);
     it->json = json;
     line = item_line(it);
@@ -745,6 +765,57 @@ br_action mb_receipt(mailbox *lead, bool redelivered, const char *body, size_t l
     env_free(&e);
     mb_unref(mb);
     return BR_ACK;
+}
+
+int mb_control_accept(mailbox *lead, const ctl_env *req, char *why, size_t n)
+{
+    int rc = -1;
+    g_mutex_lock(lead->lock);
+    if (!lead->h->trust)
+        snprintf(why, n, "no trusted keys (-o insecure): a control request is never taken "
+                         "unsigned");
+    else
+        rc = ctl_accept(req, lead->h->trust, lead->o->coord_id, env_now_ms(), why, n);
+    g_mutex_unlock(lead->lock);
+    return rc;
+}
+
+int mb_control_send(mailbox *lead, ctl_env *answer)
+{
+    mb_outbox *ob;
+    ob_item *it;
+    size_t len;
+    char *line;
+    int64_t at = 0;
+    g_mutex_lock(lead->lock);
+    ob = lead->h->outbox;
+    if (!ob || !lead->h->key || ctl_sign(lead->h->key, answer) < 0 ||
+        over_bound_locked(ob, answer->to, answer->requestId)) {
+        g_mutex_unlock(lead->lock);
+        log_err("control: cannot sign or queue the %s answer to %s about %s; it expects an "
+                "answer until its request expires",
+                answer->state, answer->to, answer->requestId);
+        return -1;
+    }
+    it = g_new0(ob_item, 1);
+    g_strlcpy(it->id, answer->msgId, sizeof it->id);
+    g_strlcpy(it->to, answer->to, sizeof it->to);
+    it->expires_ms = env_time_parse(answer->expiresAt, &at) == 0 ? at : 0;
+    it->json = ctl_encode(answer, &len);
+    if (!it->json) {
+        g_mutex_unlock(lead->lock);
+        item_free(it);
+        return -1;
+    }
+    line = item_line(it);
+    if (!line || applog_append(ob->log, line) < 0)
+        log_warn("control: cannot write %s (%s); the %s answer about %s is kept in memory only",
+                 applog_path(ob->log), g_strerror(errno), answer->state, answer->requestId);
+    free(line);
+    push(ob, it);
+    g_cond_signal(&ob->cv);
+    g_mutex_unlock(lead->lock);
+    return 0;
 }
 
 void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const char *detail)

@@ -202,6 +202,35 @@ sc_verdict sr_spawn(sr_host *h, const ctl_env *req, int64_t now_ms, ctl_env *ans
     return SC_OK;
 }
 
+/* Ends e, a start that will not be ready: its pane closed, recorded
+ * failed, logged, *answer `failed` with why and what became of the pane. */
+static void sr_fail_entry(sr_host *h, lg_entry e, const char *why, int64_t now_ms,
+                          ctl_env *answer)
+{
+    char detail[600];
+    ctl_env req = {0};
+
+    g_strlcpy(req.msgId, e.request_id, sizeof req.msgId);
+    g_strlcpy(req.from, e.requester, sizeof req.from);
+    snprintf(detail, sizeof detail, "%s; ", why);
+    if (sr_close(h, &e, detail + strlen(detail), sizeof detail - strlen(detail)) == 0)
+        g_strlcat(detail, "its pane was closed", sizeof detail);
+    e.state = LG_FAILED;
+    e.at_ms = now_ms;
+    if (lg_record(h->ledger, &e) < 0)
+        log_warn("spawn: %s: cannot record its failure (%s)", e.gid, g_strerror(errno));
+    log_warn("spawn: %s for %s (request %s) failed: %s", e.gid, e.requester, e.request_id, detail);
+    sr_answer(h, &req, "failed", e.gid, detail, now_ms, answer);
+}
+
+void sr_abandon(sr_host *h, const char *gid, const char *why, int64_t now_ms, ctl_env *answer)
+{
+    const lg_entry *found = lg_find(h->ledger, gid);
+
+    if (found)
+        sr_fail_entry(h, *found, why, now_ms, answer);
+}
+
 /* ---- stop --------------------------------------------------------------- */
 
 sc_verdict sr_stop(sr_host *h, const ctl_env *req, int64_t now_ms, ctl_env *answer)
@@ -291,7 +320,7 @@ size_t sr_recover(sr_host *h, int64_t now_ms, ctl_env **answers)
         g_array_append_val(todo, *live[i]); /* lg_record changes the live set */
     for (guint i = 0; i < todo->len; i++) {
         lg_entry e = g_array_index(todo, lg_entry, i);
-        ctl_env req = {0}, a;
+        ctl_env a;
 
         if (e.state == LG_READY) {
             if (sr_pane_gone(h, &e, marked)) {
@@ -303,18 +332,7 @@ size_t sr_recover(sr_host *h, int64_t now_ms, ctl_env **answers)
             }
             continue;
         }
-        g_strlcpy(req.msgId, e.request_id, sizeof req.msgId);
-        g_strlcpy(req.from, e.requester, sizeof req.from);
-        snprintf(why, sizeof why, "this host's fleetfs restarted during the start; ");
-        if (sr_close(h, &e, why + strlen(why), sizeof why - strlen(why)) == 0)
-            g_strlcat(why, "its pane was closed", sizeof why);
-        e.state = LG_FAILED;
-        e.at_ms = now_ms;
-        if (lg_record(h->ledger, &e) < 0)
-            log_warn("spawn: %s: cannot record its failure (%s)", e.gid, g_strerror(errno));
-        log_warn("spawn: %s for %s (request %s) failed: %s", e.gid, e.requester, e.request_id,
-                 why);
-        sr_answer(h, &req, "failed", e.gid, why, now_ms, &a);
+        sr_fail_entry(h, e, "this host's fleetfs restarted during the start", now_ms, &a);
         g_array_append_val(out, a);
     }
     /* listed again: the loop above closed some of them */

@@ -42,6 +42,12 @@ typedef struct {
  * state's verdict: SC_OK for ready (the pane in the ledger's entry of
  * answer->gid), else the refusal's, or SC_OK with state failed. */
 sc_verdict sr_spawn(sr_host *h, const ctl_env *req, int64_t now_ms, ctl_env *answer);
+/* A start that sr_spawn answered ready but the caller could not finish
+ * (typing the brief, registering the agent), or one found ready after a
+ * restart that was never answered: its pane is closed, it is recorded
+ * failed, and *answer is `failed` with why (and what became of the pane)
+ * to the requester the ledger names.  Nothing when gid is not live. */
+void sr_abandon(sr_host *h, const char *gid, const char *why, int64_t now_ms, ctl_env *answer);
 /* A stop request: stopped, refused or failed. */
 sc_verdict sr_stop(sr_host *h, const ctl_env *req, int64_t now_ms, ctl_env *answer);
 /* At start, before any request: every start the ledger shows half done

@@ -45,6 +45,8 @@ typedef struct {
     unsigned blocked_attempts;
     char receipt_ids[8][ENV_ID_LEN + 1]; /* the msgId of each receipt attempt */
     unsigned receipt_attempts;
+    char *receipt_last; /* the body of the last receipt published (FE_OK) */
+    char receipt_peer[64];
     mailbox *mb;             /* for a receipt that overtakes the confirm */
     const char *early_state; /* the peer answers before the confirm returns */
     bool late_ok;            /* the broker confirms just after the write timed out */
@@ -91,7 +93,7 @@ static fe_code f_receipt(void *b, const char *peer, const char *msg_id, const ch
 {
     fake *f = b;
     fe_code r;
-    (void)body, (void)len, (void)timeout_ms, (void)detail, (void)dlen;
+    (void)timeout_ms, (void)detail, (void)dlen;
     g_mutex_lock(&f->m);
     if (f->receipt_attempts < G_N_ELEMENTS(f->receipt_ids))
         g_strlcpy(f->receipt_ids[f->receipt_attempts], msg_id, sizeof f->receipt_ids[0]);
@@ -101,8 +103,12 @@ static fe_code f_receipt(void *b, const char *peer, const char *msg_id, const ch
         r = f->blocked_result;
         f->blocked_attempts++;
     }
-    if (r == FE_OK)
+    if (r == FE_OK) {
         f->receipts_published++;
+        g_free(f->receipt_last);
+        f->receipt_last = g_strndup(body, len);
+        g_strlcpy(f->receipt_peer, peer, sizeof f->receipt_peer);
+    }
     g_mutex_unlock(&f->m);
     return r;
 }
@@ -170,6 +176,7 @@ static int teardown(void **state)
     mb_free(x->mb);
     opts_free(&x->o);
     g_array_free(x->fk.acks, TRUE);
+    g_free(x->fk.receipt_last);
     g_mutex_clear(&x->fk.m);
     char *cmd = g_strdup_printf("rm -rf '%s'", x->dir);
     assert_int_equal(system(cmd), 0);
@@ -1371,10 +1378,93 @@ static void test_a_spawned_answer_is_checked_and_handed_once(void **state)
     g_free(trust);
 }
 
+/* The far host's side: a request is checked with the trusted keys (never
+ * without them), and an answer is signed and goes through the receipts
+ * outbox to lead.<requester>.receipts; one sent without a confirm goes
+ * again under a fresh msgId, signed again. */
+static void test_the_far_host_checks_requests_and_answers_through_the_outbox(void **state)
+{
+    fx *x = *state;
+    char *trust = g_strdup_printf("%s/trusted", x->dir), why[200];
+    ctl_env req, ans, got;
+    sig_key *kb, *kg, *ko;
+    sig_trust *t;
+    char *err = NULL;
+
+    mb_free(x->mb);
+    assert_int_equal(g_mkdir(trust, 0755), 0);
+    kb = ctl_keypair(x->dir, trust, "beta");
+    kg = ctl_keypair(x->dir, trust, "gamma");
+    ko = ctl_keypair(x->dir, x->dir, "other");
+    x->o.insecure = false;
+    x->o.key = g_strdup_printf("%s/beta.key", x->dir);
+    x->o.trusted_keys = g_strdup(trust);
+    x->mb = open_mb(x);
+
+    ctl_init(&req, CTL_TYPE_SPAWN, "gamma", "beta", env_now_ms(), CTL_TTL_MS);
+    snprintf(req.profile, sizeof req.profile, "worker");
+    snprintf(req.name, sizeof req.name, "w1");
+    assert_int_equal(ctl_sign(kg, &req), 0);
+    assert_int_equal(mb_control_accept(x->mb, &req, why, sizeof why), 0);
+    assert_int_equal(ctl_sign(ko, &req), 0); /* gamma's name, another key */
+    assert_int_equal(mb_control_accept(x->mb, &req, why, sizeof why), -1);
+    assert_non_null(strstr(why, "signature"));
+
+    /* the answer: not confirmed the first time, then taken */
+    x->fk.receipt_result = FE_TIMEOUT;
+    ctl_init(&ans, CTL_TYPE_SPAWNED, "beta", "gamma", env_now_ms(), CTL_TTL_MS);
+    snprintf(ans.requestId, sizeof ans.requestId, "%s", req.msgId);
+    snprintf(ans.state, sizeof ans.state, "refused");
+    snprintf(ans.detail, sizeof ans.detail, "over max");
+    assert_int_equal(mb_control_send(x->mb, &ans), 0);
+    mb_start(x->mb);
+    wait_until(x, &x->fk.receipt_attempts, 1);
+    g_mutex_lock(&x->fk.m);
+    x->fk.receipt_result = FE_OK;
+    g_mutex_unlock(&x->fk.m);
+    wait_until(x, &x->fk.receipts_published, 1);
+    mb_stop(x->mb);
+    assert_int_equal(x->fk.receipts_published, 1);
+    assert_string_equal(x->fk.receipt_peer, "gamma");
+    assert_string_equal(x->fk.receipt_ids[0], ans.msgId);
+    assert_string_not_equal(x->fk.receipt_ids[1], ans.msgId);
+    assert_int_equal(ctl_decode(x->fk.receipt_last, strlen(x->fk.receipt_last), 4096, &got, why,
+                                sizeof why),
+                     0);
+    assert_string_equal(got.msgId, x->fk.receipt_ids[1]);
+    assert_string_equal(got.requestId, req.msgId);
+    assert_string_equal(got.state, "refused");
+    t = sig_trust_load(trust, &err);
+    assert_non_null(t);
+    assert_int_equal(ctl_accept(&got, t, "gamma", env_now_ms(), why, sizeof why), 0);
+    sig_trust_free(t);
+    ctl_free(&got);
+
+    /* without trusted keys (-o insecure) no request is ever taken */
+    mb_free(x->mb);
+    x->o.insecure = true;
+    g_free(x->o.key);
+    x->o.key = NULL;
+    g_free(x->o.trusted_keys);
+    x->o.trusted_keys = NULL;
+    x->mb = open_mb(x);
+    assert_int_equal(ctl_sign(kg, &req), 0);
+    assert_int_equal(mb_control_accept(x->mb, &req, why, sizeof why), -1);
+    assert_non_null(strstr(why, "never taken unsigned"));
+    assert_int_equal(mb_control_send(x->mb, &ans), -1); /* no key to sign with */
+
+    sig_key_free(kb);
+    sig_key_free(kg);
+    sig_key_free(ko);
+    g_free(trust);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_arrival_and_duplicate, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_the_far_host_checks_requests_and_answers_through_the_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redelivery_on_new_generation_is_not_a_duplicate, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_redelivery_while_claimed_keeps_the_claim, setup,
