@@ -2,6 +2,7 @@
  * injection tests (t0710, t0720).
  *
  *   fake-agent FILE [PIDFILE]
+ *   fake-agent --never-quiet
  *
  * Like an agent's TUI it puts its terminal in non-canonical mode with no
  * signals and no echo (every byte reaches it as it arrives) and asks for
@@ -11,7 +12,11 @@
  * whatever started it — a shell — in the pane.  It is a compiled program so
  * that tmux's #{pane_current_command} shows its own name, fake-agent (a
  * script would show its interpreter); a copy under another name stands in
- * for a program that is not on inject_commands. */
+ * for a program that is not on inject_commands.
+ *
+ * --never-quiet stands in for an agent that never becomes ready (t1040):
+ * it shows a new counter every 100 ms for ever, so its pane never goes
+ * quiet. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,8 +72,16 @@ int main(int argc, char **argv)
     char out[4 * sizeof in];
     int log;
 
+    if (argc == 2 && strcmp(argv[1], "--never-quiet") == 0) {
+        for (unsigned long i = 0;; i++) {
+            char line[64];
+            int k = snprintf(line, sizeof line, "still starting %lu\r\n", i);
+            put(1, line, (size_t)k);
+            usleep(100 * 1000);
+        }
+    }
     if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: fake-agent FILE [PIDFILE]\n");
+        fprintf(stderr, "usage: fake-agent FILE [PIDFILE] | --never-quiet\n");
         return 2;
     }
     if (argc == 3) {

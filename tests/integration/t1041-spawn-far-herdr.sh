@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The far host's side of the control plane through herdr (SPEC section 11,
+# issue 17): delta starts agents in the fake herdr (tests/fake_herdr:
+# pane.split / tab.create, agent.start, pane.close). The test is the
+# requester, as in t1040: ctlsign + rawpub into control.delta, answers read
+# from lead.alpha.receipts. Panes are counted in the fake's own state, what
+# was typed in its prompt log, what was started in its start log.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+. "$FLEET_ROOT/tests/herdr.sh"
+command -v amqp-get >/dev/null || test_skip_all "amqp-get (amqp-tools) is not installed"
+broker_use_shared
+FLEET_VHOST=t1041
+new_vhost $FLEET_VHOST
+URI=$(broker_uri $FLEET_VHOST)
+
+BIN=$FLEET_ROOT/${FLEETFS_BUILD:-build}
+[[ ${FLEETFS_BUILD:-} == /* ]] && BIN=$FLEETFS_BUILD
+CTLSIGN=$BIN/tools/ctlsign
+RAWPUB=$BIN/tools/rawpub
+test -x "$CTLSIGN" || test_skip_all "no $CTLSIGN: build it with make"
+
+request() {
+  local f=$1
+  shift
+  "$CTLSIGN" "$TEST_DIR/keys/alpha.key" --from alpha --to delta "$@" >"$f.json" &&
+    "$RAWPUB" "$URI" control.delta --body-file "$f.json" >/dev/null
+}
+drain() {
+  while amqp-get -u "$URI" -q lead.alpha.receipts >>"$TEST_DIR/answers" 2>/dev/null; do
+    echo >>"$TEST_DIR/answers"
+  done
+  true
+}
+answer() {
+  drain
+  jq -c --arg id "$(jq -r .msgId "$1.json")" \
+    'select(.type == "spawned" and .requestId == $id)' "$TEST_DIR/answers" 2>/dev/null
+}
+state_of() { answer "$1" | jq -r .state | tail -n1; }
+detail_of() { answer "$1" | jq -r .detail | tail -n1; }
+hpanes() { jq '.panes | length' "$TEST_DIR/herdr.json"; }
+briefs() { jq -r .text "$HERDR_LOG" 2>/dev/null | grep -c "fleet brief from alpha, request $(jq -r .msgId "$1.json")" || true; }
+
+cat >delta.conf <<EOF
+[profile worker]
+kind = claude
+args = --model opus
+dir_root = $TEST_DIR/work
+max = 2
+ready_timeout = 5s
+
+[profile stuck]
+kind = codex
+ready_timeout = 4s
+EOF
+
+test_expect_success 'delta offers worker (claude) and stuck (codex) through the fake herdr' '
+    mkdir -p work/repo &&
+    herdr_state "{\"version\":\"0.8.2\",\"protocol\":20,\"panes\":[],\"busy_ms\":300,\"after_prompt_status\":\"working\",\"behaviour\":{\"start:codex\":\"never\"}}" &&
+    herdr_start &&
+    for h in alpha delta; do
+        FLEET_BROKER_URI=$URI "$FLEETFS" declare $h >/dev/null && fleet_key $h || exit 1
+    done &&
+    mount_fleet delta inject=herdr spawn_from=alpha config=$TEST_DIR/delta.conf &&
+    wait_for 10 "grep -q \"consuming control.delta\" delta.log" &&
+    test $(hpanes) = 0
+'
+
+test_expect_success 'a spawn: split with the dir, agent.start with the profile, ready, brief typed once' '
+    request h1 --profile worker --name h1 --dir repo --brief "review the parser" &&
+    wait_for 15 "test -n \"\$(state_of h1)\"" &&
+    answer h1 &&
+    test "$(state_of h1)" = ready &&
+    test $(hpanes) = 1 &&
+    jq -e ".panes[0].name == \"h1\" and .panes[0].cwd == \"$TEST_DIR/work/repo\"" herdr.json &&
+    jq -ce "select(.name == \"h1\") | .kind == \"claude\" and .args == [\"--model\",\"opus\"]" \
+        "$HERDR_LOG.starts" &&
+    wait_for 10 "test \$(briefs h1) = 1" &&
+    jq -r .text "$HERDR_LOG" | grep -q "review the parser" &&
+    test "$(jq -r .target "$HERDR_LOG" | head -n1)" = "$(jq -r ".panes[0].pane_id" herdr.json)" &&
+    test -d delta/agents/h1@delta
+'
+
+test_expect_success 'a message to h1@delta is prompted into its pane after the brief' '
+    "$RAWPUB" "$URI" "agent.h1@delta.inbox" --sign "$TEST_DIR/keys/alpha.key" --from alpha \
+        --to h1@delta --text "and then the lexer" >/dev/null &&
+    wait_for 10 "jq -r .text \"$HERDR_LOG\" | grep -q \"and then the lexer\"" &&
+    test $(briefs h1) = 1
+'
+
+test_expect_success 'an agent herdr never sees ready: failed with the reason, its pane closed' '
+    request h2 --profile stuck --name h2 &&
+    wait_for 20 "test -n \"\$(state_of h2)\"" &&
+    test "$(state_of h2)" = failed &&
+    detail_of h2 | grep -q timeout &&
+    grep -q "spawn: h2@delta for alpha (request $(jq -r .msgId h2.json)) failed" delta.log &&
+    test $(hpanes) = 1 && test ! -d delta/agents/h2@delta
+'
+
+test_expect_success 'a replayed request is refused, nothing started again' '
+    "$RAWPUB" "$URI" control.delta --body-file h1.json >/dev/null &&
+    wait_for 10 "test \"\$(answer h1 | wc -l)\" = 2" &&
+    answer h1 | tail -n1 | jq -e ".state == \"refused\"" &&
+    test $(hpanes) = 1 && test $(grep -c . "$HERDR_LOG.starts") = 2
+'
+
+test_expect_success 'stop: pane.close, the agent retired' '
+    request s1 --type stop --gid h1@delta &&
+    wait_for 10 "test -n \"\$(state_of s1)\"" &&
+    test "$(state_of s1)" = stopped &&
+    test $(hpanes) = 0 &&
+    wait_for 5 "test ! -d delta/agents/h1@delta"
+'
+
+test_done
