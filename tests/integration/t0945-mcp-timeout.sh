@@ -9,16 +9,16 @@ case ${FLEETFS_BUILD:-build} in *san*) test_skip_all --planned "plain run only (
 . "$FLEET_ROOT/tests/fleet.sh"
 broker_start_own
 
-SDK_DIR=$FLEET_ROOT/build/npm-mcp-sdk
-test -f "$SDK_DIR/mcp_client.mjs" && test -d "$SDK_DIR/node_modules/@modelcontextprotocol/sdk" ||
-  test_skip_all "the MCP SDK client is not installed yet (t0940 installs it into build/)"
+. "$FLEET_ROOT/tests/mcp.sh"
+SDK_DIR=$MCP_SDK_DIR
 
 # probe_timeout=30s: alpha's status probes (on its consuming connection, one
 # a second) would otherwise time out 2 s into the freeze and drop both its
 # connections, failing the send ECOMM (truly: nothing was published yet) if
 # that comes before the send's own 2 s deadline, which a slow node start
 # decides. The subject here is the send that timed out.
-test_expect_success 'alpha and beta mount' '
+test_expect_success 'the SDK client (installed here too: with FLEET_TEST_JOBS this file may run before t0940); alpha and beta mount' '
+    mcp_sdk_install &&
     mount_fleet alpha peers=beta inject=none send_timeout=2s probe_timeout=30s &&
     mount_fleet beta peers=alpha inject=none
 '
