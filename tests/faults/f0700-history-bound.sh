@@ -16,7 +16,7 @@ test_expect_success "$N messages alpha -> beta, beta acks them as they come" '
     mount_fleet beta peers=alpha max_length=100000 &&
     reader_start beta &&
     { for i in $(seq 1 '$N'); do echo "h $i"; done; } >alpha/peers/beta/send &&
-    wait_for 120 "test \$(grep -c \"	ok\$\" beta.acked) -ge '$N'" &&
+    wait_for '$(scaled 120)' "test \$(grep -c \"	ok\$\" beta.acked) -ge '$N'" &&
     reader_stop beta &&
     test $(grep -c "	ok$" beta.acked) = '$N' &&
     n=$(broker_count lead.beta.inbox) && test "$n" = 0
