@@ -83,7 +83,7 @@ $(B)/bench-bin/%: tests/bench/%.c $(wildcard tests/bench/*.h) | deps-check
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDSAN) $(LDLIBS)
 
 # The benchmark (doc/benchmarks.md); BENCH_SCALE=smoke for a seconds-long run.
-bench: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub $(B)/tools/amqptry
+bench: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub $(B)/tools/amqptry $(B)/tools/fake-agent
 	@FLEETFS_BUILD=$(B) scripts/bench
 
 # What presence costs the broker as the fleet grows (doc/scaling.md); minutes.
