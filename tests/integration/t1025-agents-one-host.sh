@@ -92,6 +92,24 @@ test_expect_success 'mkdir and rmdir at run time: registered, reachable, retired
     grep -q "No such device or address" err
 '
 
+test_expect_success 'groups/: beta remounts with agent w4 in qa, never heard before; alpha'"'"'s watchers of groups/ see qa come, members lists w4, and see it go when w4 does' '
+    test ! -e alpha/groups/qa &&
+    printf "[agent w4]\ngroups = qa\n" >w4.conf &&
+    { inotifywait -q -m -e create,delete,attrib alpha/groups >gev 2>&1 & echo $! >gpid; } &&
+    at_exit "kill $(cat gpid) 2>/dev/null" &&
+    sleep 0.5 &&
+    unmount_fleet beta &&
+    mount_fleet beta peers=alpha inject=none agents=w2 groups=ops config=$TEST_DIR/w4.conf &&
+    wait_for 20 "grep -q \"CREATE,ISDIR qa\" gev" &&
+    wait_for 10 "test \"\$(cat alpha/groups/qa/members)\" = w4@beta" &&
+    unmount_fleet beta &&
+    mount_fleet beta peers=alpha inject=none agents=w2 groups=ops &&
+    wait_for 20 "grep -q \"DELETE,ISDIR qa\" gev" &&
+    test ! -e alpha/groups/qa &&
+    kill $(cat gpid) &&
+    test $(grep -c " qa$" gev) = 2
+'
+
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
 '
