@@ -75,6 +75,16 @@ test_expect_success 'uncertain: one within --uncertain 1 passes, beyond it fails
     echo "{\"consumed\":\"uncertain\",\"body\":\"T 3\"}" >beta/leads/beta/history &&
     reconcile T beta --min-ok 3 --uncertain 1 && caught "1 uncertain, at most 0"
 '
+test_expect_success 'read, and its ack cut off by the kill (ECONNABORTED, ENOTCONN): uncertain, within --uncertain' '
+    for e in ECONNABORTED ENOTCONN; do
+        clean && sed -i "3s/ok$/$e/" beta.acked &&
+        reconcile T beta --min-ok 3 --uncertain 1 && grep -q "lost 0, uncertain 1" T.reconciled &&
+        caught "1 uncertain, at most 0" || exit 1
+    done
+'
+test_expect_success 'an ack that failed otherwise (EIO) leaves the message lost' '
+    clean && sed -i "3s/ok$/EIO/" beta.acked && caught "1 successful write(s) never consumed: 3" --uncertain 1
+'
 test_expect_success 'a write after the fault that failed' '
     clean && echo "4 ECOMM" >T.after && caught "after the fault 1 write(s) failed"
 '

@@ -50,7 +50,9 @@
 #                                   writes (default half the stream); every successful write
 #                                   consumed exactly once (or, at most --uncertain N times in
 #                                   all (default 0), caught by a crash mid-typing: history says
-#                                   uncertain and the prompt log has no copy); nothing shown
+#                                   uncertain and the prompt log has no copy; or read by the
+#                                   reader, whose ack of it failed ECONNABORTED/ENOTCONN as
+#                                   the receiver was killed, and never seen again); nothing shown
 #                                   again after it was consumed; every failed write answered
 #                                   with a send errno of SPEC section 5 (or ENOBUFS: the broker's
 #                                   resource alarm); nothing delivered whose write was refused
@@ -89,6 +91,7 @@ errno_of() {
     *"Invalid argument"*) echo EINVAL ;;
     *"No such file or directory"*) echo ENOENT ;;
     *"Transport endpoint is not connected"*) echo ENOTCONN ;;
+    *"Software caused connection abort"*) echo ECONNABORTED ;;
     *"Input/output error"*) echo EIO ;;
     *"No buffer space available"*) echo ENOBUFS ;;
     *) echo "OTHER:$(tr -s ' \n' '__' <<<"$1")" ;;
@@ -385,6 +388,18 @@ reconcile() {
   hist=$(_home "$to")/history
   jq -r --arg t "$tag " 'select(.consumed == "uncertain" and (.body | startswith($t))) | .body | ltrimstr($t)' \
     "$hist" 2>/dev/null >"$TEST_DIR/$tag.uncertain"
+  # and what the reader itself saw end unknown: a message it read whose ack
+  # write failed because the mount died under it (kill -9: ECONNABORTED for
+  # a request in flight, ENOTCONN after). fleetfs may have consumed it just
+  # before dying (then the redelivery is acked unseen: shown once, as it
+  # should be), or not (then it comes back and is observed again). Counted
+  # only for a message nobody observed afterwards, within --uncertain.
+  if [[ -s $TEST_DIR/$to.acked && -s $TEST_DIR/$to.read ]]; then
+    awk -F '\t' -v tag="$tag " '
+      FILENAME == ARGV[1] { if ($3 == "ECONNABORTED" || $3 == "ENOTCONN") aborted[$2] = 1; next }
+      ($2 in aborted) && index($3, tag) == 1 { print substr($3, length(tag) + 1) }
+    ' "$TEST_DIR/$to.acked" "$TEST_DIR/$to.read" | sort -u >>"$TEST_DIR/$tag.uncertain"
+  fi
   # the mailbox must end empty; a redelivery the receiver is acking
   # silently right now (its ack was lost with a node) may take a moment
   # (FAULT_SETTLE_S, default 30 s)
