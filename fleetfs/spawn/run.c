@@ -69,6 +69,57 @@ static void sr_answer(const sr_host *h, const ctl_env *req, const char *state, c
 
 /* ---- closing ------------------------------------------------------------ */
 
+/* A ready agent's herdr pane, closed only while it still holds that
+ * agent: herdr may have given the recorded pane id to another pane (its
+ * restart renumbers them), and a stop must never close a pane this
+ * fleetfs did not make. A start not yet ready has no agent to ask for;
+ * its pane is closed by id (recovery of a half-done start). */
+static int sr_herdr_close(sr_host *h, const lg_entry *e, char *why, size_t n)
+{
+    hd_reply rep = {0};
+    hd_agent a;
+    int k;
+
+    if (e->state != LG_READY)
+        return sp_herdr_close(h->herdr, e->pane, SR_CALL_MS(h), why, n);
+    k = hd_agent_get(h->herdr, e->pane, SR_CALL_MS(h), &a, &rep);
+    if (k == HD_OK && !strcmp(a.name, e->name)) {
+        hd_reply_clear(&rep);
+        return sp_herdr_close(h->herdr, e->pane, SR_CALL_MS(h), why, n);
+    }
+    if (k == HD_OK) {
+        snprintf(why, n, "herdr pane %s now holds agent '%s', not %s that this fleetfs started: "
+                         "left open",
+                 e->pane, a.name, e->name);
+        hd_reply_clear(&rep);
+        return -1;
+    }
+    if (k == HD_ERR_REMOTE && strcmp(rep.code, "pane_not_found") &&
+        strcmp(rep.code, "agent_not_found")) {
+        snprintf(why, n, "herdr agent.get %s: %s %s: left open", e->pane, hd_kind_name(k),
+                 rep.code);
+        hd_reply_clear(&rep);
+        return -1;
+    }
+    hd_reply_clear(&rep);
+    if (k != HD_ERR_REMOTE) {
+        snprintf(why, n, "herdr pane %s holds no agent %s (agent.get: %s): left open", e->pane,
+                 e->name, hd_kind_name(k));
+        return -1;
+    }
+    /* no agent there: gone, or a pane holding no agent now (left open) */
+    k = hd_pane_get(h->herdr, e->pane, SR_CALL_MS(h), NULL, &rep);
+    if (k == HD_ERR_REMOTE && !strcmp(rep.code, "pane_not_found")) {
+        hd_reply_clear(&rep);
+        return 0;
+    }
+    snprintf(why, n, "herdr pane %s holds no agent %s now (pane.get: %s %s): left open; close "
+                     "it by hand if it is the one this fleetfs started",
+             e->pane, e->name, hd_kind_name(k), rep.code);
+    hd_reply_clear(&rep);
+    return -1;
+}
+
 /* Closes e's pane, whichever backend made it. 0 closed or gone. */
 static int sr_close(sr_host *h, const lg_entry *e, char *why, size_t n)
 {
@@ -89,7 +140,7 @@ static int sr_close(sr_host *h, const lg_entry *e, char *why, size_t n)
             return 0;
         return sp_herdr_close(h->herdr, a.pane_id, SR_CALL_MS(h), why, n);
     }
-    return sp_herdr_close(h->herdr, e->pane, SR_CALL_MS(h), why, n);
+    return sr_herdr_close(h, e, why, n);
 }
 
 /* ---- spawn -------------------------------------------------------------- */

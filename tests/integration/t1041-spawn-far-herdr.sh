@@ -113,4 +113,18 @@ test_expect_success 'stop: pane.close, the agent retired' '
     wait_for 5 "test ! -d delta/agents/h1@delta"
 '
 
+test_expect_success 'stop when the recorded pane id now holds another agent: failed, that pane left open' '
+    request h3 --profile worker --name h3 --dir repo &&
+    wait_for 15 "test -n \"\$(state_of h3)\"" &&
+    test "$(state_of h3)" = ready &&
+    test $(hpanes) = 1 &&
+    herdr_set ".panes[0].name = \"mine\"" &&
+    request s3 --type stop --gid h3@delta &&
+    wait_for 10 "test -n \"\$(state_of s3)\"" &&
+    test "$(state_of s3)" = failed &&
+    detail_of s3 | grep -q "not h3" &&
+    test $(hpanes) = 1 &&
+    jq -e ".panes[0].name == \"mine\"" herdr.json
+'
+
 test_done
