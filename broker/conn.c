@@ -373,14 +373,18 @@ static void do_publish(br_conn *c, br_req *r)
         return;
     /* the owner's cache holds this connection's probes and the status
      * files' fresh ones (on the consuming connection): the newer decides.
-     * A receipt needs no `unread`: its queue is probed (and made) only
-     * when not known on this connection (a return forgets it, on_return).
-     * A queue that stops answering then holds up its own publishes'
-     * confirms, not this thread in a passive declare. */
+     * A receipt needs no `unread`, and is published without asking first
+     * (mandatory: a missing queue returns it, FE_NO_MAILBOX, and the
+     * outbox tries again): its queue is probed, and made, only after a
+     * receipt to it came back on this connection (on_return).  So a
+     * receipt queue that stops answering holds up its own receipts'
+     * confirms only, never this thread in a passive declare (whose
+     * timeout would drop the connection for every send and receipt). */
     if (r->queue[0] &&
-        (!g_hash_table_contains(c->declared, r->queue) ||
-         (!r->receipt && (!br_probe_cached(c->owner ? c->owner : c, r->queue, &p) ||
-                          br_now_ms() - p.at_ms > 1000 || !p.present)))) {
+        (r->receipt ? g_hash_table_contains(c->unrouted, r->queue)
+                    : (!g_hash_table_contains(c->declared, r->queue) ||
+                       !br_probe_cached(c->owner ? c->owner : c, r->queue, &p) ||
+                       br_now_ms() - p.at_ms > 1000 || !p.present))) {
         if (br_declare_queue(c, r->queue, true, &p) < 0) {
             br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
             return;
@@ -400,6 +404,8 @@ static void do_publish(br_conn *c, br_req *r)
                          r->queue);
         }
     }
+    if (r->receipt && p.present) /* probed after a return: there (again) */
+        g_hash_table_remove(c->unrouted, r->queue);
     r->unread = p.present && p.consumers == 0;
 
     memset(&props, 0, sizeof props);
@@ -577,6 +583,7 @@ static br_conn *conn_new(const br_config *cfg, const br_callbacks *cb)
     c->sockfd = -1;
     c->probes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     c->declared = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    c->unrouted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_queue_init(&c->inflight);
     c->cfg.lead_bind_keys = cfg->lead_bind_keys
                                 ? (const char *const *)g_strdupv((char **)cfg->lead_bind_keys)
@@ -702,6 +709,7 @@ static void free_one(br_conn *c)
     close(c->wakefd);
     g_hash_table_destroy(c->probes);
     g_hash_table_destroy(c->declared);
+    g_hash_table_destroy(c->unrouted);
     br_slots_free(c);
     g_strfreev((char **)c->cfg.lead_bind_keys);
     g_mutex_clear(&c->lock);

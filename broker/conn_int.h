@@ -171,6 +171,8 @@ struct br_conn {
     bool was_connected;          /* connected at least once */
     GQueue inflight;             /* br_req*, ascending pub_tag */
     GHashTable *declared;        /* queues known present on this connection */
+    GHashTable *unrouted;        /* receipt queues a receipt came back from (on_return):
+                                  * probed, and made, before the next receipt to them */
 };
 
 /* The word a log line about the connection itself starts with:

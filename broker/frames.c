@@ -76,6 +76,8 @@ static void on_return(br_conn *c, amqp_basic_return_t *ret)
             r->returned = true;
             /* gone (deleted?): the next publish checks again, and may create it */
             g_hash_table_remove(c->declared, r->queue);
+            if (r->receipt && r->queue[0])
+                g_hash_table_add(c->unrouted, g_strdup(r->queue));
             if (!r->detail[0] && r->exchange[0])
                 snprintf(r->detail, sizeof r->detail,
                          "the broker returned the message (%d %s): no mailbox is bound to %s with "

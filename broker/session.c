@@ -449,6 +449,7 @@ static void attempt_succeeded(br_conn *c, attempt *a)
     c->pub_seq = 0;
     c->backoff_ms = BACKOFF_MIN_MS;
     g_hash_table_remove_all(c->declared);
+    g_hash_table_remove_all(c->unrouted);
     g_mutex_lock(&c->lock);
     c->st.attempts = 0;
     g_mutex_unlock(&c->lock);

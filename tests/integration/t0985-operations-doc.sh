@@ -49,8 +49,11 @@ block() {
 # between START END: the indented lines (indent removed, blank lines kept)
 # from the first line matching START to the next matching END
 between() {
-    awk -v s="$1" -v e="$2" '$0 ~ s { on = 1; next } on && $0 ~ e { exit }
-        on && /^    / { sub(/^    /, ""); print; next } on && /^ *$/ { print }' "$OPS"
+    # fails when the end is not found: a doc that lost its marker must not
+    # hand the rest of the file on as the block
+    awk -v s="$1" -v e="$2" '$0 ~ s { on = 1; next } on && $0 ~ e { done = 1; exit }
+        on && /^    / { sub(/^    /, ""); print; next } on && /^ *$/ { print }
+        END { if (!done) { print "between: \"" e "\" not found after \"" s "\"" >"/dev/stderr"; exit 1 } }' "$OPS"
 }
 # every block of the doc, one line each: LINE<TAB>its lines joined by spaces.
 # A block starts with a line indented 4 or more after a blank line (an
@@ -307,7 +310,7 @@ test_expect_success 'Local agents and profiles: the doc'"'"'s config sections ar
     mount_fleet agentsdoc insecure "config=$TEST_DIR/agents.conf" &&
     grep -qx "coord_id: agentsdoc" agentsdoc/status &&
     unmount_fleet agentsdoc &&
-    between "^## Profiles and spawn_from" "^\*\*This release" | sed -e "s|/srv/work|$R/srv/work|" >spawn.conf &&
+    between "^## Profiles and spawn_from" "^The host takes requests from its own queue" | sed -e "s|/srv/work|$R/srv/work|" >spawn.conf &&
     cat spawn.conf && grep -q "^\[profile worker\]" spawn.conf &&
     mkdir -p "$R/srv/work" bin &&
     printf "#!/bin/sh\nexit 0\n" >bin/claude && chmod +x bin/claude &&
