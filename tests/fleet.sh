@@ -122,6 +122,19 @@ broker_queues() {
   printf '%s\n' "$out"
 }
 
+# queue_process suspend|resume QUEUE: QUEUE's process in the broker (vhost
+# FLEET_VHOST) stops or goes on answering (sys:suspend/resume): publishes to
+# it are taken and never confirmed, a passive declare of it never answers
+queue_process() {
+  local out
+  out=$(rmqctl eval "
+      {ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<\"$FLEET_VHOST\">>, queue, <<\"$2\">>)),
+      sys:$1(amqqueue:get_pid(Q))." 2>&1) && grep -q ok <<<"$out" || {
+    echo "queue_process $1 $2: $out" >&2
+    return 1
+  }
+}
+
 broker_count() {
   local out
   out=$(broker_queues) || { echo "(broker_count $1)" >&2; return 1; }

@@ -21,16 +21,6 @@ new_vhost $FLEET_VHOST
 B=$((3 * ${FAULT_SCALE:-1})) # beta's messages; make soak: 30
 state_of() { jq -r "select(.msgId == \"$2\") | .state" $1/leads/$1/sent; }
 last_id() { tail -n1 $1/leads/$1/sent | jq -r .msgId; }
-# suspend or resume QUEUE's process in the broker (sys:suspend/resume)
-queue_process() {
-  local out
-  out=$(rmqctl eval "
-      {ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<\"$FLEET_VHOST\">>, queue, <<\"$2\">>)),
-      sys:$1(amqqueue:get_pid(Q))." 2>&1) && grep -q ok <<<"$out" || {
-    echo "queue_process $1 $2: $out" >&2
-    return 1
-  }
-}
 
 test_expect_success 'gamma sends alpha two messages; alpha acks the first, gamma sees acked' '
     mount_fleet alpha peers=beta:gamma inject=none send_timeout=60s &&

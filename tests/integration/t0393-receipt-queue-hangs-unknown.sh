@@ -16,15 +16,6 @@ FLEET_VHOST=t0393
 new_vhost $FLEET_VHOST
 state_of() { jq -r "select(.msgId == \"$2\") | .state" $1/leads/$1/sent; }
 last_id() { tail -n1 $1/leads/$1/sent | jq -r .msgId; }
-queue_process() {
-  local out
-  out=$(rmqctl eval "
-      {ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<\"$FLEET_VHOST\">>, queue, <<\"$2\">>)),
-      sys:$1(amqqueue:get_pid(Q))." 2>&1) && grep -q ok <<<"$out" || {
-    echo "queue_process $1 $2: $out" >&2
-    return 1
-  }
-}
 
 test_expect_success 'gamma is known on alpha'\''s publishing connection, beta is not' '
     mount_fleet alpha peers=beta:gamma inject=none send_timeout=30s &&
