@@ -714,11 +714,6 @@ bool pr_is_peer(presence *pr, const char *name)
     return yes;
 }
 
-static gint cmp_str(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 char **pr_peers(presence *pr)
 {
     GPtrArray *out = g_ptr_array_new();
@@ -730,7 +725,7 @@ char **pr_peers(presence *pr)
         if (((pr_lead *)v)->listed)
             g_ptr_array_add(out, g_strdup(((pr_lead *)v)->id));
     g_mutex_unlock(&pr->lock);
-    g_ptr_array_sort(out, cmp_str);
+    g_ptr_array_sort(out, cmp_str_ptr);
     g_ptr_array_add(out, NULL);
     return (char **)g_ptr_array_free(out, FALSE);
 }
@@ -944,7 +939,7 @@ static char **groups_clean(const char *const *in, const char *who, bool *ok)
             *ok = false;
         }
     }
-    g_ptr_array_sort(out, cmp_str);
+    g_ptr_array_sort(out, cmp_str_ptr);
     g_ptr_array_add(out, NULL);
     return (char **)g_ptr_array_free(out, FALSE);
 }
@@ -1109,7 +1104,7 @@ static GHashTable *groups_locked(presence *pr, int64_t now)
     each_agent_locked(pr, now, member_agent, g);
     g_hash_table_iter_init(&it, g);
     while (g_hash_table_iter_next(&it, &k, &v))
-        g_ptr_array_sort(v, cmp_str);
+        g_ptr_array_sort(v, cmp_str_ptr);
     return g;
 }
 
@@ -1275,7 +1270,7 @@ char **pr_groups(presence *pr)
     while (g_hash_table_iter_next(&it, &k, NULL))
         g_ptr_array_add(out, g_strdup(k));
     g_hash_table_destroy(g);
-    g_ptr_array_sort(out, cmp_str);
+    g_ptr_array_sort(out, cmp_str_ptr);
     g_ptr_array_add(out, NULL);
     return (char **)g_ptr_array_free(out, FALSE);
 }
@@ -1337,7 +1332,7 @@ char **pr_hosts(presence *pr)
     while (g_hash_table_iter_next(&it, &k, NULL))
         g_ptr_array_add(out, g_strdup(k));
     g_mutex_unlock(&pr->lock);
-    g_ptr_array_sort(out, (GCompareFunc)cmp_str_ptr);
+    g_ptr_array_sort(out, cmp_str_ptr);
     g_ptr_array_add(out, NULL);
     return (char **)g_ptr_array_free(out, FALSE);
 }

@@ -280,6 +280,16 @@ at_exit() {
   printf '%s\n' "$*" >"$d/$(printf '%06d' $((n + 1)))"
 }
 
+# tmux_private: fleetfs and this file talk to the same private tmux server,
+# the one under TEST_DIR/tmux (a TMUX inherited from a surrounding tmux would
+# win otherwise), killed when the file exits
+tmux_private() {
+  unset TMUX TMUX_PANE
+  export TMUX_TMPDIR=$TEST_DIR/tmux
+  mkdir -p "$TMUX_TMPDIR"
+  at_exit "tmux kill-server 2>/dev/null || true"
+}
+
 _test_cleanup() {
   [[ $_test_cleaned -eq 1 ]] && return
   _test_cleaned=1

@@ -18,12 +18,7 @@ broker_use_shared
 FLEET_VHOST=t0710
 new_vhost $FLEET_VHOST
 
-# fleetfs and this file must talk to the same, private tmux server: the one
-# under TMUX_TMPDIR (a TMUX inherited from a surrounding tmux would win).
-unset TMUX TMUX_PANE
-export TMUX_TMPDIR=$TEST_DIR/tmux
-mkdir -p "$TMUX_TMPDIR"
-at_exit "tmux kill-server 2>/dev/null || true"
+tmux_private
 
 # every tmux command fleetfs runs goes through this wrapper, which counts
 # the list-panes it does once per look at the panes: a test waits for

@@ -23,11 +23,8 @@ broker_use_shared
 FLEET_VHOST=t0720
 new_vhost $FLEET_VHOST
 
-# a private tmux server (see t0710)
-unset TMUX TMUX_PANE
-export TMUX_TMPDIR=$TEST_DIR/tmux
-mkdir -p "$TMUX_TMPDIR" bin
-at_exit "tmux kill-server 2>/dev/null || true"
+tmux_private
+mkdir -p bin
 
 # every tmux command fleetfs runs goes through this wrapper (as in t0710),
 # which counts the list-panes it does once per look at the panes: a test

@@ -12,10 +12,7 @@ broker_use_shared
 FLEET_VHOST=t1030
 new_vhost $FLEET_VHOST
 
-unset TMUX TMUX_PANE
-export TMUX_TMPDIR=$TEST_DIR/tmux
-mkdir -p "$TMUX_TMPDIR"
-at_exit "tmux kill-server 2>/dev/null || true"
+tmux_private
 
 AGENT=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/fake-agent
 [[ ${FLEETFS_BUILD:-} == /* ]] && AGENT=$FLEETFS_BUILD/tools/fake-agent

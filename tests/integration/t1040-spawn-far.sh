@@ -15,10 +15,7 @@ FLEET_VHOST=t1040
 new_vhost $FLEET_VHOST
 URI=$(broker_uri $FLEET_VHOST)
 
-unset TMUX TMUX_PANE
-export TMUX_TMPDIR=$TEST_DIR/tmux
-mkdir -p "$TMUX_TMPDIR"
-at_exit "tmux kill-server 2>/dev/null || true"
+tmux_private
 
 BIN=$FLEET_ROOT/${FLEETFS_BUILD:-build}
 [[ ${FLEETFS_BUILD:-} == /* ]] && BIN=$FLEETFS_BUILD

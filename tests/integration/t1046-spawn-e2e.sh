@@ -19,10 +19,7 @@ BIN=$FLEET_ROOT/${FLEETFS_BUILD:-build}
 AGENT=$BIN/tools/fake-agent
 FAKE_HERDR=$BIN/fake-herdr
 
-unset TMUX TMUX_PANE
-export TMUX_TMPDIR=$TEST_DIR/tmux
-mkdir -p "$TMUX_TMPDIR"
-at_exit "tmux kill-server 2>/dev/null || true"
+tmux_private
 
 # the state of the last request of alpha to H named N (spawn or stop)
 state() { jq -r --arg n "$2" --arg r "${3:-spawn}" 'select(.name == $n and .request == $r) | .state' "alpha/hosts/$1/spawns" | tail -n1; }
