@@ -529,7 +529,7 @@ int main(int argc, char **argv)
         goto done;
     }
     /* what cannot heal is refused before the broker is touched */
-    if (su_check_uris(&o) < 0) {
+    if (su_check_uris(&o) < 0 || su_check_max_message(&o) < 0) {
         rc = 2;
         goto done;
     }

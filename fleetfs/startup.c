@@ -13,6 +13,13 @@
  * RestartPreventExitStatus=2 stops the restarts), exit 1 for a mount that
  * cannot come up.  An unreachable broker is not checked here: that heals,
  * and the broker thread keeps trying.
+ *
+ * max_message is checked against this kernel's write requests too: one
+ * write(2) must reach fleetfs as one request, or be refused whole at its
+ * first piece (options.c).  1020 KiB holds for the 256 pages of Linux
+ * 4.20 on; an older kernel passes 32 pages (128 KiB) and the
+ * fs.fuse.max_pages_limit sysctl (6.13 on) may lower the 256, and there a
+ * larger max_message would let a cut write through as several messages.
  */
 #include "fleetfs/startup.h"
 
@@ -24,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "broker/uri.h"
@@ -76,6 +84,60 @@ int su_check_uris(const fs_opts *o)
                  o->broker_uri_env, SU_DEFAULT_URI, o->broker_uri_env);
     g_strfreev(uris);
     return rc;
+}
+
+size_t su_write_request_bytes(const char *release, long max_pages_limit, long page)
+{
+    const size_t max_write = 1024 * 1024; /* tree_init */
+    int major = 0, minor = 0;
+    long pages = 32;                      /* FUSE_DEFAULT_MAX_PAGES_PER_REQ */
+    size_t bytes;
+
+    if (release && sscanf(release, "%d.%d", &major, &minor) == 2 &&
+        (major > 4 || (major == 4 && minor >= 20)))
+        pages = 256; /* FUSE_MAX_PAGES, asked for by libfuse from max_write */
+    if (max_pages_limit > 0 && max_pages_limit < pages)
+        pages = max_pages_limit;
+    bytes = (size_t)pages * (size_t)page;
+    return bytes < max_write ? bytes : max_write;
+}
+
+/* fs.fuse.max_pages_limit, or -1 where the kernel has none. */
+static long su_max_pages_limit(void)
+{
+    FILE *f = fopen("/proc/sys/fs/fuse/max_pages_limit", "re");
+    long n = -1;
+
+    if (f) {
+        if (fscanf(f, "%ld", &n) != 1)
+            n = -1;
+        fclose(f);
+    }
+    return n;
+}
+
+int su_check_max_message(const fs_opts *o)
+{
+    struct utsname u;
+    const char *release = g_getenv("FLEETFS_TEST_KERNEL_RELEASE");
+    long page = sysconf(_SC_PAGESIZE), limit = su_max_pages_limit();
+    size_t req, most;
+
+    if (!release)
+        release = uname(&u) == 0 ? u.release : "?";
+    req = su_write_request_bytes(release, limit, page);
+    most = req - (size_t)page;
+    if (o->max_message <= most)
+        return 0;
+    fprintf(stderr,
+            "fleetfs: max_message=%zu is more than this kernel passes in one write request, less "
+            "a page (Linux %s%s: %zu KiB per request), so a longer write could reach fleetfs in "
+            "pieces and be sent as several messages; set max_message to at most %zuKiB; not "
+            "starting\n",
+            o->max_message, release,
+            limit > 0 && (size_t)limit * (size_t)page == req ? ", fs.fuse.max_pages_limit" : "",
+            req / 1024, most / 1024);
+    return -1;
 }
 
 /* /proc/self/mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo. */

@@ -107,6 +107,20 @@ _test_cleaned=0
 
 _test_now() { echo "${EPOCHREALTIME/[.,]/}"; }   # microseconds
 
+# test_expect_failure DESC SNIPPET: a known breakage (git's word): what a
+# user should see, which fleetfs cannot give today (the reason is in a
+# comment and in the docs). Run as test_expect_success is; when it fails
+# as known: "not ok N - DESC # TODO known breakage", counted as skipped;
+# when it passes, it counts as a failure that says to make it a
+# test_expect_success, so a mended breakage cannot go unnoticed.
+test_expect_failure() {
+  if [[ $# -ne 2 ]]; then
+    echo "bug in the test script: test_expect_failure takes DESC and SNIPPET, got $# args" >&2
+    exit 1
+  fi
+  _test_expect_known=1 test_expect_success "$1" "$2"
+}
+
 test_expect_success() {
   if [[ $# -ne 2 ]]; then
     echo "bug in the test script: test_expect_success takes DESC and SNIPPET, got $# args" >&2
@@ -131,7 +145,18 @@ test_expect_success() {
   t1=$(_test_now)
   el=$(( (t1 - t0) / 10000 ))
   el=$(printf '%d.%02d s' $((el / 100)) $((el % 100)))
-  if [[ $rc -eq 0 ]]; then
+  if [[ -n ${_test_expect_known:-} && $rc -ne 117 ]]; then
+    if [[ $rc -eq 0 ]]; then
+      _test_failed=$((_test_failed + 1))
+      echo "not ok $_test_count - $desc # TODO known breakage vanished: it passes now;" \
+        "make it a test_expect_success ($el)"
+    else
+      _test_skipped=$((_test_skipped + 1))
+      echo "not ok $_test_count - $desc # TODO known breakage ($el)"
+      echo "# SKIP $TEST_NAME: $desc: known breakage"
+      if [[ -n ${VERBOSE:-} && -s $out ]]; then sed 's/^/#     /' "$out"; fi
+    fi
+  elif [[ $rc -eq 0 ]]; then
     _test_passed=$((_test_passed + 1))
     echo "ok $_test_count - $desc ($el)"
     if [[ -n ${VERBOSE:-} && -s $out ]]; then sed 's/^/#     /' "$out"; fi

@@ -13,6 +13,7 @@
 
 #include "fleetfs/wire/names.h"
 #include "fleetfs/options.h"
+#include "fleetfs/startup.h"
 
 static void set_ok(fs_opts *o, const char *key, const char *value)
 {
@@ -749,6 +750,27 @@ static void test_uri_split(void **state)
     g_strfreev(v);
 }
 
+/* One FUSE write request of the kernel that runs: max_message must stay a
+ * page below it (startup.c). */
+static void test_write_request_bytes(void **state)
+{
+    (void)state;
+    assert_int_equal(su_write_request_bytes("6.18.44-fc", -1, 4096), 1024 * 1024);
+    assert_int_equal(su_write_request_bytes("4.20.0", -1, 4096), 1024 * 1024);
+    assert_int_equal(su_write_request_bytes("5.10.0-28-amd64", 0, 4096), 1024 * 1024);
+    /* before FUSE_MAX_PAGES: 32 pages */
+    assert_int_equal(su_write_request_bytes("4.19.0-25-amd64", -1, 4096), 128 * 1024);
+    assert_int_equal(su_write_request_bytes("3.10.0-1160.el7", -1, 4096), 128 * 1024);
+    /* not a release: the smaller limit */
+    assert_int_equal(su_write_request_bytes("?", -1, 4096), 128 * 1024);
+    /* fs.fuse.max_pages_limit lowers it, never raises it */
+    assert_int_equal(su_write_request_bytes("6.13.0", 64, 4096), 256 * 1024);
+    assert_int_equal(su_write_request_bytes("6.13.0", 1024, 4096), 1024 * 1024);
+    /* 64 KiB pages: max_write (1 MiB) is the limit */
+    assert_int_equal(su_write_request_bytes("6.1.0", -1, 65536), 1024 * 1024);
+    assert_int_equal(su_write_request_bytes("4.14.0", -1, 65536), 1024 * 1024);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -770,6 +792,7 @@ int main(void)
         cmocka_unit_test(test_agent_targets_distinct),
         cmocka_unit_test(test_uri_redact),
         cmocka_unit_test(test_uri_split),
+        cmocka_unit_test(test_write_request_bytes),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
