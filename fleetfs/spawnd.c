@@ -47,6 +47,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <glib.h>
@@ -61,6 +62,8 @@
 
 #define SPD_SEEN_DELIVERED 1000
 #define SPD_SEEN_DONE 10000
+/* A refusal flood is said at most this often (with the count since). */
+#define SPD_FLOOD_LOG_MS 10000
 
 typedef struct {
     bool stop;
@@ -79,6 +82,11 @@ struct spawnd {
     GAsyncQueue *jobs;
     GThread *thread;
     gint stopping;
+    /* Until when an id loaded from control.seen may still be accepted
+     * (its expiry was not kept): start + CTL_MAX_TTL_MS + CTL_SKEW_MS. */
+    int64_t loaded_until_ms;
+    uint64_t dropped;      /* requests dropped in a refusal flood, not yet logged */
+    int64_t flood_said_ms; /* when that was last logged; 0 never */
 };
 
 static void spd_job_free(spd_job *j)
@@ -132,9 +140,11 @@ static void spd_ack(spawnd *s, const spd_job *j, bool reject)
                  reject ? "rejected" : "acked", fe_name(r));
 }
 
-static void spd_seen(spawnd *s, const char *id, seen_state st)
+/* Records id's state; until: when its request expires (ms; 0 unknown),
+ * kept as the entry's mark so that a flood can be told (spd_flooded). */
+static void spd_seen(spawnd *s, const char *id, seen_state st, int64_t until)
 {
-    if (seen_put(s->seen, id, st, 0) < 0)
+    if (seen_put(s->seen, id, st, until > 0 ? (uint64_t)until : 0) < 0)
         log_warn("spawn: cannot record request %s as %s (%s); a redelivery of it may be taken "
                  "for a replay or handled again",
                  id, seen_state_name(st), g_strerror(errno));
@@ -204,12 +214,45 @@ static sc_verdict spd_stop_agent(spawnd *s, const ctl_env *req, ctl_env *answer)
 
 /* ---- one delivery ------------------------------------------------------------- */
 
+/* The replay guard holds SPD_SEEN_DONE refused msgIds.  A request may be
+ * accepted until its expiresAt, so an id must not be forgotten before
+ * then: were it pushed out by later refusals (any trusted host can make
+ * requests that are refused), a captured copy would be judged again.  So
+ * when the refused class is full and the id that would go has not expired
+ * yet, no request is judged (nothing is recorded, so nothing is forgotten):
+ * each is dropped unanswered to fleet.dlq until that id expires.  Requests
+ * seen before are still refused as replays meanwhile. */
+static bool spd_flooded(spawnd *s, const ctl_env *req, int64_t now)
+{
+    uint64_t mark;
+    int64_t until;
+
+    if (!seen_full(s->seen, SEEN_REFUSED, &mark))
+        return false;
+    until = mark ? (int64_t)mark : s->loaded_until_ms;
+    if (until <= now)
+        return false;
+    s->dropped++;
+    if (!s->flood_said_ms || now - s->flood_said_ms >= SPD_FLOOD_LOG_MS) {
+        log_warn("spawn: dropped %llu control request(s), the last %s's %s request %s, unanswered "
+                 "to fleet.dlq: %u refused requests were received within their lifetime (a "
+                 "refusal flood; see who in the log's refusals) and the replay guard may not "
+                 "forget one before it expires; requests are judged again in %lld s at most",
+                 (unsigned long long)s->dropped, req->from, req->type, req->msgId,
+                 (unsigned)seen_count(s->seen, SEEN_REFUSED), (long long)((until - now) / 1000 + 1));
+        s->dropped = 0;
+        s->flood_said_ms = now;
+    }
+    return true;
+}
+
 static void spd_handle(spawnd *s, const spd_job *j)
 {
     ctl_env req, answer;
     char why[400];
     seen_state st;
     sc_verdict v;
+    int64_t until;
 
     if (ctl_decode(j->body, j->len, s->f->opts->max_message, &req, why, sizeof why) < 0) {
         log_warn("spawn: refused a delivery of control.%s that is no control envelope (%s); not "
@@ -250,7 +293,14 @@ static void spd_handle(spawnd *s, const spd_job *j)
         spd_ack(s, j, true);
         return;
     }
-    spd_seen(s, req.msgId, SEEN_DELIVERED);
+    if (env_time_parse(req.expiresAt, &until) < 0) /* accept parsed it: never */
+        until = 0;
+    if (st == SEEN_NONE && spd_flooded(s, &req, env_now_ms())) {
+        ctl_free(&req);
+        spd_ack(s, j, true);
+        return;
+    }
+    spd_seen(s, req.msgId, SEEN_DELIVERED, until);
     if (!strcmp(req.type, CTL_TYPE_STOP))
         v = spd_stop_agent(s, &req, &answer);
     else /* spawn; a `spawned` sent here is refused by the check as malformed */
@@ -260,7 +310,7 @@ static void spd_handle(spawnd *s, const spd_job *j)
     if (!strcmp(answer.state, "ready") && g_getenv("FLEETFS_TEST_DIE_BEFORE_ANSWER"))
         raise(SIGKILL);
     spd_send(s, &answer);
-    spd_seen(s, req.msgId, v == SC_OK ? SEEN_CONSUMED : SEEN_REFUSED);
+    spd_seen(s, req.msgId, v == SC_OK ? SEEN_CONSUMED : SEEN_REFUSED, until);
     ctl_free(&req);
     spd_ack(s, j, false);
 }
@@ -311,7 +361,7 @@ static void spd_recover(spawnd *s)
 
     for (size_t i = 0; i < n; i++) {
         spd_send(s, &answers[i]);
-        spd_seen(s, answers[i].requestId, SEEN_CONSUMED);
+        spd_seen(s, answers[i].requestId, SEEN_CONSUMED, 0);
     }
     g_free(answers);
     live = lg_live(s->ledger, &k);
@@ -328,7 +378,7 @@ static void spd_recover(spawnd *s)
                        "briefed and answered",
                        env_now_ms(), &a);
             spd_send(s, &a);
-            spd_seen(s, e->request_id, SEEN_CONSUMED);
+            spd_seen(s, e->request_id, SEEN_CONSUMED, 0);
         } else if (ag_spawned(s->f, e->name, e->pane, &err) < 0) {
             log_warn("spawn: %s (started for %s) runs in %s pane %s but cannot be served again: "
                      "%s",
@@ -348,8 +398,12 @@ spawnd *spd_start(fleet *f, char **err)
     char *path = g_build_filename(f->opts->state_dir, "spawned.jsonl", NULL);
     seen_caps caps = {SPD_SEEN_DELIVERED, SPD_SEEN_DONE, SPD_SEEN_DONE};
     const char *backend = spd_backend(f->opts);
+    const char *cap = g_getenv("FLEETFS_TEST_CONTROL_SEEN_CAP"); /* t1042: a flood of a few */
 
+    if (cap && atoi(cap) > 0)
+        caps.consumed = caps.refused = (size_t)atoi(cap);
     s->f = f;
+    s->loaded_until_ms = env_now_ms() + CTL_MAX_TTL_MS + CTL_SKEW_MS;
     s->ledger = lg_open(path, err);
     g_free(path);
     path = g_build_filename(f->opts->state_dir, "control.seen", NULL);

@@ -235,6 +235,24 @@ int seen_put(seen_set *s, const char *id, seen_state st, uint64_t mark)
     return rc;
 }
 
+bool seen_full(seen_set *s, seen_state st, uint64_t *mark)
+{
+    GQueue *q;
+    bool full;
+
+    if (mark)
+        *mark = 0;
+    if (st == SEEN_NONE || st >= SEEN__STATES)
+        return false;
+    g_mutex_lock(&s->lock);
+    q = &s->order[seen_class(st)];
+    full = s->cap[seen_class(st)] > 0 && g_queue_get_length(q) >= s->cap[seen_class(st)];
+    if (full && mark)
+        *mark = ((seen_entry *)q->head->data)->mark;
+    g_mutex_unlock(&s->lock);
+    return full;
+}
+
 size_t seen_count(seen_set *s, seen_state st)
 {
     size_t n = 0;

@@ -76,6 +76,11 @@ seen_state seen_get(seen_set *s, const char *id, uint64_t *mark);
  * bytes without spaces or st is not one that can be put (errno EINVAL), or
  * the file could not be written (errno from the write; memory has it). */
 int seen_put(seen_set *s, const char *id, seen_state st, uint64_t mark);
+/* Whether putting a new id in state st would push an entry out of st's
+ * class (the class is at its cap): true, with *mark (may be NULL) the mark
+ * of the entry that would go (its oldest).  The owner can then decide not
+ * to record, when what would be forgotten must not be forgotten yet. */
+bool seen_full(seen_set *s, seen_state st, uint64_t *mark);
 /* Entries held in state st (SEEN_NONE: in all states). */
 size_t seen_count(seen_set *s, seen_state st);
 const char *seen_state_name(seen_state st);

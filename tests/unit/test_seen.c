@@ -389,6 +389,40 @@ static void test_classes_evict_their_own(void **state)
     seen_close(s);
 }
 
+/* seen_full says when the next new id of a class would push one out,
+ * and whose mark that one carries (its oldest); a class with room, or
+ * with cap 0, is not full; marks are memory only (0 after a reopen). */
+static void test_full_names_the_oldest(void **state)
+{
+    struct fx *f = *state;
+    seen_set *s = open_caps(f->path, 2, 0, 3);
+    uint64_t mark = 99;
+
+    assert_false(seen_full(s, SEEN_REFUSED, &mark));
+    assert_int_equal(mark, 0);
+    assert_int_equal(seen_put(s, "r1", SEEN_REFUSED, 11), 0);
+    assert_int_equal(seen_put(s, "r2", SEEN_REFUSED, 12), 0);
+    assert_false(seen_full(s, SEEN_REFUSED, NULL));
+    assert_int_equal(seen_put(s, "r3", SEEN_REFUSED, 13), 0);
+    assert_true(seen_full(s, SEEN_REFUSED, &mark));
+    assert_int_equal(mark, 11);
+    /* a delivered id does not fill the refused class */
+    assert_int_equal(seen_put(s, "d1", SEEN_DELIVERED, 21), 0);
+    assert_false(seen_full(s, SEEN_DELIVERED, NULL));
+    assert_false(seen_full(s, SEEN_CONSUMED, NULL));
+    assert_false(seen_full(s, SEEN_NONE, NULL));
+    /* what goes next is the oldest: r1; then r2 is the oldest */
+    assert_int_equal(seen_put(s, "r4", SEEN_REFUSED, 14), 0);
+    assert_int_equal(seen_get(s, "r1", NULL), SEEN_NONE);
+    assert_true(seen_full(s, SEEN_REFUSED, &mark));
+    assert_int_equal(mark, 12);
+    seen_close(s);
+    s = open_caps(f->path, 2, 0, 3);
+    assert_true(seen_full(s, SEEN_REFUSED, &mark));
+    assert_int_equal(mark, 0);
+    seen_close(s);
+}
+
 /* A class with cap 0 takes nothing: the receipts' set has only one. */
 static void test_class_without_room(void **state)
 {
@@ -528,6 +562,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_states_persist, setup, teardown),
         cmocka_unit_test_setup_teardown(test_classes_evict_their_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_class_without_room, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_names_the_oldest, setup, teardown),
         cmocka_unit_test_setup_teardown(test_legacy_file, setup, teardown),
     };
 
