@@ -179,3 +179,26 @@ fleet_reader() {
     sleep 0.2
   done
 }
+
+# ---- the control plane played from outside (t1040, t1041, t1042) ----------
+# They need URI, CTLSIGN, RAWPUB (built tools) and CTL_FAR, the host asked.
+# ctl_request FILE WHO ARG...: WHO signs a request to CTL_FAR
+# (tests/tools/ctlsign ARGs, with WHO's key from fleet_key), kept in
+# FILE.json, and it is put into control.CTL_FAR.
+ctl_request() {
+  local f=$1 who=$2
+  shift 2
+  "$CTLSIGN" "$TEST_DIR/keys/$who.key" --from "$who" --to "$CTL_FAR" "$@" >"$f.json" &&
+    "$RAWPUB" "$URI" "control.$CTL_FAR" --body-file "$f.json" >/dev/null
+}
+# ctl_answer FILE [WHO]: CTL_FAR's answers to the request in FILE.json
+# that WHO (default alpha) received, one JSON a line; every body taken
+# from lead.WHO.receipts so far is kept in $TEST_DIR/answers.WHO.
+ctl_answer() {
+  local who=${2:-alpha}
+  while amqp-get -u "$URI" -q "lead.$who.receipts" >>"$TEST_DIR/answers.$who" 2>/dev/null; do
+    echo >>"$TEST_DIR/answers.$who"
+  done
+  jq -c --arg id "$(jq -r .msgId "$1.json")" \
+    'select(.type == "spawned" and .requestId == $id)' "$TEST_DIR/answers.$who" 2>/dev/null
+}

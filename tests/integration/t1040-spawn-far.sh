@@ -24,28 +24,9 @@ CTLSIGN=$BIN/tools/ctlsign
 RAWPUB=$BIN/tools/rawpub
 test -x "$CTLSIGN" || test_skip_all "no $CTLSIGN: build it with make"
 
-# request FILE WHO ARG...: WHO signs a request to beta (ctlsign ARGs), kept
-# in FILE.json, and it is put into control.beta
-request() {
-  local f=$1 who=$2
-  shift 2
-  "$CTLSIGN" "$TEST_DIR/keys/$who.key" --from "$who" --to beta "$@" >"$f.json" &&
-    "$RAWPUB" "$URI" control.beta --body-file "$f.json" >/dev/null
-}
-# the answers WHO got so far (every body of lead.WHO.receipts, one a line)
-drain() {
-  while amqp-get -u "$URI" -q "lead.$1.receipts" >>"$TEST_DIR/answers.$1" 2>/dev/null; do
-    echo >>"$TEST_DIR/answers.$1"
-  done
-  true
-}
-# answer FILE [WHO]: beta's answers to the request in FILE.json
-answer() {
-  local who=${2:-alpha}
-  drain "$who"
-  jq -c --arg id "$(jq -r .msgId "$1.json")" \
-    'select(.type == "spawned" and .requestId == $id)' "$TEST_DIR/answers.$who" 2>/dev/null
-}
+CTL_FAR=beta
+request() { ctl_request "$@"; }
+answer() { ctl_answer "$@"; }
 state_of() { answer "$@" | jq -r .state | tail -n1; }
 detail_of() { answer "$@" | jq -r .detail | tail -n1; }
 # beta, the far host: tmux, profiles from beta.conf, alpha may ask

@@ -20,23 +20,9 @@ CTLSIGN=$BIN/tools/ctlsign
 RAWPUB=$BIN/tools/rawpub
 test -x "$CTLSIGN" || test_skip_all "no $CTLSIGN: build it with make"
 
-request() {
-  local f=$1
-  shift
-  "$CTLSIGN" "$TEST_DIR/keys/alpha.key" --from alpha --to delta "$@" >"$f.json" &&
-    "$RAWPUB" "$URI" control.delta --body-file "$f.json" >/dev/null
-}
-drain() {
-  while amqp-get -u "$URI" -q lead.alpha.receipts >>"$TEST_DIR/answers" 2>/dev/null; do
-    echo >>"$TEST_DIR/answers"
-  done
-  true
-}
-answer() {
-  drain
-  jq -c --arg id "$(jq -r .msgId "$1.json")" \
-    'select(.type == "spawned" and .requestId == $id)' "$TEST_DIR/answers" 2>/dev/null
-}
+CTL_FAR=delta
+request() { ctl_request "$1" alpha "${@:2}"; }
+answer() { ctl_answer "$1"; }
 state_of() { answer "$1" | jq -r .state | tail -n1; }
 detail_of() { answer "$1" | jq -r .detail | tail -n1; }
 hpanes() { jq '.panes | length' "$TEST_DIR/herdr.json"; }
