@@ -521,6 +521,7 @@ static gpointer outbox_main(gpointer p)
         ob_dest *d;
         ob_item *it;
         ob_attempt *a;
+        GError *err = NULL;
         if (now - swept >= OUTBOX_IDLE_MS) {
             expire_locked(ob);
             swept = now;
@@ -542,8 +543,17 @@ static gpointer outbox_main(gpointer p)
         a->json = g_strdup(it->json);
         d->busy = true;
         ob->busy++;
-        /* never queued: at most OUTBOX_SENDERS are pushed at once */
-        g_thread_pool_push(ob->senders, a, NULL);
+        /* never queued: at most OUTBOX_SENDERS are pushed at once.  When
+         * no thread could be started for it, GLib keeps it queued, and it
+         * is attempted once a sender thread is free or can be started
+         * (its destination stays busy until then): said, not silent. */
+        if (!g_thread_pool_push(ob->senders, a, &err)) {
+            log_warn("receipts: cannot start a sender thread (%s); the receipt to %s waits until "
+                     "one is free, and that peer's receipts with it; check the daemon's thread "
+                     "and memory limits",
+                     err ? err->message : "unknown error", it->to);
+            g_clear_error(&err);
+        }
     }
     /* the senders finish their attempts (each within send_timeout) */
     while (ob->busy)
