@@ -304,6 +304,25 @@ test_expect_success 'a configured peer with no mailbox, never heard from: the lo
     ! grep -qE "peers: (splitter|far) has no mailbox" typo.log
 '
 
+# ---- a config file's relative paths are its own directory's, not those of
+# the directory fleetfs starts in (/ under systemd; here another directory)
+test_expect_success 'a config file'"'"'s relative key, trusted_keys and state_dir are taken in its directory, wherever fleetfs starts' '
+    mkdir -p rel/etc relm rel/etc/trust cwd &&
+    "$FLEETFS" keygen rel/etc/rel.key >/dev/null &&
+    cp rel/etc/rel.key.pub rel/etc/trust/rel.pub &&
+    printf "[fleetfs]\ncoord_id = rel\nkey = rel.key\ntrusted_keys = trust\nstate_dir = state\npeers = relto\nvhost = %s\n" \
+        "$FLEET_VHOST" >rel/etc/rel.conf &&
+    { (cd "$TEST_DIR/cwd" && exec "$FLEETFS" "$TEST_DIR/relm" -f -o "config=$TEST_DIR/rel/etc/rel.conf" \
+        </dev/null >>"$TEST_DIR/relm.log" 2>&1) & } &&
+    echo $! >.harness/pid.relm && at_exit "unmount_fleet relm >/dev/null 2>&1" &&
+    wait_for 15 "mountpoint -q relm && test -r relm/status" &&
+    test -e rel/etc/state/lock && test ! -e cwd/state &&
+    grep -q "^coord_id: rel$" relm/status &&
+    echo "signed with rel.key" >relm/peers/relto/send &&
+    n=$(broker_count lead.relto.inbox) && test "$n" = 1 &&
+    unmount_fleet relm
+'
+
 test_expect_success 'scripts/mount Beta: refused before it makes a key, a trust file or a directory' '
     test_must_fail "$FLEET_ROOT/scripts/mount" Beta "$TEST_DIR/beta-dir" 2>err &&
     grep -q "not a valid coord_id" err &&
