@@ -360,21 +360,35 @@ test_expect_success 'trust warnings are logged once; the trusted-keys count foll
 '
 
 # ---- docs a newcomer copies from
-test_expect_success 'the man page: no control characters, no hyphenated words to copy' '
+test_expect_success 'the man page: no control characters, no hyphenated words to copy; EXAMPLES paste as written' '
     ! LC_ALL=C grep -n "[[:cntrl:]]" "$FLEET_ROOT/doc/fleetfs.1" &&
     MANWIDTH=80 man -l "$FLEET_ROOT/doc/fleetfs.1" 2>/dev/null >man.txt &&
     test -s man.txt &&
-    ! grep -n "‐\$" man.txt
+    ! grep -n "‐\$" man.txt &&
+    sed -n "/^EXAMPLES/,/^MOUNT(8)/p" man.txt | sed -n "s/^              //p" >examples &&
+    test $(wc -l <examples) -gt 15 &&
+    bash -n examples && ! grep -n "\\\\\$" examples &&
+    sed -n "/^\.SH EXAMPLES/,/^\.SH MOUNT/p" "$FLEET_ROOT/doc/fleetfs.1" |
+        awk "/^\.EX/ { on = 1; next } /^\.EE/ { on = 0 } on" |
+        sed -e "s/\\\\-/-/g" -e "s/\\\\(aq/'"'"'/g" >source &&
+    test_cmp source examples
 '
 
-test_expect_success 'README: the repository layout names every source file, script and document' '
+test_expect_success 'README: the repository layout names every source file, script and document, and nothing gone' '
     sed -n "/^Repository layout/,/^Read the manual/p" "$FLEET_ROOT/README" >layout &&
     test $(wc -l <layout) -gt 20 &&
     (cd "$FLEET_ROOT" && find fleetfs broker herdr -name "*.c" && find scripts -maxdepth 1 -type f &&
         find doc -maxdepth 1 -type f) | sort >files &&
     : >unnamed &&
     while read -r f; do grep -qw -- "$(basename "$f")" layout || echo "$f" >>unnamed; done <files &&
-    cat unnamed && test ! -s unnamed
+    cat unnamed && test ! -s unnamed &&
+    grep -oE "[A-Za-z0-9_-]+\.(c|h|md)\b" layout | sort -u >named &&
+    : >gone &&
+    while read -r f; do
+        test -n "$(cd "$FLEET_ROOT" && find fleetfs broker herdr doc tests scripts -name "$f" -print -quit)" || echo "$f" >>gone
+    done <named &&
+    if test -s gone; then echo "named in the layout, not in the tree:" && cat gone; fi &&
+    test ! -s gone
 '
 
 test_done

@@ -24,4 +24,12 @@ test_expect_success 'the README tour prints what the README shows' '
     cat result && test "$(cat result.rc)" = 0
 '
 
+# its Clean up unmounts every lead it mounted (it once left gamma mounted:
+# an unmount a command does not make prints nothing, so the comparison
+# above cannot see it)
+test_expect_success 'after the tour'"'"'s Clean up nothing of the tour is mounted' '
+    awk -v d="$TEST_DIR/tour/" "index(\$5, d) == 1 { print \$5 }" /proc/self/mountinfo >left &&
+    cat left && test ! -s left
+'
+
 test_done
