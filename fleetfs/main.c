@@ -389,6 +389,26 @@ static struct fuse *mount_tree(cmdline *cl, fleet *f)
     return fuse;
 }
 
+/* The control queue's consumer is set up by the broker thread after the
+ * tree is mounted; its first attempt is waited for (briefly) before the
+ * mount is reported ready, so the status read right after a mount says
+ * what became of it (`control: ok`), not `starting`, as it does for the
+ * mailbox's consumer. */
+static void control_first_attempt(fleet *f)
+{
+    br_box_status b;
+    br_status st;
+    int64_t until = g_get_monotonic_time() + 3000 * 1000; /* at most 3 s */
+
+    while (g_get_monotonic_time() < until) {
+        br_get_status(f->br, &st);
+        if (st.link != BR_CONNECTED ||
+            (br_control_status(f->br, &b) && b.consumer != BR_CONS_NONE))
+            return;
+        g_usleep(2000);
+    }
+}
+
 static int serve(cmdline *cl, fleet *f)
 {
     struct fuse *fuse;
@@ -432,8 +452,10 @@ static int serve(cmdline *cl, fleet *f)
             g_free(err);
         }
         g_atomic_pointer_set(&f->spd, spd);
-        if (spd)
+        if (spd) {
             spd_consume(spd);
+            control_first_attempt(f);
+        }
     }
     ro_run(f->ro);
     log_info("mounted %s as lead %s (peers: %s)", f->mountpoint, f->opts->coord_id,

@@ -39,6 +39,28 @@ static const char *cons_words(const br_status *st)
     return st->link == BR_CONNECTED ? "starting" : "none (broker not connected)";
 }
 
+/* control: whether requests to start agents here are taken (the consumer
+ * of control.<me>, SPEC section 11), in the consumer line's words. */
+static void control_line(GString *s, fleet *f, const br_status *st)
+{
+    br_box_status b;
+    br_status as;
+
+    if (!g_atomic_pointer_get(&f->spd)) {
+        g_string_append(s, "control: off (the control service did not start: see the log; "
+                           "requests to start agents here wait in their queue)\n");
+        return;
+    }
+    if (!br_control_status(f->br, &b)) {
+        g_string_append(s, "control: starting\n");
+        return;
+    }
+    as = *st; /* cons_words reads the link from the lead's status */
+    as.consumer = b.consumer;
+    g_string_append_printf(s, "control: %s%s%s\n", cons_words(&as), b.reason[0] ? ": " : "",
+                           b.reason);
+}
+
 static void injector_line(GString *s, fleet *f)
 {
     char *w = mb_injector_words(f->mb);
@@ -276,6 +298,7 @@ GString *st_root(fleet *f)
         g_string_append_printf(s, "broker_node: none (not connected)\n");
     g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(&st),
                            st.consumer_reason[0] ? ": " : "", st.consumer_reason);
+    control_line(s, f, &st);
     {
         char *w = mb_security_words(f->mb);
         g_string_append_printf(s, "signing: %s\n", f->opts->insecure ? "off" : w);

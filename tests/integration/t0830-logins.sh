@@ -280,7 +280,10 @@ test_expect_success 'host update: a host with an older version'"'"'s permissions
         "^(amq\\.default|fleet\\.dlx|fleet\\.roster|roster\\.alpha\\..+)\$" \
         "^(lead\\.alpha\\.(inbox|receipts)|roster\\.alpha\\..+|fleet\\.roster)\$" &&
     rmqctl clear_topic_permissions alpha fleet.msg &&
+    grep -q "^control: ok$" alpha/status &&
     rmqctl delete_queue control.alpha >/dev/null &&
+    wait_for 10 "grep -q \"^control: error: \" alpha/status" &&
+    grep "^control: " alpha/status &&
     refused alpha declare-mailbox agent.w3@alpha.inbox &&
     refused alpha publish fleet.control beta "before the update" &&
     "$FLEET_ROOT/scripts/broker" host update alpha --dir "$BROKER_DIR" 2>update.err &&
@@ -292,6 +295,7 @@ test_expect_success 'host update: a host with an older version'"'"'s permissions
     rmqctl list_bindings -q source_name destination_name routing_key >b &&
     grep -q "^fleet\.control	control\.alpha	alpha$" b &&
     wait_for 10 "test \"\$(consumers_of control.alpha)\" = 1" &&
+    wait_for 10 "grep -q \"^control: ok$\" alpha/status" &&
     as beta publish fleet.control alpha "after the update" &&
     wait_for 10 "test \$(arrived_at alpha) = 1" &&
     ! rmqctl list_users -q | grep -q "^fleetfs-update-" &&
