@@ -91,6 +91,22 @@ test_expect_success 'one writev whose first 256 pages hold more than max_message
     n=$(broker_count lead.wv.inbox) && test "$n" = 1
 '
 
+# One write(2) from a buffer that does not start a page: the kernel's first
+# request then ends up to a page earlier, and is still larger than any
+# max_message, so a cut write is refused whole; one that fits is one
+# message.
+test_expect_success 'one write of max_message from 4000 bytes into a page: one message' '
+    "$WRITEVN" splitter/peers/wv/send 1 1044480 4000 >out &&
+    grep -qx "wrote 1044480" out &&
+    n=$(broker_count lead.wv.inbox) && test "$n" = 2
+'
+
+test_expect_success 'one write of 1 MiB from 100 bytes into a page: EMSGSIZE, nothing published' '
+    test_must_fail "$WRITEVN" splitter/peers/wv/send 1 1048576 100 >out &&
+    grep -qx "Message too long" out &&
+    n=$(broker_count lead.wv.inbox) && test "$n" = 2
+'
+
 # Known breakage (fleetfs.1, BUGS): 300 segments of 10 bytes span 300
 # pages, so the kernel sends 256 segments (2560 bytes) in one request and
 # the other 44 in a second, at the offset where the first ended, exactly
