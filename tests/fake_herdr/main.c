@@ -146,28 +146,34 @@ static void *conn_main(void *arg)
     return NULL;
 }
 
+/* The socket is bound under a temporary name and renamed to path only once
+ * it listens: whoever waits for path to appear (the tests) never connects
+ * between bind and listen, which is refused (seen under load). */
 static int listen_on(const char *path)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    char tmp[sizeof sa.sun_path];
     struct stat st;
     mode_t old;
     int fd, rc;
 
-    if (strlen(path) >= sizeof(sa.sun_path)) {
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
         fprintf(stderr, "fake-herdr: socket path too long\n");
         return -1;
     }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
+    memcpy(sa.sun_path, tmp, strlen(tmp) + 1);
     if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
         unlink(path);
+    unlink(tmp);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     old = umask(0177); /* the socket is born 0600 */
     rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
     umask(old);
-    if (rc < 0 || chmod(path, 0600) < 0 || listen(fd, 64) < 0) {
+    if (rc < 0 || chmod(tmp, 0600) < 0 || listen(fd, 64) < 0 || rename(tmp, path) < 0) {
         fprintf(stderr, "fake-herdr: %s: %s\n", path, strerror(errno));
+        unlink(tmp);
         close(fd);
         return -1;
     }
