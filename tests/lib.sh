@@ -233,6 +233,36 @@ test_skip_planned() {
   echo "# SKIP $TEST_NAME: $1: $2"
 }
 
+# doc_blocks_listed NAME BLOCKS KNOWN: a document's blocks are each run by
+# the test or listed as not run. BLOCKS has one line per block,
+# WHERE<TAB>its lines joined by spaces; KNOWN one per listed block,
+# ERE|run or skip|what runs it or why not. Prints each block with its
+# entry; fails, saying which, on a block no ERE matches and on an ERE
+# that matches no block (t0930, t0985).
+doc_blocks_listed() {
+  local name=$1 blocks=$2 known=$3 where text hit pat kind why rc=0
+  local unknown=() stale=()
+  while IFS=$'\t' read -r where text; do
+    hit=$(awk -F'|' -v t="$text" 't ~ $1 { print $2 ": " $3; exit }' "$known")
+    [[ -n $hit ]] || unknown+=("$name:$where: $text")
+    echo "$name:$where: ${text:0:70} -> $hit"
+  done <"$blocks"
+  while IFS='|' read -r pat kind why; do
+    cut -f2 "$blocks" | grep -qE -- "$pat" || stale+=("$pat")
+  done <"$known"
+  if ((${#unknown[@]})); then
+    echo "blocks in no list (add each to this test: run it, or say why not):"
+    printf '%s\n' "${unknown[@]}"
+    rc=1
+  fi
+  if ((${#stale[@]})); then
+    echo "listed blocks no longer in $name:"
+    printf '%s\n' "${stale[@]}"
+    rc=1
+  fi
+  return $rc
+}
+
 test_cmp() {
   diff -u -- "$1" "$2"
 }

@@ -119,19 +119,7 @@ EOF
 test_expect_success 'every block of operations.md is run here or listed as not run, with the reason' '
     blocks >blocks &&
     test -s blocks &&
-    : >unknown &&
-    while IFS="	" read -r line text; do
-        hit=$(awk -F"|" -v t="$text" "t ~ \$1 { print \$2 \": \" \$3; exit }" known) &&
-        if test -z "$hit"; then echo "operations.md:$line: $text" >>unknown; fi &&
-        echo "operations.md:$line: ${text:0:70} -> $hit" || exit 1
-    done <blocks &&
-    : >stale &&
-    while IFS="|" read -r pat kind why; do
-        cut -f2 blocks | grep -qE -- "$pat" || echo "$pat" >>stale
-    done <known &&
-    if test -s unknown; then echo "blocks in no list (add each to this test: run it, or say why not):" && cat unknown; fi &&
-    if test -s stale; then echo "listed blocks no longer in the doc:" && cat stale; fi &&
-    test ! -s unknown && test ! -s stale
+    doc_blocks_listed operations.md blocks known
 '
 
 # the blocks not run here, each as a planned skip with its reason
