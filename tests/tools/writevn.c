@@ -51,14 +51,16 @@ int main(int argc, char **argv)
     fd = open(argv[1], O_WRONLY);
     if (fd < 0) {
         perror(argv[1]);
+        free(iov);
         return 2;
     }
     n = writev(fd, iov, (int)nseg);
-    if (n < 0) {
+    if (n < 0)
         printf("%s\n", strerror(errno));
-        return 1;
-    }
-    printf("wrote %zd\n", n);
+    else
+        printf("wrote %zd\n", n);
     close(fd);
-    return n == nseg * len ? 0 : 3;
+    free(iov);
+    munmap(mem, (size_t)(nseg * stride));
+    return n < 0 ? 1 : n == nseg * len ? 0 : 3;
 }
