@@ -5,6 +5,12 @@
  * that change every second by themselves) so watchers wake on real
  * changes only.
  *
+ * An inbox arrival is handed to the poker by the thread that delivered
+ * it (one non-blocking write on the poker's pipe, atomic as it is shorter
+ * than PIPE_BUF), not through this thread: a wake-up less on the way from
+ * the broker to a reader (doc/benchmarks.md, "One arrival").  Only when
+ * the pipe is full does it take the queue, and this thread waits for room.
+ *
  * The truncates themselves are made by a small child process (the
  * "poker"), not by a thread of the daemon.  A daemon thread waiting in a
  * request on its own mount cannot be finished when the daemon dies (kill
@@ -23,6 +29,7 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,7 +67,8 @@ struct notifier {
     GThread *thread;
     GAsyncQueue *q;
     pid_t poker;  /* the child that makes the truncates */
-    int poker_fd; /* its pipe: NUL-terminated relative paths */
+    GMutex fdlock; /* guards poker_fd against nt_stop's close (any thread writes) */
+    int poker_fd;  /* its pipe (non-blocking): NUL-terminated relative paths */
     gint stopping;
     GHashTable *digests; /* status relpath -> last content */
     guint cursor;        /* next peer to compare (and probe, if configured) */
@@ -89,6 +97,21 @@ static void push_wake(notifier *nt)
     g_async_queue_push(nt->q, g_new0(nt_item, 1));
 }
 
+/* Hand relpath to the poker from the calling thread: true when done,
+ * false when the pipe is full or gone (then the notifier does it). */
+static bool poke_now(notifier *nt, const char *relpath)
+{
+    size_t len = strlen(relpath) + 1;
+    ssize_t n = -1;
+    if (len > PIPE_BUF)
+        return false;
+    g_mutex_lock(&nt->fdlock);
+    if (nt->poker_fd >= 0)
+        n = write(nt->poker_fd, relpath, len);
+    g_mutex_unlock(&nt->fdlock);
+    return n == (ssize_t)len;
+}
+
 /* A batched path (sent, history, status) joins `later`; only the first
  * change of a batch wakes the thread, so a busy writer costs the notifier
  * one wake-up per batch rather than two per message (doc/benchmarks.md).
@@ -98,6 +121,8 @@ void nt_changed(notifier *nt, const char *relpath)
     nt_item *it;
     bool wake;
     if (!nt)
+        return;
+    if (g_str_has_suffix(relpath, "/inbox") && poke_now(nt, relpath))
         return;
     if (!g_str_has_suffix(relpath, "/inbox") && relpath[0] != '+' && relpath[0] != '-') {
         g_mutex_lock(&nt->llock);
@@ -236,7 +261,7 @@ static void poker_main(int fd, const char *mnt)
     path[mlen] = '/';
     for (;;) {
         ssize_t n = read(fd, buf + have, sizeof buf - have);
-        size_t start = 0;
+        size_t start = 0, prev = 0, plen = SIZE_MAX; /* the path before, in this read */
         if (n <= 0) {
             if (n < 0 && errno == EINTR)
                 continue;
@@ -246,6 +271,16 @@ static void poker_main(int fd, const char *mnt)
         for (size_t i = 0; i < have; i++) {
             if (buf[i] != '\0')
                 continue;
+            /* the same file as the path before, in this read (a burst of
+             * arrivals): the truncate just made for that one covers it, as
+             * both were written before that truncate began */
+            if (i - start == plen && buf[start] != '+' && buf[start] != '-' &&
+                memcmp(buf + prev, buf + start, plen) == 0) {
+                start = i + 1;
+                continue;
+            }
+            prev = start;
+            plen = i - start;
             if (i - start + mlen + 2 <= sizeof path) {
                 char op = buf[start];
                 if (op == '+' || op == '-') {
@@ -285,19 +320,32 @@ static pid_t poker_start(const char *mnt, int *wfd)
         close(p[1]);
         return -1;
     }
+    /* any thread writes to it (poke_now) and must never wait there */
+    if (fcntl(p[1], F_SETFL, O_NONBLOCK) < 0)
+        log_warn("notify: cannot make the poker's pipe non-blocking: %s", strerror(errno));
     *wfd = p[1];
     return pid;
 }
 
-/* IN_MODIFY for watchers of relpath: ask the poker to touch it. */
+/* IN_MODIFY for watchers of relpath: ask the poker to touch it.  The
+ * pipe does not block (poke_now): when it is full, wait here for room (up
+ * to a second at a time: a poker stuck in a truncate for longer than that
+ * is worth a line in the log, and the wait goes on). */
 static void poke(notifier *nt, const char *relpath)
 {
     size_t len = strlen(relpath) + 1;
-    if (nt->poker_fd < 0)
+    ssize_t n;
+    if (nt->poker_fd < 0) /* only nt_stop changes it, after this thread ended */
         return;
-    if (write(nt->poker_fd, relpath, len) != (ssize_t)len)
+    while ((n = write(nt->poker_fd, relpath, len)) < 0 && (errno == EAGAIN || errno == EINTR)) {
+        if (errno == EAGAIN &&
+            poll(&(struct pollfd){.fd = nt->poker_fd, .events = POLLOUT}, 1, 1000) == 0)
+            log_warn("notify: the poker process has not taken a path for 1 s (a truncate on "
+                     "the mount hangs?); inotify watchers wake late meanwhile");
+    }
+    if (n != (ssize_t)len)
         log_warn("notify: cannot reach the poker process (%s); inotify watchers will not wake",
-                 strerror(errno));
+                 n < 0 ? strerror(errno) : "short write");
 }
 
 /* Strip the lines that change with time alone. */
@@ -498,6 +546,7 @@ notifier *nt_start(fleet *f)
     nt->pending = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     g_mutex_init(&nt->llock);
     nt->later = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_mutex_init(&nt->fdlock);
     nt->poker_fd = -1;
     nt->poker = poker_start(f->mountpoint, &nt->poker_fd);
     if (nt->poker < 0)
@@ -517,7 +566,10 @@ void nt_stop(notifier *nt)
     push_wake(nt);
     g_thread_join(nt->thread);
     if (nt->poker > 0) {
+        g_mutex_lock(&nt->fdlock);
         close(nt->poker_fd);
+        nt->poker_fd = -1;
+        g_mutex_unlock(&nt->fdlock);
         /* end-of-file makes it leave; a truncate it is in returns once the
          * mount is gone.  Do not wait for ever on it all the same. */
         for (int i = 0; i < 40 && waitpid(nt->poker, NULL, WNOHANG) == 0; i++)
@@ -537,5 +589,6 @@ void nt_stop(notifier *nt)
     g_mutex_clear(&nt->plock);
     g_hash_table_destroy(nt->later);
     g_mutex_clear(&nt->llock);
+    g_mutex_clear(&nt->fdlock);
     g_free(nt);
 }
