@@ -26,6 +26,7 @@
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/names.h"
 #include "fleetfs/agents.h"
+#include "fleetfs/fuseopen.h"
 #include "fleetfs/hosts.h"
 #include "fleetfs/status.h"
 
@@ -266,6 +267,13 @@ static bool is_writable(node_kind k)
            k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP;
 }
 
+/* A write to it is a message (mb_send): writers share these files. */
+static bool sends_message(node_kind k)
+{
+    return k == N_SEND || k == N_REPLY || k == N_HREPLY || k == N_ASEND || k == N_TO ||
+           k == N_GSEND;
+}
+
 /* A snapshot of a readable file; fresh: may ask the broker. */
 static GString *render(fleet *f, const node *n, bool fresh)
 {
@@ -356,6 +364,10 @@ static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info
             st->st_size = (off_t)mb_inbox_size(n.home, fuse_get_context()->pid);
         } else if (n.k == N_SENT || n.k == N_HISTORY) {
             st->st_size = (off_t)mb_size(n.home, n.k == N_SENT ? MB_SENT : MB_HISTORY);
+        } else if (sends_message(n.k)) {
+            /* the largest message it takes: as the kernel knows it, no
+             * write reaches past the end, so writers share it (fuseopen.h) */
+            st->st_size = (off_t)f->opts->max_message;
         } else if (!is_writable(n.k)) {
             GString *g = render(f, &n, false);
             st->st_size = (off_t)g->len;
@@ -552,6 +564,8 @@ static int tree_open(const char *path, struct fuse_file_info *fi)
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->direct_io = 1;
     fi->keep_cache = 0;
+    if (sends_message(n.k)) /* concurrent writers publish side by side */
+        fo_mark_shared_writes(fi);
     return 0;
 }
 
