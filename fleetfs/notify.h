@@ -4,9 +4,11 @@
  * so a real operation on the changed file is made through the mount: a
  * truncate, which the kernel reports as IN_MODIFY and which the tree
  * recognises as ours (it comes from the notifier's child process, the
- * "poker", nt_is_self) and ignores.  The thread here coalesces changes
- * (inbox at once, sent/history/status batched per 100 ms) and hands the
- * paths to the poker; it also wakes poll() waiters (fuse_notify_poll).
+ * "poker", nt_is_self) and ignores.  An inbox arrival goes to the poker
+ * straight from the thread that reports it (nt_changed writes the poker's
+ * pipe without waiting); the thread here batches sent/history/status per
+ * 100 ms and hands those paths to the poker, takes over an arrival when
+ * the pipe is full, and wakes poll() waiters (fuse_notify_poll).
  * Doing either from inside a FUSE handler could deadlock, which is why
  * changes are queued here.
  *
@@ -27,8 +29,9 @@ typedef struct notifier notifier;
 
 notifier *nt_start(struct fleet *f);
 void nt_stop(notifier *nt);
-/* Both only enqueue (nt_changed may take the notifier's own leaf lock): safe
- * from any thread, under any lock. */
+/* Neither waits: they enqueue, nt_changed may take the notifier's own leaf
+ * locks and write the poker's non-blocking pipe.  Safe from any thread,
+ * under any lock. */
 void nt_changed(notifier *nt, const char *relpath);
 void nt_poll_wake(notifier *nt, struct fuse_pollhandle *ph);
 /* tid is the notifier's poker: a truncate from it is a notification. */
