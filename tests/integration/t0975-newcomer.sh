@@ -390,6 +390,31 @@ test_expect_success 'the man page: no control characters, no hyphenated words to
     test_cmp source examples
 '
 
+# fleetfs(1)'s EXAMPLES as a newcomer pastes them, from the page as man
+# prints it (indented: a line continued with a backslash then breaks), in one bash with its own HOME: only the broker URI (this
+# test's broker, not broker.example.net) and ca= (no TLS here) are
+# replaced, and the two commands that wait forever (inotifywait for mail
+# that no one sends here, tail -f) are left out; fleetfs is the build's.
+# Counted at the broker.
+test_expect_success 'fleetfs(1) EXAMPLES run as printed: key and trust, a mount, two sends, sent and status read, unmounted' '
+    mkdir -p ex/home && cd ex &&
+    "$FLEETFS" keygen f01.key >/dev/null && cp f01.key.pub fleet01-key.pub &&
+    printf "first line\nsecond line\n" >notes.txt &&
+    MANWIDTH=80 man -l "$FLEET_ROOT/doc/fleetfs.1" 2>/dev/null |
+        sed -n "/^EXAMPLES/,/^MOUNT(8)/p" | grep "^              " >printed &&
+    grep -vE "^ *(inotifywait|tail -n \\+1 -f)" printed |
+        sed -e "s|^\( *\)export FLEET_BROKER_URI=.*|\1export FLEET_BROKER_URI=$(broker_uri $FLEET_VHOST)|" \
+            -e "s|,ca=/etc/fleetfs/ca.pem||" >run.sh &&
+    test $(($(wc -l <printed) - $(wc -l <run.sh))) = 2 &&
+    at_exit "fusermount3 -uz $TEST_DIR/ex/home/fleet 2>/dev/null || true" &&
+    { HOME=$TEST_DIR/ex/home PATH=$(dirname "$FLEETFS"):$PATH timeout 60 bash -e run.sh >out 2>&1; rc=$?; } &&
+    cat out && test "$rc" = 0 &&
+    grep -q "\"to\":\"fleet01\"" out && grep -q "^peer: fleet01$" out &&
+    test -f home/.config/fleetfs/trusted/fleet01.pub &&
+    ! mountpoint -q home/fleet &&
+    n=$(broker_count lead.fleet01.inbox) && test "$n" = 2
+'
+
 test_expect_success 'README: the repository layout names every source file, script and document, and nothing gone' '
     sed -n "/^Repository layout/,/^Read the manual/p" "$FLEET_ROOT/README" >layout &&
     test $(wc -l <layout) -gt 20 &&
