@@ -1,7 +1,8 @@
 /* fleetfs/notify.c — the notifier thread (design in notify.h).
  *
- * Changes are coalesced: a burst of arrivals becomes one truncate per file
- * per round.  Status files are compared by content (without the lines
+ * Changes are coalesced: sent, history and status changes become one
+ * truncate per file per 100 ms batch, and arrivals the poker reads together
+ * one truncate per inbox.  Status files are compared by content (without the lines
  * that change every second by themselves) so watchers wake on real
  * changes only.
  *
