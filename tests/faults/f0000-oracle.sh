@@ -82,6 +82,13 @@ test_expect_success 'read, and its ack cut off by the kill (ECONNABORTED, ENOTCO
         caught "1 uncertain, at most 0" || exit 1
     done
 '
+test_expect_success 'one ack write cut off by the kill is one uncertain however many it carried; two are two' '
+    clean && sed -i "s/ok$/ECONNABORTED/" beta.acked &&
+    reconcile T beta --min-ok 3 --uncertain 1 && grep -q "lost 0, uncertain 3" T.reconciled &&
+    printf "1 ok\n2 ok\n3 ok\n4 ok\n" >T.writes &&
+    printf "2\tid4\tT 4\n" >>beta.read && printf "2\tid4\tENOTCONN\n" >>beta.acked &&
+    caught "2 uncertain, at most 1" --uncertain 1 && grep -q "4 message(s)" out
+'
 test_expect_success 'an ack that failed otherwise (EIO) leaves the message lost' '
     clean && sed -i "3s/ok$/EIO/" beta.acked && caught "1 successful write(s) never consumed: 3" --uncertain 1
 '
