@@ -28,6 +28,7 @@
 #include "fleetfs/agents.h"
 #include "fleetfs/fuseopen.h"
 #include "fleetfs/hosts.h"
+#include "fleetfs/log.h"
 #include "fleetfs/status.h"
 
 typedef enum {
@@ -592,8 +593,21 @@ static int tree_write(const char *path, const char *buf, size_t size, off_t off,
     char detail[512], to[ADDR_MAX_LEN + 16];
     fe_code r;
     (void)path;
-    (void)off;
 
+    /* A message file has no position (FOPEN_STREAM, fuseopen.h): every
+     * write(2) reaches us at offset 0.  A piece at another offset is the
+     * rest of one write the kernel cut into requests (a writev of more
+     * than 256 pages of segments): its first `off` bytes went out as a
+     * message already; the rest is refused, never a message of its own,
+     * and the writer's writev returns `off`, a short count. */
+    if (off != 0 && sends_message(h->kind)) {
+        log_warn("send to %s: one write was cut by the kernel into pieces (a writev of more than "
+                 "256 pages of segments?): its first %lld bytes went out as one message, the "
+                 "other %zu bytes are refused (EMSGSIZE) and the write returns short; gather a "
+                 "message into one buffer before writing it",
+                 h->name, (long long)off, size);
+        return -EMSGSIZE;
+    }
     switch (h->kind) {
     case N_SEND:
     case N_REPLY:

@@ -109,11 +109,9 @@ test_expect_success 'one write of 1 MiB from 100 bytes into a page: EMSGSIZE, no
 
 # Known breakage (fleetfs.1, BUGS): 300 segments of 10 bytes span 300
 # pages, so the kernel sends 256 segments (2560 bytes) in one request and
-# the other 44 in a second, at the offset where the first ended, exactly
-# as a second write(2) on the same descriptor arrives; both are within
-# max_message, so each is published, and writev returns 3000. fleetfs
-# cannot tell the pieces from two writes: the first is answered (after
-# the broker's confirm) before the kernel sends the second.
+# the other 44 in a second, at the offset where the first ended. The
+# first is answered (after the broker's confirm) before the kernel sends
+# the second, so it is published: nothing tells fleetfs more will follow.
 test_expect_failure 'one writev of 300 segments (300 pages): one message, or EMSGSIZE and nothing' '
     before=$(broker_count lead.wv.inbox) &&
     { "$WRITEVN" splitter/peers/wv/send 300 10 >out; rc=$?; } &&
@@ -124,6 +122,20 @@ test_expect_failure 'one writev of 300 segments (300 pages): one message, or EMS
     1) grep -qx "Message too long" out && test "$n" = "$before" ;;
     *) false ;;
     esac
+'
+
+# What fleetfs can do about it: a message file has no position
+# (FOPEN_STREAM), so every write(2) reaches it at offset 0 and the second
+# piece, at 2560, is known for the rest of a cut write: refused
+# (EMSGSIZE), never a message of its own, and writev returns 2560 (a short
+# count), not 3000 as if all of it went out as one message.
+test_expect_success 'the rest of a writev the kernel cut is never a message of its own; writev says short' '
+    before=$(broker_count lead.wv.inbox) &&
+    { "$WRITEVN" splitter/peers/wv/send 300 10 >out; rc=$?; } &&
+    cat out &&
+    test $rc = 3 && grep -qx "wrote 2560" out &&
+    test "$(broker_count lead.wv.inbox)" = $((before + 1)) &&
+    grep -q "send to wv: one write was cut by the kernel into pieces .*: its first 2560 bytes went out as one message, the other 440 bytes are refused (EMSGSIZE)" splitter.log
 '
 
 # try_start DIR [OPT...]: fleetfs DIR -f in the foreground, at most 30 s
