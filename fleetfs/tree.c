@@ -599,8 +599,11 @@ static int tree_write(const char *path, const char *buf, size_t size, off_t off,
      * rest of one write the kernel cut into requests (a writev of more
      * than 256 pages of segments): its first `off` bytes went out as a
      * message already; the rest is refused, never a message of its own,
-     * and the writer's writev returns `off`, a short count. */
-    if (off != 0 && sends_message(h->kind)) {
+     * and the writer's writev returns `off`, a short count.  Not under
+     * O_APPEND (`echo >> send`): the kernel puts each such write at the
+     * size it knows, which the write before moved, so a cut write cannot
+     * be told from the next one there. */
+    if (off != 0 && sends_message(h->kind) && !(fi->flags & O_APPEND)) {
         log_warn("send to %s: one write was cut by the kernel into pieces (a writev of more than "
                  "256 pages of segments?): its first %lld bytes went out as one message, the "
                  "other %zu bytes are refused (EMSGSIZE) and the write returns short; gather a "
