@@ -181,7 +181,18 @@ fleet_reader() {
 }
 
 # ---- the control plane played from outside (t1040, t1041, t1042) ----------
-# They need URI, CTLSIGN, RAWPUB (built tools) and CTL_FAR, the host asked.
+# They need URI, CTLSIGN, RAWPUB (built tools: ctl_tools) and CTL_FAR, the
+# host asked.
+# ctl_tools: BIN (the build's directory), CTLSIGN and RAWPUB in it; the
+# file is skipped without ctlsign and without amqp-get.
+ctl_tools() {
+  command -v amqp-get >/dev/null || test_skip_all "amqp-get (amqp-tools) is not installed"
+  BIN=$FLEET_ROOT/${FLEETFS_BUILD:-build}
+  [[ ${FLEETFS_BUILD:-} == /* ]] && BIN=$FLEETFS_BUILD
+  CTLSIGN=$BIN/tools/ctlsign
+  RAWPUB=$BIN/tools/rawpub
+  test -x "$CTLSIGN" || test_skip_all "no $CTLSIGN: build it with make"
+}
 # ctl_request FILE WHO ARG...: WHO signs a request to CTL_FAR
 # (tests/tools/ctlsign ARGs, with WHO's key from fleet_key), kept in
 # FILE.json, and it is put into control.CTL_FAR.

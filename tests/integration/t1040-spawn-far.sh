@@ -9,7 +9,6 @@
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 command -v tmux >/dev/null || test_skip_all "tmux is not installed"
-command -v amqp-get >/dev/null || test_skip_all "amqp-get (amqp-tools) is not installed"
 broker_use_shared
 FLEET_VHOST=t1040
 new_vhost $FLEET_VHOST
@@ -17,12 +16,8 @@ URI=$(broker_uri $FLEET_VHOST)
 
 tmux_private
 
-BIN=$FLEET_ROOT/${FLEETFS_BUILD:-build}
-[[ ${FLEETFS_BUILD:-} == /* ]] && BIN=$FLEETFS_BUILD
+ctl_tools
 AGENT=$BIN/tools/fake-agent
-CTLSIGN=$BIN/tools/ctlsign
-RAWPUB=$BIN/tools/rawpub
-test -x "$CTLSIGN" || test_skip_all "no $CTLSIGN: build it with make"
 
 CTL_FAR=beta
 request() { ctl_request "$@"; }

@@ -8,17 +8,12 @@
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 . "$FLEET_ROOT/tests/herdr.sh"
-command -v amqp-get >/dev/null || test_skip_all "amqp-get (amqp-tools) is not installed"
 broker_use_shared
 FLEET_VHOST=t1041
 new_vhost $FLEET_VHOST
 URI=$(broker_uri $FLEET_VHOST)
 
-BIN=$FLEET_ROOT/${FLEETFS_BUILD:-build}
-[[ ${FLEETFS_BUILD:-} == /* ]] && BIN=$FLEETFS_BUILD
-CTLSIGN=$BIN/tools/ctlsign
-RAWPUB=$BIN/tools/rawpub
-test -x "$CTLSIGN" || test_skip_all "no $CTLSIGN: build it with make"
+ctl_tools
 
 CTL_FAR=delta
 request() { ctl_request "$1" alpha "${@:2}"; }

@@ -12,7 +12,6 @@
 # with rawpub; answers are read from lead.gamma.receipts with amqp-get.
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
-command -v amqp-get >/dev/null || test_skip_all "amqp-get (amqp-tools) is not installed"
 broker_use_shared
 FLEET_VHOST=t1042
 new_vhost $FLEET_VHOST
@@ -20,11 +19,7 @@ URI=$(broker_uri $FLEET_VHOST)
 
 tmux_private
 
-BIN=$FLEET_ROOT/${FLEETFS_BUILD:-build}
-[[ ${FLEETFS_BUILD:-} == /* ]] && BIN=$FLEETFS_BUILD
-CTLSIGN=$BIN/tools/ctlsign
-RAWPUB=$BIN/tools/rawpub
-test -x "$CTLSIGN" || test_skip_all "no $CTLSIGN: build it with make"
+ctl_tools
 
 CTL_FAR=beta
 request() { ctl_request "$@"; }
