@@ -20,9 +20,11 @@ static void fmt_time(int64_t ms, char out[40])
     env_time_format(ms, out);
 }
 
-static const char *cons_words(const br_status *st)
+/* A consumer's state in status words; link: the connection's (a consumer
+ * not set up yet is "starting" while connected). */
+static const char *cons_words(br_cons consumer, br_link link)
 {
-    switch (st->consumer) {
+    switch (consumer) {
     case BR_CONS_OK:
         return "ok";
     case BR_CONS_WAITING:
@@ -36,7 +38,7 @@ static const char *cons_words(const br_status *st)
     case BR_CONS_NONE:
         break;
     }
-    return st->link == BR_CONNECTED ? "starting" : "none (broker not connected)";
+    return link == BR_CONNECTED ? "starting" : "none (broker not connected)";
 }
 
 /* control: whether requests to start agents here are taken (the consumer
@@ -44,7 +46,6 @@ static const char *cons_words(const br_status *st)
 static void control_line(GString *s, fleet *f, const br_status *st)
 {
     br_box_status b;
-    br_status as;
 
     if (!g_atomic_pointer_get(&f->spd)) {
         g_string_append(s, "control: off (the control service did not start: see the log; "
@@ -55,9 +56,8 @@ static void control_line(GString *s, fleet *f, const br_status *st)
         g_string_append(s, "control: starting\n");
         return;
     }
-    as = *st; /* cons_words reads the link from the lead's status */
-    as.consumer = b.consumer;
-    g_string_append_printf(s, "control: %s%s%s\n", cons_words(&as), b.reason[0] ? ": " : "",
+    g_string_append_printf(s, "control: %s%s%s\n", cons_words(b.consumer, st->link),
+                           b.reason[0] ? ": " : "",
                            b.reason);
 }
 
@@ -296,7 +296,7 @@ GString *st_root(fleet *f)
                                st.heartbeat_s);
     else
         g_string_append_printf(s, "broker_node: none (not connected)\n");
-    g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(&st),
+    g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(st.consumer, st.link),
                            st.consumer_reason[0] ? ": " : "", st.consumer_reason);
     control_line(s, f, &st);
     {
@@ -393,7 +393,7 @@ GString *st_lead(fleet *f, bool fresh)
         g_string_append_printf(s, "consumers: %u\n", p.consumers);
     else
         g_string_append_printf(s, "consumers: unknown\n");
-    g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(&st),
+    g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(st.consumer, st.link),
                            st.consumer_reason[0] ? ": " : "", st.consumer_reason);
     injector_line(s, f);
     if (p.valid)
