@@ -48,6 +48,7 @@ mount_fleet() {
   "${prefix[@]}" "$FLEETFS" "$TEST_DIR/$name" -f -o "$opts" </dev/null >>"$TEST_DIR/$name.log" 2>&1 &
   echo $! >"$TEST_DIR/.harness/pid.$name"
   at_exit "unmount_fleet $name >/dev/null 2>&1"
+  test_log_on_failure "$TEST_DIR/$name.log"
   wait_for 15 "mountpoint -q '$TEST_DIR/$name' && test -r '$TEST_DIR/$name/status'" || {
     echo "mount_fleet $name: not mounted; log:" >&2
     cat "$TEST_DIR/$name.log" >&2

@@ -29,6 +29,8 @@ herdr_start() {
   "$FAKE_HERDR" --socket "$HERDR_SOCKET_PATH" --state "$TEST_DIR/herdr.json" --log "$HERDR_LOG" \
     </dev/null >>"$TEST_DIR/fake-herdr.out" 2>&1 &
   echo $! >"$TEST_DIR/.harness/pid.herdr"
+  test_log_on_failure "$TEST_DIR/fake-herdr.out"
+  test_log_on_failure "$HERDR_LOG"
   at_exit "kill \$(cat $TEST_DIR/.harness/pid.herdr 2>/dev/null) 2>/dev/null"
   wait_for 5 "test -S '$HERDR_SOCKET_PATH'"
 }

@@ -34,6 +34,9 @@
 #
 # Functions:
 #   test_expect_success DESC SNIPPET   run one test, print ok/not ok N - DESC (time)
+#   test_log_on_failure FILE           a failing test also prints FILE's last lines
+#                                      (TEST_LOG_LINES, 12); mount_fleet and
+#                                      herdr_start register their logs
 #   test_done                          print "# FILE: N passed, N failed, N skipped"; exit 1 if
 #                                      any failed
 #   test_skip_all [--planned] REASON   skip the whole file: prints "# SKIP FILE: REASON" and
@@ -176,8 +179,25 @@ test_expect_success() {
     else
       echo "#   (no output)"
     fi
+    _test_show_logs
   fi
   return 0
+}
+
+# test_log_on_failure FILE: a log (a daemon's, a fake's) whose last lines a
+# failing test prints after its own output, so that a CI run, which keeps
+# no files, still shows what the daemons said when the test failed
+test_log_on_failure() {
+  grep -qxF -- "$1" "$TEST_DIR/.harness/logs" 2>/dev/null || printf '%s\n' "$1" >>"$TEST_DIR/.harness/logs"
+}
+_test_show_logs() {
+  local f
+  [[ -s $TEST_DIR/.harness/logs ]] || return 0
+  while IFS= read -r f; do
+    [[ -s $f ]] || continue
+    echo "#   ${f#"$TEST_DIR"/}, its last ${TEST_LOG_LINES:-12} lines:"
+    tail -n "${TEST_LOG_LINES:-12}" "$f" | cut -c1-300 | sed 's/^/#     /'
+  done <"$TEST_DIR/.harness/logs"
 }
 
 # git's chain-lint: evaluate "(exit 117) && SNIPPET" followed by a line that

@@ -178,4 +178,23 @@ test_expect_success 'test_expect_failure: a known breakage counts as skipped; on
 	grep -x "# nested10: 0 passed, 1 failed, 0 skipped" out
 '
 
+test_expect_success 'a failing test shows the last lines of the logs registered with test_log_on_failure' '
+	test_must_fail env TEST_NAME=nested11 TEST_LOG_LINES=2 bash -c "
+		. \"\$FLEET_ROOT/tests/lib.sh\"
+		printf \"%s\\n\" early middle late1 late2 >\"\$TEST_DIR/d.log\"
+		test_log_on_failure \"\$TEST_DIR/d.log\"
+		test_log_on_failure \"\$TEST_DIR/d.log\"
+		test_log_on_failure \"\$TEST_DIR/never.log\"
+		test_expect_success passes true
+		test_expect_success fails false
+		test_done
+	" >out 2>&1 &&
+	cat out &&
+	grep -x "#   d.log, its last 2 lines:" out >shown &&
+	test $(wc -l <shown) = 1 &&
+	grep -x "#     late1" out && grep -x "#     late2" out &&
+	! grep -q middle out && ! grep -q never.log out &&
+	test "$(sed -n "/^not ok 2/,\$p" out | grep -c "d.log")" = 1
+'
+
 test_done
