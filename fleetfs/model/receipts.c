@@ -399,7 +399,14 @@ static void settle_locked(mb_outbox *ob, ob_dest *d, ob_item *it, fe_code r, con
                  d->to, fe_hint(r), detail[0] ? ": " : "", detail, d->items.length);
     d->warned = true;
     d->next_ms = g_get_monotonic_time() / 1000 + d->backoff_ms;
-    d->backoff_ms = MIN(2 * d->backoff_ms, OUTBOX_BACKOFF_MAX_MS);
+    /* A resource alarm is refused here, before anything is sent: trying
+     * again costs nothing, so it is tried every OUTBOX_RETRY_MS and the
+     * receipts go within a second of the alarm clearing, not after a
+     * backoff grown while it lasted (up to OUTBOX_BACKOFF_MAX_MS) */
+    if (r == FE_BLOCKED)
+        d->backoff_ms = OUTBOX_RETRY_MS;
+    else
+        d->backoff_ms = MIN(2 * d->backoff_ms, OUTBOX_BACKOFF_MAX_MS);
 }
 
 /* Lock held (on the outbox thread, between two attempts): drop every

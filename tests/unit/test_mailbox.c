@@ -701,6 +701,32 @@ static void test_an_unconfirmed_receipt_goes_again_under_a_new_msgid(void **stat
     assert_int_equal(n.receipts_pending, 0);
 }
 
+/* A broker resource alarm refuses a receipt before anything is sent: it is
+ * tried again every second, not after a backoff that doubled while the
+ * alarm lasted (1, 2, 4 s: attempts at 0, 1, 3, 7 s), so the receipts go
+ * within a second of the alarm clearing (t0372 through a real broker). */
+static void test_receipts_refused_by_a_resource_alarm_are_tried_every_second(void **state)
+{
+    fx *x = *state;
+    mb_counters n;
+    unsigned tried;
+    x->fk.blocked_peer = "alpha";
+    x->fk.blocked_result = FE_BLOCKED;
+    owe_receipt(x, "alpha", ID1);
+    mb_start(x->mb);
+    g_usleep(6500 * 1000);
+    tried = fake_get(x, &x->fk.blocked_attempts);
+    g_mutex_lock(&x->fk.m);
+    x->fk.blocked_peer = NULL;
+    g_mutex_unlock(&x->fk.m);
+    wait_until(x, &x->fk.receipts_published, 1);
+    mb_stop(x->mb);
+    assert_true(tried >= 5); /* at 0, 1, 2, 3, 4, 5, 6 s; doubling made 3 */
+    assert_int_equal(x->fk.receipts_published, 1);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 0);
+}
+
 /* No receipt queue (yet): retried until the receipt's expiresAt, then
  * dropped, counted. */
 static void test_a_missing_receipt_queue_is_retried_until_expiry(void **state)
@@ -1494,6 +1520,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_spawned_answer_is_checked_and_handed_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_an_unconfirmed_receipt_goes_again_under_a_new_msgid,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_receipts_refused_by_a_resource_alarm_are_tried_every_second,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_missing_receipt_queue_is_retried_until_expiry,
                                         setup, teardown),
