@@ -25,7 +25,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/log.h"
@@ -73,8 +72,9 @@ struct presence {
     char host[256];
     char started_at[40];
     sig_key *key;     /* NULL with insecure */
-    sig_trust *trust; /* reloaded when an unknown sender shows up */
+    sig_trust *trust; /* follows the directory (sig_trust_refresh) */
     int64_t trust_stamp;
+    int64_t trust_checked;
     GHashTable *leads;  /* id -> pr_lead* */
     GHashTable *logged; /* sender -> 1: its rejection was logged */
     uint64_t rejected;
@@ -110,14 +110,6 @@ static char **groups_clean(const char *const *in, const char *who, bool *ok);
 static int64_t mono_ms(void)
 {
     return g_get_monotonic_time() / 1000;
-}
-
-static int64_t trust_stamp(const char *dir)
-{
-    struct stat st;
-    if (!dir || stat(dir, &st) < 0)
-        return -1;
-    return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 }
 
 static void agent_free(gpointer p)
@@ -204,13 +196,13 @@ presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char
     pr->link_since = mono_ms();
     if (!o->insecure) {
         pr->key = sig_load_secret(o->key, err);
+        pr->trust_stamp = sig_trust_stamp(o->trusted_keys); /* before: see sign.h */
         if (pr->key)
             pr->trust = sig_trust_load_quiet(o->trusted_keys, err); /* the mailbox warns */
         if (!pr->key || !pr->trust) {
             pr_free(pr);
             return NULL;
         }
-        pr->trust_stamp = trust_stamp(o->trusted_keys);
     }
     for (char **p = o->peers; p && *p; p++) {
         pr_lead *l = lead_new(pr, *p);
@@ -423,22 +415,28 @@ static void reject_locked(presence *pr, const char *sender, const char *why)
     g_hash_table_add(pr->logged, g_strdup(sender));
 }
 
+static void trust_fresh_locked(presence *pr, bool force)
+{
+    char *err = NULL;
+    if (sig_trust_refresh(&pr->trust, pr->o->trusted_keys, false, &pr->trust_stamp,
+                          &pr->trust_checked, force, &err) < 0) {
+        log_warn("presence: cannot re-read trusted_keys %s: %s; the keys read before stay "
+                 "trusted until it can be read",
+                 pr->o->trusted_keys, err);
+        g_free(err);
+    }
+}
+
 static sig_result verify_locked(presence *pr, const env_heartbeat *h)
 {
-    sig_result r = sig_verify_hb(pr->trust, h);
-    int64_t stamp;
-    if (r == SIG_UNKNOWN_KEY && (stamp = trust_stamp(pr->o->trusted_keys)) != pr->trust_stamp) {
-        char *err = NULL;
-        sig_trust *t = sig_trust_load_quiet(pr->o->trusted_keys, &err);
-        pr->trust_stamp = stamp;
-        if (t) {
-            sig_trust_free(pr->trust);
-            pr->trust = t;
+    sig_result r;
+    trust_fresh_locked(pr, false);
+    r = sig_verify_hb(pr->trust, h);
+    if (r == SIG_UNKNOWN_KEY || r == SIG_BAD) { /* added or replaced since the last look */
+        int64_t was = pr->trust_stamp;
+        trust_fresh_locked(pr, true);
+        if (pr->trust_stamp != was)
             r = sig_verify_hb(pr->trust, h);
-        } else {
-            log_warn("presence: cannot re-read %s: %s", pr->o->trusted_keys, err);
-            g_free(err);
-        }
     }
     return r;
 }

@@ -27,18 +27,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "fleetfs/log.h"
-
-/* The trust directory's change time, to notice a .pub copied in. */
-static int64_t trust_stamp(const char *dir)
-{
-    struct stat st;
-    if (stat(dir, &st) < 0)
-        return -1;
-    return (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-}
 
 /* history.c names a consumed (or refused) msgId the seen set lacks */
 static void seed_from_history(mailbox *mb, const char *msg_id, const char *how)
@@ -93,10 +83,10 @@ int mb_set_security(mailbox *mb, char **err)
     mb->h->key = sig_load_secret(mb->o->key, err);
     if (!mb->h->key)
         return -1;
+    mb->h->trust_loaded = sig_trust_stamp(mb->o->trusted_keys); /* before: see sign.h */
     mb->h->trust = sig_trust_load(mb->o->trusted_keys, err);
     if (!mb->h->trust)
         return -1;
-    mb->h->trust_loaded = trust_stamp(mb->o->trusted_keys);
     if (sig_trust_has(mb->h->trust, mb->o->coord_id) &&
         !sig_key_matches(mb->h->trust, mb->o->coord_id, mb->h->key))
         log_warn("security: %s/%s.pub is not the public half of %s; peers that trust that "
@@ -117,18 +107,7 @@ char *mb_security_words(mailbox *mb)
         return g_strdup("INSECURE (-o insecure): messages are neither signed nor checked; "
                         "anyone with broker access can type into this lead's pane");
     g_mutex_lock(mb->lock);
-    {
-        /* the count follows the directory: re-read it when it changed */
-        int64_t stamp = trust_stamp(mb->o->trusted_keys);
-        char *err = NULL;
-        sig_trust *t = stamp != mb->h->trust_loaded ? sig_trust_load(mb->o->trusted_keys, &err) : NULL;
-        if (t) {
-            sig_trust_free(mb->h->trust);
-            mb->h->trust = t;
-            mb->h->trust_loaded = stamp;
-        }
-        g_free(err);
-    }
+    accept_trust_fresh_locked(mb, true); /* the count follows the directory */
     w = g_strdup_printf("on (ed25519; %zu trusted keys in %s)", sig_trust_count(mb->h->trust),
                         mb->o->trusted_keys);
     g_mutex_unlock(mb->lock);
@@ -142,22 +121,39 @@ void accept_close(mb_host *h)
     seen_close(h->receipts_seen);
 }
 
+void accept_trust_fresh_locked(mailbox *mb, bool force)
+{
+    char *err = NULL;
+    size_t before;
+    int r;
+
+    if (!mb->h->trust)
+        return; /* -o insecure */
+    before = sig_trust_count(mb->h->trust);
+    r = sig_trust_refresh(&mb->h->trust, mb->o->trusted_keys, true, &mb->h->trust_loaded,
+                          &mb->h->trust_checked, force, &err);
+    if (r > 0)
+        log_info("security: trusted_keys %s changed: %zu trusted keys now (%zu before)",
+                 mb->o->trusted_keys, sig_trust_count(mb->h->trust), before);
+    else if (r < 0) {
+        log_warn("security: cannot re-read trusted_keys %s: %s; the %zu keys read before stay "
+                 "trusted until it can be read",
+                 mb->o->trusted_keys, err, before);
+        g_free(err);
+    }
+}
+
 sig_result accept_verify_locked(mailbox *mb, const envelope *e)
 {
-    sig_result r = sig_verify(mb->h->trust, e);
-    int64_t stamp;
-    if (r == SIG_UNKNOWN_KEY && (stamp = trust_stamp(mb->o->trusted_keys)) != mb->h->trust_loaded) {
-        char *err = NULL;
-        sig_trust *t = sig_trust_load(mb->o->trusted_keys, &err);
-        mb->h->trust_loaded = stamp;
-        if (t) {
-            sig_trust_free(mb->h->trust);
-            mb->h->trust = t;
+    sig_result r;
+    accept_trust_fresh_locked(mb, false);
+    r = sig_verify(mb->h->trust, e);
+    /* a key added or replaced since the last look: look now */
+    if (r == SIG_UNKNOWN_KEY || r == SIG_BAD) {
+        uint64_t was = (uint64_t)mb->h->trust_loaded;
+        accept_trust_fresh_locked(mb, true);
+        if ((uint64_t)mb->h->trust_loaded != was)
             r = sig_verify(mb->h->trust, e);
-        } else {
-            log_warn("security: cannot re-read %s: %s", mb->o->trusted_keys, err);
-            g_free(err);
-        }
     }
     return r;
 }

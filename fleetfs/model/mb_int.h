@@ -104,8 +104,9 @@ struct mb_host {
 
     /* accept.c */
     sig_key *key;            /* NULL only with insecure */
-    sig_trust *trust;        /* reloaded when an unknown sender shows up */
-    int64_t trust_loaded;    /* trust directory mtime (ns) when it was read */
+    sig_trust *trust;        /* follows the directory: accept_trust_fresh_locked */
+    int64_t trust_loaded;    /* the directory's sig_trust_stamp when it was read */
+    int64_t trust_checked;   /* monotonic ms of the last look at it */
     seen_set *receipts_seen; /* receipts applied (their own msgIds) */
     char seen_err[200];      /* why a seen set could not be written, or "" */
     GHashTable *refusals;    /* sender -> rate budget of refusal receipts (accept.c) */
@@ -193,6 +194,10 @@ bool held_tick_locked(mailbox *mb, const br_status *st, int64_t now_mono_ms);
 const char *accept_check_locked(mailbox *mb, const envelope *e, bool *verified, char *why,
                                 size_t n);
 sig_result accept_verify_locked(mailbox *mb, const envelope *e);
+/* The trusted keys follow the trust directory (sig_trust_refresh): looked
+ * at at most once a second, or now when force; a change is logged. Every
+ * check of a signature (messages, receipts, control) comes after it. */
+void accept_trust_fresh_locked(mailbox *mb, bool force);
 /* The time checks alone (messages and receipts): the lifetime is at most
  * message_ttl (+ the skew) and does not start in the future; not expired.
  * NULL, "bad-lifetime" or "expired". */

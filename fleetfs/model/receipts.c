@@ -692,6 +692,7 @@ static br_action control_answer(mailbox *lead, bool redelivered, ctl_env *c)
     mb_control_answer_fn fn;
     void *ud;
     g_mutex_lock(lead->lock);
+    accept_trust_fresh_locked(lead, false);
     fn = lead->h->control_fn;
     ud = lead->h->control_ud;
     if (!fn) {
@@ -788,6 +789,7 @@ int mb_control_accept(mailbox *lead, const ctl_env *req, char *why, size_t n)
 {
     int rc = -1;
     g_mutex_lock(lead->lock);
+    accept_trust_fresh_locked(lead, false);
     if (!lead->h->trust)
         snprintf(why, n, "no trusted keys (-o insecure): a control request is never taken "
                          "unsigned");

@@ -392,6 +392,74 @@ static sig_trust *sig_trust_read(const char *dir, bool warn, char **err)
     return t;
 }
 
+/* FNV-1a, 64 bits, over n more bytes */
+static uint64_t stamp_mix(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211u;
+    }
+    return h;
+}
+
+static uint64_t stamp_stat(uint64_t h, const struct stat *st)
+{
+    int64_t v[] = {(int64_t)st->st_ino,         (int64_t)st->st_size,
+                   (int64_t)st->st_mode,        (int64_t)st->st_uid,
+                   (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
+                   (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec};
+    return stamp_mix(h, v, sizeof v);
+}
+
+int64_t sig_trust_stamp(const char *dir)
+{
+    uint64_t h = 14695981039346656037u;
+    struct stat st;
+    const char *name;
+    GDir *d;
+
+    if (!dir || stat(dir, &st) < 0 || !(d = g_dir_open(dir, 0, NULL)))
+        return -1;
+    h = stamp_stat(h, &st);
+    /* readdir's order is the directory's own and stays put while nothing
+     * is added or removed (which changes the directory's times anyway) */
+    while ((name = g_dir_read_name(d)) != NULL) {
+        char *path;
+        if (!g_str_has_suffix(name, ".pub"))
+            continue;
+        path = g_build_filename(dir, name, NULL);
+        h = stamp_mix(h, name, strlen(name) + 1);
+        if (stat(path, &st) == 0)
+            h = stamp_stat(h, &st);
+        g_free(path);
+    }
+    g_dir_close(d);
+    return (int64_t)(h >> 1); /* never -1 */
+}
+
+int sig_trust_refresh(sig_trust **t, const char *dir, bool warn, int64_t *stamp,
+                      int64_t *checked_ms, bool force, char **err)
+{
+    int64_t now = g_get_monotonic_time() / 1000, st;
+    sig_trust *nt;
+
+    *err = NULL;
+    if (!force && *checked_ms && now - *checked_ms < SIG_TRUST_CHECK_MS)
+        return 0;
+    *checked_ms = now;
+    st = sig_trust_stamp(dir);
+    if (st == *stamp)
+        return 0;
+    *stamp = st;
+    nt = sig_trust_read(dir, warn, err);
+    if (!nt)
+        return -1;
+    sig_trust_free(*t);
+    *t = nt;
+    return 1;
+}
+
 sig_trust *sig_trust_load(const char *dir, char **err)
 {
     return sig_trust_read(dir, true, err);

@@ -31,6 +31,7 @@
 #define FLEETFS_SIGN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "fleetfs/wire/envelope.h"
@@ -72,6 +73,25 @@ sig_trust *sig_trust_load(const char *dir, char **err);
 /* The same without the per-file warnings: for a second reader of the same
  * directory (presence), so each warning is logged once. */
 sig_trust *sig_trust_load_quiet(const char *dir, char **err);
+/* A stamp of the trust directory as it is now: its own times and, for
+ * every .pub in it, the name, inode, size, owner, mode and times. It
+ * changes when a key file is added, removed, or written in place (a .pub
+ * created empty and filled afterwards, as cp and scp do), which the
+ * directory's mtime alone misses. Take it BEFORE reading the directory,
+ * so a change made during the read shows as a change next time. -1 when
+ * the directory cannot be read. */
+int64_t sig_trust_stamp(const char *dir);
+/* Keeps *t following dir: when its stamp (sig_trust_stamp) differs from
+ * *stamp, the directory is read again into *t and *stamp is updated (also
+ * when the read fails, so a broken directory is not re-read per message).
+ * Looks at most once per SIG_TRUST_CHECK_MS (*checked_ms, monotonic ms,
+ * holds the last look) unless force. A removed .pub is so no longer
+ * trusted within that time, and one added or filled in is trusted.
+ * 1 re-read, 0 unchanged (or not looked), -1 the read failed: *t is kept,
+ * *err says why (free it). */
+#define SIG_TRUST_CHECK_MS 1000
+int sig_trust_refresh(sig_trust **t, const char *dir, bool warn, int64_t *stamp,
+                      int64_t *checked_ms, bool force, char **err);
 bool sig_trust_has(const sig_trust *t, const char *coord_id);
 /* How many keys were loaded (for the log and status). */
 size_t sig_trust_count(const sig_trust *t);

@@ -110,6 +110,32 @@ test_expect_success 'no receipt went to an unverified sender; the verified alpha
     wait_for 5 "test \$(grep -c \"beta says rejected about\" alpha.log) = 2"
 '
 
+# The trust directory, changed while beta runs. cp and scp create a .pub
+# and fill it afterwards; the directory's mtime moves only for the first.
+test_expect_success 'a .pub copied in while its sender is sending: trusted once the file is whole' '
+    fleet_key trudy &&
+    mv trust/trudy.pub trudy.pub &&
+    : >trust/trudy.pub &&
+    d0=$(dlq) &&
+    "$RAWPUB" "$URI" $Q --sign keys/trudy.key --from trudy --to beta --text "before its key was whole" >/dev/null &&
+    wait_for 5 "test \"\$(dlq)\" = $((d0 + 1))" &&
+    cat trudy.pub >trust/trudy.pub &&
+    "$RAWPUB" "$URI" $Q --sign keys/trudy.key --from trudy --to beta --text "once its key is whole" >/dev/null &&
+    wait_for 5 "grep -q \"once its key is whole\" beta/leads/beta/inbox" &&
+    test "$(dlq)" = $((d0 + 1)) &&
+    ! grep -q "before its key was whole" beta/leads/beta/inbox
+'
+
+test_expect_success 'a .pub removed (a key revoked): refused within a second, no restart, no status read' '
+    rm trust/trudy.pub &&
+    sleep 1.1 &&
+    d0=$(dlq) &&
+    "$RAWPUB" "$URI" $Q --sign keys/trudy.key --from trudy --to beta --text "after its key was removed" >/dev/null &&
+    wait_for 5 "test \"\$(dlq)\" = $((d0 + 1))" &&
+    ! grep -q "after its key was removed" beta/leads/beta/inbox &&
+    grep -q "security: trusted_keys .* changed: .* trusted keys now" beta.log
+'
+
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
 '

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
@@ -731,6 +732,67 @@ static void test_trust_dir(void **state)
     g_free(pubtext);
 }
 
+/* The trusted keys follow the directory: a .pub created empty and filled
+ * in place afterwards (as cp and scp write it; the directory's mtime does
+ * not move for the filling) is trusted once whole; a removed one is not
+ * trusted any more; without force, the directory is looked at at most once
+ * per SIG_TRUST_CHECK_MS. */
+static void test_trust_follows_the_directory(void **state)
+{
+    struct fx *f = *state;
+    char *err = NULL, *pubtext = NULL, *p, *gamma;
+    int64_t stamp, checked = 0;
+    int fd;
+
+    stamp = sig_trust_stamp(f->trust);
+    assert_int_not_equal(stamp, -1);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, false, &err), 0);
+    assert_int_not_equal(checked, 0);
+
+    gamma = g_build_filename(f->trust, "gamma.pub", NULL);
+    put_file(gamma, "", 0644); /* created, not yet written */
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 1);
+    assert_false(sig_trust_has(f->t, "gamma"));
+
+    p = g_strdup_printf("%s.pub", f->alpha);
+    assert_true(g_file_get_contents(p, &pubtext, NULL, NULL));
+    g_free(p);
+    fd = open(gamma, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, pubtext, strlen(pubtext)), (ssize_t)strlen(pubtext));
+    close(fd);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 1);
+    assert_true(sig_trust_has(f->t, "gamma"));
+    /* nothing changed: not read again */
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 0);
+
+    /* removed: no longer trusted, once looked at; not before the second is up */
+    p = g_build_filename(f->trust, "beta.pub", NULL);
+    assert_int_equal(g_remove(p), 0);
+    g_free(p);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, false, &err), 0);
+    assert_true(sig_trust_has(f->t, "beta"));
+    g_usleep((SIG_TRUST_CHECK_MS + 50) * 1000);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, false, &err), 1);
+    assert_false(sig_trust_has(f->t, "beta"));
+    assert_true(sig_trust_has(f->t, "alpha"));
+
+    /* a directory that cannot be read: -1 with the reason; the keys stay */
+    p = fx_path(f, "trusted.moved");
+    assert_int_equal(rename(f->trust, p), 0);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), -1);
+    assert_non_null(err);
+    g_free(err);
+    err = NULL;
+    assert_true(sig_trust_has(f->t, "alpha"));
+    /* and it is not read again per call while it stays so */
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 0);
+    assert_int_equal(rename(p, f->trust), 0);
+    g_free(p);
+    g_free(pubtext);
+    g_free(gamma);
+}
+
 static void test_result_names(void **state)
 {
     (void)state;
@@ -755,6 +817,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_agent_ids_sign_with_their_host_key, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_trust_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trust_follows_the_directory, setup, teardown),
         cmocka_unit_test(test_result_names),
     };
 
