@@ -30,10 +30,14 @@ herdr_up() {
     jq -cn --arg n "$n" --arg h "$h" \
       '{pane_id: ("w1:" + $h + "-" + $n), workspace_id: "w1", tab_id: "w1:t1",
         agent: "claude", name: $n, agent_status: "idle"}'
-  done | jq -cs '{panes: ., after_prompt_status: "working", busy_ms: 1500}' >"$TEST_DIR/$h.herdr.json" &&
+  done | jq -cs '{panes: ., after_prompt_status: "working", busy_ms: 1500}' >"$TEST_DIR/$h.herdr.json" ||
+    return 1
+  # started on its own, so that $! is the fake herdr itself (an `a && b &`
+  # puts the whole list in a subshell, and killing that left it running)
   "$FAKE_HERDR" --socket "$TEST_DIR/$h.herdr.sock" --state "$TEST_DIR/$h.herdr.json" \
     --log "$TEST_DIR/$h.prompts" </dev/null >>"$TEST_DIR/$h.fake-herdr.out" 2>&1 &
   echo $! >"$TEST_DIR/.harness/pid.herdr.$h"
+  test_log_on_failure "$TEST_DIR/$h.fake-herdr.out"
   at_exit "kill \$(cat $TEST_DIR/.harness/pid.herdr.$h 2>/dev/null) 2>/dev/null"
   wait_for 5 "test -S '$TEST_DIR/$h.herdr.sock'"
 }
