@@ -641,34 +641,48 @@ static bool wait_flag(br_conn *c, GCond *cv, const bool *flag, gint64 until)
     return done;
 }
 
-static bool wait_finished(br_conn *c, int64_t ms)
+/* Stopping is asked of both threads (publishing and consuming) first and
+ * waited for together, so a broker that does not answer holds the unmount
+ * for STOP_WAIT_MS, a kick and STOP_WAIT_MS again in all, not twice that. */
+static void stop_ask(br_conn *c)
 {
-    return wait_flag(c, &c->state_cv, &c->finished, g_get_monotonic_time() + ms * 1000);
-}
-
-/* Ask the thread to stop and wait for it, within a bound (STOP_WAIT_MS). */
-static void stop_one(br_conn *c)
-{
-    br_req *r;
     if (!c || !c->thread)
         return;
-    r = br_req_new(RQ_STOP);
-    br_req_submit(c, r);
-    if (!wait_finished(c, STOP_WAIT_MS)) {
-        kick(c, "fleetfs is shutting down and the broker does not read what it sends");
-        if (!wait_finished(c, STOP_WAIT_MS)) {
-            log_err("broker: the %sbroker thread did not end within %d s of the unmount (the "
-                    "broker does not answer); exiting without it",
-                    c->publisher ? "publishing " : "", 2 * STOP_WAIT_MS / 1000);
-            g_thread_unref(c->thread);
-            c->thread = NULL;
-            c->left_behind = true;
-            return; /* r stays with the thread, and so does c */
-        }
+    c->stop_req = br_req_new(RQ_STOP);
+    br_req_submit(c, c->stop_req);
+}
+
+/* until the deadline: true once c's thread has ended (or there is none) */
+static bool stop_done_by(br_conn *c, gint64 until)
+{
+    if (!c || !c->thread)
+        return true;
+    return wait_flag(c, &c->state_cv, &c->finished, until);
+}
+
+/* After the waits: join the thread, or leave it behind. */
+static void stop_finish(br_conn *c)
+{
+    br_req *r;
+    bool done;
+    if (!c || !c->thread)
+        return;
+    g_mutex_lock(&c->lock);
+    done = c->finished;
+    g_mutex_unlock(&c->lock);
+    if (!done) {
+        log_err("broker: the %sbroker thread did not end within %d s of the unmount (the "
+                "broker does not answer); exiting without it",
+                c->publisher ? "publishing " : "", 2 * STOP_WAIT_MS / 1000);
+        g_thread_unref(c->thread);
+        c->thread = NULL;
+        c->left_behind = true;
+        return; /* the stop request stays with the thread, and so does c */
     }
     g_thread_join(c->thread);
     c->thread = NULL;
-    br_req_unref(r);
+    br_req_unref(c->stop_req);
+    c->stop_req = NULL;
     /* from now on a request fails at once instead of waiting in a queue
      * nobody reads (the notifier may still ask for a probe) */
     g_mutex_lock(&c->lock);
@@ -677,6 +691,30 @@ static void stop_one(br_conn *c)
     g_mutex_unlock(&c->lock);
     while ((r = g_async_queue_try_pop(c->requests)))
         br_req_complete(c, r, FE_NOT_CONNECTED, "fleetfs is shutting down");
+}
+
+/* Ask the threads to stop and wait for them, within a bound (STOP_WAIT_MS,
+ * then a kick of each one still running, then STOP_WAIT_MS again). */
+static void stop_pair(br_conn *a, br_conn *b)
+{
+    gint64 until;
+    stop_ask(a);
+    stop_ask(b);
+    until = g_get_monotonic_time() + STOP_WAIT_MS * 1000;
+    if (!stop_done_by(a, until))
+        kick(a, "fleetfs is shutting down and the broker does not read what it sends");
+    if (!stop_done_by(b, until))
+        kick(b, "fleetfs is shutting down and the broker does not read what it sends");
+    until = g_get_monotonic_time() + STOP_WAIT_MS * 1000;
+    stop_done_by(a, until);
+    stop_done_by(b, until);
+    stop_finish(a);
+    stop_finish(b);
+}
+
+static void stop_one(br_conn *c)
+{
+    stop_pair(c, NULL);
 }
 
 void br_stop(br_conn *c)
@@ -691,8 +729,7 @@ void br_stop(br_conn *c)
         g_thread_join(c->watchdog); /* it waits on nothing but state_cv */
         c->watchdog = NULL;
     }
-    stop_one(c->pub);
-    stop_one(c);
+    stop_pair(c->pub, c);
 }
 
 static void free_one(br_conn *c)

@@ -135,6 +135,7 @@ struct br_conn {
     br_conn *pub;
     br_conn *owner;
     GThread *thread;
+    struct br_req *stop_req; /* owner only: the RQ_STOP br_stop submitted */
     GAsyncQueue *requests;
     int wakefd;
 

@@ -52,6 +52,7 @@ struct ro_conn {
     GMutex lock; /* guards up to the marker */
     ro_status st;
     bool stop, leaving, kicked;
+    gint64 stop_at; /* monotonic µs of the stop request */
     int sockfd;       /* while connected, else -1: ro_stop may shut it down */
     bool finished;    /* roster_main returned */
     bool left_behind; /* did not end in time: never freed */
@@ -563,9 +564,8 @@ void ro_kick(ro_conn *r)
     wake(r);
 }
 
-static bool wait_finished(ro_conn *r, int64_t ms)
+static bool wait_finished(ro_conn *r, gint64 until)
 {
-    gint64 until = g_get_monotonic_time() + ms * 1000;
     bool done;
     g_mutex_lock(&r->lock);
     while (!r->finished)
@@ -576,21 +576,36 @@ static bool wait_finished(ro_conn *r, int64_t ms)
     return done;
 }
 
-void ro_stop(ro_conn *r, bool leaving)
+void ro_stop_begin(ro_conn *r, bool leaving)
 {
     if (!r || !r->thread)
         return;
     g_mutex_lock(&r->lock);
-    r->stop = true;
-    r->leaving = leaving;
+    if (!r->stop) {
+        r->stop = true;
+        r->leaving = leaving;
+        r->stop_at = g_get_monotonic_time();
+    }
     g_mutex_unlock(&r->lock);
     wake(r);
-    if (!wait_finished(r, RO_STOP_WAIT_MS)) {
+}
+
+void ro_stop(ro_conn *r, bool leaving)
+{
+    gint64 until;
+    if (!r || !r->thread)
+        return;
+    ro_stop_begin(r, leaving);
+    /* RO_STOP_WAIT_MS from the request, however long the caller did other
+     * stops meanwhile; then the socket is shut down and it gets as long again */
+    until = r->stop_at + RO_STOP_WAIT_MS * 1000;
+    if (!wait_finished(r, until)) {
         g_mutex_lock(&r->lock); /* the thread cannot close it meanwhile */
         if (r->sockfd >= 0)
             shutdown(r->sockfd, SHUT_RDWR);
         g_mutex_unlock(&r->lock);
-        if (!wait_finished(r, RO_STOP_WAIT_MS)) {
+        until = MAX(until, g_get_monotonic_time()) + RO_STOP_WAIT_MS * 1000;
+        if (!wait_finished(r, until)) {
             log_err("presence: the roster thread did not end within %d s of the unmount (the "
                     "broker does not answer); exiting without it",
                     2 * RO_STOP_WAIT_MS / 1000);

@@ -64,6 +64,10 @@ void ro_run(ro_conn *r);
 void ro_kick(ro_conn *r);
 /* End the thread; leaving: publish a leaving heartbeat first when
  * connected.  Safe on a thread that never ran. */
+/* ro_stop_begin asks the thread to stop (after the leaving heartbeat) and
+ * returns at once, so other threads can be stopped meanwhile; ro_stop then
+ * waits for it, bounded from the request (it asks itself when not asked). */
+void ro_stop_begin(ro_conn *r, bool leaving);
 void ro_stop(ro_conn *r, bool leaving);
 void ro_free(ro_conn *r);
 void ro_get_status(ro_conn *r, ro_status *st);

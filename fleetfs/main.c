@@ -340,13 +340,16 @@ static void stop_all(fleet *f, struct fuse *fuse)
 {
     /* first, while everything still runs: the leaving heartbeat, so peers
      * show `left` rather than waiting three intervals for `stale` */
-    ro_stop(f->ro, fuse != NULL);
+    ro_stop_begin(f->ro, fuse != NULL);
     /* the control service types and registers through the injector */
     spd_stop(g_atomic_pointer_get(&f->spd));
     inj_stop(g_atomic_pointer_get(&f->inj));
     mb_stop(f->mb);
     g_atomic_pointer_set(&sd_br, NULL);
     br_stop(f->br);
+    /* waited for after the broker threads, which stopped meanwhile: a
+     * broker that does not answer holds the unmount once, not three times */
+    ro_stop(f->ro, fuse != NULL);
     if (fuse)
         fuse_unmount(fuse);
     nt_stop(g_atomic_pointer_get(&f->nt));
