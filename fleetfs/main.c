@@ -344,9 +344,13 @@ static void stop_all(fleet *f, struct fuse *fuse)
     /* the control service types and registers through the injector */
     spd_stop(g_atomic_pointer_get(&f->spd));
     inj_stop(g_atomic_pointer_get(&f->inj));
-    mb_stop(f->mb);
+    /* the outbox starts no more receipts; one in flight waits for its
+     * confirm until send_timeout (60 s if so configured), and br_stop ends
+     * it at once (owed still, sent again after the restart) */
+    mb_stop_begin(f->mb);
     g_atomic_pointer_set(&sd_br, NULL);
     br_stop(f->br);
+    mb_stop(f->mb);
     /* waited for after the broker threads, which stopped meanwhile: a
      * broker that does not answer holds the unmount once, not three times */
     ro_stop(f->ro, fuse != NULL);

@@ -262,6 +262,12 @@ void mb_start(mailbox *mb)
     outbox_start(mb->h);
 }
 
+void mb_stop_begin(mailbox *mb)
+{
+    if (mb)
+        outbox_stop_begin(mb->h);
+}
+
 void mb_stop(mailbox *mb)
 {
     if (mb)

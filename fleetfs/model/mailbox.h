@@ -86,9 +86,13 @@ unsigned mb_box(const mailbox *mb);
 const char *mb_state_dir(const mailbox *mb);
 void mb_set_groups(mailbox *mb, const char *const *groups);
 char **mb_groups(mailbox *mb); /* g_strfreev */
-/* Start / stop the receipts outbox thread (after the broker is wired; stop
- * before the broker stops). */
+/* Start / stop the receipts outbox thread (after the broker is wired).
+ * mb_stop_begin makes it start no more attempts and returns at once; stop
+ * the broker then (its threads end the attempts in flight: a receipt not
+ * confirmed stays owed, and goes again after the restart), and mb_stop
+ * waits for the outbox's threads. mb_stop alone does both. */
 void mb_start(mailbox *mb);
+void mb_stop_begin(mailbox *mb);
 void mb_stop(mailbox *mb);
 /* Load the signing key, the trusted keys and the seen-set (state_dir);
  * without -o insecure a key and a trust directory are required. */

@@ -252,6 +252,7 @@ void views_free_all(mailbox *mb);
 /* receipts.c */
 int outbox_open(mb_host *h, char **err);
 void outbox_start(mb_host *h);
+void outbox_stop_begin(mb_host *h);
 void outbox_stop(mb_host *h);
 void outbox_free(mb_host *h);
 /* Durably queue a receipt about orig for its sender (lock held). */

@@ -578,7 +578,7 @@ void outbox_start(mb_host *h)
     }
 }
 
-void outbox_stop(mb_host *h)
+void outbox_stop_begin(mb_host *h)
 {
     mb_outbox *ob = h->outbox;
     if (!ob || !ob->thread)
@@ -587,6 +587,14 @@ void outbox_stop(mb_host *h)
     ob->stopping = true;
     g_cond_signal(&ob->cv);
     g_mutex_unlock(&h->lock);
+}
+
+void outbox_stop(mb_host *h)
+{
+    mb_outbox *ob = h->outbox;
+    if (!ob || !ob->thread)
+        return;
+    outbox_stop_begin(h);
     g_thread_join(ob->thread);
     ob->thread = NULL;
     g_thread_pool_free(ob->senders, FALSE, TRUE);

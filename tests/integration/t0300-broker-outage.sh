@@ -132,6 +132,29 @@ test_expect_success 'a frozen broker holds an unmount once, not once per connect
     test $rc = 0 && test $ms -le $UNMOUNT_MS
 '
 
+# A receipt waits for its confirm until send_timeout; at unmount the broker
+# threads end it (it stays owed) instead of the unmount waiting it out.
+test_expect_success 'a receipt in flight at unmount (send_timeout 60 s) does not hold it; it goes after the restart' '
+    mount_fleet delta peers=alpha send_timeout=60s inject=none &&
+    wait_for 10 "test -e alpha/peers/delta/send" &&
+    echo "for delta" >alpha/peers/delta/send &&
+    id=$(tail -n1 alpha/leads/alpha/sent | jq -r .msgId) &&
+    wait_for 10 "grep -q \"for delta\" delta/leads/delta/inbox" &&
+    kill -STOP -- -$BROKER_PGID &&
+    echo all >delta/leads/delta/ack &&
+    wait_for 5 "grep -q \"^receipts_waiting: 1\" delta/status" &&
+    start=$(date +%s%N) &&
+    { unmount_fleet delta; rc=$?; } &&
+    end=$(date +%s%N) &&
+    kill -CONT -- -$BROKER_PGID &&
+    ms=$(( (end - start) / 1000000 )) &&
+    echo "delta gone after $ms ms" &&
+    test $rc = 0 && test $ms -le $UNMOUNT_MS &&
+    mount_fleet delta peers=alpha inject=none &&
+    wait_for 30 "jq -e \"select(.msgId == \\\"$id\\\" and .state == \\\"acked\\\")\" alpha/leads/alpha/sent >/dev/null" &&
+    unmount_fleet delta
+'
+
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
 '
