@@ -1,5 +1,5 @@
 /* fleetfs/fleet.h — the daemon's parts, wired together in main.c and
- * handed to the FUSE handlers as private_data.  Each part owns its own
+ * handed to the FUSE handlers through the tree (tree.c).  Each part owns its own
  * state and lock; this struct only points at them.
  */
 #ifndef FLEETFS_FLEET_H

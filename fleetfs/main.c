@@ -22,7 +22,7 @@
  * never heartbeats as us, and stops first, after a leaving heartbeat.
  */
 #include <errno.h>
-#include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,11 +336,11 @@ static int fatal_consumer(fleet *f)
  * it also closes the connection, so a remount is not refused as a second
  * consumer), then the mount and the notifier.  Nothing is freed until
  * every thread that could reach it has ended. */
-static void stop_all(fleet *f, struct fuse *fuse)
+static void stop_all(fleet *f, struct fuse_session *se)
 {
     /* first, while everything still runs: the leaving heartbeat, so peers
      * show `left` rather than waiting three intervals for `stale` */
-    ro_stop_begin(f->ro, fuse != NULL);
+    ro_stop_begin(f->ro, se != NULL);
     /* the control service types and registers through the injector */
     spd_stop(g_atomic_pointer_get(&f->spd));
     inj_stop(g_atomic_pointer_get(&f->inj));
@@ -353,9 +353,9 @@ static void stop_all(fleet *f, struct fuse *fuse)
     mb_stop(f->mb);
     /* waited for after the broker threads, which stopped meanwhile: a
      * broker that does not answer holds the unmount once, not three times */
-    ro_stop(f->ro, fuse != NULL);
-    if (fuse)
-        fuse_unmount(fuse);
+    ro_stop(f->ro, se != NULL);
+    if (se)
+        fuse_session_unmount(se);
     nt_stop(g_atomic_pointer_get(&f->nt));
     g_atomic_pointer_set(&f->nt, NULL);
     inj_free(g_atomic_pointer_get(&f->inj));
@@ -365,10 +365,19 @@ static void stop_all(fleet *f, struct fuse *fuse)
     g_atomic_pointer_set(&f->spd, NULL);
 }
 
-static struct fuse *mount_tree(cmdline *cl, fleet *f)
+/* mounted allow_other: other users reach the tree (tree.c, outsider) */
+static bool shared_mount(const cmdline *cl)
+{
+    for (guint i = 0; i < cl->fuse_opts->len; i++)
+        if (strcmp(cl->fuse_opts->pdata[i], "allow_other") == 0)
+            return true;
+    return false;
+}
+
+static struct fuse_session *mount_tree(cmdline *cl, fleet *f, tree *t)
 {
     struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-    struct fuse *fuse;
+    struct fuse_session *se;
 
     fuse_opt_add_arg(&args, "fleetfs");
     fuse_opt_add_arg(&args, "-o");
@@ -377,23 +386,23 @@ static struct fuse *mount_tree(cmdline *cl, fleet *f)
         fuse_opt_add_arg(&args, "-d");
     for (guint i = 0; i < cl->fuse_opts->len; i++)
         fuse_opt_add_arg(&args, cl->fuse_opts->pdata[i]);
-    fuse = fuse_new(&args, &tree_ops, sizeof tree_ops, f);
+    se = fuse_session_new(&args, &tree_ops, sizeof tree_ops, t);
     fuse_opt_free_args(&args);
-    if (!fuse) {
+    if (!se) {
         report(0, "cannot set up FUSE (see the messages above)");
         return NULL;
     }
-    if (fuse_mount(fuse, f->mountpoint) != 0) {
+    if (fuse_session_mount(se, f->mountpoint) != 0) {
         report(0, "cannot mount (is the mount point an empty directory, not already mounted?)");
-        fuse_destroy(fuse);
+        fuse_session_destroy(se);
         return NULL;
     }
-    if (fuse_set_signal_handlers(fuse_get_session(fuse)) != 0) {
-        fuse_unmount(fuse);
-        fuse_destroy(fuse);
+    if (fuse_set_signal_handlers(se) != 0) {
+        fuse_session_unmount(se);
+        fuse_session_destroy(se);
         return NULL;
     }
-    return fuse;
+    return se;
 }
 
 /* The control queue's consumer is set up by the broker thread after the
@@ -418,7 +427,8 @@ static void control_first_attempt(fleet *f)
 
 static int serve(cmdline *cl, fleet *f)
 {
-    struct fuse *fuse;
+    struct fuse_session *se;
+    tree *t;
     struct fuse_loop_config lc = {.clone_fd = 0, .max_idle_threads = 16};
     br_status st;
     int rc;
@@ -441,9 +451,11 @@ static int serve(cmdline *cl, fleet *f)
         log_warn("broker not connected yet (%s); serving the tree anyway, sends fail with ECOMM "
                  "until it is",
                  st.reason[0] ? st.reason : "still trying");
-    fuse = mount_tree(cl, f);
-    if (!fuse) {
+    t = tree_new(f, shared_mount(cl));
+    se = mount_tree(cl, f, t);
+    if (!se) {
         stop_all(f, NULL);
+        tree_free(t);
         return 1;
     }
     g_atomic_pointer_set(&f->nt, nt_start(f));
@@ -469,12 +481,13 @@ static int serve(cmdline *cl, fleet *f)
              f->opts->peers && *f->opts->peers ? "configured" : "none configured");
     report(1, NULL);
     sdn_start(f->mountpoint); /* READY=1 once the loop answers, then WATCHDOG=1 */
-    rc = cl->single ? fuse_loop(fuse) : fuse_loop_mt(fuse, &lc);
+    rc = cl->single ? fuse_session_loop(se) : fuse_session_loop_mt(se, &lc);
     rc = rc == 0 || rc == SIGINT || rc == SIGTERM ? 0 : 1;
     sdn_stopping(); /* STOPPING=1, probes ended */
-    fuse_remove_signal_handlers(fuse_get_session(fuse));
-    stop_all(f, fuse);
-    fuse_destroy(fuse);
+    fuse_remove_signal_handlers(se);
+    stop_all(f, se);
+    fuse_session_destroy(se);
+    tree_free(t);
     log_info("unmounted %s", f->mountpoint);
     return rc;
 }

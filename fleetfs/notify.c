@@ -28,7 +28,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -506,7 +506,7 @@ static gpointer notifier_main(gpointer data)
         nt_item *it = g_async_queue_timeout_pop(nt->q, (guint64)wait);
         while (it) {
             if (it->ph)
-                fuse_notify_poll(it->ph);
+                fuse_lowlevel_notify_poll(it->ph);
             if (it->path && (it->path[0] == '+' || it->path[0] == '-')) {
                 pending_add(nt, it->path);
                 poke(nt, it->path);

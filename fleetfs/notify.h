@@ -8,7 +8,7 @@
  * straight from the thread that reports it (nt_changed writes the poker's
  * pipe without waiting); the thread here batches sent/history/status per
  * 100 ms and hands those paths to the poker, takes over an arrival when
- * the pipe is full, and wakes poll() waiters (fuse_notify_poll).
+ * the pipe is full, and wakes poll() waiters (fuse_lowlevel_notify_poll).
  * Doing either from inside a FUSE handler could deadlock, which is why
  * changes are queued here.
  *

@@ -1,10 +1,33 @@
-/* fleetfs/tree.c — the mounted tree (SPEC section 2), libfuse's high-level
- * path API on the multi-threaded loop.
+/* fleetfs/tree.c — the mounted tree (SPEC section 2), on libfuse's
+ * low-level API and its multi-threaded loop.
+ *
+ * The tree is still resolved by path (resolve_node): a small inode table
+ * maps the kernel's node ids to paths and keeps the kernel's lookup
+ * counts (a lookup, a readdirplus entry or a mkdir adds one, a forget
+ * takes them away).  Ids are never reused, so an id whose path went away
+ * answers ENOENT, and a path that comes back gets its old id while the
+ * kernel still holds it.  Who asks comes with each request
+ * (fuse_req_ctx): the uid for `outsider`, the pid for the per-reader
+ * inbox view and for the notifier's poker (nt_pretend, nt_is_self).
+ *
+ * Why not libfuse's high-level path API (used until issue 19): it sets
+ * one attribute timeout for every node.  Files whose size changes must
+ * be asked every time (attr_timeout 0): the inbox is a per-reader view
+ * (its size depends on the pid asking), and `tail -f` and `stat` need
+ * the size of now.  Directories, the `self` link and the files one
+ * writes to (size 0) have attributes that never change but for their
+ * mtime (always "now"), so the kernel keeps those as long as it keeps
+ * names (TTL, 1 s; tree_ttl has the exceptions): `ls -l peers/` with
+ * 1000 peers costs READDIRPLUS and no GETATTR per peer
+ * (doc/benchmarks.md).  With allow_other every
+ * attribute is asked afresh (timeout 0), so another user's stat still
+ * reaches `outsider` and gets EACCES instead of what the kernel kept for
+ * the owner.  Nothing is invalidated explicitly: what the kernel keeps
+ * lapses within the second, as names always did.
  *
  * Every file is opened direct_io: contents are generated, sizes change
  * under the kernel's feet, and one write(2) to `send` must reach us as one
- * write (no page cache, no merging).  Attributes are never cached
- * (attr_timeout 0) so `tail -f` sees the size we report now.
+ * write (no page cache, no merging).
  *
  * Readable files are snapshots taken at open(); the inbox is a view that
  * keeps growing (mailbox.c).  No handler here waits on the broker except
@@ -91,9 +114,135 @@ typedef struct {
     mb_view *view;               /* inbox */
 } handle;
 
-static fleet *F(void)
+/* How long the kernel keeps names, and the attributes that do not change
+ * (tree_ttl). */
+#define TTL 1.0
+/* d_ino of a plain readdir entry: "ask lookup" (what libfuse's path API
+ * gave too) */
+#define INO_UNKNOWN 0xffffffffu
+
+typedef struct {
+    fuse_ino_t ino;
+    uint64_t nlookup; /* the kernel's references */
+    char *path;
+} inode;
+
+struct tree {
+    fleet *f;
+    bool shared;         /* allow_other: the kernel keeps no attributes */
+    GMutex lock;         /* guards the table */
+    GHashTable *by_ino;  /* &inode.ino -> inode (owns it) */
+    GHashTable *by_path; /* inode.path -> inode */
+    fuse_ino_t next;     /* the next id given out; never reused */
+};
+
+/* One request: the tree and who asks.  cx lives as long as the request:
+ * not to be used after the reply. */
+typedef struct {
+    tree *t;
+    fleet *f;
+    const struct fuse_ctx *cx;
+} rq;
+
+/* A directory being listed: its entries, taken at the first read. */
+typedef struct {
+    char *path;
+    GPtrArray *names;
+} dirh;
+
+static rq rq_of(fuse_req_t req)
 {
-    return fuse_get_context()->private_data;
+    tree *t = fuse_req_userdata(req);
+    return (rq){t, t->f, fuse_req_ctx(req)};
+}
+
+static void inode_free(gpointer p)
+{
+    inode *in = p;
+    g_free(in->path);
+    g_free(in);
+}
+
+tree *tree_new(fleet *f, bool shared)
+{
+    tree *t = g_new0(tree, 1);
+    inode *root = g_new0(inode, 1);
+    t->f = f;
+    t->shared = shared;
+    g_mutex_init(&t->lock);
+    t->by_ino = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, inode_free);
+    t->by_path = g_hash_table_new(g_str_hash, g_str_equal);
+    root->ino = FUSE_ROOT_ID;
+    root->nlookup = 1; /* the kernel holds the root without a lookup */
+    root->path = g_strdup("/");
+    g_hash_table_insert(t->by_ino, &root->ino, root);
+    g_hash_table_insert(t->by_path, root->path, root);
+    t->next = FUSE_ROOT_ID + 1;
+    return t;
+}
+
+void tree_free(tree *t)
+{
+    if (!t)
+        return;
+    g_hash_table_destroy(t->by_path);
+    g_hash_table_destroy(t->by_ino);
+    g_mutex_clear(&t->lock);
+    g_free(t);
+}
+
+/* The path of a node id (g_free it), NULL for an id the kernel forgot. */
+static char *ino_path(tree *t, fuse_ino_t ino)
+{
+    inode *in;
+    char *path = NULL;
+    g_mutex_lock(&t->lock);
+    in = g_hash_table_lookup(t->by_ino, &ino);
+    if (in)
+        path = g_strdup(in->path);
+    g_mutex_unlock(&t->lock);
+    return path;
+}
+
+/* The id of path, one more kernel reference to it. */
+static fuse_ino_t ino_ref(tree *t, const char *path)
+{
+    inode *in;
+    fuse_ino_t ino;
+    g_mutex_lock(&t->lock);
+    in = g_hash_table_lookup(t->by_path, path);
+    if (!in) {
+        in = g_new0(inode, 1);
+        in->ino = t->next++;
+        in->path = g_strdup(path);
+        g_hash_table_insert(t->by_ino, &in->ino, in);
+        g_hash_table_insert(t->by_path, in->path, in);
+    }
+    in->nlookup++;
+    ino = in->ino;
+    g_mutex_unlock(&t->lock);
+    return ino;
+}
+
+static void ino_forget(tree *t, fuse_ino_t ino, uint64_t n)
+{
+    inode *in;
+    g_mutex_lock(&t->lock);
+    in = g_hash_table_lookup(t->by_ino, &ino);
+    if (in && ino != FUSE_ROOT_ID) {
+        in->nlookup -= MIN(n, in->nlookup);
+        if (in->nlookup == 0) {
+            g_hash_table_remove(t->by_path, in->path);
+            g_hash_table_remove(t->by_ino, &ino); /* frees it */
+        }
+    }
+    g_mutex_unlock(&t->lock);
+}
+
+/* dir/name as a tree path (g_free it). */
+static char *child_path(const char *dir, const char *name)
+{
+    return strcmp(dir, "/") == 0 ? g_strconcat("/", name, NULL) : g_strconcat(dir, "/", name, NULL);
 }
 
 static void node_clear(node *n)
@@ -107,10 +256,9 @@ static void node_clear(node *n)
  * already keeps everyone else out; with it, these modes are enforced
  * here: another user may see that the mount point is a directory, and
  * gets EACCES for everything else. */
-static bool outsider(void)
+static bool outsider(const rq *r)
 {
-    uid_t uid = fuse_get_context()->uid;
-    return uid != F()->uid && uid != 0;
+    return r->cx->uid != r->f->uid && r->cx->uid != 0;
 }
 
 bool fleet_is_peer(const fleet *f, const char *name)
@@ -320,41 +468,65 @@ static int64_t mtime_of(const node *n)
     }
 }
 
-static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+/* A directory's attributes (mtime: now). */
+static void dir_stat(const fleet *f, struct stat *st)
 {
-    fleet *f = F();
+    int64_t now = env_now_ms();
+    memset(st, 0, sizeof *st);
+    st->st_uid = f->uid;
+    st->st_gid = f->gid;
+    st->st_mode = S_IFDIR | 0500;
+    st->st_nlink = 2;
+    st->st_mtim.tv_sec = now / 1000;
+    st->st_mtim.tv_nsec = (now % 1000) * 1000000;
+    st->st_ctim = st->st_mtim;
+    st->st_atim = st->st_mtim;
+    st->st_blksize = 4096;
+}
+
+/* path's attributes, and its kind; *pretended: the answer is the
+ * notifier's announcement (nt_pretend), not the tree.  0 or -errno. */
+static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *kind,
+                     bool *pretended)
+{
+    fleet *f = r->f;
     node n;
     int64_t mt;
-    (void)fi;
 
+    *pretended = false;
     resolve_node(f, path, &n);
     /* presence: the poker announcing peers/<id> (agents/<gid>, groups/<g>)
      * coming or going */
     if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_HOST || n.k == N_NONE) {
-        int pretend = nt_pretend(g_atomic_pointer_get(&f->nt), fuse_get_context()->pid, path + 1);
+        int pretend = nt_pretend(g_atomic_pointer_get(&f->nt), r->cx->pid, path + 1);
         if (pretend == 1) {
             node_clear(&n);
             return -ENOENT;
         }
-        if (pretend == 2 && n.k == N_NONE)
+        if (pretend == 2 && n.k == N_NONE) {
             n.k = g_str_has_prefix(path, "/agents/")   ? N_AGENT
                   : g_str_has_prefix(path, "/groups/") ? N_GROUP
                   : g_str_has_prefix(path, "/hosts/")  ? N_HOST
                                                        : N_PEER;
+            *pretended = true;
+        }
     }
     if (n.k == N_NONE)
         return -ENOENT;
-    if (n.k != N_ROOT && outsider()) {
+    if (n.k != N_ROOT && outsider(r)) {
         node_clear(&n);
         return -EACCES;
+    }
+    *kind = n.k;
+    if (is_dir(n.k)) {
+        dir_stat(f, st);
+        node_clear(&n);
+        return 0;
     }
     memset(st, 0, sizeof *st);
     st->st_uid = f->uid;
     st->st_gid = f->gid;
-    if (is_dir(n.k)) {
-        st->st_mode = S_IFDIR | 0500;
-        st->st_nlink = 2;
-    } else if (n.k == N_SELF) {
+    if (n.k == N_SELF) {
         st->st_mode = S_IFLNK | 0777;
         st->st_nlink = 1;
         st->st_size = (off_t)strlen(f->opts->coord_id) + 6;
@@ -362,7 +534,7 @@ static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info
         st->st_mode = S_IFREG | (is_writable(n.k) ? 0200 : 0400);
         st->st_nlink = 1;
         if (n.k == N_INBOX) {
-            st->st_size = (off_t)mb_inbox_size(n.home, fuse_get_context()->pid);
+            st->st_size = (off_t)mb_inbox_size(n.home, r->cx->pid);
         } else if (n.k == N_SENT || n.k == N_HISTORY) {
             st->st_size = (off_t)mb_size(n.home, n.k == N_SENT ? MB_SENT : MB_HISTORY);
         } else if (sends_message(n.k)) {
@@ -388,116 +560,202 @@ static int tree_getattr(const char *path, struct stat *st, struct fuse_file_info
     return 0;
 }
 
-static int tree_readlink(const char *path, char *buf, size_t size)
+/* How long the kernel may keep a node's attributes: never for what
+ * changes per reader or per message (readable files), TTL for the rest
+ * (their attributes are constant but for an mtime of "now").  Not kept
+ * either: the root, so a stat of the mount point always reaches the
+ * daemon (a dead one answers ENOTCONN at once, which startup.c's check of
+ * the mount point relies on), and reply/<msgId>, which goes away with
+ * its message. */
+static double tree_ttl(const tree *t, node_kind k, bool pretended)
 {
-    fleet *f = F();
-    if (outsider())
-        return -EACCES;
-    if (resolve(f, path) != N_SELF)
-        return -EINVAL;
-    snprintf(buf, size, "leads/%s", f->opts->coord_id);
+    if (t->shared || pretended || k == N_ROOT || k == N_REPLY || k == N_HREPLY)
+        return 0;
+    return is_dir(k) || k == N_SELF || is_writable(k) ? TTL : 0;
+}
+
+/* path as a lookup answers it: attributes, an id, one kernel reference
+ * (taken only on success).  0 or -errno. */
+static int node_entry(const rq *r, const char *path, struct fuse_entry_param *e)
+{
+    node_kind k = N_NONE;
+    bool pretended;
+    int err = node_stat(r, path, &e->attr, &k, &pretended);
+    if (err)
+        return err;
+    e->ino = ino_ref(r->t, path);
+    e->generation = 0;
+    e->attr.st_ino = (ino_t)e->ino;
+    e->attr_timeout = tree_ttl(r->t, k, pretended);
+    e->entry_timeout = pretended ? 0 : TTL;
     return 0;
 }
 
-static void fill_strv(void *buf, fuse_fill_dir_t fill, char **names, const char *prefix)
+/* Reply with an entry; a reference the kernel never got (the request
+ * was interrupted) is given back. */
+static void reply_entry(fuse_req_t req, tree *t, const struct fuse_entry_param *e)
 {
-    for (char **p = names; p && *p; p++) {
-        char *name = g_strconcat(prefix, *p, NULL);
-        fill(buf, name, NULL, 0, 0);
-        g_free(name);
-    }
+    if (fuse_reply_entry(req, e) == -ENOENT)
+        ino_forget(t, e->ino, 1);
 }
 
-static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
-                        struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    fleet *f = F();
-    node n;
-    (void)off;
+    rq r = rq_of(req);
+    struct fuse_entry_param e;
+    char *dir = ino_path(r.t, parent), *path = dir ? child_path(dir, name) : NULL;
+    int err = path ? node_entry(&r, path, &e) : -ENOENT;
+    g_free(dir);
+    g_free(path);
+    if (err)
+        fuse_reply_err(req, -err);
+    else
+        reply_entry(req, r.t, &e);
+}
+
+static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+    ino_forget(fuse_req_userdata(req), ino, nlookup);
+    fuse_reply_none(req);
+}
+
+static void ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+    tree *t = fuse_req_userdata(req);
+    for (size_t i = 0; i < count; i++)
+        ino_forget(t, forgets[i].ino, forgets[i].nlookup);
+    fuse_reply_none(req);
+}
+
+/* Reply with the attributes of ino (at path, NULL: forgotten). */
+static void reply_attr(fuse_req_t req, const rq *r, fuse_ino_t ino, const char *path)
+{
+    struct stat st;
+    node_kind k = N_NONE;
+    bool pretended = false;
+    int err = path ? node_stat(r, path, &st, &k, &pretended) : -ENOENT;
+    if (err) {
+        fuse_reply_err(req, -err);
+        return;
+    }
+    st.st_ino = (ino_t)ino;
+    fuse_reply_attr(req, &st, tree_ttl(r->t, k, pretended));
+}
+
+static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    rq r = rq_of(req);
+    char *path = ino_path(r.t, ino);
     (void)fi;
-    (void)flags;
+    reply_attr(req, &r, ino, path);
+    g_free(path);
+}
+
+static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+    rq r = rq_of(req);
+    char *path = ino_path(r.t, ino), buf[ADDR_MAX_LEN + 16];
+    int err = !path ? ENOENT : outsider(&r) ? EACCES : resolve(r.f, path) != N_SELF ? EINVAL : 0;
+    g_free(path);
+    if (err) {
+        fuse_reply_err(req, err);
+        return;
+    }
+    snprintf(buf, sizeof buf, "leads/%s", r.f->opts->coord_id);
+    fuse_reply_readlink(req, buf);
+}
+
+static void list_strv(GPtrArray *out, char **names, const char *prefix)
+{
+    for (char **p = names; p && *p; p++)
+        g_ptr_array_add(out, g_strconcat(prefix, *p, NULL));
+}
+
+static void list_const(GPtrArray *out, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        g_ptr_array_add(out, g_strdup(names[i]));
+}
+
+/* The entries of the directory at path, "." and ".." first.  0 or
+ * -errno. */
+static int dir_list(const rq *r, const char *path, GPtrArray *out)
+{
+    fleet *f = r->f;
+    node n;
 
     resolve_node(f, path, &n);
     if (!is_dir(n.k)) {
         node_clear(&n);
         return n.k == N_NONE ? -ENOENT : -ENOTDIR;
     }
-    if (outsider()) {
+    if (outsider(r)) {
         node_clear(&n);
         return -EACCES;
     }
-    fill(buf, ".", NULL, 0, 0);
-    fill(buf, "..", NULL, 0, 0);
+    g_ptr_array_add(out, g_strdup("."));
+    g_ptr_array_add(out, g_strdup(".."));
     switch (n.k) {
     case N_ROOT: {
-        static const char *top[] = {"README", "status", "self",   "leads", "peers",
-                                    "roster", "agents", "groups", "hosts"};
-        for (size_t i = 0; i < G_N_ELEMENTS(top); i++)
-            fill(buf, top[i], NULL, 0, 0);
+        static const char *const top[] = {"README", "status", "self",   "leads", "peers",
+                                          "roster", "agents", "groups", "hosts"};
+        list_const(out, top, G_N_ELEMENTS(top));
         break;
     }
     case N_LEADS:
-        fill(buf, f->opts->coord_id, NULL, 0, 0);
+        g_ptr_array_add(out, g_strdup(f->opts->coord_id));
         break;
     case N_LEAD: {
-        static const char *files[] = {"inbox", "ack",    "history", "sent",
-                                      "status", "resend", "reply"};
-        for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
-            fill(buf, files[i], NULL, 0, 0);
+        static const char *const files[] = {"inbox",  "ack",    "history", "sent",
+                                            "status", "resend", "reply"};
+        list_const(out, files, G_N_ELEMENTS(files));
         break;
     }
     case N_PEERS: {
         /* presence: configured peers plus the discovered ones */
         char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
-        fill_strv(buf, fill, peers, "");
+        list_strv(out, peers, "");
         g_strfreev(peers);
         break;
     }
-    case N_PEER:
-        fill(buf, "send", NULL, 0, 0);
-        fill(buf, "status", NULL, 0, 0);
-        fill(buf, "reply", NULL, 0, 0);
-        break;
-    case N_REPLYDIR: {
-        GPtrArray *ids = mb_ids_from(f->mb, n.name);
-        for (guint i = 0; i < ids->len; i++)
-            fill(buf, ids->pdata[i], NULL, 0, 0);
-        g_ptr_array_free(ids, TRUE);
+    case N_PEER: {
+        static const char *const files[] = {"send", "status", "reply"};
+        list_const(out, files, G_N_ELEMENTS(files));
         break;
     }
+    case N_REPLYDIR:
     case N_HREPLYDIR: {
-        GPtrArray *ids = mb_ids_from(n.home, NULL);
+        GPtrArray *ids = n.k == N_REPLYDIR ? mb_ids_from(f->mb, n.name) : mb_ids_from(n.home, NULL);
         for (guint i = 0; i < ids->len; i++)
-            fill(buf, ids->pdata[i], NULL, 0, 0);
+            g_ptr_array_add(out, g_strdup(ids->pdata[i]));
         g_ptr_array_free(ids, TRUE);
         break;
     }
     case N_AGENTS: {
         char **all = ag_list(f);
-        fill_strv(buf, fill, all, "");
+        list_strv(out, all, "");
         g_strfreev(all);
         break;
     }
     case N_AGENT:
         if (n.home) {
-            static const char *files[] = {"inbox",  "ack",   "history", "sent", "status",
-                                          "resend", "reply", "to",      "send"};
-            for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
-                fill(buf, files[i], NULL, 0, 0);
+            static const char *const files[] = {"inbox",  "ack",   "history", "sent", "status",
+                                                "resend", "reply", "to",      "send"};
+            list_const(out, files, G_N_ELEMENTS(files));
         } else {
-            fill(buf, "send", NULL, 0, 0);
-            fill(buf, "status", NULL, 0, 0);
+            static const char *const files[] = {"send", "status"};
+            list_const(out, files, G_N_ELEMENTS(files));
         }
         break;
     case N_TODIR: {
         char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
         char **agents = ag_list(f), **groups = ag_groups(f);
-        fill(buf, f->opts->coord_id, NULL, 0, 0);
-        fill_strv(buf, fill, peers, "");
+        g_ptr_array_add(out, g_strdup(f->opts->coord_id));
+        list_strv(out, peers, "");
         for (char **p = agents; p && *p; p++)
             if (strcmp(*p, n.name) != 0)
-                fill(buf, *p, NULL, 0, 0);
-        fill_strv(buf, fill, groups, GROUP_PREFIX);
+                g_ptr_array_add(out, g_strdup(*p));
+        list_strv(out, groups, GROUP_PREFIX);
         g_strfreev(peers);
         g_strfreev(agents);
         g_strfreev(groups);
@@ -505,24 +763,24 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
     }
     case N_GROUPS: {
         char **groups = ag_groups(f);
-        fill_strv(buf, fill, groups, "");
+        list_strv(out, groups, "");
         g_strfreev(groups);
         break;
     }
-    case N_GROUP:
-        fill(buf, "send", NULL, 0, 0);
-        fill(buf, "members", NULL, 0, 0);
+    case N_GROUP: {
+        static const char *const files[] = {"send", "members"};
+        list_const(out, files, G_N_ELEMENTS(files));
         break;
+    }
     case N_HOSTS: {
         char **hosts = hs_list(f);
-        fill_strv(buf, fill, hosts, "");
+        list_strv(out, hosts, "");
         g_strfreev(hosts);
         break;
     }
     case N_HOST: {
-        static const char *files[] = {"status", "spawn", "spawns", "stop"};
-        for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
-            fill(buf, files[i], NULL, 0, 0);
+        static const char *const files[] = {"status", "spawn", "spawns", "stop"};
+        list_const(out, files, G_N_ELEMENTS(files));
         break;
     }
     default:
@@ -532,9 +790,97 @@ static int tree_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t
     return 0;
 }
 
-static int tree_open(const char *path, struct fuse_file_info *fi)
+static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    fleet *f = F();
+    dirh *d = g_new0(dirh, 1);
+    (void)ino;
+    fi->fh = (uint64_t)(uintptr_t)d;
+    if (fuse_reply_open(req, fi) == -ENOENT)
+        g_free(d);
+}
+
+static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    dirh *d = (dirh *)(uintptr_t)fi->fh;
+    (void)ino;
+    if (d->names)
+        g_ptr_array_free(d->names, TRUE);
+    g_free(d->path);
+    g_free(d);
+    fuse_reply_err(req, 0);
+}
+
+/* readdir and readdirplus: the listing is taken when reading starts at
+ * offset 0 (as libfuse's path API did); entry i continues at offset
+ * i + 1.  A readdirplus entry is a lookup: it carries the attributes and
+ * timeouts a lookup would, and the kernel takes a reference to it. */
+static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     struct fuse_file_info *fi, bool plus)
+{
+    rq r = rq_of(req);
+    dirh *d = (dirh *)(uintptr_t)fi->fh;
+    char *buf;
+    size_t used = 0;
+
+    if (off == 0 || !d->names) {
+        int err;
+        if (d->names)
+            g_ptr_array_free(d->names, TRUE);
+        g_free(d->path);
+        d->names = g_ptr_array_new_with_free_func(g_free);
+        d->path = ino_path(r.t, ino);
+        err = d->path ? dir_list(&r, d->path, d->names) : -ENOENT;
+        if (err) {
+            g_ptr_array_set_size(d->names, 0);
+            fuse_reply_err(req, -err);
+            return;
+        }
+    }
+    buf = g_malloc(size);
+    for (guint i = (guint)MAX(off, 0); i < d->names->len; i++) {
+        const char *name = d->names->pdata[i];
+        size_t need, room = size - used;
+        if (!plus) {
+            struct stat st = {.st_ino = INO_UNKNOWN};
+            need = fuse_add_direntry(req, buf + used, room, name, &st, (off_t)i + 1);
+        } else {
+            struct fuse_entry_param e = {.attr.st_ino = INO_UNKNOWN};
+            if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+                char *path = child_path(d->path, name);
+                /* gone since the listing: a name without attributes */
+                if (node_entry(&r, path, &e) != 0)
+                    e = (struct fuse_entry_param){.attr.st_ino = INO_UNKNOWN};
+                g_free(path);
+            }
+            need = fuse_add_direntry_plus(req, buf + used, room, name, &e, (off_t)i + 1);
+            if (need > room && e.ino)
+                ino_forget(r.t, e.ino, 1);
+        }
+        if (need > room)
+            break;
+        used += need;
+    }
+    /* an interrupted readdirplus leaves its entries' references here (the
+     * table keeps a few paths longer; nothing answers wrong) */
+    fuse_reply_buf(req, buf, used);
+    g_free(buf);
+}
+
+static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    dir_read(req, ino, size, off, fi, false);
+}
+
+static void ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+    dir_read(req, ino, size, off, fi, true);
+}
+
+static int node_open(const rq *r, const char *path, struct fuse_file_info *fi)
+{
+    fleet *f = r->f;
     node n;
     int acc = fi->flags & O_ACCMODE;
     handle *h;
@@ -542,9 +888,9 @@ static int tree_open(const char *path, struct fuse_file_info *fi)
     resolve_node(f, path, &n);
     if (n.k == N_NONE)
         return -ENOENT;
-    /* O_TRUNC comes here (atomic_o_trunc, tree_init): fine on what one
+    /* O_TRUNC comes here (atomic_o_trunc, ll_init): fine on what one
      * writes to, refused on the rest as truncate(2) is */
-    if (outsider() || (is_writable(n.k) ? acc != O_WRONLY : acc != O_RDONLY) ||
+    if (outsider(r) || (is_writable(n.k) ? acc != O_WRONLY : acc != O_RDONLY) ||
         ((fi->flags & O_TRUNC) && !is_writable(n.k))) {
         node_clear(&n);
         return -EACCES;
@@ -559,7 +905,7 @@ static int tree_open(const char *path, struct fuse_file_info *fi)
     g_strlcpy(h->ref, n.ref, sizeof h->ref);
     h->home = n.home; /* the node's ref moves to the handle */
     if (n.k == N_INBOX)
-        h->view = mb_view_open(h->home, fuse_get_context()->pid);
+        h->view = mb_view_open(h->home, r->cx->pid);
     else if (!is_writable(n.k))
         h->snap = render(f, &n, true);
     fi->fh = (uint64_t)(uintptr_t)h;
@@ -570,29 +916,61 @@ static int tree_open(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
-static int tree_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+static void handle_free(handle *h)
 {
-    handle *h = (handle *)(uintptr_t)fi->fh;
-    (void)path;
     if (h->view)
-        return (int)mb_view_read(h->home, h->view, buf, size, off);
-    if (!h->snap)
-        return -EBADF;
-    if (off < 0 || (size_t)off >= h->snap->len)
-        return 0;
-    size = MIN(size, h->snap->len - (size_t)off);
-    memcpy(buf, h->snap->str + off, size);
-    return (int)size;
+        mb_view_close(h->home, h->view);
+    if (h->snap)
+        g_string_free(h->snap, TRUE);
+    mb_unref(h->home);
+    g_free(h);
 }
 
-static int tree_write(const char *path, const char *buf, size_t size, off_t off,
-                      struct fuse_file_info *fi)
+static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    fleet *f = F();
+    rq r = rq_of(req);
+    char *path = ino_path(r.t, ino);
+    int err = path ? node_open(&r, path, fi) : -ENOENT;
+    g_free(path);
+    if (err)
+        fuse_reply_err(req, -err);
+    else if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: no release will come */
+        handle_free((handle *)(uintptr_t)fi->fh);
+}
+
+/* The reply is a copy, not the handle's snapshot: the moment the kernel
+ * has the reply the reader may close the file, and its release (another
+ * thread) frees the snapshot while our writev is still returning (ASan
+ * caught that). */
+static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
     handle *h = (handle *)(uintptr_t)fi->fh;
+    char *buf;
+    size_t n = 0;
+    (void)ino;
+    if (!h->view && !h->snap) {
+        fuse_reply_err(req, EBADF);
+        return;
+    }
+    buf = g_malloc(size ? size : 1);
+    if (h->view) {
+        n = mb_view_read(h->home, h->view, buf, size, off);
+    } else if (off >= 0 && (size_t)off < h->snap->len) {
+        n = MIN(size, h->snap->len - (size_t)off);
+        memcpy(buf, h->snap->str + off, n);
+    }
+    fuse_reply_buf(req, buf, n);
+    g_free(buf);
+}
+
+/* One write(2) is one message (max_write, ll_init).  size or -errno. */
+static int node_write(const rq *r, handle *h, const char *buf, size_t size, off_t off,
+                      int flags)
+{
+    fleet *f = r->f;
     char detail[512], to[ADDR_MAX_LEN + 16];
-    fe_code r;
-    (void)path;
+    fe_code res;
 
     /* A message file has no position (FOPEN_STREAM, fuseopen.h): every
      * write(2) reaches us at offset 0.  A piece at another offset is the
@@ -603,7 +981,7 @@ static int tree_write(const char *path, const char *buf, size_t size, off_t off,
      * O_APPEND (`echo >> send`): the kernel puts each such write at the
      * size it knows, which the write before moved, so a cut write cannot
      * be told from the next one there. */
-    if (off != 0 && sends_message(h->kind) && !(fi->flags & O_APPEND)) {
+    if (off != 0 && sends_message(h->kind) && !(flags & O_APPEND)) {
         log_warn("send to %s: one write was cut by the kernel into pieces (a writev of more than "
                  "256 pages of segments?): its first %lld bytes went out as one message, the "
                  "other %zu bytes are refused (EMSGSIZE) and the write returns short; gather a "
@@ -615,24 +993,24 @@ static int tree_write(const char *path, const char *buf, size_t size, off_t off,
     case N_SEND:
     case N_REPLY:
     case N_ASEND:
-        r = mb_send(f->mb, h->name, h->kind == N_REPLY ? h->ref : NULL, buf, size, detail,
-                    sizeof detail);
+        res = mb_send(f->mb, h->name, h->kind == N_REPLY ? h->ref : NULL, buf, size, detail,
+                      sizeof detail);
         break;
     case N_HREPLY:
-        r = mb_send(h->home, h->name, h->ref, buf, size, detail, sizeof detail);
+        res = mb_send(h->home, h->name, h->ref, buf, size, detail, sizeof detail);
         break;
     case N_TO:
-        r = mb_send(h->home, h->name, NULL, buf, size, detail, sizeof detail);
+        res = mb_send(h->home, h->name, NULL, buf, size, detail, sizeof detail);
         break;
     case N_GSEND:
         snprintf(to, sizeof to, "%s%s", GROUP_PREFIX, h->name);
-        r = mb_send(f->mb, to, NULL, buf, size, detail, sizeof detail);
+        res = mb_send(f->mb, to, NULL, buf, size, detail, sizeof detail);
         break;
     case N_RESEND:
-        r = mb_resend(h->home, buf, size, detail, sizeof detail);
+        res = mb_resend(h->home, buf, size, detail, sizeof detail);
         break;
     case N_ACK:
-        r = mb_ack(h->home, buf, size, detail, sizeof detail);
+        res = mb_ack(h->home, buf, size, detail, sizeof detail);
         break;
     case N_HSPAWN: {
         int e = hs_spawn(f, h->name, buf, size);
@@ -645,34 +1023,38 @@ static int tree_write(const char *path, const char *buf, size_t size, off_t off,
     default:
         return -EBADF;
     }
-    return r == FE_OK ? (int)size : -fe_errno(r);
+    return res == FE_OK ? (int)size : -fe_errno(res);
 }
 
-static int tree_release(const char *path, struct fuse_file_info *fi)
+static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
 {
-    handle *h = (handle *)(uintptr_t)fi->fh;
-    (void)path;
-    if (h->view)
-        mb_view_close(h->home, h->view);
-    if (h->snap)
-        g_string_free(h->snap, TRUE);
-    mb_unref(h->home);
-    g_free(h);
-    return 0;
+    rq r = rq_of(req);
+    int n = node_write(&r, (handle *)(uintptr_t)fi->fh, buf, size, off, fi->flags);
+    (void)ino;
+    if (n < 0)
+        fuse_reply_err(req, -n);
+    else
+        fuse_reply_write(req, (size_t)n);
 }
 
-static int tree_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    fleet *f = F();
+    (void)ino;
+    handle_free((handle *)(uintptr_t)fi->fh);
+    fuse_reply_err(req, 0);
+}
+
+static int node_truncate(const rq *r, const char *path)
+{
+    fleet *f = r->f;
     node_kind k = resolve(f, path);
-    (void)size;
-    (void)fi;
     if (k == N_NONE)
         return -ENOENT;
-    if (outsider())
+    if (outsider(r))
         return -EACCES;
     /* the notifier's own poke: the event is all it wanted */
-    if (nt_is_self(g_atomic_pointer_get(&f->nt), fuse_get_context()->pid))
+    if (nt_is_self(g_atomic_pointer_get(&f->nt), r->cx->pid))
         return 0;
     /* `echo x > send` opens with O_TRUNC: nothing to truncate, fine */
     if (is_writable(k))
@@ -680,55 +1062,90 @@ static int tree_truncate(const char *path, off_t size, struct fuse_file_info *fi
     return -EACCES;
 }
 
-static int tree_poll(const char *path, struct fuse_file_info *fi, struct fuse_pollhandle *ph,
-                     unsigned *reventsp)
+/* chmod and chown are refused, times ignored (the poker's touch of a
+ * directory is a notification), truncate as node_truncate says; then the
+ * attributes, as libfuse's path API answered a setattr. */
+static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
 {
-    handle *h = (handle *)(uintptr_t)fi->fh;
-    (void)path;
-    if (h->view) {
-        *reventsp = mb_view_poll(h->home, h->view, ph);
-        return 0;
-    }
-    if (ph)
-        fuse_pollhandle_destroy(ph);
-    *reventsp = is_writable(h->kind) ? POLLOUT | POLLWRNORM : POLLIN | POLLRDNORM;
-    return 0;
+    rq r = rq_of(req);
+    char *path = ino_path(r.t, ino);
+    int err = path ? 0 : -ENOENT;
+    (void)attr;
+    (void)fi;
+    if (!err && (to_set & FUSE_SET_ATTR_MODE))
+        err = -EPERM;
+    if (!err && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+        err = -EPERM;
+    if (!err && (to_set & FUSE_SET_ATTR_SIZE))
+        err = node_truncate(&r, path);
+    if (!err && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) && resolve(r.f, path) == N_NONE)
+        err = -ENOENT;
+    if (err)
+        fuse_reply_err(req, -err);
+    else
+        reply_attr(req, &r, ino, path);
+    g_free(path);
 }
 
-static int deny_path(const char *path, mode_t mode)
+static void ll_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                    struct fuse_pollhandle *ph)
+{
+    handle *h = (handle *)(uintptr_t)fi->fh;
+    unsigned revents;
+    (void)ino;
+    if (h->view) {
+        revents = mb_view_poll(h->home, h->view, ph);
+    } else {
+        if (ph)
+            fuse_pollhandle_destroy(ph);
+        revents = is_writable(h->kind) ? POLLOUT | POLLWRNORM : POLLIN | POLLRDNORM;
+    }
+    fuse_reply_poll(req, revents);
+}
+
+/* Nothing is created but agents/<gid>/ (and the poker's announcements):
+ * EEXIST for what is there, ENOENT under reply/ and to/ (no such message
+ * to answer, no such target), EACCES elsewhere. */
+static int deny_path(const rq *r, const char *path)
 {
     char parent[PATH_MAX];
     const char *slash = strrchr(path, '/');
     node_kind pk;
-    (void)mode;
-    if (resolve(F(), path) != N_NONE)
+    if (resolve(r->f, path) != N_NONE)
         return -EEXIST;
-    /* echo > peers/x/reply/<unknown msgId> creates: there is no such
-     * message to answer; nor is there such a target under to/ */
     snprintf(parent, sizeof parent, "%.*s", (int)(slash ? slash - path : 0), path);
-    pk = resolve(F(), parent);
+    pk = resolve(r->f, parent);
     return pk == N_REPLYDIR || pk == N_HREPLYDIR || pk == N_TODIR ? -ENOENT : -EACCES;
 }
 
-static int deny_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+/* parent/name as a tree path, or NULL (reply ENOENT) for a forgotten
+ * parent. */
+static char *req_child(const rq *r, fuse_ino_t parent, const char *name)
 {
-    (void)fi;
-    return deny_path(path, mode);
+    char *dir = ino_path(r->t, parent), *path = dir ? child_path(dir, name) : NULL;
+    g_free(dir);
+    return path;
 }
 
-static int deny_unlink(const char *path)
+static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
 {
-    (void)path;
-    return -EACCES;
+    rq r = rq_of(req);
+    char *path = req_child(&r, parent, name);
+    int err = path ? deny_path(&r, path) : -ENOENT;
+    (void)mode;
+    (void)fi;
+    g_free(path);
+    fuse_reply_err(req, -err);
 }
 
 /* presence: the poker's mkdir / rmdir of peers/<id> is a notification
- * (notify.c, nt_entry); everyone else's is refused. */
-static int entry_poke(const char *path, bool added)
+ * (notify.c, nt_entry); everyone else's is refused.  0: it was one. */
+static int entry_poke(const rq *r, const char *path, bool added)
 {
-    fleet *f = F();
-    notifier *nt = g_atomic_pointer_get(&f->nt);
-    if (nt_pretend(nt, fuse_get_context()->pid, path + 1) != (added ? 1 : 2))
+    notifier *nt = g_atomic_pointer_get(&r->f->nt);
+    if (nt_pretend(nt, r->cx->pid, path + 1) != (added ? 1 : 2))
         return 1;
     nt_entry_done(nt, path + 1, added);
     return 0;
@@ -741,67 +1158,71 @@ static const char *agents_child(const char *path)
     return name && *name && !strchr(name, '/') ? name : NULL;
 }
 
-static int tree_mkdir(const char *path, mode_t mode)
+static int node_mkdir(const rq *r, const char *path)
 {
     const char *gid;
-    if (entry_poke(path, true) == 0)
+    if (entry_poke(r, path, true) == 0)
         return 0;
-    if ((gid = agents_child(path)) && !outsider() && resolve(F(), path) == N_NONE)
-        return -ag_mkdir(F(), gid);
-    return deny_path(path, mode);
+    if ((gid = agents_child(path)) && !outsider(r) && resolve(r->f, path) == N_NONE)
+        return -ag_mkdir(r->f, gid);
+    return deny_path(r, path);
 }
 
-static int tree_rmdir(const char *path)
+static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-    const char *gid;
-    if (entry_poke(path, false) == 0)
-        return 0;
-    if ((gid = agents_child(path)) && !outsider())
-        return -ag_rmdir(F(), gid);
-    return -EACCES;
-}
-
-static int deny_rename(const char *from, const char *to, unsigned int flags)
-{
-    (void)from;
-    (void)to;
-    (void)flags;
-    return -EACCES;
-}
-
-static int deny_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
-{
-    (void)path;
+    rq r = rq_of(req);
+    struct fuse_entry_param e;
+    char *path = req_child(&r, parent, name);
+    int err = path ? node_mkdir(&r, path) : -ENOENT;
     (void)mode;
-    (void)fi;
-    return -EPERM;
+    if (!err && node_entry(&r, path, &e) != 0) {
+        /* made, and gone again already (a lead that left at once): a
+         * directory the kernel keeps for no time */
+        e = (struct fuse_entry_param){.ino = ino_ref(r.t, path)};
+        dir_stat(r.f, &e.attr);
+        e.attr.st_ino = (ino_t)e.ino;
+    }
+    g_free(path);
+    if (err)
+        fuse_reply_err(req, -err);
+    else
+        reply_entry(req, r.t, &e);
 }
 
-static int deny_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    (void)path;
-    (void)uid;
-    (void)gid;
-    (void)fi;
-    return -EPERM;
+    rq r = rq_of(req);
+    char *path = req_child(&r, parent, name);
+    const char *gid;
+    int err = !path                             ? -ENOENT
+              : entry_poke(&r, path, false) == 0 ? 0
+              : (gid = agents_child(path)) && !outsider(&r) ? -ag_rmdir(r.f, gid)
+                                                            : -EACCES;
+    g_free(path);
+    fuse_reply_err(req, -err);
 }
 
-static int ignore_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+static void deny_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    (void)tv;
-    (void)fi;
-    return resolve(F(), path) == N_NONE ? -ENOENT : 0;
+    (void)parent;
+    (void)name;
+    fuse_reply_err(req, EACCES);
 }
 
-static void *tree_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+static void deny_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                        const char *newname, unsigned int flags)
 {
-    fleet *f = fuse_get_context()->private_data;
-    cfg->attr_timeout = 0;
-    cfg->entry_timeout = 1;
-    cfg->negative_timeout = 0;
-    cfg->direct_io = 1;
-    cfg->kernel_cache = 0;
-    cfg->auto_cache = 0;
+    (void)parent;
+    (void)name;
+    (void)newparent;
+    (void)newname;
+    (void)flags;
+    fuse_reply_err(req, EACCES);
+}
+
+static void ll_init(void *userdata, struct fuse_conn_info *conn)
+{
+    (void)userdata;
     /* a message arrives as one write: let the kernel pass up to 1 MiB */
     conn->max_write = 1024 * 1024;
     /* `echo x > send` opens with O_TRUNC: handled in the open itself, the
@@ -809,26 +1230,28 @@ static void *tree_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * request fewer per message (doc/benchmarks.md) */
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-    return f;
 }
 
-const struct fuse_operations tree_ops = {
-    .init = tree_init,
-    .getattr = tree_getattr,
-    .readlink = tree_readlink,
-    .readdir = tree_readdir,
-    .open = tree_open,
-    .read = tree_read,
-    .write = tree_write,
-    .release = tree_release,
-    .truncate = tree_truncate,
-    .poll = tree_poll,
-    .create = deny_create,
-    .mkdir = tree_mkdir,
+const struct fuse_lowlevel_ops tree_ops = {
+    .init = ll_init,
+    .lookup = ll_lookup,
+    .forget = ll_forget,
+    .forget_multi = ll_forget_multi,
+    .getattr = ll_getattr,
+    .setattr = ll_setattr,
+    .readlink = ll_readlink,
+    .opendir = ll_opendir,
+    .readdir = ll_readdir,
+    .readdirplus = ll_readdirplus,
+    .releasedir = ll_releasedir,
+    .open = ll_open,
+    .read = ll_read,
+    .write = ll_write,
+    .release = ll_release,
+    .poll = ll_poll,
+    .create = ll_create,
+    .mkdir = ll_mkdir,
     .unlink = deny_unlink,
-    .rmdir = tree_rmdir,
+    .rmdir = ll_rmdir,
     .rename = deny_rename,
-    .chmod = deny_chmod,
-    .chown = deny_chown,
-    .utimens = ignore_utimens,
 };

@@ -38,6 +38,15 @@ test_expect_success 'with allow_other, the 0400/0200/0500 modes keep them out' '
     test_must_fail as_other sh -c "echo all >open/leads/open/ack" 2>/dev/null
 '
 
+# The kernel keeps the attributes of directories and of the files one
+# writes to for a second (tree.c), and would show them to anyone the mount
+# lets in; with allow_other it keeps none, so each stat still asks fleetfs.
+test_expect_success 'with allow_other, what the owner just listed is not shown to the other user' '
+    ls -l open/peers open/leads/open >/dev/null &&
+    test_must_fail as_other stat open/peers/alpha open/leads/open/ack 2>err &&
+    test "$(grep -c "Permission denied" err)" = 2
+'
+
 test_expect_success 'nothing the other user tried was sent; the owner still works' '
     test ! -s alpha/leads/alpha/inbox &&
     test "$(jq -s length open/leads/open/sent)" = 0 &&
