@@ -1,13 +1,16 @@
 /* fleetfs/fuseopen.c — the reply to an open, with the flags of fuseopen.h.
  *
- * libfuse's high-level loop answers an open (and an opendir) by calling
- * fuse_reply_open with the handler's fuse_file_info, through its PLT; the
- * definition here takes that call (the executable's symbol comes first)
+ * tree.c answers an open (and an opendir) by calling fuse_reply_open with
+ * its fuse_file_info; the definition here takes that call (an executable's
+ * own symbol comes before the library's, for libfuse's internal calls too)
  * and sends the same answer libfuse would, fuse_open_out built from the
  * same fields, plus FOPEN_PARALLEL_DIRECT_WRITES | FOPEN_STREAM for a
  * handle marked by fo_mark_shared_writes.  The mark is a bit of the
  * structure's reserved padding, which libfuse 3.14 zeroes for every open
- * and never reads.  A libfuse with fields of its own for these flags
+ * and never reads.  Moving to the low-level API did not make this a
+ * plain reply: 3.14's fuse_reply_open has no way to carry these flags
+ * either (its fuse_file_info has no field for them, and fuse_req_t keeps
+ * the channel to itself).  A libfuse with fields of its own for these flags
  * (3.15 and later have parallel_direct_writes) must not be overridden
  * this way: the build refuses (below), and the mark then goes in its field.
  */
