@@ -5,6 +5,7 @@
 #include "fleetfs/cmdline.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <glib.h>
@@ -13,7 +14,7 @@
 static const char *fuse_passthrough[] = {"allow_other",      "allow_root", "default_permissions",
                                          "auto_unmount",     "fsname",     "subtype",
                                          "noatime",          "nodev",      "nosuid",
-                                         "max_idle_threads", NULL};
+                                         NULL};
 
 /* ---- mount(8) and /etc/fstab ------------------------------------------
  * mount -t fuse.fleetfs SOURCE DIR -o OPTS runs mount.fuse3, which runs
@@ -61,8 +62,9 @@ void cl_usage(FILE *to)
             "\n"
             "%s"
             "FUSE options passed through: allow_other, allow_root, default_permissions,\n"
-            "  auto_unmount, fsname=, subtype=, noatime, nodev, nosuid, max_idle_threads=,\n"
+            "  auto_unmount, fsname=, subtype=, noatime, nodev, nosuid,\n"
             "  and the generic mount flags rw, ro, dev, suid, exec, noexec, sync, ...\n"
+            "FUSE loop: max_idle_threads=N (1..1000, default 16) threads kept waiting\n"
             "mount(8): mount -t fuse.fleetfs fleetfs MOUNTPOINT -o opts, or an fstab line\n"
             "  (SOURCE is ignored; fstab-only options such as _netdev, nofail, x-systemd.*\n"
             "  are ignored)\n"
@@ -89,7 +91,19 @@ static int add_o(cmdline *cl, const char *list)
         if (!**it)
             continue;
         g_strlcpy(key, *it, MIN(klen + 1, sizeof key));
-        if (opts_known(key)) {
+        if (!strcmp(key, "max_idle_threads")) {
+            /* libfuse 3.14 takes it only in the loop's configuration, not
+             * as a mount option (fuse: unknown option) */
+            char *end = NULL;
+            long n = klen < strlen(*it) ? strtol(*it + klen + 1, &end, 10) : 0;
+            if (!end || *end || n < 1 || n > 1000) {
+                fprintf(stderr, "fleetfs: max_idle_threads=%s: give a whole number from 1 to "
+                                "1000 (the FUSE threads kept waiting for requests)\n",
+                        klen < strlen(*it) ? *it + klen + 1 : "");
+                rc = -1;
+            } else
+                cl->max_idle_threads = (unsigned)n;
+        } else if (opts_known(key)) {
             g_ptr_array_add(cl->ours, g_strdup(*it));
         } else if (is_passthrough(*it)) {
             g_ptr_array_add(cl->fuse_opts, g_strdup("-o"));

@@ -429,7 +429,8 @@ static int serve(cmdline *cl, fleet *f)
 {
     struct fuse_session *se;
     tree *t;
-    struct fuse_loop_config lc = {.clone_fd = 0, .max_idle_threads = 16};
+    struct fuse_loop_config lc = {
+        .clone_fd = 0, .max_idle_threads = cl->max_idle_threads ? cl->max_idle_threads : 16};
     br_status st;
     int rc;
 

@@ -135,6 +135,18 @@ test_expect_success 'insecure: status says so on its first line' '
     unmount_fleet loose
 '
 
+test_expect_success 'max_idle_threads=N mounts (libfuse takes it in its loop, not as a mount option); a bad N is refused' '
+    mount_fleet idle insecure max_idle_threads=2 &&
+    grep -q "^security: INSECURE" idle/status &&
+    unmount_fleet idle &&
+    ! grep -q "unknown option" idle.log &&
+    test_must_fail "$FLEETFS" m -f -o coord_id=x,insecure,max_idle_threads=0 2>err &&
+    grep -q "max_idle_threads=0: give a whole number from 1 to 1000" err &&
+    test_must_fail "$FLEETFS" m -f -o coord_id=x,insecure,max_idle_threads=many 2>err &&
+    grep -q "max_idle_threads=many" err &&
+    ! mountpoint -q m
+'
+
 test_expect_success 'SIGTERM unmounts cleanly' '
     kill -TERM $(cat .harness/pid.envy) &&
     wait_for 10 "! mountpoint -q envy" &&
