@@ -150,9 +150,9 @@ sig_result accept_verify_locked(mailbox *mb, const envelope *e)
     r = sig_verify(mb->h->trust, e);
     /* a key added or replaced since the last look: look now */
     if (r == SIG_UNKNOWN_KEY || r == SIG_BAD) {
-        uint64_t was = (uint64_t)mb->h->trust_loaded;
+        int64_t was = mb->h->trust_loaded;
         accept_trust_fresh_locked(mb, true);
-        if ((uint64_t)mb->h->trust_loaded != was)
+        if (mb->h->trust_loaded != was)
             r = sig_verify(mb->h->trust, e);
     }
     return r;
