@@ -57,11 +57,17 @@ mount_fleet() {
 }
 
 # fleet_gone NAME: the daemon has exited (a zombie waiting for its new
-# parent to reap it counts as exited)
+# parent to reap it counts as exited, but only once it is alone: after a
+# kill -9 the main thread shows Z while the other threads still exit and
+# still hold /dev/fuse open, and a stat then ends ECONNABORTED, not the
+# ENOTCONN of a mount whose daemon is gone)
 fleet_gone() {
-  local pid
+  local pid tasks
   pid=$(cat "$TEST_DIR/.harness/pid.$1" 2>/dev/null) || return 0
-  ! kill -0 "$pid" 2>/dev/null || grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null
+  kill -0 "$pid" 2>/dev/null || return 0
+  grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null || return 1
+  tasks=$(ls "/proc/$pid/task" 2>/dev/null | wc -l)
+  test "$tasks" -le 1
 }
 
 unmount_fleet() {
