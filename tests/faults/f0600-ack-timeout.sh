@@ -25,10 +25,10 @@ test_expect_success 'beta holds a message: its agent is working, so nothing is t
 # queued) or fails with ETIMEDOUT after waiting for the broker; either is
 # honest, provided what follows holds.
 test_expect_success 'broker frozen: ack the held message, then thaw the broker' '
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     if cat id >beta/leads/beta/ack 2>err; then rc=ok; else rc=failed; fi &&
     sleep 3 &&
-    kill -CONT -- -$BROKER_PGID &&
+    broker_thaw &&
     echo "the ack write: $rc $(cat err)" &&
     if test $rc = failed; then grep -q "Connection timed out" err; fi
 '

@@ -26,11 +26,11 @@ test_expect_success 'alpha and beta, each in its own namespace; send_timeout 60 
 '
 
 test_expect_success 'publish into a frozen broker, cut the link, thaw: the write fails with ETIMEDOUT' '
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     { (if echo "cut before the confirm" >alpha/peers/beta/send 2>write.err; then echo ok; else echo failed; fi >write.rc) & } &&
     sleep 1 &&
     link_cut alpha &&
-    kill -CONT -- -$BROKER_PGID &&
+    broker_thaw &&
     wait_for 90 "test -s write.rc" &&
     cat write.rc write.err &&
     test "$(cat write.rc)" = failed &&

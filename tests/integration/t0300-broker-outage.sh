@@ -94,11 +94,11 @@ test_expect_success 'a tail -f reader that spans an outage prints each message o
 '
 
 test_expect_success 'a frozen broker: the write gives up with ETIMEDOUT after send_timeout' '
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     start=$(date +%s%N) &&
     if test_must_fail bash -c "echo frozen >alpha/peers/beta/send" 2>err; then failed=1; else failed=0; fi &&
     end=$(date +%s%N) &&
-    kill -CONT -- -$BROKER_PGID &&
+    broker_thaw &&
     test $failed = 1 &&
     grep -q "write error: Connection timed out" err &&
     ms=$(( (end - start) / 1000000 )) &&
@@ -126,7 +126,7 @@ unmount_frozen() {
     unmount_fleet "$1"
     rc=$?
     end=$(date +%s%N)
-    kill -CONT -- -$BROKER_PGID
+    broker_thaw
     ms=$(( (end - start) / 1000000 ))
     echo "$1 gone after $ms ms"
     test $rc = 0 && test $ms -le $UNMOUNT_MS
@@ -135,7 +135,7 @@ test_expect_success 'a frozen broker holds an unmount once, not once per connect
     mount_fleet gamma peers=alpha &&
     wait_for 10 "grep -q \"^broker: connected\" gamma/status" &&
     wait_for 10 "! grep -q \"^presence_note: \" gamma/status" &&
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     unmount_frozen gamma
 '
 
@@ -147,7 +147,7 @@ test_expect_success 'a receipt in flight at unmount (send_timeout 60 s) does not
     echo "for delta" >alpha/peers/delta/send &&
     id=$(tail -n1 alpha/leads/alpha/sent | jq -r .msgId) &&
     wait_for 10 "grep -q \"for delta\" delta/leads/delta/inbox" &&
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     echo all >delta/leads/delta/ack &&
     wait_for 5 "grep -q \"^receipts_waiting: 1\" delta/status" &&
     unmount_frozen delta &&

@@ -41,7 +41,7 @@ test_expect_success 'rejected is final: it survives a restart of gamma' '
 '
 
 test_expect_success 'broker frozen: the write fails with ETIMEDOUT, sent says unconfirmed' '
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     if test_must_fail bash -c "echo \"lost with the broker\" >alpha/peers/beta/send" 2>err; then failed=1; else failed=0; fi &&
     id=$(last_id alpha) && echo $id >unconfirmed.id &&
     state=$(state_of alpha $id) &&

@@ -26,7 +26,7 @@ send_in_background() {
 # frozen broker is thawed right after, either way
 ack_then_thaw() {
   echo all >beta/leads/beta/ack
-  kill -CONT -- "-$BROKER_PGID"
+  broker_thaw
 }
 dlq_count() { broker_count fleet.dlq; }
 # delivered to beta and not acked yet, per the broker
@@ -106,7 +106,7 @@ test_expect_success 'mailbox deleted under its consumer: beta consumes the new o
 
 test_expect_success 'the link lost between publish and confirm: ETIMEDOUT, sent says unconfirmed' '
     echo warm >alpha/peers/beta/send &&
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     send_in_background alpha/peers/beta/send "in flight" &&
     sleep 0.5 &&
     broker_kill &&
@@ -166,7 +166,7 @@ test_expect_success 'a real duplicate waits out takeover_grace, then fails loudl
 test_expect_success 'an ack the caller gave up on is still carried out, and its outcome reported' '
     echo "to ack late" >alpha/peers/beta/send &&
     wait_for 10 "grep -q \"to ack late\" beta/leads/beta/inbox" &&
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     send_in_background beta/peers/alpha/send "keeps the broker thread busy" &&
     wait_for 5 "test -e started" &&
     sleep 1 &&

@@ -258,7 +258,7 @@ test_expect_success 'with the shared login a sender still creates a missing mail
 '
 
 test_expect_success 'resend on a per-host login: a publish lost in a frozen broker, resent after a restart' '
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     if test_must_fail bash -c "echo \"lost in the freeze\" >alpha/peers/gamma/send" 2>err; then failed=1; else failed=0; fi &&
     broker_kill && broker_restart &&
     test $failed = 1 &&

@@ -24,7 +24,7 @@ test_expect_success 'the SDK client (installed here too: with FLEET_TEST_JOBS th
 '
 
 test_expect_success 'a send into a frozen broker: isError, ETIMEDOUT, and the msgId to resend' '
-    kill -STOP -- -$BROKER_PGID &&
+    broker_freeze &&
     { timeout 60 node "$SDK_DIR/mcp_client.mjs" "$FLEETFS" "$TEST_DIR/alpha" call fleet_send \
         "{\"to\":\"beta\",\"body\":\"lost in the freeze\"}" >r; rc=$?; } &&
     broker_kill && broker_restart &&
