@@ -361,9 +361,8 @@ static bool exchange_present(br_conn *c, br_req *r)
 
 static void do_publish(br_conn *c, br_req *r)
 {
-    amqp_basic_properties_t props;
     br_probe p = {0};
-    int rc;
+    bool ask = false;
 
     if (c->st.blocked) { /* blocked since the request was queued */
         br_req_complete(c, r, FE_BLOCKED, "the broker blocks publishing (resource alarm)");
@@ -376,33 +375,47 @@ static void do_publish(br_conn *c, br_req *r)
      * A receipt needs no `unread`, and is published without asking first
      * (mandatory: a missing queue returns it, FE_NO_MAILBOX, and the
      * outbox tries again): its queue is probed, and made, only after a
-     * receipt to it came back on this connection (on_return).  So a
-     * receipt queue that stops answering holds up its own receipts'
-     * confirms only, never this thread in a passive declare (whose
-     * timeout would drop the connection for every send and receipt). */
-    if (r->queue[0] &&
-        (r->receipt ? g_hash_table_contains(c->unrouted, r->queue)
-                    : (!g_hash_table_contains(c->declared, r->queue) ||
-                       !br_probe_cached(c->owner ? c->owner : c, r->queue, &p) ||
-                       br_now_ms() - p.at_ms > 1000 || !p.present))) {
-        if (br_declare_queue(c, r->queue, true, &p) < 0) {
+     * receipt to it came back on this connection (on_return).  A probe
+     * never holds this thread (probes.c): the publish waits for its answer
+     * at most PROBE_PUBLISH_WAIT_MS, and one to a mailbox whose probe is
+     * out waits behind the publishes already waiting for it, in order. */
+    if (r->queue[0])
+        ask = br_probe_publish_waiting(c, r->queue) ||
+              (r->receipt ? g_hash_table_contains(c->unrouted, r->queue)
+                          : (!g_hash_table_contains(c->declared, r->queue) ||
+                             !br_probe_cached(c->owner ? c->owner : c, r->queue, &p) ||
+                             br_now_ms() - p.at_ms > 1000 || !p.present));
+    if (ask) {
+        br_probe_ask(c, r, PROBE_PUBLISH_WAIT_MS);
+        return;
+    }
+    if (r->receipt)
+        memset(&p, 0, sizeof p);
+    br_publish_probed(c, r, &p);
+}
+
+void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
+{
+    amqp_basic_properties_t props;
+    br_probe p = *probe;
+    int rc;
+
+    if (c->st.blocked) { /* blocked while it waited for its probe */
+        br_req_complete(c, r, FE_BLOCKED, "the broker blocks publishing (resource alarm)");
+        return;
+    }
+    if (p.valid && !p.present && r->may_create) {
+        if (br_declare_queue(c, r->queue, false, &p) < 0) {
             br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
             return;
         }
-        if (p.valid && !p.present && r->may_create) {
-            if (br_declare_queue(c, r->queue, false, &p) < 0) {
-                br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
-                return;
-            }
-            if (!p.present && p.err == FE_ACCESS)
-                br_never_added(c, r);
-            else if (!p.present)
-                snprintf(r->detail, sizeof r->detail, "cannot create mailbox %s: %s", r->queue,
-                         p.detail);
-            else
-                log_info("broker: created mailbox %s for a peer that has not started yet",
-                         r->queue);
-        }
+        if (!p.present && p.err == FE_ACCESS)
+            br_never_added(c, r);
+        else if (!p.present)
+            snprintf(r->detail, sizeof r->detail, "cannot create mailbox %s: %s", r->queue,
+                     p.detail);
+        else
+            log_info("broker: created mailbox %s for a peer that has not started yet", r->queue);
     }
     if (r->receipt && p.present) /* probed after a return: there (again) */
         g_hash_table_remove(c->unrouted, r->queue);
@@ -442,11 +455,7 @@ static void send_canary(br_conn *c)
 
 static void do_probe(br_conn *c, br_req *r)
 {
-    if (br_declare_queue(c, r->queue, true, &r->probe) < 0) {
-        br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
-        return;
-    }
-    br_req_complete(c, r, r->probe.valid ? FE_OK : r->probe.err, r->probe.detail);
+    br_probe_ask(c, r, PROBE_WAIT_MS);
 }
 
 static void handle_request(br_conn *c, br_req *r)
@@ -537,6 +546,8 @@ static gpointer broker_main(gpointer data)
         if (c->connected)
             br_read_frames(c); /* also sends our heartbeats */
         if (c->connected)
+            br_probes_tick(c);
+        if (c->connected)
             br_check_silence(c);
     }
     br_close_connection(c);
@@ -585,6 +596,7 @@ static br_conn *conn_new(const br_config *cfg, const br_callbacks *cb)
     c->declared = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     c->unrouted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_queue_init(&c->inflight);
+    br_probes_init(c);
     c->cfg.lead_bind_keys = cfg->lead_bind_keys
                                 ? (const char *const *)g_strdupv((char **)cfg->lead_bind_keys)
                                 : NULL;
@@ -744,6 +756,7 @@ static void free_one(br_conn *c)
         br_req_unref(r);
     g_async_queue_unref(c->requests);
     close(c->wakefd);
+    br_probes_free(c);
     g_hash_table_destroy(c->probes);
     g_hash_table_destroy(c->declared);
     g_hash_table_destroy(c->unrouted);
@@ -971,8 +984,11 @@ fe_code br_probe_queue(br_conn *c, const char *queue, int64_t max_age_ms, int64_
     res = br_req_wait(r, timeout_ms, &gave_up);
     if (gave_up) {
         memset(out, 0, sizeof *out);
-        snprintf(out->detail, sizeof out->detail, "probe timed out after %lld ms",
-                 (long long)timeout_ms);
+        snprintf(out->detail, sizeof out->detail,
+                 "probe timed out after %lld ms: the broker has not answered a passive declare "
+                 "of %s (the queue does not answer: stuck, or a quorum queue without a leader; "
+                 "or the broker is slow)",
+                 (long long)timeout_ms, queue);
     } else {
         *out = r->probe;
     }

@@ -24,9 +24,26 @@
 #include "broker/conn.h"
 
 /* One channel per concern: a 404 on a probe must not close the publish
- * channel, and delivery tags are counted per channel.  Boxes other than 0
- * take the lowest free number from CH_BOX_FIRST up. */
-enum { CH_PUB = 1, CH_CONS = 2, CH_PROBE = 3, CH_RCPT = 4, CH_CANARY = 5, CH_BOX_FIRST = 8 };
+ * channel, and delivery tags are counted per channel.  CH_PROBE carries the
+ * synchronous calls that touch no stuck queue (exchange declares, binds,
+ * creating a mailbox); passive declares of a queue go out without waiting,
+ * each on a probe channel of its own (probes.c).  Boxes other than 0 take
+ * the lowest free number from CH_BOX_FIRST up. */
+#define PROBE_CHANNELS 8
+enum {
+    CH_PUB = 1,
+    CH_CONS = 2,
+    CH_PROBE = 3,
+    CH_RCPT = 4,
+    CH_CANARY = 5,
+    CH_PROBE_FIRST = 8,
+    CH_BOX_FIRST = CH_PROBE_FIRST + PROBE_CHANNELS
+};
+/* How long an asked probe (RQ_PROBE) is kept waiting for its answer, and
+ * how long a publish waits for the probe of its mailbox before it goes out
+ * without it (not knowing whether the mailbox is read). */
+#define PROBE_WAIT_MS 5000
+#define PROBE_PUBLISH_WAIT_MS 1000
 
 /* The slot of the own receipt queue (not a box a caller can name). */
 #define BR_BOX_RECEIPTS UINT32_MAX
@@ -125,6 +142,23 @@ typedef struct br_req {
     br_probe probe;
 } br_req;
 
+/* A probe channel: the passive declare of `queue` in flight on it ("" :
+ * free) and what waits for its answer.  A queue that does not answer (its
+ * process stuck, a quorum queue without a leader) holds its channel until
+ * it does; the waiters leave at their deadlines, the channel stays busy. */
+typedef struct {
+    br_req *r;
+    int64_t deadline_ms;
+} br_probe_waiter;
+
+typedef struct {
+    char queue[BR_QUEUE_MAX];
+    int64_t sent_ms;
+    bool open;
+    bool warned;    /* its silence was logged */
+    GQueue waiters; /* br_probe_waiter*, in arrival order */
+} br_probe_chan;
+
 struct br_conn {
     br_config cfg;
     br_callbacks cb;
@@ -174,6 +208,7 @@ struct br_conn {
     GHashTable *declared;        /* queues known present on this connection */
     GHashTable *unrouted;        /* receipt queues a receipt came back from (on_return):
                                   * probed, and made, before the next receipt to them */
+    br_probe_chan probing[PROBE_CHANNELS]; /* probes.c */
 };
 
 /* The word a log line about the connection itself starts with:
@@ -252,5 +287,30 @@ void br_slot_kept(br_slot *s, uint64_t tag);
 
 /* frames.c: read what the broker sent, without blocking */
 void br_read_frames(br_conn *c);
+
+/* probes.c: passive declares that never hold the broker thread */
+void br_probes_init(br_conn *c);
+void br_probes_free(br_conn *c);
+/* Open the probe channels of a new connection (-1: it failed). */
+int br_probes_open(br_conn *c);
+/* The connection is gone (or closing): every waiter is told so (a publish
+ * waiting for its probe was never sent: FE_NOT_CONNECTED). */
+void br_probes_lost(br_conn *c, const char *why);
+/* Ask for a passive declare of r->queue on r's behalf, waiting at most
+ * wait_ms for the answer (one in flight per queue: r joins it).  When it
+ * comes, or the wait is over, an RQ_PROBE is completed with it and an
+ * RQ_PUBLISH goes on in br_publish_probed. */
+void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms);
+/* A publish to queue is waiting for its probe (so the next one to queue
+ * waits behind it, in order). */
+bool br_probe_publish_waiting(br_conn *c, const char *queue);
+/* A frame on a probe channel: taken (true), or not one (false). */
+bool br_probe_frame(br_conn *c, const amqp_frame_t *f);
+/* Waiters whose time is up leave (each turn of the loop). */
+void br_probes_tick(br_conn *c);
+
+/* conn.c: a publish whose probe answered (or did not in time: p->valid
+ * false) goes on. */
+void br_publish_probed(br_conn *c, br_req *r, const br_probe *p);
 
 #endif

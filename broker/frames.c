@@ -201,6 +201,8 @@ static void handle_frame(br_conn *c, amqp_frame_t *f)
 {
     if (f->frame_type != AMQP_FRAME_METHOD)
         return; /* stray content frames cannot happen: amqp_read_message takes them */
+    if (br_probe_frame(c, f))
+        return;
     switch (f->payload.method.id) {
     case AMQP_BASIC_ACK_METHOD: {
         amqp_basic_ack_t *a = f->payload.method.decoded;

@@ -395,6 +395,10 @@ static int attempt_channels(br_conn *c, attempt *a)
             return -1;
         }
     }
+    if (br_probes_open(c) < 0) {
+        snprintf(a->reason, sizeof a->reason, "%s: cannot open the probe channels", a->shown);
+        return -1;
+    }
     return 0;
 }
 
@@ -531,6 +535,7 @@ void br_drop_connection(br_conn *c, const char *why)
         br_req_complete(c, r, FE_TIMEOUT,
                         "the connection was lost after the message left and before the broker "
                         "confirmed it; it may or may not be in the mailbox");
+    br_probes_lost(c, "the connection was lost");
     amqp_destroy_connection(c->amqp);
     c->amqp = NULL;
     g_mutex_lock(&c->lock);
@@ -557,6 +562,7 @@ void br_close_connection(br_conn *c)
         br_req_complete(c, r, FE_TIMEOUT,
                         "fleetfs is shutting down before the broker confirmed; the message may or "
                         "may not be in the mailbox");
+    br_probes_lost(c, "fleetfs is shutting down");
     br_set_sock(c, -1, NULL, 0);
     /* a goodbye, not a conversation: a slow broker must not hold up exit */
     amqp_set_rpc_timeout(c->amqp, &(struct timeval){1, 0});

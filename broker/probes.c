@@ -1,0 +1,292 @@
+/* broker/probes.c — passive declares (probes) that never hold the broker
+ * thread.
+ *
+ * A probe asks the broker whether a mailbox exists, how many messages wait
+ * in it and how many consumers read it.  RabbitMQ answers a passive declare
+ * from the queue's own process, so a queue that is stuck (its process
+ * suspended, a quorum queue that lost its leader) never answers.  Asked
+ * synchronously, that held the broker thread for RPC_TIMEOUT_MS and then
+ * cost the whole connection: every probe of a fleet's status files and
+ * every send to that one peer dropped and re-made the connections of every
+ * host that listed it, every few seconds, with what they were sending and
+ * receiving (tests/integration/t0394).
+ *
+ * So each probe goes out on a channel of its own (PROBE_CHANNELS of them,
+ * from CH_PROBE_FIRST) and the broker thread goes on; the answer is read
+ * with the other frames (declare-ok, or a channel.close: 404 when there is
+ * no such queue).  One probe per queue is in flight; who asks while it is
+ * joins it.  Each waiter has a deadline: an RQ_PROBE is then answered
+ * "no answer", a publish goes out without knowing whether its mailbox is
+ * read (its confirm then says whether the broker took it).  A channel
+ * whose queue never answers stays busy until it does, and a connection
+ * whose probe channels are all busy says so instead of asking.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <amqp.h>
+
+#include "broker/conn_int.h"
+#include "fleetfs/log.h"
+
+static bool is_probe_channel(amqp_channel_t ch)
+{
+    return ch >= CH_PROBE_FIRST && ch < CH_PROBE_FIRST + PROBE_CHANNELS;
+}
+
+void br_probes_init(br_conn *c)
+{
+    for (int i = 0; i < PROBE_CHANNELS; i++)
+        g_queue_init(&c->probing[i].waiters);
+}
+
+/* After the thread ended: whatever still waits (nothing, as the
+ * connection was closed) has only the thread's reference left. */
+void br_probes_free(br_conn *c)
+{
+    for (int i = 0; i < PROBE_CHANNELS; i++) {
+        br_probe_waiter *w;
+        while ((w = g_queue_pop_head(&c->probing[i].waiters))) {
+            br_req_unref(w->r);
+            g_free(w);
+        }
+    }
+}
+
+int br_probes_open(br_conn *c)
+{
+    for (int i = 0; i < PROBE_CHANNELS; i++) {
+        br_probe_chan *pc = &c->probing[i];
+        pc->queue[0] = '\0';
+        pc->warned = false;
+        pc->open = br_open_channel(c, (amqp_channel_t)(CH_PROBE_FIRST + i)) == 0;
+        if (!pc->open)
+            return -1;
+    }
+    return 0;
+}
+
+/* Tell r the probe's outcome p. */
+static void finish(br_conn *c, br_req *r, const br_probe *p)
+{
+    if (r->kind == RQ_PUBLISH) {
+        br_publish_probed(c, r, p);
+        return;
+    }
+    r->probe = *p;
+    br_req_complete(c, r, p->valid ? FE_OK : p->err ? p->err : FE_TIMEOUT, p->detail);
+}
+
+/* Finish every waiter of the list with p; those after a finish that lost
+ * the connection are told the connection is gone. */
+static void finish_all(br_conn *c, GQueue *q, const br_probe *p)
+{
+    br_probe_waiter *w;
+    while ((w = g_queue_pop_head(q))) {
+        br_req *r = w->r;
+        g_free(w);
+        if (c->connected)
+            finish(c, r, p);
+        else
+            br_req_complete(c, r, FE_NOT_CONNECTED,
+                            r->kind == RQ_PUBLISH ? "the connection was lost before it was "
+                                                    "published; nothing was sent"
+                                                  : "connection lost");
+    }
+}
+
+void br_probes_lost(br_conn *c, const char *why)
+{
+    for (int i = 0; i < PROBE_CHANNELS; i++) {
+        br_probe_chan *pc = &c->probing[i];
+        br_probe_waiter *w;
+        char detail[400];
+        while ((w = g_queue_pop_head(&pc->waiters))) {
+            snprintf(detail, sizeof detail, "%s%s", why,
+                     w->r->kind == RQ_PUBLISH ? " before it was published; nothing was sent" : "");
+            br_req_complete(c, w->r, FE_NOT_CONNECTED, detail);
+            g_free(w);
+        }
+        pc->queue[0] = '\0';
+        pc->open = false;
+        pc->warned = false;
+    }
+}
+
+static br_probe_chan *chan_of(br_conn *c, const char *queue)
+{
+    for (int i = 0; i < PROBE_CHANNELS; i++)
+        if (c->probing[i].queue[0] && strcmp(c->probing[i].queue, queue) == 0)
+            return &c->probing[i];
+    return NULL;
+}
+
+bool br_probe_publish_waiting(br_conn *c, const char *queue)
+{
+    br_probe_chan *pc = chan_of(c, queue);
+    if (!pc)
+        return false;
+    for (GList *l = pc->waiters.head; l; l = l->next)
+        if (((br_probe_waiter *)l->data)->r->kind == RQ_PUBLISH)
+            return true;
+    return false;
+}
+
+static void join(br_probe_chan *pc, br_req *r, int64_t wait_ms)
+{
+    br_probe_waiter *w = g_new0(br_probe_waiter, 1);
+    w->r = r;
+    w->deadline_ms = br_now_ms() + wait_ms;
+    g_queue_push_tail(&pc->waiters, w);
+}
+
+void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms)
+{
+    br_probe_chan *pc = chan_of(c, r->queue), *free_pc = NULL;
+    amqp_queue_declare_t m;
+    int busy = 0;
+
+    if (pc) {
+        join(pc, r, wait_ms);
+        return;
+    }
+    for (int i = 0; i < PROBE_CHANNELS; i++) {
+        if (!c->probing[i].open)
+            continue;
+        if (c->probing[i].queue[0])
+            busy++;
+        else if (!free_pc)
+            free_pc = &c->probing[i];
+    }
+    if (!free_pc) {
+        br_probe p = {.at_ms = br_now_ms(), .err = FE_TIMEOUT};
+        snprintf(p.detail, sizeof p.detail,
+                 "not asked: the broker has not answered this connection's last %d probes "
+                 "(their queues do not answer)",
+                 busy);
+        finish(c, r, &p);
+        return;
+    }
+    pc = free_pc;
+    memset(&m, 0, sizeof m);
+    m.queue = amqp_cstring_bytes(r->queue);
+    m.passive = 1;
+    m.durable = 1;
+    m.arguments = amqp_empty_table;
+    g_strlcpy(pc->queue, r->queue, sizeof pc->queue);
+    pc->sent_ms = br_now_ms();
+    pc->warned = false;
+    join(pc, r, wait_ms);
+    if (amqp_send_method(c->amqp, (amqp_channel_t)(CH_PROBE_FIRST + (pc - c->probing)),
+                         AMQP_QUEUE_DECLARE_METHOD, &m) != AMQP_STATUS_OK)
+        br_drop_connection(c, "cannot send a passive declare");
+}
+
+/* The answer to pc's probe, p: cache it, free the channel, tell the
+ * waiters. */
+static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
+{
+    GQueue q = G_QUEUE_INIT;
+    int64_t took = br_now_ms() - pc->sent_ms;
+    if (pc->warned)
+        log_info("%s: %s answers again: a passive declare of it took %lld ms", br_who(c),
+                 pc->queue, (long long)took);
+    if (p->valid)
+        br_cache_probe(c, pc->queue, p);
+    if (p->valid && p->present)
+        g_hash_table_add(c->declared, g_strdup(pc->queue));
+    else if (p->valid)
+        g_hash_table_remove(c->declared, pc->queue);
+    /* the channel is free before anyone is told: a publish told may ask
+     * again, or drop the connection */
+    while (!g_queue_is_empty(&pc->waiters))
+        g_queue_push_tail(&q, g_queue_pop_head(&pc->waiters));
+    pc->queue[0] = '\0';
+    pc->warned = false;
+    finish_all(c, &q, p);
+}
+
+bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
+{
+    br_probe_chan *pc;
+    br_probe p;
+
+    if (f->frame_type != AMQP_FRAME_METHOD || !is_probe_channel(f->channel))
+        return false;
+    pc = &c->probing[f->channel - CH_PROBE_FIRST];
+    memset(&p, 0, sizeof p);
+    p.at_ms = pc->sent_ms;
+    if (f->payload.method.id == AMQP_QUEUE_DECLARE_OK_METHOD) {
+        const amqp_queue_declare_ok_t *ok = f->payload.method.decoded;
+        p.valid = p.present = true;
+        p.messages = ok->message_count;
+        p.consumers = ok->consumer_count;
+    } else if (f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        const amqp_channel_close_t *m = f->payload.method.decoded;
+        amqp_channel_close_ok_t close_ok = {0};
+        br_probe old;
+        br_bytes_to_str(m->reply_text, p.detail, sizeof p.detail);
+        pc->open = false;
+        if (amqp_send_method(c->amqp, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) !=
+                AMQP_STATUS_OK ||
+            br_open_channel(c, f->channel) < 0) {
+            br_drop_connection(c, "cannot reopen a probe channel");
+            return true;
+        }
+        pc->open = true;
+        if (m->reply_code == 404) {
+            p.valid = true;
+            p.err = FE_NO_MAILBOX;
+            p.create_refused = pc->queue[0] && br_probe_cached(c, pc->queue, &old) &&
+                               old.create_refused;
+        } else {
+            p.err = m->reply_code == 403 ? FE_ACCESS
+                    : m->reply_code == 406 ? FE_MISMATCH
+                                           : FE_INTERNAL;
+        }
+    } else {
+        return true; /* nothing else is asked on these channels */
+    }
+    if (pc->queue[0])
+        answered(c, pc, &p);
+    return true;
+}
+
+void br_probes_tick(br_conn *c)
+{
+    int64_t now = br_now_ms();
+    for (int i = 0; i < PROBE_CHANNELS; i++) {
+        br_probe_chan *pc = &c->probing[i];
+        GQueue due = G_QUEUE_INIT;
+        br_probe p;
+        for (GList *l = pc->waiters.head, *next; l; l = next) {
+            next = l->next;
+            if (((br_probe_waiter *)l->data)->deadline_ms <= now) {
+                g_queue_push_tail(&due, l->data);
+                g_queue_delete_link(&pc->waiters, l);
+            }
+        }
+        if (g_queue_is_empty(&due))
+            continue;
+        memset(&p, 0, sizeof p);
+        p.at_ms = pc->sent_ms;
+        p.err = FE_TIMEOUT;
+        snprintf(p.detail, sizeof p.detail,
+                 "no answer: the broker has not answered a passive declare of %s for %lld ms "
+                 "(the queue does not answer: stuck, or a quorum queue without a leader)",
+                 pc->queue, (long long)(now - pc->sent_ms));
+        if (!pc->warned) {
+            pc->warned = true;
+            log_warn("%s: %s: %s; %s; the connection and every other mailbox go on; check "
+                     "that queue on the broker (rabbitmq-queues, or the management UI)",
+                     br_who(c), pc->queue, p.detail,
+                     c->publisher ? "sends to it go out without knowing whether it is read, and "
+                                    "stay unconfirmed (the write fails ETIMEDOUT) until the "
+                                    "queue takes them"
+                                  : "its status says it does not answer");
+        }
+        finish_all(c, &due, &p);
+        if (!c->connected)
+            return;
+    }
+}

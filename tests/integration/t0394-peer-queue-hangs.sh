@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# One peer's mailbox stops answering (its queue process is suspended inside
+# the broker, as a stuck queue or a quorum queue without a leader would be).
+# Every host that lists that peer probes its mailbox (status files, the
+# notifier's round, each send to it), and a passive declare of that queue
+# never answers. It was asked synchronously: after RPC_TIMEOUT_MS (5 s) the
+# asking connection was dropped, with the publishing one beside it, and made
+# again, every few seconds, on every host: sends to healthy peers failed
+# ECOMM meanwhile and deliveries stopped. Expected: the stuck mailbox
+# affects what goes to it only; every connection stays up (the broker's
+# own list of connections says so); a send to it fails ETIMEDOUT
+# (unconfirmed) and is taken once the queue answers again.
+. "$(dirname "$0")/../lib.sh"
+. "$FLEET_ROOT/tests/fleet.sh"
+broker_use_shared
+FLEET_VHOST=t0394
+new_vhost $FLEET_VHOST
+state_of() { jq -r "select(.msgId == \"$2\") | .state" $1/leads/$1/sent; }
+last_id() { tail -n1 $1/leads/$1/sent | jq -r .msgId; }
+# the broker's own list of this vhost's client connections (their names
+# carry the client's port: a reconnect makes a new one)
+connections() {
+    rmqctl list_connections -q name vhost | awk -v v=$FLEET_VHOST '$NF == v { print $1 }' | sort
+}
+
+test_expect_success 'alpha, beta and gamma list each other; all mailboxes answer' '
+    mount_fleet alpha peers=beta:gamma send_timeout=3s inject=none &&
+    mount_fleet beta peers=alpha:gamma inject=none &&
+    mount_fleet gamma peers=alpha:beta inject=none &&
+    wait_for 10 "grep -q \"^state: reading\" alpha/peers/gamma/status" &&
+    wait_for 10 "grep -q \"^state: reading\" beta/peers/gamma/status" &&
+    connections >before &&
+    test $(wc -l <before) -ge 6
+'
+
+test_expect_success 'gamma'\''s mailbox hangs: alpha'\''s sends to beta all go, for 12 s; no connection is remade' '
+    queue_process suspend lead.gamma.inbox &&
+    at_exit "queue_process resume lead.gamma.inbox" &&
+    for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+        echo "to beta $i" >alpha/peers/beta/send || return 1
+        sleep 1
+    done &&
+    wait_for 10 "test \$(grep -c \"to beta\" beta/leads/beta/inbox) = 12" &&
+    connections >during &&
+    diff before during
+'
+
+test_expect_success 'gamma'\''s status says it does not answer, within probe_timeout' '
+    start=$(date +%s%N) &&
+    cat alpha/peers/gamma/status >st &&
+    ms=$(( ($(date +%s%N) - start) / 1000000 )) &&
+    cat st && echo "read in $ms ms" &&
+    test $ms -lt 4000 &&
+    grep -q "^state: unknown$" st &&
+    grep -q "^detail: .*lead.gamma.inbox" st &&
+    grep -q "^state: reading$" alpha/peers/beta/status
+'
+
+test_expect_success 'a send to gamma fails ETIMEDOUT, unconfirmed; a send to beta right after goes' '
+    test_must_fail bash -c "echo \"to gamma\" >alpha/peers/gamma/send" 2>err &&
+    grep -q "Connection timed out" err &&
+    id=$(last_id alpha) && echo $id >gamma.id &&
+    test "$(state_of alpha $id)" = unconfirmed &&
+    echo "to beta after" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q \"to beta after\" beta/leads/beta/inbox" &&
+    grep -q "publisher: lead.gamma.inbox: no answer" alpha.log &&
+    connections >during &&
+    diff before during
+'
+
+test_expect_success 'gamma'\''s mailbox answers again: the message reaches gamma once, sent moves on' '
+    queue_process resume lead.gamma.inbox &&
+    id=$(cat gamma.id) &&
+    wait_for 15 "grep -q $id gamma/leads/gamma/inbox" &&
+    test $(grep -c $id gamma/leads/gamma/inbox) = 1 &&
+    wait_for 15 "test \"\$(state_of alpha $id)\" != unconfirmed" &&
+    wait_for 10 "grep -q \"^state: reading\" alpha/peers/gamma/status" &&
+    connections >after &&
+    diff before after
+'
+
+test_expect_success 'unmount cleanly' '
+    unmount_fleet alpha && unmount_fleet beta && unmount_fleet gamma
+'
+
+test_done
