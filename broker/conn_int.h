@@ -36,6 +36,7 @@ enum {
     CH_PROBE = 3,
     CH_RCPT = 4,
     CH_CANARY = 5,
+    CH_PING = 6,
     CH_PROBE_FIRST = 8,
     CH_BOX_FIRST = CH_PROBE_FIRST + PROBE_CHANNELS
 };
@@ -44,6 +45,13 @@ enum {
  * without it (not knowing whether the mailbox is read). */
 #define PROBE_WAIT_MS 5000
 #define PROBE_PUBLISH_WAIT_MS 1000
+/* A probe unanswered for PING_AFTER_MS while nothing at all came from the
+ * broker for as long: is it a stuck queue or a dead link?  A passive
+ * declare of an exchange (answered by the broker without any queue) on
+ * CH_PING tells; no answer within PING_WAIT_MS drops the connection, as a
+ * synchronous call's timeout did (probes.c). */
+#define PING_AFTER_MS 2000
+#define PING_WAIT_MS 3000
 
 /* The slot of the own receipt queue (not a box a caller can name). */
 #define BR_BOX_RECEIPTS UINT32_MAX
@@ -209,6 +217,7 @@ struct br_conn {
     GHashTable *unrouted;        /* receipt queues a receipt came back from (on_return):
                                   * probed, and made, before the next receipt to them */
     br_probe_chan probing[PROBE_CHANNELS]; /* probes.c */
+    int64_t ping_sent_ms;                  /* a ping on CH_PING is out since; 0: none */
 };
 
 /* The word a log line about the connection itself starts with:

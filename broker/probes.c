@@ -20,6 +20,14 @@
  * read (its confirm then says whether the broker took it).  A channel
  * whose queue never answers stays busy until it does, and a connection
  * whose probe channels are all busy says so instead of asking.
+ *
+ * A dead link (a frozen broker, a cut without FIN) also leaves probes
+ * unanswered, and the synchronous call's timeout used to find it within
+ * 5 s, well before the heartbeats (20 s).  So when a probe has waited
+ * PING_AFTER_MS and nothing at all came from the broker for as long, a
+ * ping goes out: a passive declare of amq.direct on CH_PING, which the
+ * broker answers without asking any queue.  No answer within PING_WAIT_MS
+ * drops the connection ("request timed out").
  */
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +63,9 @@ void br_probes_free(br_conn *c)
 
 int br_probes_open(br_conn *c)
 {
+    c->ping_sent_ms = 0;
+    if (br_open_channel(c, CH_PING) < 0)
+        return -1;
     for (int i = 0; i < PROBE_CHANNELS; i++) {
         br_probe_chan *pc = &c->probing[i];
         pc->queue[0] = '\0';
@@ -206,11 +217,31 @@ static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
     finish_all(c, &q, p);
 }
 
+/* The ping's answer (or, impossible for amq.direct, its channel closed:
+ * an answer too, and the channel is opened again). */
+static void ping_frame(br_conn *c, const amqp_frame_t *f)
+{
+    if (f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        amqp_channel_close_ok_t close_ok = {0};
+        if (amqp_send_method(c->amqp, CH_PING, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) !=
+                AMQP_STATUS_OK ||
+            br_open_channel(c, CH_PING) < 0) {
+            br_drop_connection(c, "cannot reopen the ping channel");
+            return;
+        }
+    }
+    c->ping_sent_ms = 0;
+}
+
 bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
 {
     br_probe_chan *pc;
     br_probe p;
 
+    if (f->frame_type == AMQP_FRAME_METHOD && f->channel == CH_PING) {
+        ping_frame(c, f);
+        return true;
+    }
     if (f->frame_type != AMQP_FRAME_METHOD || !is_probe_channel(f->channel))
         return false;
     pc = &c->probing[f->channel - CH_PROBE_FIRST];
@@ -252,9 +283,44 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
     return true;
 }
 
+/* A stuck queue, or a dead link?  See the top of the file. */
+static void ping_tick(br_conn *c, int64_t now)
+{
+    int64_t oldest = 0;
+    amqp_exchange_declare_t m;
+    if (c->ping_sent_ms) {
+        if (now - c->ping_sent_ms > PING_WAIT_MS) {
+            char why[200];
+            snprintf(why, sizeof why,
+                     "request timed out: nothing from the broker for %lld ms, not even the "
+                     "answer to a passive declare of an exchange",
+                     (long long)(now - c->last_recv_ms));
+            br_drop_connection(c, why);
+        }
+        return;
+    }
+    for (int i = 0; i < PROBE_CHANNELS; i++)
+        if (c->probing[i].queue[0] && (!oldest || c->probing[i].sent_ms < oldest))
+            oldest = c->probing[i].sent_ms;
+    if (!oldest || now - oldest < PING_AFTER_MS || now - c->last_recv_ms < PING_AFTER_MS)
+        return;
+    memset(&m, 0, sizeof m);
+    m.exchange = amqp_cstring_bytes("amq.direct");
+    m.type = amqp_cstring_bytes("direct");
+    m.passive = 1;
+    m.durable = 1;
+    m.arguments = amqp_empty_table;
+    c->ping_sent_ms = now;
+    if (amqp_send_method(c->amqp, CH_PING, AMQP_EXCHANGE_DECLARE_METHOD, &m) != AMQP_STATUS_OK)
+        br_drop_connection(c, "cannot send a passive declare of an exchange");
+}
+
 void br_probes_tick(br_conn *c)
 {
     int64_t now = br_now_ms();
+    ping_tick(c, now);
+    if (!c->connected)
+        return;
     for (int i = 0; i < PROBE_CHANNELS; i++) {
         br_probe_chan *pc = &c->probing[i];
         GQueue due = G_QUEUE_INIT;
@@ -275,7 +341,7 @@ void br_probes_tick(br_conn *c)
                  "no answer: the broker has not answered a passive declare of %s for %lld ms "
                  "(the queue does not answer: stuck, or a quorum queue without a leader)",
                  pc->queue, (long long)(now - pc->sent_ms));
-        if (!pc->warned) {
+        if (!pc->warned && !c->ping_sent_ms) { /* not while the link itself is in doubt */
             pc->warned = true;
             log_warn("%s: %s: %s; %s; the connection and every other mailbox go on; check "
                      "that queue on the broker (rabbitmq-queues, or the management UI)",

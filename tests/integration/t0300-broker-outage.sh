@@ -156,6 +156,27 @@ test_expect_success 'a receipt in flight at unmount (send_timeout 60 s) does not
     unmount_fleet delta
 '
 
+# A frozen broker sends nothing, heartbeats included, and its socket stays
+# open: the heartbeats alone find it after two intervals (20 s). alpha's
+# probes of its peers go unanswered; after 2 s of silence a passive declare
+# of an exchange, which no queue answers, asks whether the link is alive,
+# and 3 s without an answer drops it (broker/probes.c). A queue that is
+# merely stuck leaves the link up (t0394).
+test_expect_success 'a frozen broker is found within about 5 s, not the heartbeats'\'' 20 s; sends then fail at once' '
+    wait_for 20 "grep -q \"^broker: connected\" alpha/status" &&
+    broker_freeze &&
+    start=$(date +%s%N) &&
+    wait_for 15 "! grep -q \"^broker: connected\" alpha/status" &&
+    ms=$(( ($(date +%s%N) - start) / 1000000 )) &&
+    echo "alpha called the link down after $ms ms" &&
+    test_must_fail bash -c "echo \"into the frozen broker\" >alpha/peers/beta/send" 2>err &&
+    broker_thaw &&
+    grep -q "Communication error on send" err &&
+    grep -q "request timed out: nothing from the broker" alpha.log &&
+    test $ms -le 12000 &&
+    wait_for 30 "grep -q \"^broker: connected\" alpha/status"
+'
+
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
 '
