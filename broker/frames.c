@@ -145,9 +145,10 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
     amqp_channel_close_ok_t ok = {0};
     char text[256];
     br_req *r;
+    int code = m->reply_code; /* m may not outlive the channel's reopening */
     br_bytes_to_str(m->reply_text, text, sizeof text);
     br_slot *s = br_slot_by_channel(c, ch);
-    log_warn("broker: channel %u closed by the broker: %d %s", ch, m->reply_code, text);
+    log_warn("broker: channel %u closed by the broker: %d %s", ch, code, text);
     if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
         (!s && br_open_channel(c, ch) < 0)) {
         br_drop_connection(c, text);
@@ -158,7 +159,7 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
         snprintf(why, sizeof why,
                  "the broker closed the publish channel (%d %s) before it confirmed; the "
                  "message may or may not be in the mailbox",
-                 m->reply_code, text);
+                 code, text);
         c->pub_seq = 0;
         while ((r = g_queue_pop_head(&c->inflight)))
             br_req_complete(c, r, FE_TIMEOUT, why);

@@ -256,6 +256,9 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
         const amqp_channel_close_t *m = f->payload.method.decoded;
         amqp_channel_close_ok_t close_ok = {0};
         br_probe old;
+        /* read before the channel is opened again: that call may reuse
+         * the memory m lives in */
+        int code = m->reply_code;
         br_bytes_to_str(m->reply_text, p.detail, sizeof p.detail);
         pc->open = false;
         if (amqp_send_method(c->amqp, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) !=
@@ -265,15 +268,13 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
             return true;
         }
         pc->open = true;
-        if (m->reply_code == 404) {
+        if (code == 404) {
             p.valid = true;
             p.err = FE_NO_MAILBOX;
             p.create_refused = pc->queue[0] && br_probe_cached(c, pc->queue, &old) &&
                                old.create_refused;
         } else {
-            p.err = m->reply_code == 403 ? FE_ACCESS
-                    : m->reply_code == 406 ? FE_MISMATCH
-                                           : FE_INTERNAL;
+            p.err = code == 403 ? FE_ACCESS : code == 406 ? FE_MISMATCH : FE_INTERNAL;
         }
     } else {
         return true; /* nothing else is asked on these channels */
