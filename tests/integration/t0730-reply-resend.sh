@@ -75,12 +75,14 @@ test_expect_success 'resend publishes it, and beta gets it once' '
 # message when it thaws, and alpha never hears of it: it stays unconfirmed.
 # The status read just before the freeze leaves a fresh probe of beta's
 # mailbox, so the publish goes out at once instead of asking the broker
-# first (a probe older than 1 s is renewed before a publish): without it the
-# publish could wait in that question, frozen, and never be sent (CI saw it,
-# twice: once with no status read, once when a loaded machine took more
-# than that second between the read and the write). So the read, the
-# freeze and the write go within half a second, or the broker is thawed and
-# they are tried again.
+# first (a probe older than 1 s is renewed before a publish). Until
+# broker/probes.c the publish then waited in that question, frozen, and was
+# never sent (CI saw it, twice: once with no status read, once when a
+# loaded machine took more than that second between the read and the
+# write); now it goes out after 1 s without the answer, inside alpha's
+# send_timeout of 2 s, a margin this test does not lean on: the read, the
+# freeze and the write go within half a second, or the broker is thawed
+# and they are tried again.
 fresh_probe_then_freeze() {
     local try t0
     for try in 1 2 3 4 5; do
