@@ -50,6 +50,7 @@
 #   test_fail_all REASON               end the file now as one failure ("# FAIL FILE: REASON"),
 #                                      for what must work here (e.g. as root, a network namespace)
 #   test_cmp EXPECTED ACTUAL           diff -u, fails if the files differ
+#   test_eq WHAT GOT WANT              GOT = WANT, else says WHAT, GOT and WANT on stderr
 #   test_must_fail CMD...              succeeds only if CMD exits non-zero (not by a signal)
 #   wait_for TIMEOUT_S CONDITION       poll CONDITION (shell code) every 0.1 s; 1 on timeout
 #   test_absent TIMEOUT_S MARKER EVENT wait for MARKER (proof that the window passed), then
@@ -287,6 +288,14 @@ doc_blocks_listed() {
 
 test_cmp() {
   diff -u -- "$1" "$2"
+}
+
+# test_eq WHAT GOT WANT: GOT = WANT, or say on stderr which check failed
+# and with what (a snippet's failing `test` says nothing by itself)
+test_eq() {
+  [[ $2 == "$3" ]] && return 0
+  echo "test_eq: $1: got '$2', want '$3'" >&2
+  return 1
 }
 
 test_must_fail() {

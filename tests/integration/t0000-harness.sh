@@ -197,4 +197,11 @@ test_expect_success 'a failing test shows the last lines of the logs registered 
 	test "$(sed -n "/^not ok 2/,\$p" out | grep -c "d.log")" = 1
 '
 
+test_expect_success 'test_eq: equal passes silently; different fails and says what, got and want' '
+	test_eq same 3 3 2>err && test ! -s err &&
+	test_must_fail test_eq "dead letters" 4 3 2>err &&
+	grep -qx "test_eq: dead letters: got '\''4'\'', want '\''3'\''" err &&
+	test_must_fail test_eq empty "" 0 2>/dev/null
+'
+
 test_done

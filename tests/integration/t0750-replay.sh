@@ -134,13 +134,15 @@ test_expect_success 'replayed with the flag after a forced reset of beta'"'"'s c
     pane_is idle &&
     wait_for 20 "test \"\$(inbox)\" = 0" &&
     wait_for 10 "test \$(prompts) -ge $((p0 + 1))" &&
-    test "$(typed "held two")" = 1 &&
-    test "$(typed "$M1TEXT")" = "$t0" &&
-    test $(prompts) = $((p0 + 1)) &&
-    test "$(dlq)" = "$d0" &&
-    read_until seen6 "after six" && grep -q "held two" seen6 && ! grep -q "$(cat m1)" seen6 &&
+    test_eq "typed held two" "$(typed "held two")" 1 &&
+    test_eq "typed m1" "$(typed "$M1TEXT")" "$t0" &&
+    test_eq prompts $(prompts) $((p0 + 1)) &&
+    test_eq "dead letters" "$(dlq)" "$d0" &&
+    read_until seen6 "after six" &&
+    { grep -q "held two" seen6 && ! grep -q "$(cat m1)" seen6 ||
+      { echo "seen6 (the inbox as tail -f showed it):" && cat seen6 && false; }; } &&
     test "$(grep -c "$(cat m1)" beta/leads/beta/history)" -le 1 &&
-    test "$(consumed_log)" = $((c0 + 1))
+    test_eq "m1 already consumed (log lines)" "$(consumed_log)" $((c0 + 1))
 '
 
 test_expect_success "gamma, trusted, floods beta's receipt queue with $FLOOD signed receipts about beta's message" '
