@@ -10,6 +10,8 @@
 #   kill_fleet NAME             kill -9 the daemon and lazily unmount
 #   fleet_gone NAME             true once the daemon has exited
 #   msgids FILE                 the msgIds of a JSON Lines file, one per line
+#   sent_state LEAD MSGID       the state of MSGID in LEAD's own sent file
+#   last_sent_id LEAD           the msgId of the newest entry of LEAD's sent
 #   fleet_reader MOUNT LOG      read and ack the inbox, log the msgIds acked (an oracle)
 #   broker_count QUEUE          messages ready + unacked in QUEUE per rabbitmqctl
 #                               (nothing for no such queue; fails if rabbitmqctl fails)
@@ -113,6 +115,14 @@ kill_fleet() {
 
 msgids() {
   jq -r .msgId "$1"
+}
+
+sent_state() {
+  jq -r "select(.msgId == \"$2\") | .state" "$1/leads/$1/sent"
+}
+
+last_sent_id() {
+  tail -n1 "$1/leads/$1/sent" | jq -r .msgId
 }
 
 # Prints nothing (status 0) for a queue that does not exist; when

@@ -16,14 +16,12 @@ URI=$(broker_uri $FLEET_VHOST)
 
 # every mount of this fleet: queues hold at most 5 messages
 ML=max_length=5
-state_of() { jq -r "select(.msgId == \"$2\") | .state" $1/leads/$1/sent; }
-last_id() { tail -n1 $1/leads/$1/sent | jq -r .msgId; }
 
 test_expect_success 'gamma sends beta a message and goes offline' '
     mount_fleet beta peers=alpha:gamma inject=none $ML &&
     mount_fleet gamma peers=beta $ML &&
     echo "from gamma" >gamma/peers/beta/send &&
-    last_id gamma >gamma.id &&
+    last_sent_id gamma >gamma.id &&
     unmount_fleet gamma &&
     wait_for 10 "grep -q \"from gamma\" beta/leads/beta/inbox"
 '
@@ -45,10 +43,10 @@ test_expect_success 'beta consumes gamma'\''s message: its receipt waits in the 
 test_expect_success 'alpha'\''s receipts still arrive: its sent reaches acked' '
     mount_fleet alpha peers=beta $ML &&
     echo "from alpha" >alpha/peers/beta/send &&
-    id=$(last_id alpha) &&
+    id=$(last_sent_id alpha) &&
     wait_for 10 "grep -q \"from alpha\" beta/leads/beta/inbox" &&
     echo $id >beta/leads/beta/ack &&
-    wait_for 10 "test \"\$(state_of alpha $id)\" = acked" &&
+    wait_for 10 "test \"\$(sent_state alpha $id)\" = acked" &&
     grep -q "^receipts_waiting: 1$" beta/status &&
     grep -q "^receipts_dropped: 0$" beta/status &&
     n=$(broker_count lead.gamma.receipts) && test "$n" = 5
@@ -59,7 +57,7 @@ test_expect_success 'room in gamma'\''s queue: its receipt goes, and gamma sees 
     wait_for 30 "grep -q \"^receipts_waiting: 0$\" beta/status" &&
     grep -q "receipts: gamma takes its receipts again" beta.log &&
     mount_fleet gamma peers=beta $ML &&
-    wait_for 10 "test \"\$(state_of gamma $(cat gamma.id))\" = acked"
+    wait_for 10 "test \"\$(sent_state gamma $(cat gamma.id))\" = acked"
 '
 
 test_expect_success 'unmount cleanly' '

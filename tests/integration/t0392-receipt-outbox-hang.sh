@@ -19,18 +19,16 @@ FLEET_VHOST=t0392
 new_vhost $FLEET_VHOST
 
 B=$((3 * ${FAULT_SCALE:-1})) # beta's messages; make soak: 30
-state_of() { jq -r "select(.msgId == \"$2\") | .state" $1/leads/$1/sent; }
-last_id() { tail -n1 $1/leads/$1/sent | jq -r .msgId; }
 
 test_expect_success 'gamma sends alpha two messages; alpha acks the first, gamma sees acked' '
     mount_fleet alpha peers=beta:gamma inject=none send_timeout=60s &&
     mount_fleet beta peers=alpha &&
     mount_fleet gamma peers=alpha &&
-    echo "g1" >gamma/peers/alpha/send && last_id gamma >g1.id &&
-    echo "g2" >gamma/peers/alpha/send && last_id gamma >g2.id &&
+    echo "g1" >gamma/peers/alpha/send && last_sent_id gamma >g1.id &&
+    echo "g2" >gamma/peers/alpha/send && last_sent_id gamma >g2.id &&
     wait_for 10 "test \$(wc -l <alpha/leads/alpha/inbox) = 2" &&
     cat g1.id >alpha/leads/alpha/ack &&
-    wait_for 10 "test \"\$(state_of gamma $(cat g1.id))\" = acked" &&
+    wait_for 10 "test \"\$(sent_state gamma $(cat g1.id))\" = acked" &&
     unmount_fleet gamma
 '
 
@@ -43,12 +41,12 @@ test_expect_success 'lead.gamma.receipts stops answering; alpha acks gamma'\''s 
 
 test_expect_success 'beta'\''s receipts arrive while gamma'\''s attempt is still in flight' '
     for i in $(seq $B); do
-        echo "b$i" >beta/peers/alpha/send && last_id beta >>b.ids || return 1
+        echo "b$i" >beta/peers/alpha/send && last_sent_id beta >>b.ids || return 1
     done &&
     wait_for 10 "test \$(wc -l <alpha/leads/alpha/inbox) = $B" &&
     echo all >alpha/leads/alpha/ack &&
     for id in $(cat b.ids); do
-        wait_for 40 "test \"\$(state_of beta $id)\" = acked" || return 1
+        wait_for 40 "test \"\$(sent_state beta $id)\" = acked" || return 1
     done &&
     ! grep "receipts: gamma does not take its receipts" alpha.log &&
     grep -q "^receipts_waiting: 1$" alpha/status
@@ -59,17 +57,17 @@ test_expect_success 'the queue answers again: gamma'\''s receipt arrives, nothin
     wait_for 70 "grep -q \"^receipts_waiting: 0$\" alpha/status" &&
     grep -q "^receipts_dropped: 0$" alpha/status &&
     mount_fleet gamma peers=alpha &&
-    wait_for 10 "test \"\$(state_of gamma $(cat g2.id))\" = acked" &&
+    wait_for 10 "test \"\$(sent_state gamma $(cat g2.id))\" = acked" &&
     n=$(broker_count fleet.dlq) && test "$n" = 0
 '
 
 test_expect_success 'both sides work after: beta and gamma send, alpha reads and acks' '
-    echo "b4" >beta/peers/alpha/send && id=$(last_id beta) &&
-    echo "g3" >gamma/peers/alpha/send && gid=$(last_id gamma) &&
+    echo "b4" >beta/peers/alpha/send && id=$(last_sent_id beta) &&
+    echo "g3" >gamma/peers/alpha/send && gid=$(last_sent_id gamma) &&
     wait_for 10 "test \$(wc -l <alpha/leads/alpha/inbox) = 2" &&
     echo all >alpha/leads/alpha/ack &&
-    wait_for 10 "test \"\$(state_of beta $id)\" = acked" &&
-    wait_for 10 "test \"\$(state_of gamma $gid)\" = acked"
+    wait_for 10 "test \"\$(sent_state beta $id)\" = acked" &&
+    wait_for 10 "test \"\$(sent_state gamma $gid)\" = acked"
 '
 
 test_expect_success 'unmount cleanly' '

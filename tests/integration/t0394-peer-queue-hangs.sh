@@ -15,8 +15,6 @@
 broker_use_shared
 FLEET_VHOST=t0394
 new_vhost $FLEET_VHOST
-state_of() { jq -r "select(.msgId == \"$2\") | .state" $1/leads/$1/sent; }
-last_id() { tail -n1 $1/leads/$1/sent | jq -r .msgId; }
 # the broker's own list of this vhost's client connections (their names
 # carry the client's port: a reconnect makes a new one)
 connections() {
@@ -59,8 +57,8 @@ test_expect_success 'gamma'\''s status says it does not answer, within probe_tim
 test_expect_success 'a send to gamma fails ETIMEDOUT, unconfirmed; a send to beta right after goes' '
     test_must_fail bash -c "echo \"to gamma\" >alpha/peers/gamma/send" 2>err &&
     grep -q "Connection timed out" err &&
-    id=$(last_id alpha) && echo $id >gamma.id &&
-    test "$(state_of alpha $id)" = unconfirmed &&
+    id=$(last_sent_id alpha) && echo $id >gamma.id &&
+    test "$(sent_state alpha $id)" = unconfirmed &&
     echo "to beta after" >alpha/peers/beta/send &&
     wait_for 10 "grep -q \"to beta after\" beta/leads/beta/inbox" &&
     grep -q "publisher: lead.gamma.inbox: no answer" alpha.log &&
@@ -73,7 +71,7 @@ test_expect_success 'gamma'\''s mailbox answers again: the message reaches gamma
     id=$(cat gamma.id) &&
     wait_for 15 "grep -q $id gamma/leads/gamma/inbox" &&
     test $(grep -c $id gamma/leads/gamma/inbox) = 1 &&
-    wait_for 15 "test \"\$(state_of alpha $id)\" != unconfirmed" &&
+    wait_for 15 "test \"\$(sent_state alpha $id)\" != unconfirmed" &&
     wait_for 10 "grep -q \"^state: reading\" alpha/peers/gamma/status" &&
     connections >after &&
     diff before after
