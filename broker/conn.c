@@ -389,9 +389,7 @@ static void do_publish(br_conn *c, br_req *r)
         br_probe_ask(c, r, PROBE_PUBLISH_WAIT_MS);
         return;
     }
-    if (r->receipt)
-        memset(&p, 0, sizeof p);
-    br_publish_probed(c, r, &p);
+    br_publish_probed(c, r, &p); /* a receipt's p stays empty: its cache is not read */
 }
 
 void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)

@@ -269,6 +269,12 @@ int br_open_channel(br_conn *c, amqp_channel_t ch);
 void br_setup_exchanges(br_conn *c);
 int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t n);
 int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p);
+/* What the answer to a queue.declare of queue says, into p (at_ms and
+ * detail already set): ok, the declare-ok, or else the code of the
+ * broker's channel.close.  An answer that tells whether the queue is
+ * there (ok, 404) is cached and noted in `declared`. */
+void br_probe_settle(br_conn *c, const char *queue, const amqp_queue_declare_ok_t *ok, int code,
+                     br_probe *p);
 void br_bytes_to_str(amqp_bytes_t b, char *out, size_t n);
 
 /* boxes.c: the slots (boxes and the receipt queue) and their consumers */

@@ -88,6 +88,16 @@ static void finish(br_conn *c, br_req *r, const br_probe *p)
     br_req_complete(c, r, p->valid ? FE_OK : p->err ? p->err : FE_TIMEOUT, p->detail);
 }
 
+/* r waited for a probe and the connection went (why): a publish was
+ * never sent. */
+static void lost_one(br_conn *c, br_req *r, const char *why)
+{
+    char detail[400];
+    snprintf(detail, sizeof detail, "%s%s", why,
+             r->kind == RQ_PUBLISH ? " before it was published; nothing was sent" : "");
+    br_req_complete(c, r, FE_NOT_CONNECTED, detail);
+}
+
 /* Finish every waiter of the list with p; those after a finish that lost
  * the connection are told the connection is gone. */
 static void finish_all(br_conn *c, GQueue *q, const br_probe *p)
@@ -99,10 +109,7 @@ static void finish_all(br_conn *c, GQueue *q, const br_probe *p)
         if (c->connected)
             finish(c, r, p);
         else
-            br_req_complete(c, r, FE_NOT_CONNECTED,
-                            r->kind == RQ_PUBLISH ? "the connection was lost before it was "
-                                                    "published; nothing was sent"
-                                                  : "connection lost");
+            lost_one(c, r, "the connection was lost");
     }
 }
 
@@ -111,11 +118,8 @@ void br_probes_lost(br_conn *c, const char *why)
     for (int i = 0; i < PROBE_CHANNELS; i++) {
         br_probe_chan *pc = &c->probing[i];
         br_probe_waiter *w;
-        char detail[400];
         while ((w = g_queue_pop_head(&pc->waiters))) {
-            snprintf(detail, sizeof detail, "%s%s", why,
-                     w->r->kind == RQ_PUBLISH ? " before it was published; nothing was sent" : "");
-            br_req_complete(c, w->r, FE_NOT_CONNECTED, detail);
+            lost_one(c, w->r, why);
             g_free(w);
         }
         pc->queue[0] = '\0';
@@ -193,8 +197,8 @@ void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms)
         br_drop_connection(c, "cannot send a passive declare");
 }
 
-/* The answer to pc's probe, p: cache it, free the channel, tell the
- * waiters. */
+/* The answer to pc's probe, p (settled: cached): free the channel, tell
+ * the waiters. */
 static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
 {
     GQueue q = G_QUEUE_INIT;
@@ -202,12 +206,6 @@ static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
     if (pc->warned)
         log_info("%s: %s answers again: a passive declare of it took %lld ms", br_who(c),
                  pc->queue, (long long)took);
-    if (p->valid)
-        br_cache_probe(c, pc->queue, p);
-    if (p->valid && p->present)
-        g_hash_table_add(c->declared, g_strdup(pc->queue));
-    else if (p->valid)
-        g_hash_table_remove(c->declared, pc->queue);
     /* the channel is free before anyone is told: a publish told may ask
      * again, or drop the connection */
     while (!g_queue_is_empty(&pc->waiters))
@@ -235,8 +233,10 @@ static void ping_frame(br_conn *c, const amqp_frame_t *f)
 
 bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
 {
+    const amqp_queue_declare_ok_t *ok = NULL;
     br_probe_chan *pc;
     br_probe p;
+    int code = 0;
 
     if (f->frame_type == AMQP_FRAME_METHOD && f->channel == CH_PING) {
         ping_frame(c, f);
@@ -248,17 +248,13 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
     memset(&p, 0, sizeof p);
     p.at_ms = pc->sent_ms;
     if (f->payload.method.id == AMQP_QUEUE_DECLARE_OK_METHOD) {
-        const amqp_queue_declare_ok_t *ok = f->payload.method.decoded;
-        p.valid = p.present = true;
-        p.messages = ok->message_count;
-        p.consumers = ok->consumer_count;
+        ok = f->payload.method.decoded;
     } else if (f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
         const amqp_channel_close_t *m = f->payload.method.decoded;
         amqp_channel_close_ok_t close_ok = {0};
-        br_probe old;
         /* read before the channel is opened again: that call may reuse
          * the memory m lives in */
-        int code = m->reply_code;
+        code = m->reply_code;
         br_bytes_to_str(m->reply_text, p.detail, sizeof p.detail);
         pc->open = false;
         if (amqp_send_method(c->amqp, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) !=
@@ -268,19 +264,13 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
             return true;
         }
         pc->open = true;
-        if (code == 404) {
-            p.valid = true;
-            p.err = FE_NO_MAILBOX;
-            p.create_refused = pc->queue[0] && br_probe_cached(c, pc->queue, &old) &&
-                               old.create_refused;
-        } else {
-            p.err = code == 403 ? FE_ACCESS : code == 406 ? FE_MISMATCH : FE_INTERNAL;
-        }
     } else {
         return true; /* nothing else is asked on these channels */
     }
-    if (pc->queue[0])
+    if (pc->queue[0]) {
+        br_probe_settle(c, pc->queue, ok, code, &p);
         answered(c, pc, &p);
+    }
     return true;
 }
 

@@ -93,6 +93,32 @@ int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t 
     return -1;
 }
 
+void br_probe_settle(br_conn *c, const char *queue, const amqp_queue_declare_ok_t *ok, int code,
+                     br_probe *p)
+{
+    br_probe old;
+    if (ok) {
+        p->valid = true;
+        p->present = true;
+        p->messages = ok->message_count;
+        p->consumers = ok->consumer_count;
+    } else if (code == 404) {
+        p->valid = true;
+        p->present = false;
+        p->err = FE_NO_MAILBOX;
+        p->create_refused = br_probe_cached(c, queue, &old) && old.create_refused;
+    } else {
+        p->valid = false;
+        p->err = code == 403 ? FE_ACCESS : code == 406 ? FE_MISMATCH : FE_INTERNAL;
+        return;
+    }
+    br_cache_probe(c, queue, p);
+    if (p->present)
+        g_hash_table_add(c->declared, g_strdup(queue));
+    else
+        g_hash_table_remove(c->declared, queue);
+}
+
 /* Passive declare (or a real one with the mailbox arguments) on the probe
  * channel.  Returns -1 when the connection died. */
 int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p)
@@ -100,38 +126,19 @@ int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p)
     amqp_table_entry_t entries[TOPO_MAILBOX_ARGS];
     amqp_table_t args = passive ? amqp_empty_table : topo_mailbox_args(&c->cfg, entries);
     amqp_queue_declare_ok_t *ok;
-    int code;
+    int code = 0;
 
     memset(p, 0, sizeof *p);
     p->at_ms = br_now_ms();
     ok = amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(queue), passive, 1, 0, 0, args);
     if (ok) {
         br_heard(c);
-        p->valid = true;
-        p->present = true;
-        p->messages = ok->message_count;
-        p->consumers = ok->consumer_count;
-        br_cache_probe(c, queue, p);
-        g_hash_table_add(c->declared, g_strdup(queue));
-        return 0;
-    }
-    if (br_rpc_failure(c, CH_PROBE, &code, p->detail, sizeof p->detail) < 0) {
+    } else if (br_rpc_failure(c, CH_PROBE, &code, p->detail, sizeof p->detail) < 0) {
         br_drop_connection(c, p->detail);
         p->err = FE_NOT_CONNECTED;
         return -1;
     }
-    p->valid = true;
-    if (code == 404) {
-        br_probe old;
-        p->create_refused = br_probe_cached(c, queue, &old) && old.create_refused;
-        p->present = false;
-        p->err = FE_NO_MAILBOX;
-        br_cache_probe(c, queue, p);
-        g_hash_table_remove(c->declared, queue);
-    } else {
-        p->err = code == 403 ? FE_ACCESS : code == 406 ? FE_MISMATCH : FE_INTERNAL;
-        p->valid = false;
-    }
+    br_probe_settle(c, queue, ok, code, p);
     return 0;
 }
 
