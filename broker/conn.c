@@ -200,8 +200,11 @@ void br_req_complete(br_conn *c, br_req *r, fe_code result, const char *detail)
         g_strlcpy(r->detail, detail, sizeof r->detail);
     r->done = true;
     abandoned = r->abandoned;
-    g_cond_signal(&r->cv);
     g_mutex_unlock(&r->m);
+    /* after the unlock: a waiter woken under the lock would wake only to
+     * wait for it (two more futex calls and a switch per request); r
+     * lives until this thread's reference goes, below */
+    g_cond_signal(&r->cv);
     if (abandoned)
         late_answer(c, r);
     br_req_unref(r);
@@ -494,11 +497,14 @@ static void handle_request(br_conn *c, br_req *r)
     }
 }
 
-static void drain_requests(br_conn *c)
+/* woken: poll() saw the wake-up fd readable (reading it otherwise would
+ * only find EAGAIN; a request pushed since is popped all the same, and its
+ * wake-up read on the next turn) */
+static void drain_requests(br_conn *c, bool woken)
 {
     uint64_t v;
     br_req *r;
-    if (read(c->wakefd, &v, sizeof v) < 0 && errno != EAGAIN)
+    if (woken && read(c->wakefd, &v, sizeof v) < 0 && errno != EAGAIN)
         log_err("broker: wake-up fd: %s", strerror(errno));
     while ((r = g_async_queue_try_pop(c->requests)))
         handle_request(c, r);
@@ -524,7 +530,7 @@ static gpointer broker_main(gpointer data)
             br_setup_consumer(c);
         if (c->connected && c->publisher && !c->st.blocked && now - c->last_pub_ms >= CANARY_MS)
             send_canary(c);
-        if (c->connected && (amqp_frames_enqueued(c->amqp) || amqp_data_in_buffer(c->amqp)))
+        if (c->connected && br_buffered(c))
             timeout = 0;
         if (!c->connected)
             timeout = (int)CLAMP(c->next_attempt_ms - now, 0, 200);
@@ -540,9 +546,9 @@ static gpointer broker_main(gpointer data)
         }
         if (n == 2 && pfd[1].revents)
             br_heard(c);
-        drain_requests(c);
+        drain_requests(c, pfd[0].revents != 0);
         if (c->connected)
-            br_read_frames(c); /* also sends our heartbeats */
+            br_read_frames(c, n == 2 && pfd[1].revents); /* also sends our heartbeats */
         if (c->connected)
             br_probes_tick(c);
         if (c->connected)

@@ -109,6 +109,11 @@ typedef struct br_slot {
  * (poll without waiting while frames are buffered). */
 #define READ_BATCH_FRAMES 256
 #define READ_BATCH_MS 50
+/* ... and reads only when poll() saw the socket readable or rabbitmq-c
+ * holds buffered data: otherwise a read finds nothing (a recv and a poll
+ * inside rabbitmq-c, two system calls, per turn).  Nor longer than this
+ * without one: rabbitmq-c sends our heartbeats from inside the read. */
+#define READ_IDLE_MS 100
 #define STUCK_MS 10000
 #define WATCHDOG_TICK_MS 1000
 #define STOP_WAIT_MS 3000
@@ -211,6 +216,7 @@ struct br_conn {
     int64_t consumer_retry_ms;   /* when to look at the slots again; 0: nothing to do */
     uint64_t pub_seq;            /* last delivery tag used on CH_PUB */
     int64_t last_pub_ms;         /* last publish (or canary) on this connection */
+    int64_t last_read_ms;        /* br_read_frames last asked rabbitmq-c for frames */
     bool was_connected;          /* connected at least once */
     GQueue inflight;             /* br_req*, ascending pub_tag */
     GHashTable *declared;        /* queues known present on this connection */
@@ -301,7 +307,13 @@ void br_do_ack(br_conn *c, br_req *r);
 void br_slot_kept(br_slot *s, uint64_t tag);
 
 /* frames.c: read what the broker sent, without blocking */
-void br_read_frames(br_conn *c);
+/* readable: poll() saw the socket readable (see READ_IDLE_MS) */
+void br_read_frames(br_conn *c, bool readable);
+/* rabbitmq-c holds frames or bytes already read from the socket */
+static inline bool br_buffered(br_conn *c)
+{
+    return amqp_frames_enqueued(c->amqp) || amqp_data_in_buffer(c->amqp);
+}
 
 /* probes.c: passive declares that never hold the broker thread */
 void br_probes_init(br_conn *c);

@@ -251,12 +251,15 @@ static void handle_frame(br_conn *c, amqp_frame_t *f)
     }
 }
 
-void br_read_frames(br_conn *c)
+void br_read_frames(br_conn *c, bool readable)
 {
     struct timeval zero = {0, 0};
     amqp_frame_t f;
-    int64_t until = br_now_ms() + READ_BATCH_MS;
+    int64_t now = br_now_ms(), until = now + READ_BATCH_MS;
     int rc, n = 0;
+    if (!readable && !br_buffered(c) && now - c->last_read_ms < READ_IDLE_MS)
+        return; /* see READ_IDLE_MS */
+    c->last_read_ms = now;
     /* a batch at a time: a stream of deliveries (each ack lets the broker
      * send the next) must not starve the requests waiting in the loop */
     while (c->connected && n++ < READ_BATCH_FRAMES && br_now_ms() < until) {
@@ -271,6 +274,9 @@ void br_read_frames(br_conn *c)
          * by it: it still proves the link alive (br_check_silence) */
         br_heard(c);
         handle_frame(c, &f);
+        /* what is not buffered yet, the next poll() finds (READ_IDLE_MS) */
+        if (!c->connected || !br_buffered(c))
+            break;
     }
     if (c->connected)
         amqp_maybe_release_buffers(c->amqp);

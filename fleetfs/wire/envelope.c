@@ -27,27 +27,52 @@
 #include <jansson.h>
 #include <sodium.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 /* ---- ids ---------------------------------------------------------------- */
 
+/* A thread's random bytes for msgIds, drawn 32 ids at a time: one
+ * getrandom(2) per id was one system call in every send.  A forked child
+ * (the thread that forked) draws afresh, so it never repeats its parent's. */
+static _Thread_local unsigned char id_pool[32 * (ENV_ID_LEN / 2)];
+static _Thread_local size_t id_used = sizeof id_pool;
+static pthread_once_t id_once = PTHREAD_ONCE_INIT;
+
+static void id_pool_forget(void)
+{
+    id_used = sizeof id_pool;
+}
+
+static void id_pool_init(void)
+{
+    pthread_atfork(NULL, NULL, id_pool_forget);
+}
+
 void env_new_msgid(char out[ENV_ID_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";
-    unsigned char raw[ENV_ID_LEN / 2];
+    unsigned char *raw;
     size_t i;
 
-    /* Idempotent and thread-safe; a failure means no entropy source, and
-	 * predictable ids would defeat the replay check, so stop. */
-    if (sodium_init() < 0)
-        abort();
-    randombytes_buf(raw, sizeof(raw));
-    for (i = 0; i < sizeof(raw); i++) {
+    pthread_once(&id_once, id_pool_init);
+    if (id_used + ENV_ID_LEN / 2 > sizeof id_pool) {
+        /* Idempotent and thread-safe; a failure means no entropy source,
+         * and predictable ids would defeat the replay check, so stop. */
+        if (sodium_init() < 0)
+            abort();
+        randombytes_buf(id_pool, sizeof id_pool);
+        id_used = 0;
+    }
+    raw = id_pool + id_used;
+    id_used += ENV_ID_LEN / 2;
+    for (i = 0; i < ENV_ID_LEN / 2; i++) {
         out[2 * i] = hex[raw[i] >> 4];
         out[2 * i + 1] = hex[raw[i] & 0x0f];
     }
+    sodium_memzero(raw, ENV_ID_LEN / 2); /* each byte serves one id */
     out[ENV_ID_LEN] = '\0';
 }
 

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fleetfs/wire/envelope.h"
 
@@ -645,6 +647,43 @@ static void test_msgid(void **state)
     assert_false(env_id_valid(NULL));
 }
 
+/* msgIds come from a per-thread pool of random bytes (32 ids per draw):
+ * ids across several draws are all different, and a forked child does not
+ * repeat the ids its parent makes next (it draws afresh). */
+static void test_msgid_pool(void **state)
+{
+    enum { N = 200 };
+    static char ids[N][ENV_ID_LEN + 1];
+    char parent[ENV_ID_LEN + 1], child[ENV_ID_LEN + 1] = "";
+    int p[2], status;
+    pid_t pid;
+
+    (void)state;
+    for (int i = 0; i < N; i++) {
+        env_new_msgid(ids[i]);
+        assert_true(env_id_valid(ids[i]));
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(ids[i], ids[j]);
+    }
+    env_new_msgid(parent); /* the pool is part-used when the child forks */
+    assert_int_equal(pipe(p), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        env_new_msgid(child);
+        _exit(write(p[1], child, ENV_ID_LEN) == ENV_ID_LEN ? 0 : 1);
+    }
+    close(p[1]);
+    env_new_msgid(parent);
+    assert_int_equal(read(p[0], child, ENV_ID_LEN), ENV_ID_LEN);
+    child[ENV_ID_LEN] = '\0';
+    close(p[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(env_id_valid(child));
+    assert_string_not_equal(child, parent);
+}
+
 static void sign_bytes(const envelope *e, unsigned char **buf, size_t *len)
 {
     assert_int_equal(env_signing_fields(e, buf, len), 0);
@@ -845,6 +884,7 @@ int main(void)
         cmocka_unit_test(test_time_parse),
         cmocka_unit_test(test_time_round_trip),
         cmocka_unit_test(test_msgid),
+        cmocka_unit_test(test_msgid_pool),
         cmocka_unit_test(test_signing_layout),
         cmocka_unit_test(test_signing_sensitivity),
         cmocka_unit_test(test_signing_recipient),
