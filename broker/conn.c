@@ -421,6 +421,7 @@ void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
     if (r->receipt && p.present) /* probed after a return: there (again) */
         g_hash_table_remove(c->unrouted, r->queue);
     r->unread = p.present && p.consumers == 0;
+    r->unprobed = !r->receipt && r->queue[0] && !p.valid;
 
     memset(&props, 0, sizeof props);
     props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |

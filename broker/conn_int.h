@@ -141,6 +141,10 @@ typedef struct br_req {
     bool may_create;
     bool receipt; /* to lead.<peer>.receipts, type "receipt" */
     bool unread;
+    /* published without an answer to its mailbox's probe (the probe was
+     * slow, or not asked): whether anyone reads it is not known, unless
+     * the probe answers before the confirm (br_probe_frame) */
+    bool unprobed;
     bool returned;
     uint64_t pub_tag;
     /* ack, box add/remove */

@@ -27,6 +27,22 @@ static const char *nack_words(const br_req *r)
     return "the broker refused the message (nack): the peer's mailbox is full";
 }
 
+/* The broker took r: whether anyone reads its mailbox is known from the
+ * probe, or said not to be. */
+static void confirmed(br_conn *c, br_req *r)
+{
+    char detail[sizeof r->detail];
+    if (!r->unprobed) {
+        br_req_complete(c, r, FE_OK, NULL);
+        return;
+    }
+    snprintf(detail, sizeof detail,
+             "whether anyone reads %s is not known: its probe had no answer when the message "
+             "went out",
+             r->queue);
+    br_req_complete(c, r, FE_OK, detail);
+}
+
 static void confirm(br_conn *c, uint64_t tag, bool multiple, bool nack)
 {
     br_req *r;
@@ -39,7 +55,7 @@ static void confirm(br_conn *c, uint64_t tag, bool multiple, bool nack)
         else if (r->returned)
             br_req_complete(c, r, FE_NO_MAILBOX, NULL);
         else
-            br_req_complete(c, r, FE_OK, NULL);
+            confirmed(c, r);
         if (!multiple)
             return;
     }
@@ -49,8 +65,11 @@ static void confirm(br_conn *c, uint64_t tag, bool multiple, bool nack)
             r = l->data;
             if (r->pub_tag == tag) {
                 g_queue_delete_link(&c->inflight, l);
-                br_req_complete(c, r, nack ? FE_FULL : r->returned ? FE_NO_MAILBOX : FE_OK,
-                                nack ? nack_words(r) : NULL);
+                if (nack || r->returned)
+                    br_req_complete(c, r, nack ? FE_FULL : FE_NO_MAILBOX,
+                                    nack ? nack_words(r) : NULL);
+                else
+                    confirmed(c, r);
                 return;
             }
         }

@@ -210,6 +210,17 @@ static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
      * again, or drop the connection */
     while (!g_queue_is_empty(&pc->waiters))
         g_queue_push_tail(&q, g_queue_pop_head(&pc->waiters));
+    /* publishes that went out without waiting longer for it, and whose
+     * confirm has not come yet: now it is known whether anyone reads
+     * their mailbox (the broker answers the declare, sent first, before
+     * it confirms a persistent message) */
+    for (GList *l = p->valid ? c->inflight.head : NULL; l; l = l->next) {
+        br_req *r = l->data;
+        if (r->unprobed && strcmp(r->queue, pc->queue) == 0) {
+            r->unprobed = false;
+            r->unread = p->present && p->consumers == 0;
+        }
+    }
     pc->queue[0] = '\0';
     pc->warned = false;
     finish_all(c, &q, p);

@@ -479,13 +479,20 @@ static fe_code send_input_ok(const mailbox *mb, const char *peer, const char *da
  * doc/protocol.md, or presence off there) is published, with the missing
  * heartbeat in detail: it is read, only we cannot see by whom. */
 static void send_published(mailbox *mb, const envelope *e, const char *json, bool no_consumer,
-                           char *const *members)
+                           const char *unknown, char *const *members)
 {
     char why[160] = "", detail[256];
     /* a lead's presence, or an agent's: its host's, and whether that
      * host's heartbeat lists it; a group has none of its own */
     bool away = !members && mb->hooks.peer_live &&
                 mb->hooks.peer_live(mb->hooks.ud, e->to, why, sizeof why) == 0;
+    if (!no_consumer && unknown && *unknown) {
+        /* published without knowing whether it is read: say so, never
+         * let "published" claim a reader nobody saw */
+        sent_record(mb, e, json, "published", unknown, members);
+        log_info("send %s to %s: published; %s", e->msgId, e->to, unknown);
+        return;
+    }
     if (!no_consumer) {
         if (away)
             snprintf(detail, sizeof detail,
@@ -613,7 +620,7 @@ static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *js
     g_mutex_unlock(mb->lock);
     res = route_publish(mb, e, json, jlen, &unread, detail, dlen);
     if (res == FE_OK)
-        send_published(mb, e, json, unread, members);
+        send_published(mb, e, json, unread, detail, members);
     else if (res == FE_TIMEOUT)
         sent_record(mb, e, json, "unconfirmed",
                     detail[0] ? detail

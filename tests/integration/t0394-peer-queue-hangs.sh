@@ -77,8 +77,30 @@ test_expect_success 'gamma'\''s mailbox answers again: the message reaches gamma
     diff before after
 '
 
+# A publish waits for its mailbox's probe at most 1 s, then goes out. It
+# used to be recorded "published" (someone reads it) whatever the probe said
+# later; the probe, sent first, is answered before the confirm, and now
+# decides. beta sends (default send_timeout: rabbitmqctl takes a while).
+late_send() {
+    (echo "late probe" >beta/peers/gamma/send 2>late.err; echo $? >late.rc) &
+}
+test_expect_success 'a send to an unread mailbox whose probe answers after 1 s: published-unread, not published' '
+    unmount_fleet gamma &&
+    wait_for 15 "grep -q \"^state: not-reading\" beta/peers/gamma/status" &&
+    queue_process suspend lead.gamma.inbox &&
+    late_send &&
+    sleep 2 &&
+    queue_process resume lead.gamma.inbox &&
+    wait_for 20 "test -s late.rc" &&
+    cat late.err &&
+    test_eq "write status" "$(cat late.rc)" 0 &&
+    id=$(last_sent_id beta) &&
+    jq -c "select(.msgId == \"$id\")" beta/leads/beta/sent &&
+    test_eq "state of $id" "$(sent_state beta $id)" published-unread
+'
+
 test_expect_success 'unmount cleanly' '
-    unmount_fleet alpha && unmount_fleet beta && unmount_fleet gamma
+    unmount_fleet alpha && unmount_fleet beta
 '
 
 test_done
