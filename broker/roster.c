@@ -348,15 +348,18 @@ static void publish(ro_conn *r, bool leaving)
     amqp_basic_properties_t p;
     char exp[32];
     size_t len = 0;
-    char *body = r->cb.heartbeat(r->cb.ud, leaving, &len);
+    int64_t iv = r->cfg.interval_ms;
+    char *body = r->cb.heartbeat(r->cb.ud, leaving, &len, &iv);
     int rc;
 
+    if (iv <= 0)
+        iv = r->cfg.interval_ms;
     r->last_beat_ms = now_ms();
-    r->next_beat_ms = r->last_beat_ms + r->cfg.interval_ms;
+    r->next_beat_ms = r->last_beat_ms + iv;
     if (!body)
         return;
     memset(&p, 0, sizeof p);
-    snprintf(exp, sizeof exp, "%lld", (long long)r->cfg.ttl_ms);
+    snprintf(exp, sizeof exp, "%lld", (long long)(iv == r->cfg.interval_ms ? r->cfg.ttl_ms : 3 * iv));
     p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
                AMQP_BASIC_EXPIRATION_FLAG | AMQP_BASIC_TYPE_FLAG;
     p.content_type = amqp_cstring_bytes("application/json");

@@ -42,8 +42,10 @@ typedef struct {
 
 typedef struct {
     /* On the roster thread: the next heartbeat body (malloc'd, *len set),
-     * or NULL to skip this one. */
-    char *(*heartbeat)(void *ud, bool leaving, size_t *len);
+     * or NULL to skip this one; *interval_ms (preset to interval_ms) may
+     * be set to the interval the body announces: the next heartbeat goes
+     * then, and this one expires after three. */
+    char *(*heartbeat)(void *ud, bool leaving, size_t *len, int64_t *interval_ms);
     /* On the roster thread, for every delivery (ours included). */
     void (*received)(void *ud, const char *routing_key, const char *body, size_t len);
     /* The link went up or down. */

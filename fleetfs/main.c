@@ -169,12 +169,13 @@ static char **hook_group_members(void *ud, const char *g)
     return ag_members(ud, g);
 }
 
-static char *ro_heartbeat(void *ud, bool leaving, size_t *len)
+static char *ro_heartbeat(void *ud, bool leaving, size_t *len, int64_t *interval_ms)
 {
     fleet *f = ud;
     char *w = mb_injector_words(f->mb);
     char *body = pr_heartbeat(f->pr, w, leaving, len);
     g_free(w);
+    *interval_ms = pr_interval_ms(f->pr);
     return body;
 }
 

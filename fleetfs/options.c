@@ -22,8 +22,10 @@
 #include "fleetfs/wire/names.h"
 #include "herdr/foreground.h"
 
+#include <errno.h>
 #include <glib.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -515,6 +517,20 @@ static int opts_set_heartbeat(fs_opts *o, const struct opts_def *d, const char *
     return 0;
 }
 
+static int opts_set_heartbeat_rate(fs_opts *o, const struct opts_def *d, const char *value,
+                                   char **err)
+{
+    char *end = NULL;
+    unsigned long n;
+
+    errno = 0;
+    n = strtoul(value, &end, 10);
+    if (!*value || *end || errno || n > 100000 || value[0] == '-')
+        return opts_fail(err, d, "a whole number 0..100000 (0: a fixed interval)", value);
+    o->heartbeat_rate = (unsigned)n;
+    return 0;
+}
+
 static int opts_set_discovery(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
     if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0 || strcmp(value, "true") == 0)
@@ -589,6 +605,9 @@ static const struct opts_def opts_table[] = {
     /* presence */
     {"heartbeat", opts_set_heartbeat, 0, NULL, "5s",
      "heartbeat interval on fleet.roster, 200ms..1h; a lead is stale after three"},
+    {"heartbeat_rate", opts_set_heartbeat_rate, 0, NULL, "200",
+     "with N leads heartbeating, ours goes every max(heartbeat, N/rate s), so that each host "
+     "hears at most about rate a second; 0: always every heartbeat"},
     {"discovery", opts_set_discovery, 0, NULL, "on",
      "on: peers/ also lists leads heard from; off: only the configured peers"},
     {"discovery_ttl", opts_set_duration, OFF(discovery_ttl_ms), NULL, "10m",
@@ -708,6 +727,7 @@ void opts_init(fs_opts *o)
     o->inject_commands = g_strdup(FG_DEFAULT_COMMANDS);
     o->insecure = false;
     o->heartbeat_ms = 5000;
+    o->heartbeat_rate = 200;
     o->discovery = true;
     o->discovery_ttl_ms = 10 * 60 * 1000;
     o->groups = g_new0(char *, 1);

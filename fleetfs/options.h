@@ -50,6 +50,8 @@ typedef struct {
     bool insecure;
     /* presence (doc/presence.md) */
     int64_t heartbeat_ms;     /* between heartbeats; stale after three */
+    unsigned heartbeat_rate;  /* heartbeats a second a host should hear at most (our
+                                 interval grows with the fleet); 0: fixed */
     bool discovery;           /* peers/ also lists leads heard from */
     int64_t discovery_ttl_ms; /* a silent discovered lead leaves peers/ */
     /* agents and groups (SPEC section 10, doc/agents.md) */

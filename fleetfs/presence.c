@@ -94,6 +94,7 @@ struct presence {
     bool shed_logged;
     GHashTable *snap_agents; /* gid -> description, as watchers last saw it */
     GHashTable *snap_groups; /* group -> members, likewise */
+    int64_t interval_ms;     /* our last heartbeat's (interval_locked) */
 };
 
 typedef struct {
@@ -289,23 +290,72 @@ static char *hb_body(presence *pr, env_heartbeat *h, size_t *len)
     return body;
 }
 
+static pr_state state_of(const pr_lead *l, int64_t now);
+
+/* Our interval (doc/scaling.md, step 3): `heartbeat`, or longer when so
+ * many leads heartbeat that each host would hear more than heartbeat_rate
+ * a second.  N leads each every N/rate seconds make rate a second, however
+ * many they are.  Whole seconds, so that a fleet near the bound does not
+ * change it with every lead that comes and goes; never above 1 h.  Each
+ * heartbeat announces its interval, and listeners judge staleness by it. */
+static int64_t interval_locked(presence *pr, int64_t now, size_t *n_live)
+{
+    GHashTableIter it;
+    gpointer v;
+    size_t n = 1; /* ourselves */
+    int64_t base = pr->o->heartbeat_ms, want;
+
+    g_hash_table_iter_init(&it, pr->leads);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        if (!((pr_lead *)v)->self && state_of(v, now) == PR_LIVE)
+            n++;
+    *n_live = n;
+    if (!pr->o->heartbeat_rate)
+        return base;
+    want = (int64_t)n * 1000 / pr->o->heartbeat_rate;
+    if (want <= base)
+        return base;
+    want = (want + 999) / 1000 * 1000;
+    return MIN(want, 3600000);
+}
+
+int64_t pr_interval_ms(presence *pr)
+{
+    int64_t iv;
+    g_mutex_lock(&pr->lock);
+    iv = pr->interval_ms ? pr->interval_ms : pr->o->heartbeat_ms;
+    g_mutex_unlock(&pr->lock);
+    return iv;
+}
+
 char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *len)
 {
+    int64_t iv, was;
+    size_t n_live;
     env_heartbeat h;
     int64_t now = env_now_ms();
     uint64_t gen;
     size_t n_agents;
     char *body;
 
+    g_mutex_lock(&pr->lock);
+    was = pr->interval_ms ? pr->interval_ms : pr->o->heartbeat_ms;
+    iv = pr->interval_ms = interval_locked(pr, mono_ms(), &n_live);
+    g_mutex_unlock(&pr->lock);
+    if (iv != was)
+        log_info("presence: %zu leads heartbeat (ourselves included): ours goes every %lld ms "
+                 "now, %lld before (heartbeat=%lld ms, heartbeat_rate=%u a second)",
+                 n_live, (long long)iv, (long long)was, (long long)pr->o->heartbeat_ms,
+                 pr->o->heartbeat_rate);
     memset(&h, 0, sizeof h);
     h.v = 1;
     g_strlcpy(h.from, pr->o->coord_id, sizeof h.from);
     g_strlcpy(h.host, pr->host, sizeof h.host);
     plain_copy(h.version, sizeof h.version, FLEETFS_VERSION);
     env_time_format(now, h.sentAt);
-    env_time_format(now + PR_STALE_AFTER * pr->o->heartbeat_ms, h.expiresAt);
+    env_time_format(now + PR_STALE_AFTER * iv, h.expiresAt);
     g_strlcpy(h.startedAt, pr->started_at, sizeof h.startedAt);
-    h.interval_ms = pr->o->heartbeat_ms;
+    h.interval_ms = iv;
     plain_copy(h.agent, sizeof h.agent,
                leaving       ? "off (unmounting)"
                : agent_words ? agent_words
@@ -906,7 +956,7 @@ void pr_link_words(presence *pr, char *out, size_t n)
              pr->link_up      ? "connected"
              : pr->link_tried ? "roster connection down"
                               : "roster connecting",
-             (long long)pr->o->heartbeat_ms,
+             (long long)(pr->interval_ms ? pr->interval_ms : pr->o->heartbeat_ms),
              pr->o->discovery ? "on" : "off");
     g_mutex_unlock(&pr->lock);
 }

@@ -65,6 +65,9 @@ void pr_free(presence *pr);
 
 /* Our next heartbeat, signed; malloc'd (free), NULL on failure. */
 char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *len);
+/* The interval our last heartbeat announced: `heartbeat`, or longer with
+ * more than heartbeat_rate x heartbeat leads live (doc/scaling.md). */
+int64_t pr_interval_ms(presence *pr);
 /* One delivery from the roster queue. */
 void pr_received(presence *pr, const char *routing_key, const char *body, size_t len);
 /* The roster link went up or down (status, and how sure pr_liveness is). */

@@ -1006,6 +1006,52 @@ static void test_heard_agents_drop_after_discovery_ttl(void **state)
 
 /* An honest send to an agent asks presence about the agent: its host must
  * be live and list it. */
+/* doc/scaling.md, step 3: our interval grows with the leads heard, so
+ * that each host hears at most about heartbeat_rate heartbeats a second. */
+static void test_interval_grows_with_the_fleet(void **state)
+{
+    fx *f = *state;
+    char *err = NULL, *js, why[200];
+    const char *names[] = {"l1", "l2", "l3", "l4"};
+    env_heartbeat h, d;
+    int64_t sent, exp;
+    size_t len;
+
+    assert_int_equal(opts_set(&f->o, "heartbeat_rate", "2", &err), 0);
+    free(pr_heartbeat(f->pr, "ready", false, &len));
+    assert_int_equal(pr_interval_ms(f->pr), 1000); /* alone: 1/2 s is under 1 s */
+    h = hb_of("gamma", 0);
+    deliver(f, &h, f->kg, NULL);
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        sig_key *k = make_key(f, names[i], true);
+        h = hb_of(names[i], 0);
+        deliver(f, &h, k, NULL);
+        sig_key_free(k);
+    }
+    /* six leads live, ourselves included, at 2 a second: every 3 s */
+    js = pr_heartbeat(f->pr, "ready", false, &len);
+    assert_non_null(js);
+    assert_int_equal(pr_interval_ms(f->pr), 3000);
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_int_equal(d.interval_ms, 3000);
+    assert_int_equal(env_time_parse(d.sentAt, &sent), 0);
+    assert_int_equal(env_time_parse(d.expiresAt, &exp), 0);
+    assert_int_equal(exp - sent, 9000); /* stale after three of them */
+    env_hb_free(&d);
+    free(js);
+    /* 4 a second: 6/4 s, in whole seconds 2 s */
+    assert_int_equal(opts_set(&f->o, "heartbeat_rate", "4", &err), 0);
+    free(pr_heartbeat(f->pr, "ready", false, &len));
+    assert_int_equal(pr_interval_ms(f->pr), 2000);
+    /* 0: the interval is `heartbeat`, whatever the fleet */
+    assert_int_equal(opts_set(&f->o, "heartbeat_rate", "0", &err), 0);
+    free(pr_heartbeat(f->pr, "ready", false, &len));
+    assert_int_equal(pr_interval_ms(f->pr), 1000);
+    assert_int_equal(opts_set(&f->o, "heartbeat_rate", "-1", &err), -1);
+    assert_non_null(strstr(err, "0..100000"));
+    g_free(err);
+}
+
 static void test_liveness_of_agents(void **state)
 {
     fx *f = *state;
@@ -1094,6 +1140,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_heartbeat_sheds_what_does_not_fit, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_liveness_of_agents, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_interval_grows_with_the_fleet, fx_setup,
+                                        fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
