@@ -359,7 +359,10 @@ static void publish(ro_conn *r, bool leaving)
     if (!body)
         return;
     memset(&p, 0, sizeof p);
-    snprintf(exp, sizeof exp, "%lld", (long long)(iv == r->cfg.interval_ms ? r->cfg.ttl_ms : 3 * iv));
+    /* ttl_ms is for interval_ms: a longer interval keeps the ratio */
+    snprintf(exp, sizeof exp, "%lld",
+             (long long)(r->cfg.interval_ms > 0 ? r->cfg.ttl_ms * iv / r->cfg.interval_ms
+                                                : r->cfg.ttl_ms));
     p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
                AMQP_BASIC_EXPIRATION_FLAG | AMQP_BASIC_TYPE_FLAG;
     p.content_type = amqp_cstring_bytes("application/json");

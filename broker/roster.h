@@ -36,7 +36,8 @@ typedef struct {
     const char *coord_id; /* routing key roster.<host>.<coord_id> */
     const char *host;     /* any text: reduced to [A-Za-z0-9_-] for the key */
     int64_t interval_ms;  /* between heartbeats */
-    int64_t ttl_ms;       /* AMQP expiration of each heartbeat */
+    int64_t ttl_ms;       /* AMQP expiration of each heartbeat (scaled when the
+                             heartbeat callback announces a longer interval) */
     const char *uri_env;  /* the variable the URIs came from, for messages (br_config's) */
 } ro_config;
 
