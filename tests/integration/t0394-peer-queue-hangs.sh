@@ -23,7 +23,7 @@ connections() {
 
 test_expect_success 'alpha, beta and gamma list each other; all mailboxes answer' '
     mount_fleet alpha peers=beta:gamma send_timeout=3s inject=none &&
-    mount_fleet beta peers=alpha:gamma inject=none &&
+    mount_fleet beta peers=alpha:gamma send_timeout=20s inject=none &&
     mount_fleet gamma peers=alpha:beta inject=none &&
     wait_for 10 "grep -q \"^state: reading\" alpha/peers/gamma/status" &&
     wait_for 10 "grep -q \"^state: reading\" beta/peers/gamma/status" &&
@@ -80,7 +80,11 @@ test_expect_success 'gamma'\''s mailbox answers again: the message reaches gamma
 # A publish waits for its mailbox's probe at most 1 s, then goes out. It
 # used to be recorded "published" (someone reads it) whatever the probe said
 # later; the probe, sent first, is answered before the confirm, and now
-# decides. beta sends (default send_timeout: rabbitmqctl takes a while).
+# decides. beta sends, with a send_timeout long enough for rabbitmqctl
+# (seconds to start on a busy machine) to resume the queue while the write
+# waits; it resumes once beta's log says the publish went out unanswered
+# (after the last probe answer beta holds is more than 1 s old, so the
+# publish asks again).
 late_send() {
     (echo "late probe" >beta/peers/gamma/send 2>late.err; echo $? >late.rc) &
 }
@@ -88,8 +92,9 @@ test_expect_success 'a send to an unread mailbox whose probe answers after 1 s: 
     unmount_fleet gamma &&
     wait_for 15 "grep -q \"^state: not-reading\" beta/peers/gamma/status" &&
     queue_process suspend lead.gamma.inbox &&
+    sleep 1.1 &&
     late_send &&
-    sleep 2 &&
+    wait_for 10 "grep -q \"publisher: lead.gamma.inbox: no answer\" beta.log" &&
     queue_process resume lead.gamma.inbox &&
     wait_for 20 "test -s late.rc" &&
     cat late.err &&
