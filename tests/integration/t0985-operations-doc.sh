@@ -42,7 +42,9 @@ UNROOTED="s|$R/|/|g; s|$H|/home/u|g"
 # whose lines, joined by spaces, match ERE; indent removed
 block() {
     local line
-    line=$(blocks | awk -F'\t' -v p="$1" '$2 ~ p { print $1; exit }')
+    # the pattern through the environment: awk -v would process its
+    # backslashes (gawk turns \[ into [, mawk keeps it)
+    line=$(blocks | P="$1" awk -F'\t' '$2 ~ ENVIRON["P"] { print $1; exit }')
     [[ -n $line ]] || { echo "block: none matches $1" >&2; return 1; }
     tail -n +"$line" "$OPS" | awk '/^ *$/ || !/^    / { exit } { sub(/^    /, ""); print }'
 }
@@ -51,7 +53,8 @@ block() {
 between() {
     # fails when the end is not found: a doc that lost its marker must not
     # hand the rest of the file on as the block
-    awk -v s="$1" -v e="$2" '$0 ~ s { on = 1; next } on && $0 ~ e { done = 1; exit }
+    S="$1" E="$2" awk 'BEGIN { s = ENVIRON["S"]; e = ENVIRON["E"] }
+        $0 ~ s { on = 1; next } on && $0 ~ e { done = 1; exit }
         on && /^    / { sub(/^    /, ""); print; next } on && /^ *$/ { print }
         END { if (!done) { print "between: \"" e "\" not found after \"" s "\"" >"/dev/stderr"; exit 1 } }' "$OPS"
 }
