@@ -187,6 +187,7 @@ presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char
     g_strlcpy(pr->host, host && env_text_plain(host, strlen(host)) ? host : "unknown",
               sizeof pr->host);
     env_time_format(env_now_ms(), pr->started_at);
+    pr->interval_ms = o->heartbeat_ms; /* until the first heartbeat says otherwise */
     pr->leads = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, lead_free);
     pr->logged_agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pr->snap_agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -323,7 +324,7 @@ int64_t pr_interval_ms(presence *pr)
 {
     int64_t iv;
     g_mutex_lock(&pr->lock);
-    iv = pr->interval_ms ? pr->interval_ms : pr->o->heartbeat_ms;
+    iv = pr->interval_ms;
     g_mutex_unlock(&pr->lock);
     return iv;
 }
@@ -339,7 +340,7 @@ char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *
     char *body;
 
     g_mutex_lock(&pr->lock);
-    was = pr->interval_ms ? pr->interval_ms : pr->o->heartbeat_ms;
+    was = pr->interval_ms;
     iv = pr->interval_ms = interval_locked(pr, mono_ms(), &n_live);
     g_mutex_unlock(&pr->lock);
     if (iv != was)
@@ -956,7 +957,7 @@ void pr_link_words(presence *pr, char *out, size_t n)
              pr->link_up      ? "connected"
              : pr->link_tried ? "roster connection down"
                               : "roster connecting",
-             (long long)(pr->interval_ms ? pr->interval_ms : pr->o->heartbeat_ms),
+             (long long)pr->interval_ms,
              pr->o->discovery ? "on" : "off");
     g_mutex_unlock(&pr->lock);
 }
