@@ -70,6 +70,10 @@
 #                                      the same data, port and node name
 #   broker_load                        re-read the current broker's env (done before every snippet)
 #   rmqctl ARGS...                     rabbitmqctl -n NODE ARGS... against the current broker
+#                                      (list_queues -q [-p V] with name, messages, consumers...
+#                                      columns and eval EXPR are
+#                                      answered by the broker's fleetctl node, which the
+#                                      first such call starts: tests/tools/fleetctl.erl)
 #   new_vhost NAME                     create vhost NAME with full rights for guest; prints nothing
 #   broker_uri [VHOST]                 print amqp://guest:guest@127.0.0.1:PORT/<vhost, url-encoded>
 #   cluster_start_own [N]              an N-node cluster (default 3) in $TEST_DIR/cluster, used
@@ -536,11 +540,99 @@ rmqctl() {
     echo "rmqctl: no broker in use (call broker_use_shared or broker_start_own)" >&2
     return 1
   }
+  local rc
+  # the two questions asked most, through the broker's fleetctl node
+  if [[ $1 == list_queues ]] && _fleetctl_columns "${@:2}"; then
+    _fleetctl "queues $_fleetctl_q"; rc=$?
+    [[ $rc -eq 99 ]] || return "$rc"
+  elif [[ $# -eq 2 && $1 == eval ]]; then
+    _fleetctl "eval"$'\n'"$2"; rc=$?
+    [[ $rc -eq 99 ]] || return "$rc"
+  fi
   "$FLEET_ROOT/scripts/broker" ctl --dir "$BROKER_DIR" -- "$@"
 }
 
+# _fleetctl REQUEST: REQUEST (tests/tools/fleetctl.erl) answered by the
+# current broker's fleetctl node, which is started on first use: its output
+# on stdout (why, on stderr, when it failed) and rabbitmqctl's status, or
+# status 99 when there is no fleetctl to ask (then ask rabbitmqctl).  A
+# rabbitmqctl boots an Erlang VM and its CLI, about 1.4 s of CPU, for
+# every call; fleetctl boots once per broker node and answers in
+# milliseconds.  FLEET_FLEETCTL=0 asks rabbitmqctl for everything.
+_fleetctl() {
+  local dir=$BROKER_DIR port out rc fd
+  [[ ${FLEET_FLEETCTL:-1} == 1 ]] || return 99
+  [[ -s $dir/fleetctl.port ]] || _fleetctl_start || return 99
+  port=$(cat "$dir/fleetctl.port" 2>/dev/null) || return 99
+  if ! { exec {fd}<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null; then
+    rm -f "$dir/fleetctl.port" # its node went away: the next call starts another
+    return 99
+  fi
+  printf '%s\n%%%%END\n' "$1" >&"$fd"
+  out=$(cat <&"$fd")
+  exec {fd}<&-
+  [[ $out =~ ^rc=([0-9]+) ]] || return 99
+  rc=${BASH_REMATCH[1]}
+  out=${out#"rc=$rc"}
+  out=${out#$'\n'}
+  if [[ $rc -eq 0 ]]; then
+    printf '%s\n' "$out"
+  else
+    printf '%s\n' "$out" >&2
+  fi
+  return "$rc"
+}
+
+# _fleetctl_columns ARGS...: whether ARGS (of list_queues) are -q [-p VHOST]
+# COLUMN... with columns fleetctl knows; sets _fleetctl_q to "VHOST COLUMN..."
+_fleetctl_columns() {
+  local vh=/ c
+  [[ ${1:-} == -q ]] || return 1
+  shift
+  if [[ ${1:-} == -p ]]; then
+    vh=${2:-}
+    shift 2 || return 1
+  fi
+  [[ $# -gt 0 && $vh =~ ^[A-Za-z0-9/._-]+$ ]] || return 1
+  for c in "$@"; do
+    [[ $c =~ ^(name|messages|messages_ready|messages_unacknowledged|consumers)$ ]] || return 1
+  done
+  _fleetctl_q="$vh $*"
+}
+
+_fleetctl_start() {
+  local dir=$BROKER_DIR
+  [[ -n ${BROKER_NODE:-} && -d $dir/home ]] || return 1
+  (
+    flock 9 || exit 1
+    [[ -s $dir/fleetctl.port ]] && exit 0
+    local pid
+    cd "$dir" || exit 1
+    [[ -s fleetctl.beam ]] || erlc -o . "$FLEET_ROOT/tests/tools/fleetctl.erl" >>fleetctl.log 2>&1 ||
+      exit 1
+    HOME=$dir/home setsid erl -noshell -hidden -sname "fleetctl$$x$RANDOM@localhost" -pa . \
+      -s fleetctl main "$BROKER_NODE" "$dir/fleetctl.port" </dev/null >>fleetctl.log 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do
+      [[ -s fleetctl.port ]] && exit 0
+      kill -0 "$pid" 2>/dev/null || exit 1 # it could not reach the node
+      sleep 0.05
+    done
+    exit 1
+  ) 9>"$dir/fleetctl.lock"
+}
+
 new_vhost() {
-  local vh=$1 out
+  local vh=$1 out rc b='<<"' e='">>'
+  if [[ $vh =~ ^[A-Za-z0-9._-]+$ ]] && { [[ -n ${BROKER_DIR:-} ]] || broker_load; }; then
+    # both steps in one fleetctl round trip (rabbitmqctl: two VMs booted)
+    out=$(_fleetctl "eval"$'\n'"ok = rabbit_vhost:add($b$vh$e, ${b}fleetfs-test$e),
+        rabbit_auth_backend_internal:set_permissions(${b}guest$e, $b$vh$e, $b.*$e, $b.*$e,
+                                                      $b.*$e, ${b}fleetfs-test$e)." 2>&1)
+    rc=$?
+    [[ $rc -eq 0 && $out == ok ]] && return 0
+    [[ $rc -eq 99 ]] || { echo "new_vhost $vh: $out" >&2; return 1; }
+  fi
   out=$(rmqctl add_vhost "$vh" 2>&1) || { echo "new_vhost $vh: $out" >&2; return 1; }
   out=$(rmqctl set_permissions -p "$vh" guest '.*' '.*' '.*' 2>&1) ||
     { echo "new_vhost $vh: $out" >&2; return 1; }
