@@ -9,7 +9,9 @@
 %%                     each queue of VHOST as `rabbitmqctl list_queues -q
 %%                     COLUMN...` prints it, header line included; columns:
 %%                     name, messages (ready + unacknowledged),
-%%                     messages_ready, messages_unacknowledged, consumers
+%%                     messages_ready, messages_unacknowledged, consumers;
+%%                     a queue whose process does not answer within 5 s
+%%                     has its name and empty counts
 %%   eval              the Erlang expressions on the lines that follow,
 %%                     evaluated on the broker node, the value printed with
 %%                     ~p (as `rabbitmqctl eval` does)
@@ -25,6 +27,7 @@
 -export([main/1]).
 
 -define(CALL_MS, 60000).
+-define(QUEUE_MS, 5000).
 
 main([Node, PortFileA]) ->
     PortFile = atom_to_list(PortFileA),
@@ -96,11 +99,24 @@ answer(Req, Node) ->
 
 queues(Node, VHost, Cols) ->
     Keys = [list_to_atom(C) || C <- Cols],
-    case rpc:call(Node, rabbit_amqqueue, info_all, [VHost, Keys], ?CALL_MS) of
+    case rpc:call(Node, rabbit_amqqueue, list, [VHost], ?CALL_MS) of
         {badrpc, Why} ->
             {1, io_lib:format("fleetctl: list of queues failed: ~p~n", [Why])};
-        Infos when is_list(Infos) ->
-            {0, [lists:join($\t, Cols), $\n | [line(Keys, I) || I <- Infos]]}
+        Qs when is_list(Qs) ->
+            {0, [lists:join($\t, Cols), $\n | [queue_line(Node, Keys, Q) || Q <- Qs]]}
+    end.
+
+%% One queue's line.  Its counts come from its own process: one that does
+%% not answer within ?QUEUE_MS (suspended, a quorum queue without a
+%% leader) is listed with its name and empty counts, where rabbitmqctl
+%% would wait for it.
+queue_line(Node, Keys, Q) ->
+    case rpc:call(Node, rabbit_amqqueue, info, [Q, Keys], ?QUEUE_MS) of
+        Info when is_list(Info) ->
+            line(Keys, Info);
+        _ ->
+            Name = rpc:call(Node, amqqueue, get_name, [Q], ?CALL_MS),
+            line(Keys, [{name, Name}])
     end.
 
 line(Keys, Info) ->
