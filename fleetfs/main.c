@@ -331,6 +331,42 @@ static int fatal_consumer(fleet *f)
     return -1;
 }
 
+/* An unmount that hangs is loud: stop_all names each of its steps, and a
+ * watcher says which one it still waits for every STOP_WARN_MS (a test
+ * once saw a daemon not exit for 15 s after fusermount3 -u with nothing
+ * in its log). */
+#define STOP_WARN_MS 3000
+static struct {
+    GMutex m;
+    GCond cv;
+    const char *step;
+    int64_t since_us;
+    bool done;
+} stopw;
+
+static gpointer stop_watch(gpointer unused)
+{
+    (void)unused;
+    g_mutex_lock(&stopw.m);
+    while (!stopw.done) {
+        gint64 until = g_get_monotonic_time() + STOP_WARN_MS * 1000;
+        if (!g_cond_wait_until(&stopw.cv, &stopw.m, until) && !stopw.done)
+            log_warn("unmount: still waiting, after %lld s, for %s",
+                     (long long)(g_get_monotonic_time() - stopw.since_us) / 1000000,
+                     stopw.step);
+    }
+    g_mutex_unlock(&stopw.m);
+    return NULL;
+}
+
+static void stop_step(const char *step)
+{
+    g_mutex_lock(&stopw.m);
+    stopw.step = step;
+    stopw.since_us = g_get_monotonic_time();
+    g_mutex_unlock(&stopw.m);
+}
+
 /* Shutdown, producers before consumers: the injector (it consumes and
  * acks), the receipts outbox, the broker thread (it delivers into the
  * mailbox and, through it, kicks the injector and the notifier; stopping
@@ -339,31 +375,50 @@ static int fatal_consumer(fleet *f)
  * every thread that could reach it has ended. */
 static void stop_all(fleet *f, struct fuse_session *se)
 {
+    GThread *watch;
+    stopw.done = false;
+    stop_step("the leaving heartbeat");
+    watch = g_thread_new("stop-watch", stop_watch, NULL);
     /* first, while everything still runs: the leaving heartbeat, so peers
      * show `left` rather than waiting three intervals for `stale` */
     ro_stop_begin(f->ro, se != NULL);
     /* the control service types and registers through the injector */
+    stop_step("the control service (spawn)");
     spd_stop(g_atomic_pointer_get(&f->spd));
+    stop_step("the injector (typing into a pane?)");
     inj_stop(g_atomic_pointer_get(&f->inj));
     /* the outbox starts no more receipts; one in flight waits for its
      * confirm until send_timeout (60 s if so configured), and br_stop ends
      * it at once (owed still, sent again after the restart) */
+    stop_step("the receipt outbox");
     mb_stop_begin(f->mb);
     g_atomic_pointer_set(&sd_br, NULL);
+    stop_step("the broker threads");
     br_stop(f->br);
+    stop_step("the mailbox's threads");
     mb_stop(f->mb);
     /* waited for after the broker threads, which stopped meanwhile: a
      * broker that does not answer holds the unmount once, not three times */
+    stop_step("the roster thread");
     ro_stop(f->ro, se != NULL);
+    stop_step("the kernel to let go of the mount");
     if (se)
         fuse_session_unmount(se);
+    stop_step("the notifier");
     nt_stop(g_atomic_pointer_get(&f->nt));
     g_atomic_pointer_set(&f->nt, NULL);
+    stop_step("the injector's last slots");
     inj_free(g_atomic_pointer_get(&f->inj));
     g_atomic_pointer_set(&f->inj, NULL);
     /* after br_stop: the broker thread hands it deliveries until then */
+    stop_step("the control service's last requests");
     spd_free(g_atomic_pointer_get(&f->spd));
     g_atomic_pointer_set(&f->spd, NULL);
+    g_mutex_lock(&stopw.m);
+    stopw.done = true;
+    g_cond_signal(&stopw.cv);
+    g_mutex_unlock(&stopw.m);
+    g_thread_join(watch);
 }
 
 /* mounted allow_other: other users reach the tree (tree.c, outsider) */
@@ -485,6 +540,10 @@ static int serve(cmdline *cl, fleet *f)
     sdn_start(f->mountpoint); /* READY=1 once the loop answers, then WATCHDOG=1 */
     rc = cl->single ? fuse_session_loop(se) : fuse_session_loop_mt(se, &lc);
     rc = rc == 0 || rc == SIGINT || rc == SIGTERM ? 0 : 1;
+    /* a daemon that says nothing after an unmount was asked for is stuck
+     * in the FUSE loop (a request that does not end); after this line,
+     * stop_all's watcher names the step */
+    log_info("unmount: the FUSE loop has ended; stopping");
     sdn_stopping(); /* STOPPING=1, probes ended */
     fuse_remove_signal_handlers(se);
     stop_all(f, se);
