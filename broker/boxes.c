@@ -390,10 +390,6 @@ static int slot_consume(br_conn *c, br_slot *s, char *text, size_t n, bool *decl
         goto fail;
     s->declared = true;
     *declaring = false;
-    /* the gate's answer (a 404 before this declare made the queue, or a
-     * count of consumers before this one) must not stand for the status
-     * files: the next read asks afresh */
-    br_uncache_probe(c, s->queue);
     if (!amqp_basic_qos(c->amqp, s->ch, 0, (uint16_t)c->cfg.prefetch, 0) ||
         !amqp_basic_consume(c->amqp, s->ch, amqp_cstring_bytes(s->queue),
                             amqp_cstring_bytes(tag), 0, 0, 1, amqp_empty_table))

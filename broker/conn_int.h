@@ -278,9 +278,6 @@ void br_set_link(br_conn *c, br_link link, const char *reason);
 bool br_set_consumer(br_conn *c, br_cons cons, const char *reason);
 void br_first_attempt_done(br_conn *c);
 void br_cache_probe(br_conn *c, const char *queue, const br_probe *p);
-/* Forget queue's cached probe: what it said is out of date (the gate's
- * answer, before the declare made the queue and the consume read it). */
-void br_uncache_probe(br_conn *c, const char *queue);
 /* connection.blocked / unblocked (and unblocked when the connection goes) */
 void br_set_blocked(br_conn *c, bool blocked, const char *reason);
 
