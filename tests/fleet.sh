@@ -155,7 +155,11 @@ queue_process() {
 broker_count() {
   local out
   out=$(broker_queues) || { echo "(broker_count $1)" >&2; return 1; }
-  awk -v q="$1" '$1 == q { print $2 }' <<<"$out"
+  out=$(awk -v q="$1" '$1 == q { print $2 }' <<<"$out")
+  # a queue whose process did not answer (fleetctl) has no count: fail,
+  # never read as a number or as "no such queue"
+  [[ $out != unanswered ]] || { echo "broker_count $1: its queue does not answer" >&2; return 1; }
+  [[ -z $out ]] || printf '%s\n' "$out"
 }
 
 # The broker runs an ack of a delivery tag that does not exist on the

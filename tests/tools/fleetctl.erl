@@ -11,7 +11,7 @@
 %%                     name, messages (ready + unacknowledged),
 %%                     messages_ready, messages_unacknowledged, consumers;
 %%                     a queue whose process does not answer within 5 s
-%%                     has its name and empty counts
+%%                     has its name and "unanswered" for its counts
 %%   eval              the Erlang expressions on the lines that follow,
 %%                     evaluated on the broker node, the value printed with
 %%                     ~p (as `rabbitmqctl eval` does)
@@ -108,15 +108,15 @@ queues(Node, VHost, Cols) ->
 
 %% One queue's line.  Its counts come from its own process: one that does
 %% not answer within ?QUEUE_MS (suspended, a quorum queue without a
-%% leader) is listed with its name and empty counts, where rabbitmqctl
-%% would wait for it.
+%% leader) is listed with its name and "unanswered" for its counts, where
+%% rabbitmqctl would wait for it (broker_count then fails: never a count).
 queue_line(Node, Keys, Q) ->
     case rpc:call(Node, rabbit_amqqueue, info, [Q, Keys], ?QUEUE_MS) of
         Info when is_list(Info) ->
             line(Keys, Info);
         _ ->
             Name = rpc:call(Node, amqqueue, get_name, [Q], ?CALL_MS),
-            line(Keys, [{name, Name}])
+            line(Keys, [{name, Name} | [{K, unanswered} || K <- Keys, K =/= name]])
     end.
 
 line(Keys, Info) ->
@@ -124,6 +124,7 @@ line(Keys, Info) ->
 
 value({resource, _, queue, Name}) -> Name;
 value(N) when is_integer(N) -> integer_to_list(N);
+value(unanswered) -> "unanswered";
 value(_) -> "".
 
 eval(Node, Text) ->
