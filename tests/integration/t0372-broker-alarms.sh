@@ -32,7 +32,7 @@ disk_free_bytes() { df --output=avail -B1 "$BROKER_DIR" | tail -n 1 | tr -d ' ';
 test_expect_success 'alpha and beta mount; alpha sends 20, beta holds 5 of them' '
     { "$FLEET_ROOT/tests/tools/notify-listen" "$TEST_DIR/alpha.sock" alpha.notify & } &&
     at_exit "kill $! 2>/dev/null; true" &&
-    wait_for 5 "grep -q listening alpha.notify" &&
+    wait_for 20 "grep -q listening alpha.notify" &&
     NOTIFY_SOCKET=$TEST_DIR/alpha.sock mount_fleet alpha peers=beta &&
     mount_fleet beta peers=alpha inject=none prefetch=5 &&
     wait_for 10 "grep -q \"^consumer: ok$\" beta/status" &&

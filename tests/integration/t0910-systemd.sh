@@ -24,7 +24,7 @@ listen() {
     fi
     echo $! >"$TEST_DIR/.harness/listen.$name"
     at_exit "kill $! 2>/dev/null; true"
-    wait_for 5 "grep -q listening '$TEST_DIR/$name.notify'"
+    wait_for 20 "grep -q listening '$TEST_DIR/$name.notify'"
 }
 
 # start_fleet NAME OPTS ENV...: fleetfs -f $FLAGS in the background like

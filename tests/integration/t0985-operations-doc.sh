@@ -78,7 +78,7 @@ unit_value() {
 listen() {
     { "$RUN" "$TEST_DIR/$1.sock" "$TEST_DIR/$1.notify" & } &&
         at_exit "kill $! 2>/dev/null; true" &&
-        wait_for 5 "grep -q listening '$TEST_DIR/$1.notify'"
+        wait_for 20 "grep -q listening '$TEST_DIR/$1.notify'"
 }
 in_ns() { nsenter -t "$(cat "$TEST_DIR/ns.pid")" -m -- "$@"; }
 
