@@ -197,7 +197,7 @@ fleet_reader() {
     if [[ -s batch ]] && cat batch >"$ack" 2>>reader.err; then
       cat batch >>"$2"
     fi
-    sleep 0.2
+    _nap 0.2
   done
 }
 
