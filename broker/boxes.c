@@ -25,6 +25,14 @@
  * slot's open one: the broker requeued those when the channel closed and
  * redelivers them on the new one.  Bindings are made on the probe channel,
  * where a refused key cannot disturb a consumer.
+ *
+ * Stuck queues (t0396): the declare, qos and consume are synchronous, and a
+ * queue whose process does not answer would hold the thread until the
+ * call's timeout and then cost the connection.  So a slot is declared only
+ * once its queue has answered a passive declare on a probe channel (the
+ * gate, slot_gate): a stuck queue waits alone, says so, and is consumed when
+ * it answers; once box 0 is said not to answer, the receipt queue (and with
+ * it every other box) is consumed without it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -220,6 +228,8 @@ void br_slots_lost(br_conn *c)
         g_hash_table_remove_all(s->held);
         s->bound = !s->keys[0] && !s->unbind[0];
         s->retry_ms = s->bind_retry_ms = 0;
+        s->gate_since_ms = 0;
+        s->gate_waiting = s->gate_asked = s->gate_ok = s->gate_warned = false;
         g_mutex_lock(&c->lock);
         s->st.consumer = BR_CONS_NONE;
         s->st.reason[0] = '\0';
@@ -280,9 +290,79 @@ static int slot_open(br_conn *c, br_slot *s)
     return 0;
 }
 
+/* The gate before a declare.  A declare, a qos and a consume are
+ * synchronous calls, and RabbitMQ answers a declare from the queue's own
+ * process: a queue that is stuck (its process suspended, a quorum queue
+ * without a leader) never answers, and after RPC_TIMEOUT_MS the call's
+ * timeout cost the whole consuming connection, again on every reconnect:
+ * the receipts, the roster, every agent's box and the publishing
+ * connection beside it (kicked as for a dead link).  So each declare waits
+ * until the queue has answered a passive declare sent on a probe channel,
+ * which holds nothing (probes.c); until then the box waits alone, and
+ * after GATE_WARN_MS says so.  Returns 0 to go on, SLOT_GATED to wait. */
+static int slot_gate(br_conn *c, br_slot *s)
+{
+    int64_t now = br_now_ms();
+    char why[BR_QUEUE_MAX + 256];
+    if (s->gate_ok)
+        return 0; /* passed by slot_consume once it declares */
+    if (!s->gate_asked) {
+        if (!br_probe_send(c, s->queue)) {
+            /* every probe channel waits on a queue that does not answer
+             * (other mailboxes): this one is declared as it was before the
+             * gate, rather than never */
+            s->gate_since_ms = 0;
+            return 0;
+        }
+        s->gate_asked = true;
+        s->gate_since_ms = now;
+    }
+    if (!s->gate_warned && now - s->gate_since_ms >= GATE_WARN_MS && !c->ping_sent_ms) {
+        s->gate_warned = true;
+        snprintf(why, sizeof why,
+                 "%s does not answer: a passive declare of it has had no answer for %lld s (its "
+                 "queue is stuck in the broker: a suspended queue process, a quorum queue "
+                 "without a leader); consumed as soon as it answers",
+                 s->queue, (long long)(now - s->gate_since_ms) / 1000);
+        log_warn("broker: %s; the connection and every other mailbox go on; check that queue "
+                 "on the broker (rabbitmq-queues, or the management UI)",
+                 why);
+        slot_state(c, s, BR_CONS_ERROR, why);
+    }
+    return SLOT_GATED;
+}
+
+bool br_lead_gated(br_conn *c)
+{
+    return c->slots && c->slots->len >= 2 &&
+           (((br_slot *)c->slots->pdata[0])->gate_waiting ||
+            ((br_slot *)c->slots->pdata[1])->gate_waiting);
+}
+
+void br_slots_answered(br_conn *c, const char *queue)
+{
+    for (guint i = 0; c->slots && i < c->slots->len; i++) {
+        br_slot *s = c->slots->pdata[i];
+        if (!s->gate_since_ms || s->gate_ok || strcmp(s->queue, queue) != 0)
+            continue;
+        s->gate_ok = true;
+        if (s->gate_warned)
+            log_info("broker: %s answers again (after %lld s); consuming it", s->queue,
+                     (long long)(br_now_ms() - s->gate_since_ms) / 1000);
+        if (!s->gate_waiting)
+            continue; /* a refusal's own timer (takeover_grace...) decides */
+        /* its round comes at once (box 0 and receipts share one timer) */
+        s->retry_ms = 0;
+        if (is_lead(s))
+            ((br_slot *)c->slots->pdata[0])->retry_ms = 0;
+        c->consumer_retry_ms = br_now_ms();
+    }
+}
+
 /* Open (when needed), declare s's queue with the mailbox arguments and
  * consume it exclusively with manual acks, on s's channel.  Returns 0; 1
- * when the channel cannot be opened yet; the broker's reply code (the
+ * when the channel cannot be opened yet; SLOT_GATED while the queue has
+ * not answered its gate (slot_gate); the broker's reply code (the
  * channel closed) with its text, and *declaring telling which step failed;
  * or -1 when the connection is gone (and has been dropped). */
 static int slot_consume(br_conn *c, br_slot *s, char *text, size_t n, bool *declaring)
@@ -292,14 +372,28 @@ static int slot_consume(br_conn *c, br_slot *s, char *text, size_t n, bool *decl
     int code, rc;
 
     *declaring = true;
+    /* the gate before the channel: a channel opened in one round and
+     * declared on in a later one would look like a paused mailbox
+     * (setup_lead's `first`) */
+    rc = slot_gate(c, s);
+    s->gate_waiting = rc == SLOT_GATED;
+    if (rc != 0)
+        return c->connected ? rc : -1;
     if ((rc = slot_open(c, s)) != 0)
         return rc;
+    /* passed: the next declare (a reconnect, a reopened channel) asks again */
+    s->gate_since_ms = 0;
+    s->gate_asked = s->gate_ok = s->gate_warned = false;
     snprintf(tag, sizeof tag, "fleetfs.%s", s->queue);
     if (!amqp_queue_declare(c->amqp, s->ch, amqp_cstring_bytes(s->queue), 0, 1, 0, 0,
                             topo_mailbox_args(&c->cfg, entries)))
         goto fail;
     s->declared = true;
     *declaring = false;
+    /* the gate's answer (a 404 before this declare made the queue, or a
+     * count of consumers before this one) must not stand for the status
+     * files: the next read asks afresh */
+    br_uncache_probe(c, s->queue);
     if (!amqp_basic_qos(c->amqp, s->ch, 0, (uint16_t)c->cfg.prefetch, 0) ||
         !amqp_basic_consume(c->amqp, s->ch, amqp_cstring_bytes(s->queue),
                             amqp_cstring_bytes(tag), 0, 0, 1, amqp_empty_table))
@@ -499,7 +593,7 @@ static int setup_lead(br_conn *c, int64_t now)
 {
     br_slot *lead[2] = {c->slots->pdata[0], c->slots->pdata[1]};
     char text[384];
-    bool declaring, started = false;
+    bool declaring, started = false, gated = false;
     /* a mailbox paused for its receipt queue (channel open, declared, not
      * consuming) resumes only once the receipt queue is consumed: tried
      * first, else every retry round would take another prefetch of
@@ -522,6 +616,16 @@ static int setup_lead(br_conn *c, int64_t now)
             lead[0]->retry_ms = now;
             return 0;
         }
+        if (rc == SLOT_GATED) {
+            /* the mailbox first, as ever (a second fleetfs of the same id
+             * is refused on it and waits takeover_grace, never touching
+             * the receipts); only once it is said not to answer does the
+             * receipt queue go on without it (and with it the boxes) */
+            gated = true;
+            if (!(s == lead[0] && s->gate_warned))
+                break; /* the second waits for the first (a paused mailbox for its receipts) */
+            continue;
+        }
         if (rc > 0) {
             consumer_refused(c, s, rc, declaring, text);
             lead[0]->retry_ms = lead[1]->retry_ms = s->retry_ms;
@@ -530,6 +634,11 @@ static int setup_lead(br_conn *c, int64_t now)
             return 0;
         }
         started = true;
+    }
+    if (gated) {
+        /* sooner when the answer comes (br_slots_answered) */
+        lead[0]->retry_ms = lead[1]->retry_ms = now + GATE_TICK_MS;
+        return 0;
     }
     lead[0]->refused_since_ms = lead[1]->refused_since_ms = 0;
     lead[0]->retry_ms = lead[1]->retry_ms = 0;
@@ -568,6 +677,10 @@ static int setup_boxes(br_conn *c, int64_t now)
             return -1;
         if (rc == 1) {
             s->retry_ms = now;
+            continue;
+        }
+        if (rc == SLOT_GATED) {
+            s->retry_ms = now + GATE_TICK_MS; /* sooner when the answer comes */
             continue;
         }
         if (rc > 0) {

@@ -285,6 +285,15 @@ bool br_set_consumer(br_conn *c, br_cons cons, const char *reason)
 
 /* The publishing connection's probes (before each publish) also land in
  * its owner's cache, which status reads. */
+void br_uncache_probe(br_conn *c, const char *queue)
+{
+    g_mutex_lock(&c->lock);
+    g_hash_table_remove(c->probes, queue);
+    g_mutex_unlock(&c->lock);
+    if (c->owner)
+        br_uncache_probe(c->owner, queue);
+}
+
 void br_cache_probe(br_conn *c, const char *queue, const br_probe *p)
 {
     g_mutex_lock(&c->lock);

@@ -77,6 +77,16 @@ typedef struct br_slot {
     bool consuming; /* consume-ok seen, not cancelled since */
     uint64_t epoch;
     int64_t retry_ms;         /* when to try what is not done; 0: now */
+    /* The gate before each declare (boxes.c, slot_gate): a queue that does
+     * not answer must cost its own box only, never the connection.  Since
+     * gate_since_ms (0: not gated) the declare waits for the answer to a
+     * passive declare of the queue on a probe channel (gate_asked: it went
+     * out); gate_ok: it came; gate_warned: its silence was said. */
+    int64_t gate_since_ms;
+    bool gate_waiting; /* its last round ended at the gate */
+    bool gate_asked;
+    bool gate_ok;
+    bool gate_warned;
     int64_t bind_retry_ms;    /* when to try the bindings again */
     int64_t refused_since_ms; /* first exclusive-use refusal in a row; 0: none */
     /* ---- under br_conn.lock ---- */
@@ -89,6 +99,12 @@ typedef struct br_slot {
 #define CHANNEL_RETRY_MS 500  /* re-consume after the broker cancelled one consumer */
 #define TAKEOVER_RETRY_MS 500 /* re-try an exclusive consume within takeover_grace */
 #define RPC_TIMEOUT_MS 5000
+/* A box waits at its gate (boxes.c) for the answer to a passive declare
+ * of its queue; after GATE_WARN_MS without one it says the queue does not
+ * answer, and looks again every GATE_TICK_MS (or at once when it comes). */
+#define GATE_WARN_MS 5000
+#define GATE_TICK_MS 1000
+#define SLOT_GATED 2
 #define HEARTBEAT_S 10
 /* RabbitMQ tells a connection of a resource alarm (connection.blocked) only
  * when it next publishes: an idle publishing connection publishes an empty,
@@ -262,6 +278,9 @@ void br_set_link(br_conn *c, br_link link, const char *reason);
 bool br_set_consumer(br_conn *c, br_cons cons, const char *reason);
 void br_first_attempt_done(br_conn *c);
 void br_cache_probe(br_conn *c, const char *queue, const br_probe *p);
+/* Forget queue's cached probe: what it said is out of date (the gate's
+ * answer, before the declare made the queue and the consume read it). */
+void br_uncache_probe(br_conn *c, const char *queue);
 /* connection.blocked / unblocked (and unblocked when the connection goes) */
 void br_set_blocked(br_conn *c, bool blocked, const char *reason);
 
@@ -304,6 +323,11 @@ void br_slots_lost(br_conn *c);
 /* Declare, bind and consume what is due (box 0 and the receipt queue as
  * the lead's consumer, then the other boxes). */
 void br_setup_consumer(br_conn *c);
+/* The broker answered a passive declare of queue (a declare-ok or a
+ * channel.close): a box of that queue waiting at its gate goes on. */
+void br_slots_answered(br_conn *c, const char *queue);
+/* Box 0 or the receipt queue waits at its gate (its consume not tried yet). */
+bool br_lead_gated(br_conn *c);
 void br_do_box_add(br_conn *c, br_req *r);
 void br_do_box_remove(br_conn *c, br_req *r);
 void br_do_ack(br_conn *c, br_req *r);
@@ -332,6 +356,11 @@ void br_probes_lost(br_conn *c, const char *why);
  * comes, or the wait is over, an RQ_PROBE is completed with it and an
  * RQ_PUBLISH goes on in br_publish_probed. */
 void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms);
+/* A passive declare of queue that nobody waits for (the consumer's gate,
+ * boxes.c): true when it went out or one is already out, false when every
+ * probe channel is busy.  Its answer is settled as any probe's and told
+ * to br_slots_answered. */
+bool br_probe_send(br_conn *c, const char *queue);
 /* A publish to queue is waiting for its probe (so the next one to queue
  * waits behind it, in order). */
 bool br_probe_publish_waiting(br_conn *c, const char *queue);

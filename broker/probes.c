@@ -155,25 +155,49 @@ static void join(br_probe_chan *pc, br_req *r, int64_t wait_ms)
     g_queue_push_tail(&pc->waiters, w);
 }
 
+/* A free probe channel, or NULL (*busy: how many are taken). */
+static br_probe_chan *free_chan(br_conn *c, int *busy)
+{
+    br_probe_chan *free_pc = NULL;
+    *busy = 0;
+    for (int i = 0; i < PROBE_CHANNELS; i++) {
+        if (!c->probing[i].open)
+            continue;
+        if (c->probing[i].queue[0])
+            (*busy)++;
+        else if (!free_pc)
+            free_pc = &c->probing[i];
+    }
+    return free_pc;
+}
+
+/* The passive declare of queue on pc (free). */
+static void send_on(br_conn *c, br_probe_chan *pc, const char *queue)
+{
+    amqp_queue_declare_t m;
+    memset(&m, 0, sizeof m);
+    m.queue = amqp_cstring_bytes(queue);
+    m.passive = 1;
+    m.durable = 1;
+    m.arguments = amqp_empty_table;
+    g_strlcpy(pc->queue, queue, sizeof pc->queue);
+    pc->sent_ms = br_now_ms();
+    pc->warned = false;
+    if (amqp_send_method(c->amqp, (amqp_channel_t)(CH_PROBE_FIRST + (pc - c->probing)),
+                         AMQP_QUEUE_DECLARE_METHOD, &m) != AMQP_STATUS_OK)
+        br_drop_connection(c, "cannot send a passive declare");
+}
+
 void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms)
 {
-    br_probe_chan *pc = chan_of(c, r->queue), *free_pc = NULL;
-    amqp_queue_declare_t m;
-    int busy = 0;
+    br_probe_chan *pc = chan_of(c, r->queue);
+    int busy;
 
     if (pc) {
         join(pc, r, wait_ms);
         return;
     }
-    for (int i = 0; i < PROBE_CHANNELS; i++) {
-        if (!c->probing[i].open)
-            continue;
-        if (c->probing[i].queue[0])
-            busy++;
-        else if (!free_pc)
-            free_pc = &c->probing[i];
-    }
-    if (!free_pc) {
+    if (!(pc = free_chan(c, &busy))) {
         br_probe p = {.at_ms = br_now_ms(), .err = FE_TIMEOUT};
         snprintf(p.detail, sizeof p.detail,
                  "not asked: the broker has not answered this connection's last %d probes "
@@ -182,19 +206,22 @@ void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms)
         finish(c, r, &p);
         return;
     }
-    pc = free_pc;
-    memset(&m, 0, sizeof m);
-    m.queue = amqp_cstring_bytes(r->queue);
-    m.passive = 1;
-    m.durable = 1;
-    m.arguments = amqp_empty_table;
-    g_strlcpy(pc->queue, r->queue, sizeof pc->queue);
-    pc->sent_ms = br_now_ms();
-    pc->warned = false;
+    /* joined first: a send that fails drops the connection, which tells
+     * every waiter */
     join(pc, r, wait_ms);
-    if (amqp_send_method(c->amqp, (amqp_channel_t)(CH_PROBE_FIRST + (pc - c->probing)),
-                         AMQP_QUEUE_DECLARE_METHOD, &m) != AMQP_STATUS_OK)
-        br_drop_connection(c, "cannot send a passive declare");
+    send_on(c, pc, r->queue);
+}
+
+bool br_probe_send(br_conn *c, const char *queue)
+{
+    br_probe_chan *pc;
+    int busy;
+    if (chan_of(c, queue))
+        return true;
+    if (!(pc = free_chan(c, &busy)))
+        return false;
+    send_on(c, pc, queue);
+    return true;
 }
 
 /* The answer to pc's probe, p (settled: cached): free the channel, tell
@@ -221,6 +248,8 @@ static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
             r->unread = p->present && p->consumers == 0;
         }
     }
+    if (!c->publisher)
+        br_slots_answered(c, pc->queue);
     pc->queue[0] = '\0';
     pc->warned = false;
     finish_all(c, &q, p);

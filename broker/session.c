@@ -484,8 +484,10 @@ static void attempt_succeeded(br_conn *c, attempt *a)
         br_setup_consumer(c);
     if (c->connected)
         setup_dead_letters(c);
-    /* a takeover in progress ends the first attempt when it is decided */
-    if (c->st.consumer != BR_CONS_WAITING)
+    /* a takeover in progress ends the first attempt when it is decided,
+     * and so does a mailbox waiting at its gate (boxes.c): its consume is
+     * tried once the queue answers, or it is said not to answer */
+    if (c->st.consumer != BR_CONS_WAITING && !br_lead_gated(c))
         br_first_attempt_done(c);
 }
 

@@ -164,24 +164,28 @@ test_expect_success 'a real duplicate waits out takeover_grace, then fails loudl
     grep -q "^consumers: 1$" alpha/peers/beta/status
 '
 
-# The consuming connection's thread is busy (an agent's mailbox being made,
-# which waits for the broker's answers, up to 5 s, on a frozen broker) when
-# an ack comes: br_ack gives up after send_timeout (2 s here; the second
-# lets the mkdir reach the broker thread first), but the request stays with
-# the broker thread, which carries it out (or finds the link gone) once the
-# broker answers again. Its owner is told the real outcome (late_ack), the
-# log says it, and the message leaves the broker once: acked late, or
-# redelivered and acked then. (Until broker/probes.c a probe kept that
-# thread busy too; probes no longer wait on it.)
+# The consuming connection's thread is busy (an agent's mailbox being
+# removed: its channel closed, which waits for the broker's answer, up to
+# 5 s, on a frozen broker) when an ack comes: br_ack gives up after
+# send_timeout (2 s here; the second lets the rmdir reach the broker thread
+# first), but the request stays with the broker thread, which carries it
+# out (or finds the link gone) once the broker answers again. Its owner is
+# told the real outcome (late_ack), the log says it, and the message leaves
+# the broker once: acked late, or redelivered and acked then. (Until
+# broker/probes.c a probe kept that thread busy too, and until the gate in
+# broker/boxes.c an agent's mailbox being made did: neither waits on it now,
+# so the rmdir it is.)
 test_expect_success 'an ack the caller gave up on is still carried out, and its outcome reported' '
+    mkdir beta/agents/late@beta &&
+    wait_for 10 "grep -q \"broker: consuming agent.late@beta.inbox\" beta.log" &&
     echo "to ack late" >alpha/peers/beta/send &&
     wait_for 10 "grep -q \"to ack late\" beta/leads/beta/inbox" &&
     broker_freeze &&
-    { (touch started; mkdir beta/agents/late@beta 2>mkdir.err; echo $? >mkdir.rc) & } &&
+    { (touch started; rmdir beta/agents/late@beta 2>rmdir.err; echo $? >rmdir.rc) & } &&
     wait_for 5 "test -e started" &&
     sleep 1 &&
     ack_then_thaw &&
-    wait_for 20 "test -s mkdir.rc" &&
+    wait_for 20 "test -s rmdir.rc" &&
     grep -q "ack of delivery .*: no answer from the broker thread within 2000 ms" beta.log &&
     wait_for 10 "grep -q \"ack of delivery .* after the caller had given up\" beta.log" &&
     wait_for 15 "test \"\$(broker_count lead.beta.inbox)\" = 0" &&

@@ -104,8 +104,40 @@ test_expect_success 'a send to an unread mailbox whose probe answers after 1 s: 
     test_eq "state of $id" "$(sent_state beta $id)" published-unread
 '
 
+# When every probe channel waits on a mailbox that does not answer, a
+# publish cannot ask about its own mailbox at all: it goes out without the
+# probe, and nothing answers before its confirm. sent must say that nobody
+# knows whether it is read, never "published" with a reader nobody saw.
+# delta lists eight stuck mailboxes (its notifier's probes of them hold
+# the consuming connection's probe channels, so beta's cached answer gets
+# old) and writes to each (those hold the publishing connection's).
+TRY=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/amqptry
+[[ ${FLEETFS_BUILD:-} == /* ]] && TRY=$FLEETFS_BUILD/tools/amqptry
+stuck="s1 s2 s3 s4 s5 s6 s7 s8"
+test_expect_success 'every probe channel held by stuck mailboxes: a send to beta goes, "not known" whether read' '
+    uri=$(broker_uri $FLEET_VHOST) &&
+    for s in $stuck; do
+        "$TRY" "$uri" declare-mailbox lead.$s.inbox >/dev/null &&
+        queue_process suspend lead.$s.inbox &&
+        at_exit "queue_process resume lead.$s.inbox" || return 1
+    done &&
+    mount_fleet delta peers=beta:${stuck// /:} send_timeout=2s inject=none &&
+    for s in $stuck; do
+        { echo "to $s" >delta/peers/$s/send 2>/dev/null; echo $? >$s.rc; } &
+    done &&
+    wait_for 20 "test \$(cat s?.rc 2>/dev/null | wc -l) = 8" &&
+    ! grep -qx 0 s?.rc &&
+    echo "to beta unprobed" >delta/peers/beta/send &&
+    id=$(last_sent_id delta) &&
+    jq -c "select(.msgId == \"$id\")" delta/leads/delta/sent >entry &&
+    cat entry &&
+    test_eq "state of $id" "$(sent_state delta $id)" published &&
+    grep -q "whether anyone reads lead.beta.inbox is not known" entry &&
+    wait_for 10 "grep -q \"to beta unprobed\" beta/leads/beta/inbox"
+'
+
 test_expect_success 'unmount cleanly' '
-    unmount_fleet alpha && unmount_fleet beta
+    unmount_fleet alpha && unmount_fleet beta && unmount_fleet delta
 '
 
 test_done
