@@ -14,6 +14,9 @@ new_vhost $FLEET_VHOST
 LISTEN=$FLEET_ROOT/tests/tools/notify-listen
 
 # listen NAME ADDR [CHECK-PATH]: a notify socket at ADDR, log in NAME.notify
+# (with CHECK-PATH, the listener's "CHECK ok|failed" line comes some ms
+# after READY=1: a test waits for it, not for READY=1 alone, before
+# reading it; CI under ASan once read the file in between)
 listen() {
     local name=$1 addr=$2 check=${3:-}
     rm -f "$TEST_DIR/$name.notify"
@@ -53,7 +56,7 @@ free_port() {
 test_expect_success 'READY=1 comes after the tree is readable, from the main process, then STATUS' '
     listen wd "$TEST_DIR/notify.sock" "$TEST_DIR/wd/status" &&
     start_fleet wd "" NOTIFY_SOCKET="$TEST_DIR/notify.sock" WATCHDOG_USEC=1000000 &&
-    wait_for 15 "grep -q READY=1 wd.notify" &&
+    wait_for 15 "grep -q READY=1 wd.notify && grep -q \" CHECK \" wd.notify" &&
     cat wd.notify &&
     grep -A1 "READY=1" wd.notify | grep -q "CHECK ok [1-9]" &&
     test $(grep -c "READY=1" wd.notify) = 1 &&
@@ -84,7 +87,7 @@ test_expect_success 'an abstract NOTIFY_SOCKET (@name) works too; no WATCHDOG_US
     addr="@fleetfs-t0910-$$-$RANDOM" &&
     listen abs "$addr" "$TEST_DIR/abs/status" &&
     start_fleet abs "" NOTIFY_SOCKET="$addr" &&
-    wait_for 15 "grep -q READY=1 abs.notify" &&
+    wait_for 15 "grep -q READY=1 abs.notify && grep -q \" CHECK \" abs.notify" &&
     grep -q "CHECK ok" abs.notify &&
     cat abs/status >/dev/null && sleep 0.5 &&
     unmount_fleet abs &&
@@ -108,7 +111,7 @@ test_expect_success 'STATUS follows the broker: unreachable (redacted), connecte
     listen st "$TEST_DIR/st.sock" "$TEST_DIR/st/status" &&
     FLAGS=-s start_fleet st ",peers=nobody,send_timeout=4s" NOTIFY_SOCKET="$TEST_DIR/st.sock" \
         WATCHDOG_USEC=1000000 FLEET_BROKER_URI="amqp://guest:guest@127.0.0.1:$port/t0910" &&
-    wait_for 15 "grep -q READY=1 st.notify" &&
+    wait_for 15 "grep -q READY=1 st.notify && grep -q \" CHECK \" st.notify" &&
     grep -q "CHECK ok" st.notify &&
     wait_for 10 "grep -q \"STATUS=broker: unreachable: .*amqp://guest:\\*\\*\\*@127.0.0.1:$port/t0910\" st.notify" &&
     # fork: fleetfs opens two connections (consuming, publishing); the
@@ -194,7 +197,7 @@ test_expect_success 'the shipped fleetfs@.service as systemd runs it: READY=1, S
         >>unit1.log 2>&1 & } &&
     pid=$! && echo $pid >.harness/pid.unit1 &&
     at_exit "kill $pid 2>/dev/null; fusermount3 -u -z $mnt 2>/dev/null; true" &&
-    wait_for 15 "grep -q READY=1 unit1.notify" &&
+    wait_for 15 "grep -q READY=1 unit1.notify && grep -q \" CHECK \" unit1.notify" &&
     grep -q "CHECK ok" unit1.notify &&
     grep -q "^coord_id: unit1$" "$mnt/status" &&
     wait_for 10 "grep -q \"STATUS=broker: connected\" unit1.notify" &&
