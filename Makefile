@@ -3,7 +3,8 @@
 #   make            build the daemon (build/fleetfs)
 #   make test       unit + integration + fault tests, then again under ASan/UBSan
 #   make soak       the fault and cluster tests, longer (FAULT_SCALE=10), then
-#                   issue 16's broker-fault integration tests (SOAK_INTEGRATION)
+#                   issue 16's broker-fault integration tests (SOAK_INTEGRATION),
+#                   then test_mailbox under valgrind (make test leaves it out)
 #   make run        install deps, start a local broker, mount ./fleet
 #                   (FLEET_CLUSTER=3 make run: a local three-node cluster instead)
 #   make demo-fleet three hosts as network namespaces exchanging messages
@@ -119,7 +120,10 @@ SOAK_INTEGRATION = t0370 t0372 t0374 t0390 t0392
 soak: all
 	@rc=0; FAULT_SCALE=$(FAULT_SCALE) FLEET_TEST_TIMEOUT=3600 FLEETFS_BUILD=$(B) tests/faults/run || rc=1; \
 	FAULT_SCALE=$(FAULT_SCALE) FLEET_TEST_TIMEOUT=3600 FLEETFS_BUILD=$(B) \
-	  tests/integration/run $(SOAK_INTEGRATION) || rc=1; exit $$rc
+	  tests/integration/run $(SOAK_INTEGRATION) || rc=1; \
+	FLEET_UNIT_ONLY=test_mailbox FLEET_UNIT_RECEIPT_FLOOD=20000 \
+	  FLEET_UNIT_WRAP="valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite" \
+	  scripts/run-unit $(B) || rc=1; exit $$rc
 
 # The whole suite, plain then under ASan/UBSan. Each part prints its own
 # "N passed, N failed" line; the last line is the total.
