@@ -20,6 +20,9 @@
 #                               $FLEET_VHOST with 406 (as after an ack of an unknown tag)
 #   broker_queues               "QUEUE MESSAGES" for every queue of the vhost in use (the
 #                               same count; fails if rabbitmqctl fails)
+#   broker_connections          the names of $FLEET_VHOST's client connections, sorted, per
+#                               the broker (a name carries the client's port: a reconnect
+#                               makes a new one)
 
 # fleet_key NAME: a key pair for lead NAME in $TEST_DIR/keys, its public half
 # in the shared trust directory $TEST_DIR/trust (every test mount trusts
@@ -150,6 +153,10 @@ queue_process() {
     echo "queue_process $1 $2: $out" >&2
     return 1
   }
+}
+
+broker_connections() {
+  rmqctl list_connections -q name vhost | awk -v v="$FLEET_VHOST" '$NF == v { print $1 }' | sort
 }
 
 broker_count() {

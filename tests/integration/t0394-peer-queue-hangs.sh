@@ -15,11 +15,6 @@
 broker_use_shared
 FLEET_VHOST=t0394
 new_vhost $FLEET_VHOST
-# the broker's own list of this vhost's client connections (their names
-# carry the client's port: a reconnect makes a new one)
-connections() {
-    rmqctl list_connections -q name vhost | awk -v v=$FLEET_VHOST '$NF == v { print $1 }' | sort
-}
 
 test_expect_success 'alpha, beta and gamma list each other; all mailboxes answer' '
     mount_fleet alpha peers=beta:gamma send_timeout=3s inject=none &&
@@ -27,7 +22,7 @@ test_expect_success 'alpha, beta and gamma list each other; all mailboxes answer
     mount_fleet gamma peers=alpha:beta inject=none &&
     wait_for 10 "grep -q \"^state: reading\" alpha/peers/gamma/status" &&
     wait_for 10 "grep -q \"^state: reading\" beta/peers/gamma/status" &&
-    connections >before &&
+    broker_connections >before &&
     test $(wc -l <before) -ge 6
 '
 
@@ -39,7 +34,7 @@ test_expect_success 'gamma'\''s mailbox hangs: alpha'\''s sends to beta all go, 
         sleep 1
     done &&
     wait_for 10 "test \$(grep -c \"to beta\" beta/leads/beta/inbox) = 12" &&
-    connections >during &&
+    broker_connections >during &&
     diff before during
 '
 
@@ -62,7 +57,7 @@ test_expect_success 'a send to gamma fails ETIMEDOUT, unconfirmed; a send to bet
     echo "to beta after" >alpha/peers/beta/send &&
     wait_for 10 "grep -q \"to beta after\" beta/leads/beta/inbox" &&
     grep -q "publisher: lead.gamma.inbox: no answer" alpha.log &&
-    connections >during &&
+    broker_connections >during &&
     diff before during
 '
 
@@ -73,7 +68,7 @@ test_expect_success 'gamma'\''s mailbox answers again: the message reaches gamma
     test $(grep -c $id gamma/leads/gamma/inbox) = 1 &&
     wait_for 15 "test \"\$(sent_state alpha $id)\" != unconfirmed" &&
     wait_for 10 "grep -q \"^state: reading\" alpha/peers/gamma/status" &&
-    connections >after &&
+    broker_connections >after &&
     diff before after
 '
 

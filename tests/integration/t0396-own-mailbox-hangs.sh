@@ -15,11 +15,6 @@
 broker_use_shared
 FLEET_VHOST=t0396
 new_vhost $FLEET_VHOST
-# the broker's own list of this vhost's client connections (their names
-# carry the client's port: a reconnect makes a new one)
-connections() {
-    rmqctl list_connections -q name vhost | awk -v v=$FLEET_VHOST '$NF == v { print $1 }' | sort
-}
 
 test_expect_success 'beta starts again while its own mailbox does not answer' '
     mount_fleet alpha peers=beta heartbeat=1s inject=none &&
@@ -31,8 +26,8 @@ test_expect_success 'beta starts again while its own mailbox does not answer' '
     queue_process suspend lead.beta.inbox &&
     at_exit "queue_process resume lead.beta.inbox" &&
     mount_fleet beta peers=alpha heartbeat=1s inject=none &&
-    wait_for 15 "test \$(connections | wc -l) = 6" &&
-    connections >before
+    wait_for 15 "test \$(broker_connections | wc -l) = 6" &&
+    broker_connections >before
 '
 
 test_expect_success 'for 12 s beta sends to alpha, every write succeeds; no connection is remade' '
@@ -42,7 +37,7 @@ test_expect_success 'for 12 s beta sends to alpha, every write succeeds; no conn
     done &&
     wait_for 10 "test \$(grep -c \"to alpha\" alpha/leads/alpha/inbox) = 12" &&
     n=$(broker_count lead.alpha.inbox) && test "$n" = 12 &&
-    connections >during &&
+    broker_connections >during &&
     test_cmp before during &&
     ! grep "connection lost" beta.log
 '
@@ -61,7 +56,7 @@ test_expect_success 'the mailbox answers again: beta consumes it, what waited ar
     test $(grep -c "waiting for beta" beta/leads/beta/inbox) = 1 &&
     grep -q "lead.beta.inbox answers again" beta.log &&
     ! grep -q "does not answer" beta/status &&
-    connections >after &&
+    broker_connections >after &&
     test_cmp before after &&
     ! grep "connection lost" beta.log
 '
