@@ -4,8 +4,9 @@
  *
  *   fdwrite FILE N SIZE [W]      W concurrent writers (threads), default 1
  *
- * Prints: msgs=N failed=F writers=W secs=S rate=R (messages per second);
- * the first failure's errno goes to stderr.
+ * Prints: msgs=N failed=F writers=W secs=S rate=R (messages per second)
+ * cpu_us=C (the CPU the writers used meanwhile, system calls included); the first
+ * failure's errno goes to stderr.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
     unsigned long n, size, nw = 1, failed = 0;
     pthread_t th[64];
     writer w[64];
-    double t0, t1;
+    double t0, t1, cpu0;
 
     if (argc < 4) {
         fprintf(stderr, "usage: fdwrite FILE N SIZE [WRITERS]\n");
@@ -61,6 +62,7 @@ int main(int argc, char **argv)
     if (nw < 1 || nw > 64)
         bn_die("1..64 writers");
     t0 = bn_now();
+    cpu0 = bn_cpu_us();
     for (unsigned long i = 0; i < nw; i++) {
         w[i] = (writer){argv[1], i * (n / nw), n / nw + (i == nw - 1 ? n % nw : 0), size, 0};
         if (pthread_create(&th[i], NULL, run_writer, &w[i]) != 0)
@@ -71,7 +73,7 @@ int main(int argc, char **argv)
         failed += w[i].failed;
     }
     t1 = bn_now();
-    printf("msgs=%lu failed=%lu writers=%lu secs=%.4f rate=%.1f\n", n, failed, nw, t1 - t0,
-           (double)(n - failed) / (t1 - t0));
+    printf("msgs=%lu failed=%lu writers=%lu secs=%.4f rate=%.1f cpu_us=%.0f\n", n, failed, nw,
+           t1 - t0, (double)(n - failed) / (t1 - t0), bn_cpu_us() - cpu0);
     return failed ? 1 : 0;
 }
