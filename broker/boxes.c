@@ -395,8 +395,8 @@ static int slot_consume(br_conn *c, br_slot *s, char *text, size_t n, bool *decl
      * files: the next read asks afresh */
     br_uncache_probe(c, s->queue);
     if (!amqp_basic_qos(c->amqp, s->ch, 0, (uint16_t)c->cfg.prefetch, 0) ||
-        !amqp_basic_consume(c->amqp, s->ch, amqp_cstring_bytes(s->queue),
-                            amqp_cstring_bytes(tag), 0, 0, 1, amqp_empty_table))
+        !amqp_basic_consume(c->amqp, s->ch, amqp_cstring_bytes(s->queue), amqp_cstring_bytes(tag),
+                            0, 0, 1, amqp_empty_table))
         goto fail;
     br_heard(c);
     s->consuming = true;
@@ -526,8 +526,7 @@ static int pause_all(br_conn *c, const br_slot *rcpt)
 
 /* Bind (or unbind) queue to exchange with key.  0, the broker's code
  * (text says why), or -1 when the connection is gone. */
-static int bind_one(br_conn *c, const br_slot *s, const char *key, bool bind, char *text,
-                    size_t n)
+static int bind_one(br_conn *c, const br_slot *s, const char *key, bool bind, char *text, size_t n)
 {
     int code;
     amqp_bytes_t q = amqp_cstring_bytes(s->queue), x = amqp_cstring_bytes(s->exchange),
@@ -816,7 +815,8 @@ static int slot_close(br_conn *c, br_slot *s)
     if (!s->open)
         return 0;
     rep = amqp_channel_close(c->amqp, s->ch, AMQP_REPLY_SUCCESS);
-    if (rep.reply_type != AMQP_RESPONSE_NORMAL && br_rpc_failure(c, s->ch, &code, text, sizeof text) < 0)
+    if (rep.reply_type != AMQP_RESPONSE_NORMAL &&
+        br_rpc_failure(c, s->ch, &code, text, sizeof text) < 0)
         return -1;
     slot_set_open(c, s, false);
     s->consuming = false;
@@ -892,7 +892,8 @@ void br_do_box_remove(br_conn *c, br_req *r)
             br_req_complete(c, r, FE_NOT_CONNECTED, "the connection was lost; the box stays");
             return;
         }
-        if (!quorum(c) && !amqp_queue_delete(c->amqp, CH_PROBE, amqp_cstring_bytes(s->queue), 0, 1)) {
+        if (!quorum(c) &&
+            !amqp_queue_delete(c->amqp, CH_PROBE, amqp_cstring_bytes(s->queue), 0, 1)) {
             if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
                 br_drop_connection(c, text);
                 br_req_complete(c, r, FE_NOT_CONNECTED, "the connection was lost; the box stays");
@@ -925,8 +926,8 @@ void br_do_box_remove(br_conn *c, br_req *r)
                 return;
             }
             if (rc > 0 && rc != 404)
-                log_warn("broker: box %u: cannot unbind %s key %s: %d %s", s->box, s->queue, *k,
-                         rc, text);
+                log_warn("broker: box %u: cannot unbind %s key %s: %d %s", s->box, s->queue, *k, rc,
+                         text);
         }
         snprintf(why, sizeof why, "%s unbound and kept with what waits in it", s->queue);
     }
@@ -1045,8 +1046,8 @@ bool br_box_status_get(br_conn *c, unsigned box, br_box_status *out)
 
 /* An ack (or, reject, a basic.reject without requeue) carried out by the
  * broker thread. */
-static fe_code ack_or_reject(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag,
-                             bool multiple, bool reject, int64_t timeout_ms)
+static fe_code ack_or_reject(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool multiple,
+                             bool reject, int64_t timeout_ms)
 {
     br_req *r;
     fe_code res;

@@ -366,7 +366,10 @@ static bool exchange_present(br_conn *c, br_req *r)
              "exchange %s does not exist (%d %s): nothing was sent; it is made by a fleetfs with "
              "configure rights, or by scripts/broker host add",
              r->exchange, code, text);
-    br_req_complete(c, r, code == 404 ? FE_NO_MAILBOX : code == 403 ? FE_ACCESS : FE_INTERNAL,
+    br_req_complete(c, r,
+                    code == 404   ? FE_NO_MAILBOX
+                    : code == 403 ? FE_ACCESS
+                                  : FE_INTERNAL,
                     NULL);
     return false;
 }
@@ -611,9 +614,8 @@ static br_conn *conn_new(const br_config *cfg, const br_callbacks *cb)
     c->unrouted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_queue_init(&c->inflight);
     br_probes_init(c);
-    c->cfg.lead_bind_keys = cfg->lead_bind_keys
-                                ? (const char *const *)g_strdupv((char **)cfg->lead_bind_keys)
-                                : NULL;
+    c->cfg.lead_bind_keys =
+        cfg->lead_bind_keys ? (const char *const *)g_strdupv((char **)cfg->lead_bind_keys) : NULL;
     c->st.link = BR_CONNECTING;
     c->st.since_ms = br_wall_ms();
     c->uri_index = first_uri(c->cfg.uris);
@@ -912,9 +914,9 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
     return publish_wait(c, r, peer, body, len, timeout_ms, unread, detail, dlen);
 }
 
-fe_code br_publish_route(br_conn *c, const char *exchange, const char *key,
-                         const char *probe_queue, const char *msg_id, const char *body,
-                         size_t len, int64_t timeout_ms, bool *unread, char *detail, size_t dlen)
+fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, const char *probe_queue,
+                         const char *msg_id, const char *body, size_t len, int64_t timeout_ms,
+                         bool *unread, char *detail, size_t dlen)
 {
     char where[2 * BR_QUEUE_MAX + 8];
     br_req *r;

@@ -111,16 +111,16 @@ typedef struct {
      * included) when set; deliver is then never called.  epoch: of the
      * channel the delivery arrived on (acks need it, br_ack_box).  Must not
      * call back into br_* synchronously.  br_box_add needs it. */
-    br_action (*deliver_box)(void *ud, unsigned box, uint64_t epoch, uint64_t tag,
-                             bool redelivered, const char *body, size_t len);
+    br_action (*deliver_box)(void *ud, unsigned box, uint64_t epoch, uint64_t tag, bool redelivered,
+                             const char *body, size_t len);
     /* On the broker thread, for every receipt on lead.<coord_id>.receipts
      * (redelivered: the broker's flag, set on a copy it delivered before). */
     br_action (*receipt)(void *ud, bool redelivered, const char *body, size_t len);
     /* On the broker thread, for every delivery on the own control queue
      * (br_control_consume): epoch and tag for br_ack_control.  Must not
      * call back into br_* synchronously; BR_KEEP until the owner decided. */
-    br_action (*control)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
-                         const char *body, size_t len);
+    br_action (*control)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
+                         size_t len);
     /* Connection or consumer state changed (status files). */
     void (*changed)(void *ud);
     /* A publish whose writer gave up (br_publish returned FE_TIMEOUT) got
@@ -350,10 +350,9 @@ fe_code br_ack_box(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool 
  * mailbox it routes to is full — for a broadcast, the copies of the other
  * members may have been delivered.  A writer that gives up (FE_TIMEOUT)
  * gets late_confirm with peer = key. */
-fe_code br_publish_route(br_conn *c, const char *exchange, const char *key,
-                         const char *probe_queue, const char *msg_id, const char *body,
-                         size_t len, int64_t timeout_ms, bool *unread, char *detail,
-                         size_t dlen);
+fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, const char *probe_queue,
+                         const char *msg_id, const char *body, size_t len, int64_t timeout_ms,
+                         bool *unread, char *detail, size_t dlen);
 
 /* ---- the control queue (SPEC section 11) ------------------------------
  * control.<coord_id>: requests to start and stop agents here.  Consumed

@@ -76,7 +76,7 @@ typedef struct br_slot {
     bool bound;     /* every key bound on this connection */
     bool consuming; /* consume-ok seen, not cancelled since */
     uint64_t epoch;
-    int64_t retry_ms;         /* when to try what is not done; 0: now */
+    int64_t retry_ms; /* when to try what is not done; 0: now */
     /* The gate before each declare (boxes.c, slot_gate): a queue that does
      * not answer must cost its own box only, never the connection.  Since
      * gate_since_ms (0: not gated) the declare waits for the answer to a
@@ -148,7 +148,7 @@ typedef struct br_req {
     /* publish (peer: for the messages and late_confirm; for a routed
      * publish the routing key) */
     char peer[BR_QUEUE_MAX];
-    char queue[BR_QUEUE_MAX]; /* the mailbox, or the queue to probe ("" none) */
+    char queue[BR_QUEUE_MAX];    /* the mailbox, or the queue to probe ("" none) */
     char exchange[BR_QUEUE_MAX]; /* "" : the default exchange */
     char key[BR_QUEUE_MAX];      /* routing key when exchange is set */
     char msg_id[BR_MSG_ID_MAX + 1];
@@ -229,18 +229,18 @@ struct br_conn {
     unsigned uri_index;
     int64_t next_attempt_ms;
     int64_t backoff_ms;
-    int64_t last_recv_ms;        /* when the broker last sent anything (heartbeats too) */
-    GPtrArray *slots;            /* br_slot*: [0] box 0, [1] the receipt queue, then boxes */
-    uint64_t epoch_seq;          /* the last epoch given to a slot's channel */
-    uint64_t ghosts_dropped;     /* deliveries of closed channels dropped, not yet logged */
-    int64_t consumer_retry_ms;   /* when to look at the slots again; 0: nothing to do */
-    uint64_t pub_seq;            /* last delivery tag used on CH_PUB */
-    int64_t last_pub_ms;         /* last publish (or canary) on this connection */
-    int64_t last_read_ms;        /* br_read_frames last asked rabbitmq-c for frames */
-    bool was_connected;          /* connected at least once */
-    GQueue inflight;             /* br_req*, ascending pub_tag */
-    GHashTable *declared;        /* queues known present on this connection */
-    GHashTable *unrouted;        /* receipt queues a receipt came back from (on_return):
+    int64_t last_recv_ms;      /* when the broker last sent anything (heartbeats too) */
+    GPtrArray *slots;          /* br_slot*: [0] box 0, [1] the receipt queue, then boxes */
+    uint64_t epoch_seq;        /* the last epoch given to a slot's channel */
+    uint64_t ghosts_dropped;   /* deliveries of closed channels dropped, not yet logged */
+    int64_t consumer_retry_ms; /* when to look at the slots again; 0: nothing to do */
+    uint64_t pub_seq;          /* last delivery tag used on CH_PUB */
+    int64_t last_pub_ms;       /* last publish (or canary) on this connection */
+    int64_t last_read_ms;      /* br_read_frames last asked rabbitmq-c for frames */
+    bool was_connected;        /* connected at least once */
+    GQueue inflight;           /* br_req*, ascending pub_tag */
+    GHashTable *declared;      /* queues known present on this connection */
+    GHashTable *unrouted;      /* receipt queues a receipt came back from (on_return):
                                   * probed, and made, before the next receipt to them */
     br_probe_chan probing[PROBE_CHANNELS]; /* probes.c */
     int64_t ping_sent_ms;                  /* a ping on CH_PING is out since; 0: none */

@@ -54,15 +54,15 @@ static int dc_exchange(amqp_connection_state_t a, const char *name, const char *
                        size_t n)
 {
     char what[128];
-    if (amqp_exchange_declare(a, DC_CH, amqp_cstring_bytes(name), amqp_cstring_bytes(type), 1, 0,
-                              0, 0, amqp_empty_table))
+    if (amqp_exchange_declare(a, DC_CH, amqp_cstring_bytes(name), amqp_cstring_bytes(type), 1, 0, 0,
+                              0, amqp_empty_table))
         return 0;
     snprintf(what, sizeof what, "probe exchange %s", name);
     if (dc_failed(a, what, why, n) != 404)
         return -1;
     snprintf(what, sizeof what, "declare exchange %s", name);
-    if (amqp_exchange_declare(a, DC_CH, amqp_cstring_bytes(name), amqp_cstring_bytes(type), 0, 1,
-                              0, 0, amqp_empty_table))
+    if (amqp_exchange_declare(a, DC_CH, amqp_cstring_bytes(name), amqp_cstring_bytes(type), 0, 1, 0,
+                              0, amqp_empty_table))
         return 0;
     dc_failed(a, what, why, n);
     return -1;
@@ -86,8 +86,8 @@ static int dc_queue(amqp_connection_state_t a, const char *name, bool probe_firs
     return -1;
 }
 
-static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const char *name,
-                      char *why, size_t n)
+static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const char *name, char *why,
+                      size_t n)
 {
     amqp_table_entry_t dlq[TOPO_DLQ_ARGS], mb[TOPO_MAILBOX_ARGS];
     char q[96];

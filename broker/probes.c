@@ -231,8 +231,8 @@ static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
     GQueue q = G_QUEUE_INIT;
     int64_t took = br_now_ms() - pc->sent_ms;
     if (pc->warned)
-        log_info("%s: %s answers again: a passive declare of it took %lld ms", br_who(c),
-                 pc->queue, (long long)took);
+        log_info("%s: %s answers again: a passive declare of it took %lld ms", br_who(c), pc->queue,
+                 (long long)took);
     /* the channel is free before anyone is told: a publish told may ask
      * again, or drop the connection */
     while (!g_queue_is_empty(&pc->waiters))

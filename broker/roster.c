@@ -52,7 +52,7 @@ struct ro_conn {
     GMutex lock; /* guards up to the marker */
     ro_status st;
     bool stop, leaving, kicked;
-    gint64 stop_at; /* monotonic µs of the stop request */
+    gint64 stop_at;   /* monotonic µs of the stop request */
     int sockfd;       /* while connected, else -1: ro_stop may shut it down */
     bool finished;    /* roster_main returned */
     bool left_behind; /* did not end in time: never freed */

@@ -228,8 +228,8 @@ void br_setup_exchanges(br_conn *c)
     log_warn("broker: cannot declare %s (%d %s): agent mailboxes and broadcasts cannot be bound "
              "until it exists; %s",
              BR_EXCHANGE_MSG, code, text,
-             code == 406 ? "it exists with another type or durability: delete it once "
-                           "(rabbitmqctl delete_exchange fleet.msg) and fleetfs declares it anew"
+             code == 406   ? "it exists with another type or durability: delete it once "
+                             "(rabbitmqctl delete_exchange fleet.msg) and fleetfs declares it anew"
              : code == 404 ? "this login may not make it: an operator runs scripts/broker host "
                              "add, which makes it"
                            : "give this user configure rights on it");

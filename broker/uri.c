@@ -143,11 +143,12 @@ int br_uri_check(const char *uri, const char *ca, char *why, size_t n)
     buf = g_strdup(uri);
     amqp_default_connection_info(&info);
     if (amqp_parse_url(buf, &info) != AMQP_STATUS_OK) {
-        snprintf(why, n,
-                 "broker URI %s does not parse: the form is amqp[s]://USER:PASSWORD@HOST:PORT/VHOST; "
-                 "percent-encode '@' ':' '/' '%%' '#' '?' in the user or password (%%40 %%3A %%2F "
-                 "%%25 %%23 %%3F)",
-                 shown);
+        snprintf(
+            why, n,
+            "broker URI %s does not parse: the form is amqp[s]://USER:PASSWORD@HOST:PORT/VHOST; "
+            "percent-encode '@' ':' '/' '%%' '#' '?' in the user or password (%%40 %%3A %%2F "
+            "%%25 %%23 %%3F)",
+            shown);
         g_free(buf);
         goto out;
     }

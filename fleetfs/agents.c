@@ -353,7 +353,8 @@ void ag_announce(fleet *f)
         g_mutex_unlock(&f->ag_lock);
         words = mb_injector_words(mb);
         char **groups = mb_groups(mb);
-        pr_local_agent a = {.gid = mb_id(mb), .state = words, .groups = (const char *const *)groups};
+        pr_local_agent a = {
+            .gid = mb_id(mb), .state = words, .groups = (const char *const *)groups};
         g_ptr_array_add(keep, words);
         g_ptr_array_add(keep, groups);
         g_array_append_val(agents, a);

@@ -11,9 +11,15 @@
 #include <glib.h>
 
 /* FUSE mount options passed through as they are. */
-static const char *fuse_passthrough[] = {"allow_other",      "allow_root", "default_permissions",
-                                         "auto_unmount",     "fsname",     "subtype",
-                                         "noatime",          "nodev",      "nosuid",
+static const char *fuse_passthrough[] = {"allow_other",
+                                         "allow_root",
+                                         "default_permissions",
+                                         "auto_unmount",
+                                         "fsname",
+                                         "subtype",
+                                         "noatime",
+                                         "nodev",
+                                         "nosuid",
                                          NULL};
 
 /* ---- mount(8) and /etc/fstab ------------------------------------------
@@ -52,7 +58,8 @@ void cl_usage(FILE *to)
     fprintf(to,
             "usage: fleetfs [SOURCE] MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
             "       fleetfs keygen PATH\n"
-            "       fleetfs mcp [MOUNTPOINT] [--as GID]   (an MCP server on stdio; fleetfs mcp --help)\n"
+            "       fleetfs mcp [MOUNTPOINT] [--as GID]   (an MCP server on stdio; fleetfs mcp "
+            "--help)\n"
             "       fleetfs declare NAME [-o opt[,opt...]]   (an operator adding a host)\n"
             "       fleetfs --help | --version\n"
             "\n"
@@ -97,8 +104,9 @@ static int add_o(cmdline *cl, const char *list)
             char *end = NULL;
             long n = klen < strlen(*it) ? strtol(*it + klen + 1, &end, 10) : 0;
             if (!end || *end || n < 1 || n > 1000) {
-                fprintf(stderr, "fleetfs: max_idle_threads=%s: give a whole number from 1 to "
-                                "1000 (the FUSE threads kept waiting for requests)\n",
+                fprintf(stderr,
+                        "fleetfs: max_idle_threads=%s: give a whole number from 1 to "
+                        "1000 (the FUSE threads kept waiting for requests)\n",
                         klen < strlen(*it) ? *it + klen + 1 : "");
                 rc = -1;
             } else

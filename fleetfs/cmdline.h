@@ -16,8 +16,8 @@ typedef struct {
     bool debug;
     bool single;
     unsigned max_idle_threads; /* -o max_idle_threads=N; 0: the default */
-    GPtrArray *ours;      /* "key=value" of fleetfs options, in order */
-    GPtrArray *fuse_opts; /* "-o", "x" pairs for libfuse */
+    GPtrArray *ours;           /* "key=value" of fleetfs options, in order */
+    GPtrArray *fuse_opts;      /* "-o", "x" pairs for libfuse */
 } cmdline;
 
 void cl_usage(FILE *to);

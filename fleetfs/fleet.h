@@ -24,9 +24,9 @@ typedef struct fleet {
     mailbox *mb;
     br_conn *br;
     notifier *nt;
-    injector *inj; /* NULL: inject=none */
-    presence *pr;  /* the presence table (heartbeats in and out) */
-    ro_conn *ro;   /* the roster thread and its own broker connection */
+    injector *inj;      /* NULL: inject=none */
+    presence *pr;       /* the presence table (heartbeats in and out) */
+    ro_conn *ro;        /* the roster thread and its own broker connection */
     struct spawnd *spd; /* the control service (spawnd.h); NULL until it runs */
     char host[256];
     char *mountpoint;   /* absolute */
@@ -37,7 +37,7 @@ typedef struct fleet {
     /* agents.c: registering and retiring local agents, one at a time */
     GMutex ag_lock;
     unsigned ag_next_box; /* the last broker box given to an agent */
-    GHashTable *ag_ready;  /* gids whose mailbox is known to be in the broker */
+    GHashTable *ag_ready; /* gids whose mailbox is known to be in the broker */
     /* hosts.c: the control requests this host sent (hosts/<h>/spawns) */
     GMutex hs_lock;
     ak_book *asked;

@@ -21,7 +21,8 @@
 #include <string.h>
 
 #if FUSE_MAJOR_VERSION != 3 || FUSE_MINOR_VERSION != 14
-#error "fuseopen.c answers opens for libfuse 3.14 only: use the fuse_file_info fields of this version"
+#error \
+    "fuseopen.c answers opens for libfuse 3.14 only: use the fuse_file_info fields of this version"
 #endif
 
 #define FO_SHARED_WRITES 1u /* in fuse_file_info.padding */

@@ -21,11 +21,12 @@
 
 static int hc_usage(void)
 {
-    fprintf(stderr, "usage: fleetfs declare NAME [-o opt[,opt...]]\n"
-                    "  makes the fleet-wide objects (when missing) and lead.NAME.inbox and\n"
-                    "  lead.NAME.receipts, with a login that may (the operator's), from the URI in\n"
-                    "  $FLEET_BROKER_URI (or the variable broker_uri_env names); options that\n"
-                    "  matter: vhost, queue_type, max_length, message_ttl, ca, broker_uri_env\n");
+    fprintf(stderr,
+            "usage: fleetfs declare NAME [-o opt[,opt...]]\n"
+            "  makes the fleet-wide objects (when missing) and lead.NAME.inbox and\n"
+            "  lead.NAME.receipts, with a login that may (the operator's), from the URI in\n"
+            "  $FLEET_BROKER_URI (or the variable broker_uri_env names); options that\n"
+            "  matter: vhost, queue_type, max_length, message_ttl, ca, broker_uri_env\n");
     return 2;
 }
 

@@ -177,8 +177,8 @@ static int hs_send(fleet *f, const char *h, ctl_env *e, const char *what)
     g_mutex_unlock(&f->hs_lock);
     if (rc < 0) {
         rc = errno ? errno : EIO;
-        log_warn("spawn: hosts/%s/%s: not sent: cannot record it in %s/spawns.jsonl: %s", h,
-                 what, f->opts->state_dir, g_strerror(rc));
+        log_warn("spawn: hosts/%s/%s: not sent: cannot record it in %s/spawns.jsonl: %s", h, what,
+                 f->opts->state_dir, g_strerror(rc));
         g_free(body);
         return rc;
     }

@@ -93,8 +93,8 @@ static br_action cb_control(void *ud, uint64_t epoch, uint64_t tag, bool redeliv
 }
 
 /* Every mailbox's deliveries, the lead's (box 0) and each agent's. */
-static br_action cb_deliver(void *ud, unsigned box, uint64_t epoch, uint64_t tag,
-                            bool redelivered, const char *body, size_t len)
+static br_action cb_deliver(void *ud, unsigned box, uint64_t epoch, uint64_t tag, bool redelivered,
+                            const char *body, size_t len)
 {
     fleet *f = ud;
     mailbox *mb = mb_find_box(f->mb, box);
@@ -352,8 +352,7 @@ static gpointer stop_watch(gpointer unused)
         gint64 until = g_get_monotonic_time() + STOP_WARN_MS * 1000;
         if (!g_cond_wait_until(&stopw.cv, &stopw.m, until) && !stopw.done)
             log_warn("unmount: still waiting, after %lld s, for %s",
-                     (long long)(g_get_monotonic_time() - stopw.since_us) / 1000000,
-                     stopw.step);
+                     (long long)(g_get_monotonic_time() - stopw.since_us) / 1000000, stopw.step);
     }
     g_mutex_unlock(&stopw.m);
     return NULL;
@@ -474,8 +473,7 @@ static void control_first_attempt(fleet *f)
 
     while (g_get_monotonic_time() < until) {
         br_get_status(f->br, &st);
-        if (st.link != BR_CONNECTED ||
-            (br_control_status(f->br, &b) && b.consumer != BR_CONS_NONE))
+        if (st.link != BR_CONNECTED || (br_control_status(f->br, &b) && b.consumer != BR_CONS_NONE))
             return;
         g_usleep(2000);
     }

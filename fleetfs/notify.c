@@ -67,7 +67,7 @@ struct notifier {
     fleet *f;
     GThread *thread;
     GAsyncQueue *q;
-    pid_t poker;  /* the child that makes the truncates */
+    pid_t poker;   /* the child that makes the truncates */
     GMutex fdlock; /* guards poker_fd against nt_stop's close (any thread writes) */
     int poker_fd;  /* its pipe (non-blocking): NUL-terminated relative paths */
     gint stopping;

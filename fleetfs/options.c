@@ -202,8 +202,7 @@ static int opts_set_name(fs_opts *o, const struct opts_def *d, const char *value
  * "form"), none twice, at most max (0: any number); "" is the empty list.
  * 0 and *out (g_strfreev), or -1 and *err naming key. */
 static int opts_split_names(const char *key, const char *value, bool (*ok)(const char *),
-                            const char *what, const char *form, size_t max, char ***out,
-                            char **err)
+                            const char *what, const char *form, size_t max, char ***out, char **err)
 {
     char **items = value[0] == '\0' ? g_new0(char *, 1) : g_strsplit(value, ":", -1);
     size_t i, j;
@@ -237,21 +236,20 @@ static int opts_set_peers(fs_opts *o, const struct opts_def *d, const char *valu
 {
     char **items;
 
-    if (opts_split_names(d->key, value, name_valid, "a lead name", OPTS_NAME_FORM, 0, &items,
-                         err) < 0)
+    if (opts_split_names(d->key, value, name_valid, "a lead name", OPTS_NAME_FORM, 0, &items, err) <
+        0)
         return -1;
     g_strfreev(o->peers);
     o->peers = items;
     return 0;
 }
 
-static int opts_set_spawn_from(fs_opts *o, const struct opts_def *d, const char *value,
-                               char **err)
+static int opts_set_spawn_from(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
     char **items;
 
-    if (opts_split_names(d->key, value, name_valid, "a lead name", OPTS_NAME_FORM, 0, &items,
-                         err) < 0)
+    if (opts_split_names(d->key, value, name_valid, "a lead name", OPTS_NAME_FORM, 0, &items, err) <
+        0)
         return -1;
     g_strfreev(o->spawn_from);
     o->spawn_from = items;
@@ -265,8 +263,8 @@ static int opts_set_spawn_from(fs_opts *o, const struct opts_def *d, const char 
  * something). */
 static int opts_parse_groups(const char *key, const char *value, char ***out, char **err)
 {
-    if (opts_split_names(key, value, group_valid, "a group name", OPTS_NAME_FORM,
-                         OPTS_MAX_GROUPS, out, err) < 0)
+    if (opts_split_names(key, value, group_valid, "a group name", OPTS_NAME_FORM, OPTS_MAX_GROUPS,
+                         out, err) < 0)
         return -1;
     if (g_strv_contains((const char *const *)*out, GROUP_ALL)) {
         *err = g_strdup_printf("%s: '" GROUP_ALL "' is every entity's group already; leave it "

@@ -61,8 +61,8 @@ typedef struct {
                     * agent without its own; NULL-terminated, empty = {NULL};
                     * never holds "all" (every entity's group implicitly) */
     /* spawn (SPEC section 11) */
-    char **spawn_from; /* coord_ids allowed to spawn and stop here; empty = nobody */
-    prof_set profiles; /* [profile NAME] sections of the config file */
+    char **spawn_from;      /* coord_ids allowed to spawn and stop here; empty = nobody */
+    prof_set profiles;      /* [profile NAME] sections of the config file */
     int64_t spawn_ttl_ms;   /* a request's lifetime (its expiresAt) */
     int64_t spawn_grace_ms; /* then how long it may go unanswered before `failed` */
 } fs_opts;

@@ -148,8 +148,8 @@ static gint cmp_str_data(gconstpointer a, gconstpointer b, gpointer ud)
 static char **sorted_copy(char **v)
 {
     char **out = v ? g_strdupv(v) : g_new0(char *, 1);
-    g_qsort_with_data(out, (gint)g_strv_length(out), sizeof(char *),
-                      (GCompareDataFunc)cmp_str_data, NULL);
+    g_qsort_with_data(out, (gint)g_strv_length(out), sizeof(char *), (GCompareDataFunc)cmp_str_data,
+                      NULL);
     return out;
 }
 
@@ -957,8 +957,7 @@ void pr_link_words(presence *pr, char *out, size_t n)
              pr->link_up      ? "connected"
              : pr->link_tried ? "roster connection down"
                               : "roster connecting",
-             (long long)pr->interval_ms,
-             pr->o->discovery ? "on" : "off");
+             (long long)pr->interval_ms, pr->o->discovery ? "on" : "off");
     g_mutex_unlock(&pr->lock);
 }
 
@@ -1024,8 +1023,7 @@ bool pr_set_local(presence *pr, const char *const *lead_groups, const pr_local_a
         pr_agent *a;
         for (guint j = 0; j < na->len; j++)
             dup = dup || strcmp(((pr_agent *)na->pdata[j])->gid, gid) == 0;
-        if (!id_host(gid, host) || strcmp(host, pr->o->coord_id) != 0 || !gid_valid(gid) ||
-            dup) {
+        if (!id_host(gid, host) || strcmp(host, pr->o->coord_id) != 0 || !gid_valid(gid) || dup) {
             char *q = g_strescape(gid, NULL);
             log_warn("presence: local agent '%s' left out of heartbeats: %s", q,
                      dup ? "listed twice" : "not an agent id <name>@<this coord_id>");
@@ -1090,8 +1088,7 @@ static void local_to_hb_locked(presence *pr, env_heartbeat *h)
 
 /* Calls fn for every agent known: local ones (their host is our own lead
  * entry), then those of the other leads. */
-typedef void (*agent_fn)(const pr_agent *a, const pr_lead *host, bool local, int64_t now,
-                         void *ud);
+typedef void (*agent_fn)(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud);
 
 static void each_agent_locked(presence *pr, int64_t now, agent_fn fn, void *ud)
 {
@@ -1133,8 +1130,8 @@ static void member_agent(const pr_agent *a, const pr_lead *host, bool local, int
 /* Every group and its members, sorted. */
 static GHashTable *groups_locked(presence *pr, int64_t now)
 {
-    GHashTable *g = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify)g_ptr_array_unref);
+    GHashTable *g =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)g_ptr_array_unref);
     GHashTableIter it;
     gpointer k, v;
 

@@ -156,10 +156,10 @@ bool pr_set_local(presence *pr, const char *const *lead_groups, const pr_local_a
 
 typedef struct {
     char gid[GID_MAX_LEN + 1];
-    char name[AGENT_NAME_MAX_LEN + 1]; /* before the '@' */
-    char host[NAME_MAX_LEN + 1];       /* the coord_id of its host */
-    bool local;                        /* one of this host's agents */
-    char state[ENV_HB_STATE_LEN];      /* its agent state words */
+    char name[AGENT_NAME_MAX_LEN + 1];                /* before the '@' */
+    char host[NAME_MAX_LEN + 1];                      /* the coord_id of its host */
+    bool local;                                       /* one of this host's agents */
+    char state[ENV_HB_STATE_LEN];                     /* its agent state words */
     char groups[ENV_HB_MAX_GROUPS][NAME_MAX_LEN + 1]; /* sorted; "all" not listed */
     size_t n_groups;
     pr_state presence; /* its host's: live, stale, left (never: not heard yet) */

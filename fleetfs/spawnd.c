@@ -170,8 +170,8 @@ static void spd_finish_ready(spawnd *s, const ctl_env *req, ctl_env *answer)
     }
     if (req->brief && req->brief_len) {
         mailbox *mb = mb_find(f->mb, gid);
-        char *text = inj_render_brief(req->from, req->msgId, gid, f->mountpoint, req->brief,
-                                      req->brief_len);
+        char *text =
+            inj_render_brief(req->from, req->msgId, gid, f->mountpoint, req->brief, req->brief_len);
         const prof *p = prof_find(&f->opts->profiles, req->profile);
         int rc = mb ? inj_type_once(g_atomic_pointer_get(&f->inj), mb, req->msgId, text,
                                     p ? (int)p->ready_timeout_ms : 30000, why, sizeof why)
@@ -239,7 +239,8 @@ static bool spd_flooded(spawnd *s, const ctl_env *req, int64_t now)
                  "refusal flood; see who in the log's refusals) and the replay guard may not "
                  "forget one before it expires; requests are judged again in %lld s at most",
                  (unsigned long long)s->dropped, req->from, req->type, req->msgId,
-                 (unsigned)seen_count(s->seen, SEEN_REFUSED), (long long)((until - now) / 1000 + 1));
+                 (unsigned)seen_count(s->seen, SEEN_REFUSED),
+                 (long long)((until - now) / 1000 + 1));
         s->dropped = 0;
         s->flood_said_ms = now;
     }
@@ -329,8 +330,8 @@ static gpointer spd_main(gpointer p)
     return NULL;
 }
 
-br_action spd_delivery(spawnd *s, uint64_t epoch, uint64_t tag, bool redelivered,
-                       const char *body, size_t len)
+br_action spd_delivery(spawnd *s, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
+                       size_t len)
 {
     spd_job *j;
 

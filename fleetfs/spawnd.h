@@ -39,8 +39,8 @@ void spd_consume(spawnd *s);
 /* Broker thread: a delivery of control.<me>.  Always BR_KEEP (acked by
  * the service once the outcome is recorded); after spd_stop the delivery
  * stays unacked and comes back on the next run. */
-br_action spd_delivery(spawnd *s, uint64_t epoch, uint64_t tag, bool redelivered,
-                       const char *body, size_t len);
+br_action spd_delivery(spawnd *s, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
+                       size_t len);
 /* Ends the thread after the request under way; spd_free frees. */
 void spd_stop(spawnd *s);
 void spd_free(spawnd *s);

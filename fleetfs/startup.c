@@ -90,7 +90,7 @@ size_t su_write_request_bytes(const char *release, long max_pages_limit, long pa
 {
     const size_t max_write = 1024 * 1024; /* tree_init */
     int major = 0, minor = 0;
-    long pages = 32;                      /* FUSE_DEFAULT_MAX_PAGES_PER_REQ */
+    long pages = 32; /* FUSE_DEFAULT_MAX_PAGES_PER_REQ */
     size_t bytes;
 
     if (release && sscanf(release, "%d.%d", &major, &minor) == 2 &&

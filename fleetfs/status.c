@@ -57,8 +57,7 @@ static void control_line(GString *s, fleet *f, const br_status *st)
         return;
     }
     g_string_append_printf(s, "control: %s%s%s\n", cons_words(b.consumer, st->link),
-                           b.reason[0] ? ": " : "",
-                           b.reason);
+                           b.reason[0] ? ": " : "", b.reason);
 }
 
 static void injector_line(GString *s, fleet *f)
@@ -468,8 +467,9 @@ GString *st_agent(fleet *f, const char *gid, bool fresh)
         mb_counters_get(mb, &n, &held);
         g_string_append_printf(s, "held: %u\ngroups: all%s%s\ninjector: %s\n", held,
                                *joined ? " " : "", joined, inj ? inj : "starting");
-        g_string_append_printf(s, "sent: %llu\nreceived: %llu\ninjected: %llu\nacked: %llu\n"
-                                  "rejected: %llu\n",
+        g_string_append_printf(s,
+                               "sent: %llu\nreceived: %llu\ninjected: %llu\nacked: %llu\n"
+                               "rejected: %llu\n",
                                (unsigned long long)n.sent, (unsigned long long)n.received,
                                (unsigned long long)n.injected, (unsigned long long)n.acked,
                                (unsigned long long)n.rejected);

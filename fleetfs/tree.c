@@ -278,8 +278,8 @@ static node_kind home_file(const char *s, bool lead)
     static const struct {
         const char *name;
         node_kind kind;
-    } files[] = {{"inbox", N_INBOX},     {"ack", N_ACK},       {"history", N_HISTORY},
-                 {"sent", N_SENT},       {"resend", N_RESEND}, {"reply", N_HREPLYDIR}};
+    } files[] = {{"inbox", N_INBOX}, {"ack", N_ACK},       {"history", N_HISTORY},
+                 {"sent", N_SENT},   {"resend", N_RESEND}, {"reply", N_HREPLYDIR}};
     for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
         if (strcmp(s, files[i].name) == 0)
             return files[i].kind;
@@ -375,7 +375,7 @@ static void resolve_node(const fleet *f, const char *path, node *out)
         k = agent_path(f, out, c, n);
     } else if (!strcmp(c[0], "hosts") && hs_known(f, c[1])) {
         g_strlcpy(out->name, c[1], sizeof out->name);
-        k = n == 2                                  ? N_HOST
+        k = n == 2                              ? N_HOST
             : n == 3 && !strcmp(c[2], "status") ? N_HSTATUS
             : n == 3 && !strcmp(c[2], "spawn")  ? N_HSPAWN
             : n == 3 && !strcmp(c[2], "spawns") ? N_HSPAWNS
@@ -383,7 +383,7 @@ static void resolve_node(const fleet *f, const char *path, node *out)
                                                 : N_NONE;
     } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f, c[1])) {
         g_strlcpy(out->name, c[1], sizeof out->name);
-        k = n == 2                                   ? N_GROUP
+        k = n == 2                               ? N_GROUP
             : n == 3 && !strcmp(c[2], "send")    ? N_GSEND
             : n == 3 && !strcmp(c[2], "members") ? N_GMEMBERS
                                                  : N_NONE;
@@ -406,8 +406,8 @@ static node_kind resolve(const fleet *f, const char *path)
 static bool is_dir(node_kind k)
 {
     return k == N_ROOT || k == N_LEADS || k == N_LEAD || k == N_PEERS || k == N_PEER ||
-           k == N_REPLYDIR || k == N_HREPLYDIR || k == N_AGENTS || k == N_AGENT ||
-           k == N_TODIR || k == N_GROUPS || k == N_GROUP || k == N_HOSTS || k == N_HOST;
+           k == N_REPLYDIR || k == N_HREPLYDIR || k == N_AGENTS || k == N_AGENT || k == N_TODIR ||
+           k == N_GROUPS || k == N_GROUP || k == N_HOSTS || k == N_HOST;
 }
 
 static bool is_writable(node_kind k)
@@ -965,8 +965,7 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 /* One write(2) is one message (max_write, ll_init).  size or -errno. */
-static int node_write(const rq *r, handle *h, const char *buf, size_t size, off_t off,
-                      int flags)
+static int node_write(const rq *r, handle *h, const char *buf, size_t size, off_t off, int flags)
 {
     fleet *f = r->f;
     char detail[512], to[ADDR_MAX_LEN + 16];
@@ -1079,7 +1078,8 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
         err = -EPERM;
     if (!err && (to_set & FUSE_SET_ATTR_SIZE))
         err = node_truncate(&r, path);
-    if (!err && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) && resolve(r.f, path) == N_NONE)
+    if (!err && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) &&
+        resolve(r.f, path) == N_NONE)
         err = -ENOENT;
     if (err)
         fuse_reply_err(req, -err);
@@ -1194,8 +1194,8 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     rq r = rq_of(req);
     char *path = req_child(&r, parent, name);
     const char *gid;
-    int err = !path                             ? -ENOENT
-              : entry_poke(&r, path, false) == 0 ? 0
+    int err = !path                                         ? -ENOENT
+              : entry_poke(&r, path, false) == 0            ? 0
               : (gid = agents_child(path)) && !outsider(&r) ? -ag_rmdir(r.f, gid)
                                                             : -EACCES;
     g_free(path);

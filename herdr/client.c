@@ -30,7 +30,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 struct hd_client {
     char *path;
     atomic_uint seq; /* request ids; any thread may call */
@@ -553,15 +552,14 @@ int hd_tab_create(hd_client *c, const char *workspace_id, const char *label, int
     return pane_result(rep, "root_pane", "tab.create", root);
 }
 
-int hd_pane_split(hd_client *c, const char *target_pane_id, const char *direction,
-                  const char *cwd, int timeout_ms, hd_pane *out, hd_reply *rep)
+int hd_pane_split(hd_client *c, const char *target_pane_id, const char *direction, const char *cwd,
+                  int timeout_ms, hd_pane *out, hd_reply *rep)
 {
     json_t *p;
 
     hd_reply_clear(rep);
     if (!direction || (strcmp(direction, "right") != 0 && strcmp(direction, "down") != 0))
-        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request",
-                            "direction must be right or down");
+        return hd_set_reply(rep, HD_ERR_PROTOCOL, "bad_request", "direction must be right or down");
     p = json_pack("{s:s, s:b}", "direction", direction, "focus", 0);
     if (!p || !put_opt(p, "target_pane_id", target_pane_id) || !put_opt(p, "cwd", cwd)) {
         json_decref(p);
@@ -573,8 +571,7 @@ int hd_pane_split(hd_client *c, const char *target_pane_id, const char *directio
 }
 
 int hd_agent_start(hd_client *c, const char *name, const char *kind, const char *pane_id,
-                   const char *const *args, int wait_ms, int timeout_ms, hd_agent *a,
-                   hd_reply *rep)
+                   const char *const *args, int wait_ms, int timeout_ms, hd_agent *a, hd_reply *rep)
 {
     json_t *p, *av = NULL;
     hd_agent tmp;

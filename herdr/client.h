@@ -145,8 +145,8 @@ int hd_tab_create(hd_client *c, const char *workspace_id, const char *label, int
 /* pane.split: a new pane beside target_pane_id (NULL: herdr's choice),
  * direction "right" or "down", starting in cwd (NULL: herdr's default).
  * No env is ever sent. The new pane into *out. */
-int hd_pane_split(hd_client *c, const char *target_pane_id, const char *direction,
-                  const char *cwd, int timeout_ms, hd_pane *out, hd_reply *rep);
+int hd_pane_split(hd_client *c, const char *target_pane_id, const char *direction, const char *cwd,
+                  int timeout_ms, hd_pane *out, hd_reply *rep);
 /* agent.start: start an agent of kind in pane_id (at its shell prompt),
  * named name, with args (NULL-terminated, NULL for none) passed to it
  * unchanged. herdr answers once it sees the agent ready, so wait_ms is

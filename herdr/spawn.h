@@ -30,18 +30,18 @@
 #include "herdr/client.h"
 
 typedef struct {
-    const char *name;          /* validated agent name: herdr agent name, tmux pane title */
-    const char *dir;           /* resolved directory, or NULL for the backend's default */
-    int ready_ms;              /* how long the agent may take to be ready */
+    const char *name; /* validated agent name: herdr agent name, tmux pane title */
+    const char *dir;  /* resolved directory, or NULL for the backend's default */
+    int ready_ms;     /* how long the agent may take to be ready */
     /* herdr */
     const char *kind;
-    const char *const *args;   /* NULL-terminated or NULL */
+    const char *const *args; /* NULL-terminated or NULL */
     /* tmux */
-    const char *const *argv;   /* argv[0] absolute (profile.c) */
-    const char *program;       /* what the foreground must be (fg_judge's name) */
-    const char *tag;           /* the window's mark, e.g. the gid */
-    const char *session;       /* tmux target session, NULL: tmux's current one */
-    int quiet_ms;              /* tmux: ready after this long without output (0: 500) */
+    const char *const *argv; /* argv[0] absolute (profile.c) */
+    const char *program;     /* what the foreground must be (fg_judge's name) */
+    const char *tag;         /* the window's mark, e.g. the gid */
+    const char *session;     /* tmux target session, NULL: tmux's current one */
+    int quiet_ms;            /* tmux: ready after this long without output (0: 500) */
     /* Called once the pane exists, before the wait for the agent (may be
      * NULL): the caller records it, so that a fleetfs killed during the
      * wait finds the pane again after its restart. window is "" for herdr. */

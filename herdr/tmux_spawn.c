@@ -116,10 +116,10 @@ static int sp_new_window(const sp_request *rq, sp_result *out)
 static int sp_dress(const sp_request *rq, sp_result *out)
 {
     char err[256];
-    const char *args[] = {"set-option",   "-w",   "-t",    out->window_id, SP_MARK,
-                          rq->tag,        ";",    "set-option", "-w",      "-t",
-                          out->window_id, "remain-on-exit", "on", ";",     "select-pane",
-                          "-t",           out->pane_id,     "-T",  rq->name, NULL};
+    const char *args[] = {
+        "set-option",  "-w", "-t",         out->window_id, SP_MARK,          rq->tag, ";",
+        "set-option",  "-w", "-t",         out->window_id, "remain-on-exit", "on",    ";",
+        "select-pane", "-t", out->pane_id, "-T",           rq->name,         NULL};
 
     if (tb_run(args, NULL, NULL, err, sizeof err))
         return 0;
@@ -138,12 +138,15 @@ static int sp_dress(const sp_request *rq, sp_result *out)
 typedef enum { LOOK_GONE, LOOK_DEAD, LOOK_NOT_YET, LOOK_OWNS } sp_look;
 
 /* One look at the pane: what runs in front, and what it shows. */
-static sp_look sp_look_once(const sp_request *rq, const sp_result *out, char **screen,
-                            char *why, size_t n)
+static sp_look sp_look_once(const sp_request *rq, const sp_result *out, char **screen, char *why,
+                            size_t n)
 {
     /* display-message answers for a target that is gone too, with empty
      * values (tmux 3.3): the pane's own id in the answer tells */
-    const char *disp[] = {"display-message", "-p", "-t", out->pane_id,
+    const char *disp[] = {"display-message",
+                          "-p",
+                          "-t",
+                          out->pane_id,
                           "#{pane_dead}\t#{pane_dead_status}\t#{pane_pid}\t#{pane_tty}\t"
                           "#{pane_current_command}\t#{cursor_x},#{cursor_y}\t#{pane_id}",
                           NULL};
@@ -262,8 +265,8 @@ int sp_tmux_close(const char *window_id, const char *tag, char *why, size_t n)
 {
     /* display-message answers for a window that is gone too (with empty
      * values): the id in the answer tells */
-    const char *ask[] = {"display-message", "-p", "-t", window_id,
-                         "#{window_id}\t#{" SP_MARK "}", NULL};
+    const char *ask[] = {
+        "display-message", "-p", "-t", window_id, "#{window_id}\t#{" SP_MARK "}", NULL};
     const char *kill[] = {"kill-window", "-t", window_id, NULL};
     char err[256], *mark = NULL;
 

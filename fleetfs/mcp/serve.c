@@ -271,8 +271,8 @@ static gpointer as_check_run(gpointer p)
 static char *check_as(const char *mnt, const char *gid)
 {
     as_check *c = g_new0(as_check, 1);
-    gint64 deadline = g_get_monotonic_time() +
-                      (gint64)(DEFAULT_SEND_TIMEOUT_S + MARGIN_S) * G_TIME_SPAN_SECOND;
+    gint64 deadline =
+        g_get_monotonic_time() + (gint64)(DEFAULT_SEND_TIMEOUT_S + MARGIN_S) * G_TIME_SPAN_SECOND;
     GThread *th;
     char *why = NULL;
     c->ref = 2;

@@ -262,8 +262,8 @@ static json_t *json_lines(const GString *s)
 /* who the server speaks for: the lead, or (--as) one local agent */
 typedef struct {
     const char *mnt;
-    const char *as;          /* the agent's gid; NULL: the lead */
-    char home[PATH_MAX];     /* mnt/self, or mnt/agents/<as> */
+    const char *as;      /* the agent's gid; NULL: the lead */
+    char home[PATH_MAX]; /* mnt/self, or mnt/agents/<as> */
     char me[ADDR_MAX_LEN + 1];
 } who;
 
@@ -672,9 +672,9 @@ static json_t *list_groups(const who *w)
             g_strfreev(lines);
             g_string_free(s, TRUE);
         }
-        json_array_append_new(out, json_pack("{s:s,s:s+,s:o}", "group", (char *)names->pdata[i],
-                                             "to", GROUP_PREFIX, (char *)names->pdata[i],
-                                             "members", m));
+        json_array_append_new(out,
+                              json_pack("{s:s,s:s+,s:o}", "group", (char *)names->pdata[i], "to",
+                                        GROUP_PREFIX, (char *)names->pdata[i], "members", m));
     }
     g_ptr_array_free(names, TRUE);
     return out;

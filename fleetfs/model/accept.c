@@ -93,10 +93,10 @@ int mb_set_security(mailbox *mb, char **err)
                  "file will reject this host's messages",
                  mb->o->trusted_keys, mb->o->coord_id, mb->o->key);
     else if (!sig_trust_has(mb->h->trust, mb->o->coord_id))
-        log_warn("security: trusted_keys %s has no %s.pub, this lead's own public key: its own "
-                 "heartbeats are rejected here and every peer needs it too; run: cp %s.pub %s/%s.pub",
-                 mb->o->trusted_keys, mb->o->coord_id, mb->o->key, mb->o->trusted_keys,
-                 mb->o->coord_id);
+        log_warn(
+            "security: trusted_keys %s has no %s.pub, this lead's own public key: its own "
+            "heartbeats are rejected here and every peer needs it too; run: cp %s.pub %s/%s.pub",
+            mb->o->trusted_keys, mb->o->coord_id, mb->o->key, mb->o->trusted_keys, mb->o->coord_id);
     return 0;
 }
 
@@ -180,8 +180,9 @@ const char *accept_check_locked(mailbox *mb, const envelope *e, bool *verified, 
      * copied it into every mailbox bound to that group's key */
     if (!addr_matches(e->to, mb->id, (const char *const *)mb->groups)) {
         if (g_str_has_prefix(e->to, GROUP_PREFIX))
-            snprintf(why, n, "a broadcast to '%s' arrived in the mailbox of %s, which is not in "
-                             "that group",
+            snprintf(why, n,
+                     "a broadcast to '%s' arrived in the mailbox of %s, which is not in "
+                     "that group",
                      e->to, mb->id);
         else
             snprintf(why, n, "addressed to '%s', not to %s", e->to, mb->id);

@@ -107,8 +107,8 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
     h->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     h->refusals = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     h->receipt_logs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    g_ptr_array_add(h->entities, entity_new(h, o->coord_id, o->coord_id, true, o->state_dir,
-                                            NULL, 0));
+    g_ptr_array_add(h->entities,
+                    entity_new(h, o->coord_id, o->coord_id, true, o->state_dir, NULL, 0));
     return h->entities->pdata[0];
 }
 
@@ -255,7 +255,6 @@ char **mb_groups(mailbox *mb)
     g_mutex_unlock(mb->lock);
     return g;
 }
-
 
 void mb_start(mailbox *mb)
 {
@@ -452,8 +451,9 @@ char *mb_state_words(mailbox *mb)
         return g_strdup("ok");
     }
     g_string_prepend(s, "degraded: ");
-    g_string_append_printf(s, "; what was loaded is kept, new records live in memory only (lost "
-                              "at a restart) until a write works again: free space in %s",
+    g_string_append_printf(s,
+                           "; what was loaded is kept, new records live in memory only (lost "
+                           "at a restart) until a write works again: free space in %s",
                            mb->state_dir);
     return g_string_free(s, FALSE);
 }

@@ -113,7 +113,7 @@ struct mb_host {
 
     /* receipts.c */
     mb_outbox *outbox;
-    GHashTable *receipt_logs; /* peer -> rate budget of "nothing to update" lines */
+    GHashTable *receipt_logs;        /* peer -> rate budget of "nothing to update" lines */
     mb_control_answer_fn control_fn; /* `spawned` answers (mb_set_control_answers) */
     void *control_ud;
     uint64_t receipts_rejected;
@@ -130,13 +130,13 @@ struct mailbox {
     mb_host *h;
     GMutex *lock; /* &h->lock */
     const fs_opts *o;
-    mb_hooks hooks; /* h->hooks */
+    mb_hooks hooks;       /* h->hooks */
     char id[MB_ID_MAX];   /* coord_id, or the agent's gid name@coord_id */
     char name[MB_ID_MAX]; /* the lead's coord_id, or the agent's name */
     bool lead;
-    char *state_dir;   /* its records: the lead's is state_dir, an agent's below it */
-    char **groups;     /* the groups it is in (`all` is implicit) */
-    unsigned box;      /* the broker's box number of its mailbox queue (0: the lead) */
+    char *state_dir;           /* its records: the lead's is state_dir, an agent's below it */
+    char **groups;             /* the groups it is in (`all` is implicit) */
+    unsigned box;              /* the broker's box number of its mailbox queue (0: the lead) */
     char home[MB_ID_MAX + 16]; /* "leads/<id>" or "agents/<gid>" */
     char inbox_path[160], sent_path[160], history_path[160], lead_status_path[160];
 

@@ -83,12 +83,12 @@ typedef struct {
 
 typedef struct {
     char to[64];
-    GQueue items;      /* ob_item*, oldest first */
-    int64_t next_ms;   /* monotonic: no attempt before */
-    int backoff_ms;    /* the next failure's wait */
-    bool busy;         /* an attempt at its head is in flight (a sender owns it) */
-    bool warned;       /* the current failure streak was logged */
-    unsigned over;     /* dropped over the bound in the current streak */
+    GQueue items;    /* ob_item*, oldest first */
+    int64_t next_ms; /* monotonic: no attempt before */
+    int backoff_ms;  /* the next failure's wait */
+    bool busy;       /* an attempt at its head is in flight (a sender owns it) */
+    bool warned;     /* the current failure streak was logged */
+    unsigned over;   /* dropped over the bound in the current streak */
 } ob_dest;
 
 struct mb_outbox {
@@ -225,8 +225,7 @@ int outbox_open(mb_host *h, char **err)
     g_ptr_array_free(lines, TRUE);
     g_hash_table_destroy(index);
     if (ob->pending)
-        log_info("receipts: %zu receipts from before the restart wait in the outbox",
-                 ob->pending);
+        log_info("receipts: %zu receipts from before the restart wait in the outbox", ob->pending);
     return 0;
 }
 
@@ -372,8 +371,8 @@ static void settle_locked(mb_outbox *ob, ob_dest *d, ob_item *it, fe_code r, con
     if (r == FE_OK || r == FE_ACCESS) {
         if (r != FE_OK) {
             ob->dropped++;
-            log_warn("receipts: %s to %s can never be delivered (%s: %s); dropped", it->id,
-                     it->to, fe_hint(r), detail);
+            log_warn("receipts: %s to %s can never be delivered (%s: %s); dropped", it->id, it->to,
+                     fe_hint(r), detail);
         } else if (d->warned) {
             log_info("receipts: %s takes its receipts again (%u waiting)", d->to,
                      d->items.length - 1);
@@ -486,8 +485,8 @@ static void renew_locked(mb_host *h, mb_outbox *ob, ob_item *it)
     if (!line || applog_append(ob->log, line) < 0 || applog_append(ob->log, done) < 0)
         log_warn("receipts: cannot write %s (%s); receipt %s is kept in memory only",
                  applog_path(ob->log), g_strerror(errno), it->id);
-    log_info("receipts: %s to %s goes again as %s (the broker may have taken the first copy)",
-             old, it->to, it->id);
+    log_info("receipts: %s to %s goes again as %s (the broker may have taken the first copy)", old,
+             it->to, it->id);
     free(line);
     g_free(done);
 }
@@ -707,8 +706,9 @@ static br_action control_answer(mailbox *lead, bool redelivered, ctl_env *c)
         snprintf(why, sizeof why, "this fleetfs takes no control answers");
         reason = "bad-receipt";
     } else if (!lead->h->trust) {
-        snprintf(why, sizeof why, "no trusted keys (-o insecure): a control answer is never "
-                                  "taken unsigned");
+        snprintf(why, sizeof why,
+                 "no trusted keys (-o insecure): a control answer is never "
+                 "taken unsigned");
         reason = "bad-receipt";
     } else if (ctl_accept(c, lead->h->trust, lead->o->coord_id, env_now_ms(), why, sizeof why) < 0)
         reason = "bad-receipt";
@@ -716,7 +716,8 @@ static br_action control_answer(mailbox *lead, bool redelivered, ctl_env *c)
         if (redelivered) {
             g_mutex_unlock(lead->lock);
             log_info("control: %s's answer %s came again, redelivered by the broker; acked, "
-                     "applied once already", c->from, c->msgId);
+                     "applied once already",
+                     c->from, c->msgId);
             return BR_ACK;
         }
         snprintf(why, sizeof why, "answer msgId %s was received before", c->msgId);
@@ -799,8 +800,9 @@ int mb_control_accept(mailbox *lead, const ctl_env *req, char *why, size_t n)
     g_mutex_lock(lead->lock);
     accept_trust_fresh_locked(lead, false);
     if (!lead->h->trust)
-        snprintf(why, n, "no trusted keys (-o insecure): a control request is never taken "
-                         "unsigned");
+        snprintf(why, n,
+                 "no trusted keys (-o insecure): a control request is never taken "
+                 "unsigned");
     else
         rc = ctl_accept(req, lead->h->trust, lead->o->coord_id, env_now_ms(), why, n);
     g_mutex_unlock(lead->lock);

@@ -42,8 +42,8 @@ typedef struct {
     int64_t state_at;
     char detail[256];
     GHashTable *recipients; /* broadcasts: id -> state (g_strdup'd both); NULL otherwise */
-    char *env;  /* while unconfirmed: the signed envelope, for resend */
-    char *line; /* rendered, "\n"-terminated: getattr and open cost no JSON */
+    char *env;              /* while unconfirmed: the signed envelope, for resend */
+    char *line;             /* rendered, "\n"-terminated: getattr and open cost no JSON */
     size_t line_len;
 } sent_entry;
 
@@ -69,8 +69,8 @@ static char *sent_json(const sent_entry *se)
         json_t *r = json_object();
         GList *ids = g_list_sort(g_hash_table_get_keys(se->recipients), (GCompareFunc)strcmp);
         for (GList *l = ids; l; l = l->next)
-            json_object_set_new(r, l->data, json_string(g_hash_table_lookup(se->recipients,
-                                                                            l->data)));
+            json_object_set_new(r, l->data,
+                                json_string(g_hash_table_lookup(se->recipients, l->data)));
         g_list_free(ids);
         json_object_set_new(j, "recipients", r);
     }
@@ -184,10 +184,9 @@ static void sent_load_line(mailbox *mb, const char *line)
         json_t *rst;
         if (!se->recipients)
             se->recipients = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-        json_object_foreach(json_object_get(j, "recipients"), rid, rst)
-            if (id_valid(rid) && json_string_value(rst))
-                g_hash_table_replace(se->recipients, g_strdup(rid),
-                                     g_strdup(json_string_value(rst)));
+        json_object_foreach(json_object_get(j, "recipients"), rid,
+                            rst) if (id_valid(rid) && json_string_value(rst))
+            g_hash_table_replace(se->recipients, g_strdup(rid), g_strdup(json_string_value(rst)));
     }
     if (at && env_time_parse(at, &ms) == 0)
         se->state_at = ms;
@@ -205,8 +204,7 @@ void sent_load(mailbox *mb)
     GPtrArray *lines = NULL;
     char *err = NULL;
     char *path = g_build_filename(mb->state_dir, "sent.jsonl", NULL);
-    mb->inflight =
-        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, early_free);
+    mb->inflight = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, early_free);
     mb->sent_log = applog_open(path, APPLOG_WRITE, SENT_LINE_MAX, &lines, &err);
     if (!mb->sent_log) {
         log_warn("sent: cannot open %s; the sent log will not survive a restart", err);
@@ -304,8 +302,8 @@ static void sent_record(mailbox *mb, const envelope *e, const char *json, const 
         if (strcmp(state, "unconfirmed") != 0)
             mb->n.sent++;
     } else if (!sent_moves(se->state, state)) {
-        log_info("send %s to %s: %s after all, but it is %s already: kept", e->msgId, e->to,
-                 state, se->state);
+        log_info("send %s to %s: %s after all, but it is %s already: kept", e->msgId, e->to, state,
+                 se->state);
         g_mutex_unlock(mb->lock);
         return;
     } else if (!strcmp(se->state, "unconfirmed") && strcmp(state, "unconfirmed") != 0) {
@@ -589,8 +587,8 @@ static fe_code route_publish(mailbox *mb, const envelope *e, const char *json, s
     if (!addr_parse(e->to, &a))
         return FE_NO_PEER;
     if (a.kind == ADDR_LEAD)
-        return mb->h->br.publish(mb->h->br.b, e->to, is_configured_peer(mb, e->to), e->msgId,
-                                 json, jlen, mb->o->send_timeout_ms, unread, detail, dlen);
+        return mb->h->br.publish(mb->h->br.b, e->to, is_configured_peer(mb, e->to), e->msgId, json,
+                                 jlen, mb->o->send_timeout_ms, unread, detail, dlen);
     if (!mb->h->br.publish_route) {
         snprintf(detail, dlen, "this broker seam cannot route to agents or groups");
         return FE_INTERNAL;
@@ -633,8 +631,9 @@ static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *js
         snprintf(detail, dlen, "no member of %s has a mailbox bound to it: nothing was sent",
                  e->to);
     else if (res == FE_NO_MAILBOX && strchr(e->to, '@'))
-        snprintf(detail, dlen, "no mailbox is bound to %s on %s: no such agent (ls agents/), or "
-                               "it was retired; nothing was sent",
+        snprintf(detail, dlen,
+                 "no mailbox is bound to %s on %s: no such agent (ls agents/), or "
+                 "it was retired; nothing was sent",
                  e->to, MB_EXCHANGE_MSG);
     if (res == FE_NO_MAILBOX && (members || strchr(e->to, '@')))
         /* the lead's hint (start its fleetfs, host add) does not fit here */
@@ -658,8 +657,7 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char 
     detail[0] = '\0';
     if (len > 0 && data[len - 1] == '\n')
         len--; /* echo's newline is not part of the message */
-    if ((res = send_input_ok(mb, peer, data, len)) == FE_OK && reply_to &&
-        !env_id_valid(reply_to))
+    if ((res = send_input_ok(mb, peer, data, len)) == FE_OK && reply_to && !env_id_valid(reply_to))
         res = FE_BAD_INPUT;
     if (res != FE_OK) {
         /* the writer sees only the errno: the log says which rule and what to do */

@@ -47,9 +47,9 @@ static json_t *ak_json(const ak_entry *e, bool file)
     json_t *o;
 
     env_time_format(e->state_at_ms, at);
-    o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "requestId", e->request_id,
-                  "request", e->request, "profile", e->profile, "name", e->name, "gid", e->gid,
-                  "state", e->state, "stateAt", at, "detail", e->detail);
+    o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "requestId", e->request_id, "request",
+                  e->request, "profile", e->profile, "name", e->name, "gid", e->gid, "state",
+                  e->state, "stateAt", at, "detail", e->detail);
     if (o && file) {
         env_time_format(e->expires_ms, exp);
         json_object_set_new(o, "host", json_string(e->host));
@@ -90,8 +90,8 @@ static bool ak_parse(const char *line, ak_entry *e)
          ak_str(o, "profile", e->profile, sizeof e->profile) &&
          ak_str(o, "name", e->name, sizeof e->name) && ak_str(o, "gid", e->gid, sizeof e->gid) &&
          ak_str(o, "state", e->state, sizeof e->state) &&
-         ak_str(o, "detail", e->detail, sizeof e->detail) &&
-         ak_str(o, "stateAt", at, sizeof at) && ak_str(o, "expiresAt", exp, sizeof exp);
+         ak_str(o, "detail", e->detail, sizeof e->detail) && ak_str(o, "stateAt", at, sizeof at) &&
+         ak_str(o, "expiresAt", exp, sizeof exp);
     json_decref(o);
     return ok && env_id_valid(e->request_id) && name_valid(e->host) &&
            (!strcmp(e->request, CTL_TYPE_SPAWN) || !strcmp(e->request, CTL_TYPE_STOP)) &&
@@ -259,8 +259,7 @@ size_t ak_expire(ak_book *b, int64_t now_ms)
         if (strcmp(e.state, "requested") != 0 || now_ms < e.expires_ms + b->grace_ms)
             continue;
         g_strlcpy(e.state, "failed", sizeof e.state);
-        g_strlcpy(e.detail, "no answer from the host (is its fleetfs running?)",
-                  sizeof e.detail);
+        g_strlcpy(e.detail, "no answer from the host (is its fleetfs running?)", sizeof e.detail);
         e.state_at_ms = now_ms;
         if (ak_write(b, &e) == 0)
             changed++;

@@ -38,12 +38,12 @@ typedef enum {
 /* The host as the check needs it. The callbacks may be NULL (nothing
  * taken, nothing running, nothing started). */
 typedef struct {
-    const char *coord_id;               /* this host */
-    const char *const *spawn_from;      /* NULL-terminated; NULL or empty: nobody */
+    const char *coord_id;          /* this host */
+    const char *const *spawn_from; /* NULL-terminated; NULL or empty: nobody */
     const prof_set *profiles;
-    bool (*name_taken)(const char *name, void *arg);     /* a local agent named so */
-    unsigned (*running)(const prof *p, void *arg);       /* live agents of p */
-    bool (*spawned_here)(const char *gid, void *arg);    /* started by this fleetfs */
+    bool (*name_taken)(const char *name, void *arg);  /* a local agent named so */
+    unsigned (*running)(const prof *p, void *arg);    /* live agents of p */
+    bool (*spawned_here)(const char *gid, void *arg); /* started by this fleetfs */
     void *arg;
 } sc_host;
 

@@ -81,9 +81,9 @@ static bool lg_parse(const char *line, lg_entry *e)
          lg_field(o, "window", e->window, sizeof e->window) &&
          lg_field(o, "state", state, sizeof state) && lg_field(o, "at", at, sizeof at);
     json_decref(o);
-    if (!ok || !gid_valid(e->gid) || !agent_name_valid(e->name) ||
-        !agent_name_valid(e->profile) || !env_id_valid(e->request_id) ||
-        !name_valid(e->requester) || (strcmp(e->backend, "tmux") && strcmp(e->backend, "herdr")) ||
+    if (!ok || !gid_valid(e->gid) || !agent_name_valid(e->name) || !agent_name_valid(e->profile) ||
+        !env_id_valid(e->request_id) || !name_valid(e->requester) ||
+        (strcmp(e->backend, "tmux") && strcmp(e->backend, "herdr")) ||
         env_time_parse(at, &e->at_ms) < 0)
         return false;
     for (size_t i = 0; i < G_N_ELEMENTS(lg_states); i++)

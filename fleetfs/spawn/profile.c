@@ -130,8 +130,7 @@ static int prof_number(prof *p, const char *key, const char *value, const char *
         errno = 0;
         n = strtol(value, &end, 10);
         if (errno || end == value || *end || n < 1 || n > 1000)
-            return prof_fail(err, path, p->name, "max: expected a number 1..1000, got '%s'",
-                             value);
+            return prof_fail(err, path, p->name, "max: expected a number 1..1000, got '%s'", value);
         p->max = (unsigned)n;
         return 0;
     }

@@ -34,13 +34,13 @@
 #define PROF_TIMEOUT_MAX_MS 300000
 
 typedef struct {
-    char *name;       /* [a-z][a-z0-9_-]{0,31} */
-    char *kind;       /* herdr agent kind, NULL = not offered through herdr */
-    char **args;      /* herdr args (NULL-terminated, maybe empty); NULL when no kind */
-    char **command;   /* tmux argv, argv[0] absolute; NULL = not offered through tmux */
-    char *program;    /* the name the injector knows the command by (herdr/foreground.h) */
-    char *dir_root;   /* resolved; NULL: a request carrying dir is refused */
-    unsigned max;     /* >= 1 */
+    char *name;     /* [a-z][a-z0-9_-]{0,31} */
+    char *kind;     /* herdr agent kind, NULL = not offered through herdr */
+    char **args;    /* herdr args (NULL-terminated, maybe empty); NULL when no kind */
+    char **command; /* tmux argv, argv[0] absolute; NULL = not offered through tmux */
+    char *program;  /* the name the injector knows the command by (herdr/foreground.h) */
+    char *dir_root; /* resolved; NULL: a request carrying dir is refused */
+    unsigned max;   /* >= 1 */
     int64_t ready_timeout_ms;
 } prof;
 

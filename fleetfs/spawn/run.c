@@ -88,8 +88,9 @@ static int sr_herdr_close(sr_host *h, const lg_entry *e, char *why, size_t n)
         return sp_herdr_close(h->herdr, e->pane, SR_CALL_MS(h), why, n);
     }
     if (k == HD_OK) {
-        snprintf(why, n, "herdr pane %s now holds agent '%s', not %s that this fleetfs started: "
-                         "left open",
+        snprintf(why, n,
+                 "herdr pane %s now holds agent '%s', not %s that this fleetfs started: "
+                 "left open",
                  e->pane, a.name, e->name);
         hd_reply_clear(&rep);
         return -1;
@@ -113,8 +114,9 @@ static int sr_herdr_close(sr_host *h, const lg_entry *e, char *why, size_t n)
         hd_reply_clear(&rep);
         return 0;
     }
-    snprintf(why, n, "herdr pane %s holds no agent %s now (pane.get: %s %s): left open; close "
-                     "it by hand if it is the one this fleetfs started",
+    snprintf(why, n,
+             "herdr pane %s holds no agent %s now (pane.get: %s %s): left open; close "
+             "it by hand if it is the one this fleetfs started",
              e->pane, e->name, hd_kind_name(k), rep.code);
     hd_reply_clear(&rep);
     return -1;
@@ -238,8 +240,8 @@ sc_verdict sr_spawn(sr_host *h, const ctl_env *req, int64_t now_ms, ctl_env *ans
     } else {
         e.state = LG_READY;
         if (lg_record(h->ledger, &e) == 0) {
-            log_info("spawn: started %s for %s (request %s, profile %s) in %s %s", e.gid,
-                     req->from, req->msgId, e.profile, h->backend, e.pane);
+            log_info("spawn: started %s for %s (request %s, profile %s) in %s %s", e.gid, req->from,
+                     req->msgId, e.profile, h->backend, e.pane);
             snprintf(why, sizeof why, "ready in %s pane %s", h->backend, e.pane);
             sr_answer(h, req, "ready", e.gid, why, now_ms, answer);
             return SC_OK;
@@ -255,8 +257,7 @@ sc_verdict sr_spawn(sr_host *h, const ctl_env *req, int64_t now_ms, ctl_env *ans
 
 /* Ends e, a start that will not be ready: its pane closed, recorded
  * failed, logged, *answer `failed` with why and what became of the pane. */
-static void sr_fail_entry(sr_host *h, lg_entry e, const char *why, int64_t now_ms,
-                          ctl_env *answer)
+static void sr_fail_entry(sr_host *h, lg_entry e, const char *why, int64_t now_ms, ctl_env *answer)
 {
     char detail[600];
     ctl_env req = {0};
@@ -378,8 +379,8 @@ size_t sr_recover(sr_host *h, int64_t now_ms, ctl_env **answers)
                 e.state = LG_STOPPED;
                 e.at_ms = now_ms;
                 lg_record(h->ledger, &e);
-                log_warn("spawn: %s's pane %s is gone since the last run: recorded stopped",
-                         e.gid, e.pane);
+                log_warn("spawn: %s's pane %s is gone since the last run: recorded stopped", e.gid,
+                         e.pane);
             }
             continue;
         }

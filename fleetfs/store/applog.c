@@ -11,9 +11,9 @@
 struct applog {
     char *path;
     applog_sync sync;
-    int fd;       /* O_APPEND */
-    size_t lines; /* lines the file holds, skipped ones included */
-    int err;      /* errno of the last failed write, 0 after one that worked */
+    int fd;        /* O_APPEND */
+    size_t lines;  /* lines the file holds, skipped ones included */
+    int err;       /* errno of the last failed write, 0 after one that worked */
     bool open_end; /* the file ends inside a line we could neither close nor
                     * cut off: the next append starts with a newline */
 };

@@ -59,8 +59,7 @@ state_lock *sl_acquire(const char *dir, int64_t wait_ms, char **err)
     l->path = g_build_filename(dir, "lock", NULL);
     l->fd = open(l->path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (l->fd < 0) {
-        *err = g_strdup_printf("state_dir %s: cannot open %s: %s", dir, l->path,
-                               g_strerror(errno));
+        *err = g_strdup_printf("state_dir %s: cannot open %s: %s", dir, l->path, g_strerror(errno));
         sl_release(l);
         return NULL;
     }

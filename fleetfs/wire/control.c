@@ -100,8 +100,9 @@ static int ctl_only(ctl_dec *d, const char *const *keys)
 
             /* the key is hostile text: quote a safe prefix of it only */
             snprintf(q, sizeof q, "%s", env_text_plain(k, strlen(k)) ? k : "?");
-            return ctl_fail(d, "unknown key '%s' (a request carries only profile, name, dir "
-                               "and brief; what runs is the far host's profile)",
+            return ctl_fail(d,
+                            "unknown key '%s' (a request carries only profile, name, dir "
+                            "and brief; what runs is the far host's profile)",
                             q);
         }
         (void)v;
@@ -184,8 +185,8 @@ int ctl_request_parse(const char *json, size_t len, size_t max_brief, ctl_env *o
 
 /* ---- the envelope ------------------------------------------------------- */
 
-static const char *const ctl_header_keys[] = {"v", "type", "msgId", "from", "to", "sentAt",
-                                              "expiresAt", "sig"};
+static const char *const ctl_header_keys[] = {"v",  "type",   "msgId",     "from",
+                                              "to", "sentAt", "expiresAt", "sig"};
 
 static int ctl_keys(ctl_dec *d, const char *type)
 {
@@ -194,7 +195,7 @@ static int ctl_keys(ctl_dec *d, const char *type)
     static const char *const answer[] = {"requestId", "state", "detail", "gid"};
     const char *keys[16];
     size_t n = 0, i;
-    const char *const *extra = !strcmp(type, CTL_TYPE_SPAWN) ? spawn
+    const char *const *extra = !strcmp(type, CTL_TYPE_SPAWN)  ? spawn
                                : !strcmp(type, CTL_TYPE_STOP) ? stop
                                                               : answer;
     size_t ne = extra == spawn ? 4 : extra == stop ? 1 : 4;
@@ -242,8 +243,9 @@ static int ctl_body(ctl_dec *d, size_t max_brief, ctl_env *out)
         ctl_str(d, "gid", false, true, out->gid, sizeof out->gid) < 0)
         return -1;
     return ctl_state_valid(out->state) ? 0
-                                       : ctl_fail(d, "%s", "state is not ready, refused, failed "
-                                                           "or stopped");
+                                       : ctl_fail(d, "%s",
+                                                  "state is not ready, refused, failed "
+                                                  "or stopped");
 }
 
 int ctl_decode(const char *json, size_t len, size_t max_brief, ctl_env *out, char *why,
@@ -292,8 +294,8 @@ void ctl_init(ctl_env *e, const char *type, const char *from, const char *to, in
     ctl_address(e, type, from, to, now_ms, ttl_ms);
 }
 
-void ctl_address(ctl_env *e, const char *type, const char *from, const char *to,
-                 int64_t now_ms, int64_t ttl_ms)
+void ctl_address(ctl_env *e, const char *type, const char *from, const char *to, int64_t now_ms,
+                 int64_t ttl_ms)
 {
     e->v = 1;
     snprintf(e->type, sizeof e->type, "%s", type);
@@ -411,8 +413,8 @@ static int ctl_why(char *why, size_t n, const char *fmt, const char *arg)
     return -1;
 }
 
-int ctl_accept(const ctl_env *e, const sig_trust *trust, const char *me, int64_t now_ms,
-               char *why, size_t whylen)
+int ctl_accept(const ctl_env *e, const sig_trust *trust, const char *me, int64_t now_ms, char *why,
+               size_t whylen)
 {
     unsigned char *buf;
     size_t len;

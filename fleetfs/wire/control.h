@@ -57,11 +57,11 @@ typedef struct {
     /* spawn */
     char profile[CTL_NAME_MAX + 1];
     char name[CTL_NAME_MAX + 1];
-    char dir[CTL_DIR_MAX];      /* "" when absent */
-    char *brief;                /* malloc'd, NULL when absent */
+    char dir[CTL_DIR_MAX]; /* "" when absent */
+    char *brief;           /* malloc'd, NULL when absent */
     size_t brief_len;
     /* stop, spawned */
-    char gid[CTL_GID_MAX + 1];  /* spawned: "" when none */
+    char gid[CTL_GID_MAX + 1]; /* spawned: "" when none */
     /* spawned */
     char requestId[ENV_ID_LEN + 1];
     char state[16];
@@ -85,8 +85,8 @@ void ctl_init(ctl_env *e, const char *type, const char *from, const char *to, in
  * and expiresAt = now + ttl_ms (clamped to 1..CTL_MAX_TTL_MS); the other
  * fields stay, so a request read by ctl_request_parse becomes the
  * envelope to sign and send. */
-void ctl_address(ctl_env *e, const char *type, const char *from, const char *to,
-                 int64_t now_ms, int64_t ttl_ms);
+void ctl_address(ctl_env *e, const char *type, const char *from, const char *to, int64_t now_ms,
+                 int64_t ttl_ms);
 
 /* Compact JSON, malloc'd; NULL when a field cannot be encoded. */
 char *ctl_encode(const ctl_env *e, size_t *len);
@@ -107,8 +107,8 @@ int ctl_sign(const sig_key *k, ctl_env *e);
  * than CTL_SKEW_MS ahead, not expired, and an expiry no further than
  * CTL_MAX_TTL_MS after sentAt. Replay (a msgId seen before) is the
  * caller's, with its seen store. 0 ok, -1 with the reason. */
-int ctl_accept(const ctl_env *e, const sig_trust *trust, const char *me, int64_t now_ms,
-               char *why, size_t whylen);
+int ctl_accept(const ctl_env *e, const sig_trust *trust, const char *me, int64_t now_ms, char *why,
+               size_t whylen);
 
 /* ready, refused, failed, stopped */
 bool ctl_state_valid(const char *s);

@@ -627,8 +627,9 @@ int env_signing_fields(const envelope *e, unsigned char **buf, size_t *len)
 {
     char v[16];
     const char *body = e->body != NULL ? e->body : "";
-    const char *f[] = {v,          e->type, e->msgId, e->from,  e->to,       e->sentAt,
-                       e->expiresAt, e->replyTo, body,  e->ref, e->state, e->recipient};
+    const char *f[] = {v,     e->type,   e->msgId,     e->from,
+                       e->to, e->sentAt, e->expiresAt, e->replyTo,
+                       body,  e->ref,    e->state,     e->recipient};
     size_t flen[sizeof(f) / sizeof(f[0])];
     /* a receipt's recipient is the twelfth field only when it is set, so
      * every receipt signed before recipients existed verifies as it did */
@@ -875,8 +876,7 @@ static int env_obj_str(struct env_dec *dc, json_t *obj, const char *key, char *d
 }
 
 /* A group list (absent: none); *out malloc'd, NULL-terminated. */
-static int env_hb_get_groups(struct env_dec *dc, json_t *j, const char *who, char ***out,
-                             size_t *n)
+static int env_hb_get_groups(struct env_dec *dc, json_t *j, const char *who, char ***out, size_t *n)
 {
     size_t i, k = j != NULL ? json_array_size(j) : 0;
 
@@ -894,8 +894,7 @@ static int env_hb_get_groups(struct env_dec *dc, json_t *j, const char *who, cha
     for (i = 0; i < k; i++) {
         const char *g = json_string_value(json_array_get(j, i));
 
-        if (g == NULL || strlen(g) != json_string_length(json_array_get(j, i)) ||
-            !group_valid(g))
+        if (g == NULL || strlen(g) != json_string_length(json_array_get(j, i)) || !group_valid(g))
             return env_failk(dc, "%sgroups: not a group name", who);
         if (strcmp(g, GROUP_ALL) == 0)
             return env_failk(dc, "%sgroups: 'all' is implied, never listed", who);

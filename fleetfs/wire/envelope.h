@@ -37,13 +37,13 @@ typedef struct {
     char to[ADDR_MAX_LEN + 1];
     char sentAt[40];
     char expiresAt[40];
-    char replyTo[ENV_ID_LEN + 1]; /* "" when absent */
-    char ref[ENV_ID_LEN + 1];     /* receipts, "" otherwise */
-    char state[24];               /* receipts */
+    char replyTo[ENV_ID_LEN + 1];     /* "" when absent */
+    char ref[ENV_ID_LEN + 1];         /* receipts, "" otherwise */
+    char state[24];                   /* receipts */
     char recipient[ADDR_MAX_LEN + 1]; /* receipts, "" = from (see above) */
-    char detail[256];             /* receipts, optional */
-    char sig[100];                /* base64, "" when absent */
-    char *body;                   /* malloc'd, NUL-terminated */
+    char detail[256];                 /* receipts, optional */
+    char sig[100];                    /* base64, "" when absent */
+    char *body;                       /* malloc'd, NUL-terminated */
     size_t body_len;
 } envelope;
 
@@ -139,7 +139,7 @@ bool env_receipt_state_valid(const char *s);
  * heartbeat without the member (a fleetfs before profiles) has
  * has_profiles false: its host's profiles are unknown, not none. */
 #define ENV_HB_MAX_PROFILES 64
-#define ENV_HB_MAX_LEN 131072 /* bytes: RabbitMQ's default frame_max */
+#define ENV_HB_MAX_LEN 131072   /* bytes: RabbitMQ's default frame_max */
 #define ENV_HB_OLD_MAX_LEN 4096 /* what a fleetfs before agents accepts */
 #define ENV_HB_MAX_AGENTS 1024
 #define ENV_HB_MAX_GROUPS 16
@@ -165,15 +165,15 @@ typedef struct {
     bool leaving;
     char sig[100]; /* base64, "" when absent */
     /* the SPEC section 10 extension (above); all malloc'd, env_hb_free */
-    bool ext;           /* groups/agents/asig are (to be) on the wire */
-    char **groups;      /* the lead's, n_groups, NULL-terminated */
+    bool ext;      /* groups/agents/asig are (to be) on the wire */
+    char **groups; /* the lead's, n_groups, NULL-terminated */
     size_t n_groups;
     env_hb_agent *agents;
     size_t n_agents;
     char asig[100]; /* base64, "" when absent */
     /* the SPEC section 11 extension: offered profiles (malloc'd, env_hb_free) */
-    bool has_profiles;  /* profiles/psig are (to be) on the wire */
-    char **profiles;    /* n_profiles names, NULL-terminated; NULL when none */
+    bool has_profiles; /* profiles/psig are (to be) on the wire */
+    char **profiles;   /* n_profiles names, NULL-terminated; NULL when none */
     size_t n_profiles;
     char psig[100]; /* base64, "" when absent */
 } env_heartbeat;

@@ -236,12 +236,10 @@ sig_key *sig_load_secret(const char *path, char **err)
         unsigned char pk[crypto_sign_PUBLICKEYBYTES];
         if (sig_parse_line(buf, SIG_PUB_TAG, pk, sizeof(pk)) == 0) {
             sodium_memzero(buf, sizeof(buf));
-            *err = g_strdup_printf("key=%s is a public key: key= takes the secret key, the "
-                                   "file without .pub that fleetfs keygen wrote next to it%s",
-                                   path,
-                                   g_str_has_suffix(path, ".pub")
-                                       ? " (drop the .pub from the path)"
-                                       : "");
+            *err = g_strdup_printf(
+                "key=%s is a public key: key= takes the secret key, the "
+                "file without .pub that fleetfs keygen wrote next to it%s",
+                path, g_str_has_suffix(path, ".pub") ? " (drop the .pub from the path)" : "");
             return NULL;
         }
     }
@@ -290,7 +288,8 @@ void sig_key_free(sig_key *k)
 bool sig_lax_owner_or_mode(const struct stat *st, char *why, size_t whylen)
 {
     if (st->st_uid != geteuid() && st->st_uid != 0) {
-        g_snprintf(why, whylen, "belongs to uid %u, not to this user (uid %u) or root; run: chown %u",
+        g_snprintf(why, whylen,
+                   "belongs to uid %u, not to this user (uid %u) or root; run: chown %u",
                    (unsigned)st->st_uid, (unsigned)geteuid(), (unsigned)geteuid());
         return true;
     }
@@ -551,8 +550,7 @@ sig_result sig_verify(const sig_trust *t, const envelope *e)
 }
 
 /* Heartbeats: the same scheme over their own field list. */
-int sig_sign_bytes(const sig_key *k, const unsigned char *buf, size_t len, char *out,
-                        size_t outsz)
+int sig_sign_bytes(const sig_key *k, const unsigned char *buf, size_t len, char *out, size_t outsz)
 {
     unsigned char sig[crypto_sign_BYTES];
 
@@ -563,8 +561,8 @@ int sig_sign_bytes(const sig_key *k, const unsigned char *buf, size_t len, char 
     return 0;
 }
 
-sig_result sig_verify_bytes(const sig_trust *t, const char *from, const char *b64,
-                                 size_t b64max, const unsigned char *buf, size_t len)
+sig_result sig_verify_bytes(const sig_trust *t, const char *from, const char *b64, size_t b64max,
+                            const unsigned char *buf, size_t len)
 {
     unsigned char sig[crypto_sign_BYTES];
     const unsigned char *pk;
@@ -608,10 +606,9 @@ int sig_sign_hb(const sig_key *k, env_heartbeat *h)
 }
 
 /* Checks b64 (sig or asig of h) over the bytes fields() gives for h. */
-static sig_result sig_verify_hb_over(const sig_trust *t, const env_heartbeat *h, const char *b64,
-                                     size_t b64max,
-                                     int (*fields)(const env_heartbeat *, unsigned char **,
-                                                   size_t *))
+static sig_result
+sig_verify_hb_over(const sig_trust *t, const env_heartbeat *h, const char *b64, size_t b64max,
+                   int (*fields)(const env_heartbeat *, unsigned char **, size_t *))
 {
     unsigned char *buf;
     size_t len;

@@ -124,8 +124,7 @@ sig_result sig_verify_hb_profiles(const sig_trust *t, const env_heartbeat *h);
  * verify b64 (at most b64max bytes) over them with the key trusted for
  * from. The record's fields must begin with its version and type, so a
  * signature over one kind of record never verifies as another. */
-int sig_sign_bytes(const sig_key *k, const unsigned char *buf, size_t len, char *out,
-                   size_t outsz);
+int sig_sign_bytes(const sig_key *k, const unsigned char *buf, size_t len, char *out, size_t outsz);
 sig_result sig_verify_bytes(const sig_trust *t, const char *from, const char *b64, size_t b64max,
                             const unsigned char *buf, size_t len);
 

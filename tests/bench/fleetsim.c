@@ -63,8 +63,7 @@ static void sim_roster_queue(amqp_connection_state_t c, unsigned long i)
     amqp_queue_bind(c, 1, amqp_cstring_bytes(name), amqp_cstring_bytes("fleet.roster"),
                     amqp_cstring_bytes("roster.#"), amqp_empty_table);
     bn_check_rpc(c, "queue.bind");
-    amqp_basic_consume(c, 1, amqp_cstring_bytes(name), amqp_empty_bytes, 0, 1, 1,
-                       amqp_empty_table);
+    amqp_basic_consume(c, 1, amqp_cstring_bytes(name), amqp_empty_bytes, 0, 1, 1, amqp_empty_table);
     bn_check_rpc(c, "basic.consume");
 }
 

@@ -598,7 +598,8 @@ static bool name_ok(const char *s)
 /* agent.start's checks of its parameters; the pane, or NULL (failed). */
 static json_t *start_target(req *r, const char *name, json_int_t *wait)
 {
-    json_t *args = json_object_get(r->params, "args"), *t = json_object_get(r->params, "timeout_ms");
+    json_t *args = json_object_get(r->params, "args"),
+           *t = json_object_get(r->params, "timeout_ms");
     json_t *p, *v;
     size_t i;
 
@@ -610,7 +611,8 @@ static json_t *start_target(req *r, const char *name, json_int_t *wait)
     }
     *wait = t ? json_integer_value(t) : 30000;
     if (*wait <= 3000 || *wait > 300000 || !name_ok(name)) {
-        fail(r, "invalid_params", "timeout_ms must be > 3000 and <= 300000; name [a-z][a-z0-9_-]{0,31}");
+        fail(r, "invalid_params",
+             "timeout_ms must be > 3000 and <= 300000; name [a-z][a-z0-9_-]{0,31}");
         return NULL;
     }
     json_array_foreach(panes(r), i, p)
@@ -661,15 +663,17 @@ static json_t *m_agent_start(req *r)
     b = start_behaviour(r, kind, &word);
     never = !strcmp(word, "never");
     blocked = !strcmp(word, "blocked");
-    append_log(r->cfg->starts_path, json_pack("{s:s, s:s, s:s, s:O}", "name", name, "kind", kind,
-                                              "pane_id", pane_id, "args",
-                                              args ? args : json_null()));
+    append_log(r->cfg->starts_path,
+               json_pack("{s:s, s:s, s:s, s:O}", "name", name, "kind", kind, "pane_id", pane_id,
+                         "args", args ? args : json_null()));
     if (!never && !blocked && !apply_behaviour(r, b))
         return NULL; /* hang, close, error: the pane stays at its prompt */
     json_object_set_new(p, "agent", json_string(kind));
     json_object_set_new(p, "name", json_string(name));
     json_object_set_new(p, "agent_status",
-                        json_string(blocked ? "blocked" : never ? "working" : "idle"));
+                        json_string(blocked ? "blocked"
+                                    : never ? "working"
+                                            : "idle"));
     if (args)
         json_object_set(p, "args", args);
     save_state(r);

@@ -218,8 +218,9 @@ int main(int argc, char **argv)
             return 2;
     }
     if (argc - optind != 2 || !uris[0]) {
-        fprintf(stderr, "usage: boxtry COORD_ID DELIVERY_LOG [-k KEYS] [-m MAX] [-p PREFETCH] [-q TYPE] "
-                        "(URI in FLEET_BROKER_URI)\n");
+        fprintf(stderr,
+                "usage: boxtry COORD_ID DELIVERY_LOG [-k KEYS] [-m MAX] [-p PREFETCH] [-q TYPE] "
+                "(URI in FLEET_BROKER_URI)\n");
         return 2;
     }
     bt.log = fopen(argv[optind + 1], "a");

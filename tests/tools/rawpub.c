@@ -92,18 +92,19 @@ typedef struct {
 
 static void rp_usage(void)
 {
-    fprintf(stderr, "usage: rawpub URI QUEUE [--body-file F | --body STR] [--message-id ID]\n"
-                    "                        [--ca FILE] [--confirm]\n"
-                    "       rawpub URI QUEUE --sign KEYFILE --from ID --to ID --text BODY\n"
-                    "                        [--expires-in SEC] [--sent-in SEC] [--msgid ID]\n"
-                    "                        [--reply-to ID] [--receipt REF STATE] [--tamper]\n"
-                    "                        [--print] [--count N] ...\n"
-                    "       rawpub URI QUEUE --sign KEYFILE --from ID --to ID\n"
-                    "                        --answer REQUEST_ID STATE [--detail TEXT] [--gid GID]\n"
-                    "                        [--expires-in SEC] [--sent-in SEC] [--msgid ID]\n"
-                    "                        [--tamper] [--print]\n"
-                    "       rawpub URI QUEUE --get-requeue | --move [--ca FILE]\n"
-                    "       rawpub URI QUEUE --consume N [--ca FILE]\n");
+    fprintf(stderr,
+            "usage: rawpub URI QUEUE [--body-file F | --body STR] [--message-id ID]\n"
+            "                        [--ca FILE] [--confirm]\n"
+            "       rawpub URI QUEUE --sign KEYFILE --from ID --to ID --text BODY\n"
+            "                        [--expires-in SEC] [--sent-in SEC] [--msgid ID]\n"
+            "                        [--reply-to ID] [--receipt REF STATE] [--tamper]\n"
+            "                        [--print] [--count N] ...\n"
+            "       rawpub URI QUEUE --sign KEYFILE --from ID --to ID\n"
+            "                        --answer REQUEST_ID STATE [--detail TEXT] [--gid GID]\n"
+            "                        [--expires-in SEC] [--sent-in SEC] [--msgid ID]\n"
+            "                        [--tamper] [--print]\n"
+            "       rawpub URI QUEUE --get-requeue | --move [--ca FILE]\n"
+            "       rawpub URI QUEUE --consume N [--ca FILE]\n");
     exit(RP_USAGE);
 }
 
@@ -242,8 +243,8 @@ static void rp_header(const rp_args *a, int64_t now, char *msg_id, size_t idn, c
     env_time_format(now, sent);
     env_time_format(now + (int64_t)a->expires_in * 1000, expires);
 }
-#define RP_HEADER(a, now, e)                                                                     \
-    rp_header(a, now, (e)->msgId, sizeof((e)->msgId), (e)->from, sizeof((e)->from), (e)->to,    \
+#define RP_HEADER(a, now, e)                                                                 \
+    rp_header(a, now, (e)->msgId, sizeof((e)->msgId), (e)->from, sizeof((e)->from), (e)->to, \
               sizeof((e)->to), (e)->sentAt, (e)->expiresAt)
 
 /* --answer: a signed control answer (wire/control.h). */

@@ -262,18 +262,42 @@ static void every_field_is_signed(void **state)
         assert_int_equal(ctl_sign(f->ka, &e), 0);
         assert_int_equal(ctl_accept(&e, f->t, "beta", now, why, sizeof why), 0);
         switch (i) {
-        case 0: strcpy(e.profile, "admin"); break;
-        case 1: strcpy(e.name, "w2"); break;
-        case 2: strcpy(e.dir, "/etc"); break;
-        case 3: e.brief[0] = 'D'; break;
-        case 4: e.brief_len--; break;
-        case 5: e.msgId[0] = e.msgId[0] == 'a' ? 'b' : 'a'; break;
-        case 6: strcpy(e.type, CTL_TYPE_STOP); break; /* a spawn's sig is no stop's */
-        case 7: e.expiresAt[3]++; break;
-        case 8: strcpy(e.state, "failed"); break;
-        case 9: strcpy(e.gid, "w2@alpha"); break;
-        case 10: strcpy(e.detail, "no"); break;
-        case 11: e.requestId[0] = e.requestId[0] == 'a' ? 'b' : 'a'; break;
+        case 0:
+            strcpy(e.profile, "admin");
+            break;
+        case 1:
+            strcpy(e.name, "w2");
+            break;
+        case 2:
+            strcpy(e.dir, "/etc");
+            break;
+        case 3:
+            e.brief[0] = 'D';
+            break;
+        case 4:
+            e.brief_len--;
+            break;
+        case 5:
+            e.msgId[0] = e.msgId[0] == 'a' ? 'b' : 'a';
+            break;
+        case 6:
+            strcpy(e.type, CTL_TYPE_STOP);
+            break; /* a spawn's sig is no stop's */
+        case 7:
+            e.expiresAt[3]++;
+            break;
+        case 8:
+            strcpy(e.state, "failed");
+            break;
+        case 9:
+            strcpy(e.gid, "w2@alpha");
+            break;
+        case 10:
+            strcpy(e.detail, "no");
+            break;
+        case 11:
+            e.requestId[0] = e.requestId[0] == 'a' ? 'b' : 'a';
+            break;
         }
         if (ctl_accept(&e, f->t, "beta", now, why, sizeof why) != -1)
             fail_msg("field %d is not covered by the signature", i);
@@ -332,9 +356,9 @@ static void receiver_checks(void **state)
 
 /* --------------------------------------------------- hostile envelopes */
 
-#define HDR                                                                              \
+#define HDR                                                                             \
     "\"v\":1,\"msgId\":\"0123456789abcdef0123456789abcdef\",\"from\":\"alpha\",\"to\":" \
-    "\"beta\",\"sentAt\":\"2026-12-01T10:00:00.000Z\",\"expiresAt\":"                    \
+    "\"beta\",\"sentAt\":\"2026-12-01T10:00:00.000Z\",\"expiresAt\":"                   \
     "\"2026-12-01T10:01:00.000Z\""
 
 static void hostile_envelopes(void **state)
@@ -350,12 +374,12 @@ static void hostile_envelopes(void **state)
         {"{" HDR ",\"type\":\"stop\"}", "missing field gid"},
         {"{" HDR ",\"type\":\"coord\",\"body\":\"x\"}", "type is not spawn"},
         {"{" HDR ",\"type\":\"spawned\",\"requestId\":\"0123456789abcdef0123456789abcdef\","
-                 "\"state\":\"acked\"}",
+         "\"state\":\"acked\"}",
          "state is not ready"},
         {"{" HDR ",\"type\":\"spawned\",\"requestId\":\"xyz\",\"state\":\"ready\"}",
          "requestId is not 32 hex"},
         {"{" HDR ",\"type\":\"spawned\",\"requestId\":\"0123456789abcdef0123456789abcdef\","
-                 "\"state\":\"ready\",\"detail\":\"\\u001b[2J\"}",
+         "\"state\":\"ready\",\"detail\":\"\\u001b[2J\"}",
          "detail holds control"},
         {"{" HDR ",\"type\":\"spawn\",\"profile\":\"w\"}", "missing field name"},
         {"{\"v\":2,\"type\":\"spawn\"}", "unsupported version"},
@@ -379,9 +403,8 @@ static void hostile_envelopes(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         why[0] = '\0';
-        assert_int_equal(ctl_decode(cases[i].json, strlen(cases[i].json), 1000, &e, why,
-                                    sizeof why),
-                         -1);
+        assert_int_equal(
+            ctl_decode(cases[i].json, strlen(cases[i].json), 1000, &e, why, sizeof why), -1);
         if (!strstr(why, cases[i].why))
             fail_msg("case %zu: '%s' does not say '%s'", i, why, cases[i].why);
         assert_null(e.brief);

@@ -368,8 +368,11 @@ static void test_decode_receipts(void **state)
 
 /* ---- agents and groups (SPEC section 10) --------------------------------- */
 
-#define GID96 "abcdefghijklmnopqrstuvwxyz012345@abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0"
-#define AHEAD(from, to) "\"v\":1,\"type\":\"coord\",\"msgId\":\"" ID1 "\",\"from\":\"" from "\",\"to\":\"" to "\""
+#define GID96                           \
+    "abcdefghijklmnopqrstuvwxyz012345@" \
+    "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0"
+#define AHEAD(from, to) \
+    "\"v\":1,\"type\":\"coord\",\"msgId\":\"" ID1 "\",\"from\":\"" from "\",\"to\":\"" to "\""
 
 static void accept_js(const char *js, envelope *d)
 {
@@ -423,16 +426,16 @@ static void test_agent_and_group_addresses(void **state)
     reject("{" AHEAD("mac", "w1@") "," TIMES ",\"body\":\"b\"}", "to is not");
     reject("{" AHEAD("mac", "w1@fleet01@x") "," TIMES ",\"body\":\"b\"}", "to is not");
     reject("{" AHEAD("mac", "w\\u00e9@fleet01") "," TIMES ",\"body\":\"b\"}", "to is not");
-    reject("{" AHEAD("mac", "w1\\u0000@fleet01") "," TIMES ",\"body\":\"b\"}",
-           "to contains a NUL");
+    reject("{" AHEAD("mac", "w1\\u0000@fleet01") "," TIMES ",\"body\":\"b\"}", "to contains a NUL");
     reject("{" AHEAD("mac", "a" GID96) "," TIMES ",\"body\":\"b\"}", "to is too long");
     /* a recipient belongs to receipts only */
     reject("{" HEAD "," TIMES ",\"body\":\"b\",\"recipient\":\"fleet01\"}",
            "recipient is only allowed in receipts");
 }
 
-#define RECEIPT_TO(to) \
-    "\"v\":1,\"type\":\"receipt\",\"msgId\":\"" ID2 "\",\"from\":\"fleet01\",\"to\":\"" to "\"," TIMES
+#define RECEIPT_TO(to)                                                                     \
+    "\"v\":1,\"type\":\"receipt\",\"msgId\":\"" ID2 "\",\"from\":\"fleet01\",\"to\":\"" to \
+    "\"," TIMES
 
 static void test_receipt_recipient(void **state)
 {
@@ -452,7 +455,7 @@ static void test_receipt_recipient(void **state)
     assert_string_equal(env_receipt_recipient(&e), "w1@fleet01");
 
     accept_js("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
-              "\"recipient\":\"w1@fleet01\"}",
+                                    "\"recipient\":\"w1@fleet01\"}",
               &d);
     assert_string_equal(d.recipient, "w1@fleet01");
     assert_string_equal(env_receipt_recipient(&d), "w1@fleet01");
@@ -464,19 +467,19 @@ static void test_receipt_recipient(void **state)
 
     /* the recipient lives on the sending host, and is an id */
     reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
-           "\"recipient\":\"w1@mac\"}",
+                                 "\"recipient\":\"w1@mac\"}",
            "recipient does not live on the host of from");
     reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
-           "\"recipient\":\"other\"}",
+                                 "\"recipient\":\"other\"}",
            "recipient does not live on the host of from");
     reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
-           "\"recipient\":\"group:all\"}",
+                                 "\"recipient\":\"group:all\"}",
            "recipient is not a valid lead name or agent id");
     reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
-           "\"recipient\":\"\"}",
+                                 "\"recipient\":\"\"}",
            "recipient is not a valid lead name or agent id");
     reject("{" RECEIPT_TO("mac") ",\"ref\":\"" ID1 "\",\"state\":\"acked\","
-           "\"recipient\":7}",
+                                 "\"recipient\":7}",
            "recipient is not a string");
     /* a receipt is about one entity's message: never to a group */
     reject("{" RECEIPT_TO("group:all") ",\"ref\":\"" ID1 "\",\"state\":\"acked\"}",

@@ -616,7 +616,7 @@ static void connect_timeout_is_down(void **state)
 
 /* ------------------------------------------- against the fake herdr */
 
-#define LEAD_PANE                                                                          \
+#define LEAD_PANE                                                                               \
     "{\"pane_id\":\"w1:p1\",\"workspace_id\":\"w1\",\"tab_id\":\"w1:t1\",\"agent\":\"claude\"," \
     "\"name\":\"beta\",\"agent_status\":\"idle\"}"
 

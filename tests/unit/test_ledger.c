@@ -117,14 +117,16 @@ static void bad_lines_are_skipped(void **state)
     f = fopen(path, "a");
     fputs("not json\n", f);
     fputs("{\"gid\":\"x\"}\n", f);
-    fputs("{\"gid\":\"Evil@beta\",\"name\":\"Evil\",\"profile\":\"worker\",\"requestId\":"
-          "\"0123456789abcdef0123456789abcdef\",\"requester\":\"alpha\",\"backend\":\"tmux\","
-          "\"pane\":\"%1\",\"window\":\"@1\",\"state\":\"ready\",\"at\":\"2026-12-01T10:00:00Z\"}\n",
-          f);
-    fputs("{\"gid\":\"w9@beta\",\"name\":\"w9\",\"profile\":\"worker\",\"requestId\":"
-          "\"0123456789abcdef0123456789abcdef\",\"requester\":\"alpha\",\"backend\":\"sh\","
-          "\"pane\":\"%1\",\"window\":\"@1\",\"state\":\"ready\",\"at\":\"2026-12-01T10:00:00Z\"}\n",
-          f);
+    fputs(
+        "{\"gid\":\"Evil@beta\",\"name\":\"Evil\",\"profile\":\"worker\",\"requestId\":"
+        "\"0123456789abcdef0123456789abcdef\",\"requester\":\"alpha\",\"backend\":\"tmux\","
+        "\"pane\":\"%1\",\"window\":\"@1\",\"state\":\"ready\",\"at\":\"2026-12-01T10:00:00Z\"}\n",
+        f);
+    fputs(
+        "{\"gid\":\"w9@beta\",\"name\":\"w9\",\"profile\":\"worker\",\"requestId\":"
+        "\"0123456789abcdef0123456789abcdef\",\"requester\":\"alpha\",\"backend\":\"sh\","
+        "\"pane\":\"%1\",\"window\":\"@1\",\"state\":\"ready\",\"at\":\"2026-12-01T10:00:00Z\"}\n",
+        f);
     fputs("{\"gid\":\"w8@beta\",\"name\":\"w8\",\"profile\":\"worker\",\"requestId\":"
           "\"0123456789abcdef0123456789abcdef\",\"requester\":\"alpha\",\"backend\":\"tmux\","
           "\"pane\":\"%1\\u001b[2J\",\"window\":\"@1\",\"state\":\"ready\",\"at\":"

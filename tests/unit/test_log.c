@@ -26,7 +26,9 @@ static void test_c0_del_c1(void **state)
     clean_is("w1:p2\x1b]2;pwn\x07", "w1:p2?]2;pwn?");
     clean_is("a\nstate: live\r\tb", "a?state: live??b");
     clean_is("del\x7f end", "del? end");
-    clean_is("csi \xc2\x9b" "31m nel \xc2\x85", "csi ??31m nel ??");
+    clean_is("csi \xc2\x9b"
+             "31m nel \xc2\x85",
+             "csi ??31m nel ??");
     clean_is("\x01\x1f", "??");
 }
 

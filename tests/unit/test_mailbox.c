@@ -1024,7 +1024,6 @@ static void test_upgrade_from_a_stateless_seen_file(void **state)
     g_free(path);
 }
 
-
 /* ------------------------------------------------------------------ */
 /* entities (SPEC 10): the lead and local agents, one model             */
 
@@ -1106,9 +1105,8 @@ static void test_a_broadcast_is_taken_only_by_members(void **state)
      * off the queue, never shown */
     assert_int_equal(deliver_to(w1, "4123456789abcdef0123456789abcdef", "beta", "group:red", 1),
                      BR_ACK);
-    assert_int_equal(deliver_to(x->mb, "5123456789abcdef0123456789abcdef", "w1@beta", "group:all",
-                                1),
-                     BR_ACK);
+    assert_int_equal(
+        deliver_to(x->mb, "5123456789abcdef0123456789abcdef", "w1@beta", "group:all", 1), BR_ACK);
     assert_int_equal(held_in(w1), 2);
     assert_int_equal(held_in(x->mb), 0);
 }
@@ -1186,15 +1184,15 @@ static void test_a_broadcast_is_one_entry_with_a_state_per_recipient(void **stat
     e = sent_entry_of(x->mb, id);
     /* the members presence knew, but not this host's own */
     assert_int_equal(json_object_size(json_object_get(e, "recipients")), 2);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "recipients"),
-                                                          "w1@alpha")),
-                        "published");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(e, "recipients"), "w1@alpha")),
+        "published");
     json_decref(e);
     /* alpha's lead, then alpha's w1 (named by recipient), then one presence
      * did not know */
-    assert_int_equal(receipt_from(x, "a0000000000000000000000000000000", "alpha", "", "beta", id,
-                                  "injected"),
-                     BR_ACK);
+    assert_int_equal(
+        receipt_from(x, "a0000000000000000000000000000000", "alpha", "", "beta", id, "injected"),
+        BR_ACK);
     e = sent_entry_of(x->mb, id);
     assert_string_equal(json_string_value(json_object_get(e, "state")), "published");
     json_decref(e);
@@ -1205,12 +1203,10 @@ static void test_a_broadcast_is_one_entry_with_a_state_per_recipient(void **stat
                                   "beta", id, "injected"),
                      BR_ACK);
     e = sent_entry_of(x->mb, id);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "recipients"),
-                                                          "alpha")),
-                        "injected");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "recipients"),
-                                                          "w1@alpha")),
-                        "acked");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(e, "recipients"), "alpha")), "injected");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(e, "recipients"), "w1@alpha")), "acked");
     assert_int_equal(json_object_size(json_object_get(e, "recipients")), 3);
     /* the least advanced recipient: injected */
     assert_string_equal(json_string_value(json_object_get(e, "state")), "injected");
@@ -1220,9 +1216,8 @@ static void test_a_broadcast_is_one_entry_with_a_state_per_recipient(void **stat
                                   "beta", id, "injected"),
                      BR_ACK);
     e = sent_entry_of(x->mb, id);
-    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "recipients"),
-                                                          "w1@alpha")),
-                        "acked");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(e, "recipients"), "w1@alpha")), "acked");
     json_decref(e);
     g_free((char *)id);
 }
@@ -1251,9 +1246,9 @@ static void test_an_agent_sends_as_itself_and_gets_its_own_receipts(void **state
     assert_string_equal(json_string_value(json_object_get(e, "state")), "injected");
     json_decref(e);
     /* the same ref from another recipient changes nothing */
-    assert_int_equal(receipt_from(x, "b1000000000000000000000000000000", "alpha", "", "w1@beta",
-                                  id, "acked"),
-                     BR_ACK);
+    assert_int_equal(
+        receipt_from(x, "b1000000000000000000000000000000", "alpha", "", "w1@beta", id, "acked"),
+        BR_ACK);
     e = sent_entry_of(w1, id);
     assert_string_equal(json_string_value(json_object_get(e, "state")), "injected");
     json_decref(e);
@@ -1463,9 +1458,8 @@ static void test_the_far_host_checks_requests_and_answers_through_the_outbox(voi
     assert_string_equal(x->fk.receipt_peer, "gamma");
     assert_string_equal(x->fk.receipt_ids[0], ans.msgId);
     assert_string_not_equal(x->fk.receipt_ids[1], ans.msgId);
-    assert_int_equal(ctl_decode(x->fk.receipt_last, strlen(x->fk.receipt_last), 4096, &got, why,
-                                sizeof why),
-                     0);
+    assert_int_equal(
+        ctl_decode(x->fk.receipt_last, strlen(x->fk.receipt_last), 4096, &got, why, sizeof why), 0);
     assert_string_equal(got.msgId, x->fk.receipt_ids[1]);
     assert_string_equal(got.requestId, req.msgId);
     assert_string_equal(got.state, "refused");
@@ -1530,10 +1524,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_an_unconfirmed_receipt_goes_again_under_a_new_msgid,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_receipts_refused_by_a_resource_alarm_are_tried_every_second,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_a_missing_receipt_queue_is_retried_until_expiry,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_receipts_refused_by_a_resource_alarm_are_tried_every_second, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_missing_receipt_queue_is_retried_until_expiry, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_receipts_per_peer_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_inbox_memory_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_consumed_msgid_outlives_history, setup, teardown),

@@ -346,7 +346,8 @@ static void test_errno_texts(void **state)
     };
     (void)state;
     for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
-        char *t = mcp_fleet_errno_text(want[i].err, "fleet_send to beta", "/fleet", NULL, "beta", NULL);
+        char *t =
+            mcp_fleet_errno_text(want[i].err, "fleet_send to beta", "/fleet", NULL, "beta", NULL);
         if (!strstr(t, want[i].name) || !strstr(t, want[i].words))
             fail_msg("errno %s: '%s'", want[i].name, t);
         g_free(t);
@@ -408,8 +409,8 @@ static void test_send_paths(void **state)
     (void)state;
     for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
         char *why = NULL;
-        char *p = mcp_fleet_send_path(want[i].as, "alpha", want[i].to,
-                                      want[i].reply ? ref : NULL, &why);
+        char *p =
+            mcp_fleet_send_path(want[i].as, "alpha", want[i].to, want[i].reply ? ref : NULL, &why);
         if (want[i].path) {
             if (!p || strcmp(p, want[i].path))
                 fail_msg("as %s to %s: '%s' (%s), want '%s'", want[i].as ? want[i].as : "lead",

@@ -133,7 +133,7 @@ static void test_gid(void **state)
     assert_false(gid_valid(NULL));
     assert_false(gid_valid(""));
     assert_false(gid_valid("@"));
-    assert_false(gid_valid("w1"));     /* a coord_id is not a gid */
+    assert_false(gid_valid("w1"));    /* a coord_id is not a gid */
     assert_false(gid_valid("alpha")); /* nor is a lead */
     assert_false(gid_valid("@alpha"));
     assert_false(gid_valid("w1@"));

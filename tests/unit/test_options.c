@@ -568,7 +568,7 @@ static void test_agents_and_groups(void **state)
     assert_string_equal(o.agents[0].name, "w1");
     assert_string_equal(o.agents[1].name, "build-bot_2");
     assert_null(o.agents[0].groups); /* the default groups */
-    assert_null(o.agents[0].target);  /* its pane is named like it */
+    assert_null(o.agents[0].target); /* its pane is named like it */
     set_bad(&o, "agents", "W1", "'W1' is not an agent name (expected [a-z][a-z0-9_-]{0,31})");
     set_bad(&o, "agents", "1w", "not an agent name");
     set_bad(&o, "agents", "w1@mac", "not an agent name");

@@ -309,7 +309,8 @@ static void test_hb_agents_refusals(void **state)
     bad = swap(js, "\"groups\":[\"ops\"]", "\"groups\":\"ops\"");
     expect_refused(bad, "groups is not a list");
     g_free(bad);
-    bad = swap(js, "\"groups\":[\"build\"]", "\"groups\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\","
+    bad = swap(js, "\"groups\":[\"build\"]",
+               "\"groups\":[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\","
                "\"h\",\"i\",\"j\",\"k\",\"l\",\"m\",\"n\",\"o\",\"p\",\"q\"]");
     expect_refused(bad, "groups: more than 16");
     g_free(bad);
@@ -351,7 +352,8 @@ static void test_hb_size_and_old_readers(void **state)
     env_heartbeat h = hb_of("fleet-host-01", 0), big, d;
     char why[128], *js, *dir = g_dir_make_tmp("test_hb.XXXXXX", NULL), *err = NULL;
     char *key = g_strdup_printf("%s/fleet-host-01.key", dir), *tdir = g_strdup_printf("%s/t", dir);
-    char *pub = g_strdup_printf("%s.pub", key), *dst = g_strdup_printf("%s/fleet-host-01.pub", tdir);
+    char *pub = g_strdup_printf("%s.pub", key),
+         *dst = g_strdup_printf("%s/fleet-host-01.pub", tdir);
     char *text = NULL, *cmd;
     sig_key *k;
     sig_trust *t;
@@ -722,7 +724,7 @@ static void test_heard_agents_and_groups(void **state)
     strv_is(pr_group_members(f->pr, "ops"), "gamma");
     strv_is(pr_lead_groups(f->pr, "gamma"), "ops");
     strv_is(pr_lead_groups(f->pr, "alpha"), ""); /* ours: groups= (none here) */
-    assert_null(pr_lead_groups(f->pr, "beta")); /* configured, never heard */
+    assert_null(pr_lead_groups(f->pr, "beta"));  /* configured, never heard */
     assert_null(pr_lead_groups(f->pr, "nobody"));
     /* alpha is us: in all, though we announced nothing else */
     strv_is(pr_group_members(f->pr, "all"), "alpha gamma w0@gamma w1@gamma");
@@ -1105,8 +1107,8 @@ static void test_heartbeat_sheds_what_does_not_fit(void **state)
     assert_true(len <= ENV_HB_MAX_LEN);
     assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
     assert_true(d.n_agents > 50 && d.n_agents < N);
-    print_message("one heartbeat carries %zu of %d agents at every limit (%zu bytes)\n",
-                  d.n_agents, N, len);
+    print_message("one heartbeat carries %zu of %d agents at every limit (%zu bytes)\n", d.n_agents,
+                  N, len);
     env_hb_free(&d);
     free(js);
 }
@@ -1140,8 +1142,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_heartbeat_sheds_what_does_not_fit, fx_setup,
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_liveness_of_agents, fx_setup, fx_teardown),
-        cmocka_unit_test_setup_teardown(test_interval_grows_with_the_fleet, fx_setup,
-                                        fx_teardown),
+        cmocka_unit_test_setup_teardown(test_interval_grows_with_the_fleet, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

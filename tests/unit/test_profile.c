@@ -116,9 +116,8 @@ static void good_profiles(void **state)
     g_free(conf);
 
     /* a program found in PATH is kept by its absolute path */
-    assert_int_equal(load("inject_commands = sleep\n[profile s]\ncommand = sleep 100\n", "tmux",
-                          &o, &err),
-                     0);
+    assert_int_equal(
+        load("inject_commands = sleep\n[profile s]\ncommand = sleep 100\n", "tmux", &o, &err), 0);
     assert_true(o.profiles.v[0].command[0][0] == '/');
     assert_string_equal(o.profiles.v[0].program, "sleep");
     opts_free(&o);
@@ -147,7 +146,8 @@ static void refusals(void **state)
         {"[profile w]\ncommand = bash\n", "tmux", "a shell"},
         {"[profile w]\ncommand = python3 -c 'import os'\n", "tmux", "an interpreter's prompt"},
         {"[profile w]\ncommand = /tmp\n", "tmux", "is not an executable program"},
-        {"[profile w]\nkind = c\ndir_root = relative/dir\n", NULL, "dir_root: expected an absolute"},
+        {"[profile w]\nkind = c\ndir_root = relative/dir\n", NULL,
+         "dir_root: expected an absolute"},
         {"[profile w]\nkind = c\ndir_root = /no/such/dir\n", NULL, "not an existing directory"},
         {"[profile w]\nkind = c\ndir_root = /etc/passwd\n", NULL, "not an existing directory"},
         {"[profile w]\nkind = c\nmax = 0\n", NULL, "max: expected a number 1..1000"},
@@ -175,8 +175,7 @@ static void refusals(void **state)
         if (load(cases[i].conf, cases[i].inject, &o, &err) != -1)
             fail_msg("case %zu was accepted: %s", i, cases[i].conf);
         if (!err || !strstr(err, cases[i].words))
-            fail_msg("case %zu: '%s' does not say '%s'", i, err ? err : "(null)",
-                     cases[i].words);
+            fail_msg("case %zu: '%s' does not say '%s'", i, err ? err : "(null)", cases[i].words);
         g_free(err);
         opts_free(&o);
     }

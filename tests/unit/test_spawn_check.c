@@ -76,11 +76,11 @@ static int setup(void **state)
     f = g_strdup_printf("%s/root/file", base);
     assert_true(g_file_set_contents(f, "x", -1, NULL));
     g_free(f);
-    ln("a", "root/in");                 /* inside, stays inside */
-    ln("/etc", "root/out");             /* inside, points out */
-    ln("../rootx", "root/sideways");    /* to the prefix twin */
-    ln("loop", "root/loop");            /* a loop */
-    ln("root", "via");                  /* dir_root reached through a link */
+    ln("a", "root/in");              /* inside, stays inside */
+    ln("/etc", "root/out");          /* inside, points out */
+    ln("../rootx", "root/sideways"); /* to the prefix twin */
+    ln("loop", "root/loop");         /* a loop */
+    ln("root", "via");               /* dir_root reached through a link */
     snprintf(root, sizeof root, "%s/root", base);
     profs[0] = (prof){.name = "worker", .kind = "claude", .dir_root = root, .max = 2};
     profs[1] = (prof){.name = "nodir", .kind = "claude", .max = 1};
@@ -108,19 +108,19 @@ static ctl_env spawn_req(const char *from, const char *profile, const char *name
     return e;
 }
 
-#define VERDICT(W_, WORDS_, F_, P_, N_, D_)                                  \
-    do {                                                                               \
-        ctl_env e_ = spawn_req(F_, P_, N_, D_);                              \
-        sc_spawn s_;                                                                   \
-        char why_[600];                                                                \
-        sc_verdict v_ = sc_check_spawn(&host, &e_, &s_, why_, sizeof why_);            \
-        if (v_ != (W_) || !strstr(why_, WORDS_))                                      \
-            fail_msg("%s/%s/%s: got %s '%s', want %s '%s'", P_, N_, D_,                \
-                     sc_verdict_name(v_), why_, sc_verdict_name(W_), WORDS_);         \
-        if (v_ != SC_OK) {                                                             \
-            assert_null(s_.profile);                                                   \
-            assert_string_equal(s_.dir, "");                                           \
-        }                                                                              \
+#define VERDICT(W_, WORDS_, F_, P_, N_, D_)                                                        \
+    do {                                                                                           \
+        ctl_env e_ = spawn_req(F_, P_, N_, D_);                                                    \
+        sc_spawn s_;                                                                               \
+        char why_[600];                                                                            \
+        sc_verdict v_ = sc_check_spawn(&host, &e_, &s_, why_, sizeof why_);                        \
+        if (v_ != (W_) || !strstr(why_, WORDS_))                                                   \
+            fail_msg("%s/%s/%s: got %s '%s', want %s '%s'", P_, N_, D_, sc_verdict_name(v_), why_, \
+                     sc_verdict_name(W_), WORDS_);                                                 \
+        if (v_ != SC_OK) {                                                                         \
+            assert_null(s_.profile);                                                               \
+            assert_string_equal(s_.dir, "");                                                       \
+        }                                                                                          \
     } while (0)
 
 static void approved_requests(void **state)
@@ -132,8 +132,8 @@ static void approved_requests(void **state)
         {"a", "/root/a"},
         {"a/b", "/root/a/b"},
         {"./a/./b/", "/root/a/b"},
-        {"in", "/root/a"},          /* a symlink that stays inside */
-        {"in/../c", "/root/c"},     /* resolved, not read as text */
+        {"in", "/root/a"},      /* a symlink that stays inside */
+        {"in/../c", "/root/c"}, /* resolved, not read as text */
         {"a/../c", "/root/c"},
         {".", "/root"},             /* dir_root itself */
         {"@ROOT/a/b", "/root/a/b"}, /* absolute, inside */

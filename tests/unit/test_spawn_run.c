@@ -40,9 +40,15 @@ static int setup(void **state)
     worker_cmd[0] = agent;
     worker_cmd[1] = typed;
     false_cmd[0] = "/bin/false";
-    profs[0] = (prof){.name = "worker", .command = worker_cmd, .program = "fake-agent", .max = 1,
+    profs[0] = (prof){.name = "worker",
+                      .command = worker_cmd,
+                      .program = "fake-agent",
+                      .max = 1,
                       .ready_timeout_ms = 5000};
-    profs[1] = (prof){.name = "broken", .command = false_cmd, .program = "false", .max = 2,
+    profs[1] = (prof){.name = "broken",
+                      .command = false_cmd,
+                      .program = "false",
+                      .max = 2,
                       .ready_timeout_ms = 3001};
     return 0;
 }
@@ -66,8 +72,12 @@ static lg_ledger *open_ledger(void)
 
 static sr_host host_with(lg_ledger *l)
 {
-    sr_host h = {.coord_id = "beta", .spawn_from = from, .profiles = &set, .ledger = l,
-                 .backend = "tmux", .quiet_ms = 200};
+    sr_host h = {.coord_id = "beta",
+                 .spawn_from = from,
+                 .profiles = &set,
+                 .ledger = l,
+                 .backend = "tmux",
+                 .quiet_ms = 200};
 
     return h;
 }
@@ -152,10 +162,13 @@ static void recovery_after_a_kill(void **state)
     lg_entry e = {.state = LG_STARTING, .at_ms = 1};
     ctl_env *answers;
     char why[300];
-    const char *const mk_other[] = {"new-window", "-d", "-P", "-F", "#{window_id}", "--",
-                                    "/bin/sleep", "60", NULL};
-    sp_request rq = {.name = "w5", .ready_ms = 5000, .argv = (const char *const *)worker_cmd,
-                     .program = "fake-agent", .quiet_ms = 200};
+    const char *const mk_other[] = {"new-window", "-d",         "-P", "-F", "#{window_id}",
+                                    "--",         "/bin/sleep", "60", NULL};
+    sp_request rq = {.name = "w5",
+                     .ready_ms = 5000,
+                     .argv = (const char *const *)worker_cmd,
+                     .program = "fake-agent",
+                     .quiet_ms = 200};
     sp_result half, orphan, foreign;
     size_t n;
 
@@ -202,13 +215,16 @@ static void recovery_after_a_kill(void **state)
 
 static const char *const yes_args[] = {"--yes", NULL};
 static prof hprofs[2] = {
-    {.name = "worker", .kind = "claude", .args = (char **)yes_args, .max = 2,
+    {.name = "worker",
+     .kind = "claude",
+     .args = (char **)yes_args,
+     .max = 2,
      .ready_timeout_ms = 3001},
     {.name = "slow", .kind = "codex", .max = 1, .ready_timeout_ms = 3001},
 };
 static prof_set hset = {hprofs, 2};
 
-#define HLEAD                                                                              \
+#define HLEAD                                                                                   \
     "{\"pane_id\":\"w1:p1\",\"workspace_id\":\"w1\",\"tab_id\":\"w1:t1\",\"agent\":\"claude\"," \
     "\"name\":\"beta\",\"agent_status\":\"idle\"}"
 
@@ -227,8 +243,13 @@ static void herdr_spawn_fail_stop(void **state)
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/spawned.jsonl", dir);
     l = lg_open(path, &err);
-    h = (sr_host){.coord_id = "beta", .spawn_from = from, .profiles = &hset, .ledger = l,
-                  .backend = "herdr", .herdr = c, .call_ms = 1000};
+    h = (sr_host){.coord_id = "beta",
+                  .spawn_from = from,
+                  .profiles = &hset,
+                  .ledger = l,
+                  .backend = "herdr",
+                  .herdr = c,
+                  .call_ms = 1000};
     req = request(CTL_TYPE_SPAWN, "alpha", "worker", "w1");
     assert_int_equal(sr_spawn(&h, &req, env_now_ms(), &a), SC_OK);
     if (strcmp(a.state, "ready") != 0)
@@ -293,8 +314,13 @@ static void herdr_recovery(void **state)
     assert_int_equal(lg_record(l, &e), 0);
     lg_close(l);
     l = lg_open(path, &err);
-    h = (sr_host){.coord_id = "beta", .spawn_from = from, .profiles = &hset, .ledger = l,
-                  .backend = "herdr", .herdr = c, .call_ms = 1000};
+    h = (sr_host){.coord_id = "beta",
+                  .spawn_from = from,
+                  .profiles = &hset,
+                  .ledger = l,
+                  .backend = "herdr",
+                  .herdr = c,
+                  .call_ms = 1000};
     assert_int_equal(sr_recover(&h, env_now_ms(), &answers), 2);
     assert_string_equal(answers[1].requestId, e.request_id);
     assert_string_equal(answers[1].state, "failed");

@@ -48,7 +48,7 @@ static int setup(void **state)
     (void)state;
     tr_start(tmp, agent);
     if (!tmp[0])
-        return 0; /* each test skips */
+        return 0;                    /* each test skips */
     assert_int_equal(chdir(tmp), 0); /* where a format's #(...) would run */
     /* a program whose name a shell would expand: sh -c would not find it
      * (cat: it waits on its terminal without arguments) */
@@ -70,8 +70,12 @@ static int teardown(void **state)
 
 static sp_request rq_for(const char *const *argv, const char *program)
 {
-    sp_request rq = {.name = "w1", .ready_ms = 5000, .argv = argv, .program = program,
-                     .tag = "w1@beta", .quiet_ms = 300};
+    sp_request rq = {.name = "w1",
+                     .ready_ms = 5000,
+                     .argv = argv,
+                     .program = program,
+                     .tag = "w1@beta",
+                     .quiet_ms = 300};
 
     return rq;
 }
@@ -139,8 +143,8 @@ static void ready_titled_marked_closed(void **state)
 /* A window this fleetfs did not make is never closed. */
 static void close_refuses_a_strangers_window(void **state)
 {
-    const char *mk[] = {"new-window", "-d", "-P", "-F", "#{window_id}", "--", "/bin/sleep",
-                        "60", NULL};
+    const char *mk[] = {"new-window", "-d",         "-P", "-F", "#{window_id}",
+                        "--",         "/bin/sleep", "60", NULL};
     char *w, why[300];
 
     NEED_TMUX();
