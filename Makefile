@@ -133,9 +133,10 @@ test:
 # The layers of SPEC section 1: broker/ and herdr/ include nothing from
 # fleetfs/ but log.h and errors.h, nor each other; inside fleetfs/, store/
 # and wire/ reach nothing above them, model/ nothing of the face (part of
-# make test; scripts/check-layers lists the rules).
+# make test; scripts/check-layers lists the rules); and every C file is as
+# clang-format makes it from .clang-format (scripts/check-format).
 check:
-	@scripts/check-layers
+	@rc=0; scripts/check-layers || rc=1; scripts/check-format || rc=1; exit $$rc
 
 run:
 	@scripts/run
