@@ -42,7 +42,7 @@
 
 #include "broker/conn_int.h"
 #include "broker/topology.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 /* ------------------------------------------------------------------ */
 /* the slot set                                                        */

@@ -29,7 +29,7 @@
 
 #include "broker/conn_int.h"
 #include "broker/topology.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 int64_t br_now_ms(void)
 {

@@ -49,7 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fleetfs/errors.h"
+#include "fleetfs/base/errors.h"
 
 typedef struct br_conn br_conn;
 

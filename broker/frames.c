@@ -14,7 +14,7 @@
 #include <amqp.h>
 
 #include "broker/conn_int.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 /* ------------------------------------------------------------------ */
 /* frames from the broker                                              */

@@ -35,7 +35,7 @@
 #include <amqp.h>
 
 #include "broker/conn_int.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 static bool is_probe_channel(amqp_channel_t ch)
 {

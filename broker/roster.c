@@ -32,7 +32,7 @@
 
 #include "broker/explain.h"
 #include "broker/topology.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 #define RO_CH 1
 #define RO_BACKOFF_MIN_MS 250

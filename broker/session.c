@@ -28,7 +28,7 @@
 #include "broker/explain.h"
 #include "broker/topology.h"
 #include "broker/uri.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 /* ------------------------------------------------------------------ */
 /* AMQP helpers (broker thread)                                        */

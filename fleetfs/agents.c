@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "broker/conn.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/wire/names.h"
 
 /* The keys an entity's mailbox is bound with on fleet.msg: an agent's own

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "broker/conn.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/spawn/asked.h"
 #include "fleetfs/wire/control.h"
 #include "fleetfs/wire/names.h"

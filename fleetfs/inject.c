@@ -38,7 +38,7 @@
 #include <glib.h>
 
 #include "fleetfs/store/applog.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "herdr/sanitize.h"
 
 #define RETRY_WAIT_MS 1000

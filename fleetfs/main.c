@@ -36,7 +36,7 @@
 #include "fleetfs/agents.h"
 #include "fleetfs/cmdline.h"
 #include "fleetfs/fleet.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/hostcmd.h"

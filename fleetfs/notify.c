@@ -41,7 +41,7 @@
 #include <glib.h>
 
 #include "fleetfs/fleet.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/status.h"
 
 #define TICK_US 1000000

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "fleetfs/wire/envelope.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/wire/names.h"
 #include "fleetfs/wire/sign.h"
 

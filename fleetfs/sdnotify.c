@@ -50,7 +50,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 #define SDN_WAIT_STEP_US 5000     /* how often an outstanding probe is checked */
 #define SDN_RETRY_US 100000       /* a failed probe before READY: try again after */

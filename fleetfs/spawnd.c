@@ -55,7 +55,7 @@
 #include "fleetfs/agents.h"
 #include "fleetfs/fleet.h"
 #include "fleetfs/inject.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/spawn/ledger.h"
 #include "fleetfs/spawn/run.h"
 #include "fleetfs/store/seen.h"

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "broker/uri.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 #define SU_DEFAULT_URI "amqp://localhost:5672"
 

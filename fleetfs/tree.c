@@ -51,7 +51,7 @@
 #include "fleetfs/agents.h"
 #include "fleetfs/fuseopen.h"
 #include "fleetfs/hosts.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/status.h"
 
 typedef enum {

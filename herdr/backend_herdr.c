@@ -23,7 +23,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "herdr/backend.h"
 #include "herdr/spawn.h"
 

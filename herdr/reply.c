@@ -9,7 +9,7 @@
 #include "herdr/client.h"
 #include "herdr/client_int.h"
 #include "herdr/sanitize.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

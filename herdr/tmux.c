@@ -35,7 +35,7 @@
 #include <glib-unix.h>
 #include <glib.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "herdr/backend.h"
 #include "herdr/foreground.h"
 #include "herdr/tmux_int.h"

@@ -37,7 +37,7 @@
 #include <glib.h>
 #include <jansson.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/mcp/rpc.h"
 #include "fleetfs/mcp/tools.h"
 

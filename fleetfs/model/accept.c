@@ -28,7 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 /* history.c names a consumed (or refused) msgId the seen set lacks */
 static void seed_from_history(mailbox *mb, const char *msg_id, const char *how)

@@ -43,7 +43,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/wire/names.h"
 
 static void held_free(held_msg *m)

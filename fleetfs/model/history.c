@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 #define HISTORY_LINE_MAX (4 * 1024 * 1024)
 

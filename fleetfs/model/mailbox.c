@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 void mb_touch_locked(mailbox *mb, mb_file f)
 {

@@ -22,7 +22,7 @@
 #include "fleetfs/wire/control.h"
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/model/mb_broker.h"
-#include "fleetfs/errors.h"
+#include "fleetfs/base/errors.h"
 #include "fleetfs/options.h"
 
 struct fuse_pollhandle;

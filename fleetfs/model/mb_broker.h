@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "broker/conn.h"
-#include "fleetfs/errors.h"
+#include "fleetfs/base/errors.h"
 
 typedef struct {
     void *b;

@@ -64,7 +64,7 @@
 
 #include <jansson.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 #define OUTBOX_LINE_MAX (64 * 1024)
 #define OUTBOX_IDLE_MS 1000

@@ -28,7 +28,7 @@
 
 #include <jansson.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/wire/names.h"
 
 #define SENT_LINE_MAX 8192

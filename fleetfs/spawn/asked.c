@@ -9,7 +9,7 @@
  * text; it was checked plain by ctl_decode and is cleaned again here
  * before it reaches the file a person reads. */
 #include "fleetfs/spawn/asked.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/store/applog.h"
 #include "fleetfs/wire/names.h"
 

@@ -8,7 +8,7 @@
  * field is checked (ids, names, states) and a bad line is skipped and
  * logged, never half-believed. */
 #include "fleetfs/spawn/ledger.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/store/applog.h"
 #include "fleetfs/wire/names.h"
 

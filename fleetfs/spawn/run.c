@@ -10,7 +10,7 @@
  * agent that cannot be recorded is closed again. Every refusal and every
  * end is one log line with the requester, the request and the reason. */
 #include "fleetfs/spawn/run.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "herdr/spawn.h"
 
 #include <errno.h>

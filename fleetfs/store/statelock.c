@@ -12,7 +12,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 #define SL_POLL_MS 100
 

@@ -22,7 +22,7 @@
  * and gmtime_r, so it neither depends on TZ nor on the C library's range. */
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/names.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 #include <jansson.h>
 #include <sodium.h>

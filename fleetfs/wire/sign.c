@@ -26,7 +26,7 @@
  * agent's id names its host (w1@alpha), and the host's key is the one
  * looked up, so alpha's key cannot vouch for an agent on beta either. */
 #include "fleetfs/wire/sign.h"
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 #include "fleetfs/wire/names.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "fleetfs/errors.h"
+#include "fleetfs/base/errors.h"
 
 static void test_errno_table(void **state)
 {

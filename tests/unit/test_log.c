@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 static void clean_is(const char *in, const char *want)
 {

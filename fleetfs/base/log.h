@@ -1,4 +1,4 @@
-/* fleetfs/log.h — one line per event on stderr: time, level, message.
+/* fleetfs/base/log.h — one line per event on stderr: time, level, message.
  * A message says what happened, why, and what to do; it never carries a
  * secret (URIs go through uri_redact first).
  */

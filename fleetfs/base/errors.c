@@ -7,7 +7,7 @@
  * that is down, because ENOTCONN ("Transport endpoint is not connected") is
  * what a user sees from a dead FUSE mount and would send them hunting for
  * the wrong problem. */
-#include "fleetfs/errors.h"
+#include "fleetfs/base/errors.h"
 
 #include <errno.h>
 

@@ -1,7 +1,7 @@
-/* fleetfs/log.c — stderr logging, one event per line, safe from any thread
+/* fleetfs/base/log.c — stderr logging, one event per line, safe from any thread
  * (a single fprintf under the stdio lock); and log_clean, which keeps text
  * from outside from steering a terminal or a line-based file (log.h). */
-#include "fleetfs/log.h"
+#include "fleetfs/base/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
