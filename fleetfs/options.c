@@ -17,6 +17,7 @@
  * Paths are made absolute at set time because the daemon later changes its
  * working directory to /. */
 #include "fleetfs/options.h"
+#include "fleetfs/base/duration.h"
 #include "broker/uri.h"
 #include "fleetfs/spawn/profile.h"
 #include "fleetfs/wire/names.h"
@@ -30,7 +31,6 @@
 #include <unistd.h>
 
 #define OPTS_DAY_MS (24LL * 3600 * 1000)
-#define OPTS_MAX_DURATION_MS (3650 * OPTS_DAY_MS) /* ten years */
 /* One write(2) must reach fleetfs as one FUSE request.  The tree asks the
  * kernel for max_write 1 MiB (256 pages); a bigger write(2) arrives as
  * several requests, and one that does not start on a page boundary is cut
@@ -71,47 +71,6 @@ static int opts_parse_uint(const char *s, uint64_t max, uint64_t *out)
             return -1;
     }
     *out = v;
-    return 0;
-}
-
-int opts_parse_duration(const char *s, int64_t *ms)
-{
-    static const struct {
-        const char *sfx;
-        double ms;
-    } units[] = {
-        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}, {"", 1000},
-    };
-    const char *p = s;
-    double v;
-    size_t i;
-
-    if (s == NULL || *p < '0' || *p > '9')
-        return -1;
-    while (*p >= '0' && *p <= '9')
-        p++;
-    if (*p == '.') {
-        p++;
-        if (*p < '0' || *p > '9')
-            return -1;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    if (p - s > 24)
-        return -1;
-    /* Only digits and one '.' precede p, so strtod cannot meet hex,
-	 * exponents, inf or nan. */
-    v = g_ascii_strtod(s, NULL);
-    for (i = 0; i < G_N_ELEMENTS(units); i++) {
-        if (strcmp(p, units[i].sfx) == 0)
-            break;
-    }
-    if (i == G_N_ELEMENTS(units))
-        return -1;
-    v = v * units[i].ms + 0.5;
-    if (v < 1 || v >= (double)OPTS_MAX_DURATION_MS + 1)
-        return -1;
-    *ms = (int64_t)v; /* rounds to the nearest millisecond */
     return 0;
 }
 
@@ -423,7 +382,7 @@ static int opts_set_duration(fs_opts *o, const struct opts_def *d, const char *v
 {
     int64_t ms;
 
-    if (opts_parse_duration(value, &ms) < 0)
+    if (parse_duration(value, &ms) < 0)
         return opts_fail(err, d,
                          "a duration > 0 such as 5s, 1500ms, 1.5s, 2m, 7d "
                          "(units ms|s|m|h|d, a bare number is seconds, at most 3650d)",
@@ -509,7 +468,7 @@ static int opts_set_heartbeat(fs_opts *o, const struct opts_def *d, const char *
 {
     int64_t ms;
 
-    if (opts_parse_duration(value, &ms) < 0 || ms < 200 || ms > 3600000)
+    if (parse_duration(value, &ms) < 0 || ms < 200 || ms > 3600000)
         return opts_fail(err, d, "a duration 200ms..1h such as 5s or 500ms", value);
     o->heartbeat_ms = ms;
     return 0;
@@ -546,7 +505,7 @@ static int opts_set_spawn_ttl(fs_opts *o, const struct opts_def *d, const char *
 {
     int64_t ms;
 
-    if (opts_parse_duration(value, &ms) < 0 || ms < 1000 || ms > 300000)
+    if (parse_duration(value, &ms) < 0 || ms < 1000 || ms > 300000)
         return opts_fail(err, d, "a duration 1s..5m such as 60s", value);
     o->spawn_ttl_ms = ms;
     return 0;

@@ -102,8 +102,6 @@ const fs_agent *opts_agent(const fs_opts *o, const char *name);
 /* Extras. */
 /* The URI carries a password (a ':' in its user-info). */
 bool uri_has_password(const char *uri);
-/* "1.5s", "500ms", "2m", "7d"; bare number = seconds. 0 ok, -1 bad or <1ms. */
-int opts_parse_duration(const char *s, int64_t *ms);
 /* "65536", "64K", "64KiB", "1M", "1MiB". 0 ok, -1 bad. */
 int opts_parse_size(const char *s, uint64_t *bytes);
 

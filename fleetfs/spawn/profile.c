@@ -13,7 +13,7 @@
  * no shell ever runs them (no expansion, no redirection, no `;`), and the
  * result is an argv handed to exec. */
 #include "fleetfs/spawn/profile.h"
-#include "fleetfs/options.h"
+#include "fleetfs/base/duration.h"
 #include "fleetfs/wire/names.h"
 #include "herdr/foreground.h"
 
@@ -134,7 +134,7 @@ static int prof_number(prof *p, const char *key, const char *value, const char *
         p->max = (unsigned)n;
         return 0;
     }
-    if (opts_parse_duration(value, &p->ready_timeout_ms) < 0 ||
+    if (parse_duration(value, &p->ready_timeout_ms) < 0 ||
         p->ready_timeout_ms < PROF_TIMEOUT_MIN_MS || p->ready_timeout_ms > PROF_TIMEOUT_MAX_MS)
         return prof_fail(err, path, p->name,
                          "ready_timeout: expected a duration over 3s and at most 5m, got '%s'",

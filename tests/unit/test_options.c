@@ -13,6 +13,7 @@
 
 #include "fleetfs/wire/names.h"
 #include "fleetfs/options.h"
+#include "fleetfs/base/duration.h"
 #include "fleetfs/startup.h"
 
 static void set_ok(fs_opts *o, const char *key, const char *value)
@@ -267,11 +268,11 @@ static void test_durations(void **state)
 
     (void)state;
     for (i = 0; i < G_N_ELEMENTS(good); i++) {
-        assert_int_equal(opts_parse_duration(good[i].s, &ms), 0);
+        assert_int_equal(parse_duration(good[i].s, &ms), 0);
         assert_int_equal(ms, good[i].ms);
     }
     for (i = 0; i < G_N_ELEMENTS(bad); i++) {
-        if (opts_parse_duration(bad[i], &ms) == 0)
+        if (parse_duration(bad[i], &ms) == 0)
             fail_msg("duration '%s' accepted", bad[i]);
     }
     opts_init(&o);
