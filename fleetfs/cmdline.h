@@ -7,7 +7,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 
 typedef struct {
     char *source; /* mount.fuse3's first argument, unused */

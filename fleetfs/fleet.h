@@ -14,7 +14,7 @@
 #include "broker/roster.h"
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/notify.h"
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 #include "fleetfs/inject.h"
 #include "fleetfs/presence.h"
 #include "fleetfs/spawn/asked.h"

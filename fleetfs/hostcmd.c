@@ -16,7 +16,7 @@
 #include <glib.h>
 
 #include "broker/declare.h"
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 #include "fleetfs/wire/names.h"
 
 static int hc_usage(void)

@@ -15,7 +15,7 @@
 #include <stddef.h>
 
 #include "fleetfs/model/mailbox.h"
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 #include "herdr/backend.h"
 
 typedef struct injector injector;

@@ -42,7 +42,7 @@
 #include "fleetfs/hostcmd.h"
 #include "fleetfs/hosts.h"
 #include "fleetfs/notify.h"
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 #include "fleetfs/sdnotify.h"
 #include "fleetfs/spawnd.h"
 #include "fleetfs/startup.h"

@@ -28,7 +28,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 #include "fleetfs/wire/envelope.h"
 
 /* How far a heartbeat's clock may be off ours before it is ignored. */

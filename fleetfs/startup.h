@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 
 /* The broker URIs to use: the variable broker_uri_env names, else
  * broker_uri, else amqp://localhost:5672 (*defaulted set).  g_strfreev. */

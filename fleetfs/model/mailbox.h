@@ -23,7 +23,7 @@
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/model/mb_broker.h"
 #include "fleetfs/base/errors.h"
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 
 struct fuse_pollhandle;
 typedef struct mailbox mailbox;

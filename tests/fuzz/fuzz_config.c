@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 
 static char *fz_path;
 static int fz_fd = -1;

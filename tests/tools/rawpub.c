@@ -73,7 +73,7 @@
 
 #include "fleetfs/wire/control.h"
 #include "fleetfs/wire/envelope.h"
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 #include "fleetfs/wire/sign.h"
 
 #define RP_USAGE 2

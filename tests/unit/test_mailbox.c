@@ -26,7 +26,7 @@
 
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/model/mb_int.h" /* REFUSAL_BURST, REFUSAL_EVERY_MS */
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 
 /* ------------------------------------------------------------------ */
 /* the fake broker                                                     */

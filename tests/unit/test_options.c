@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "fleetfs/wire/names.h"
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 #include "fleetfs/base/duration.h"
 #include "fleetfs/startup.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fleetfs/wire/envelope.h"
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 #include "fleetfs/presence.h"
 #include "fleetfs/wire/sign.h"
 

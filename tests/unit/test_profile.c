@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 
 static char *tmp;
 

@@ -16,7 +16,7 @@
  *
  * Paths are made absolute at set time because the daemon later changes its
  * working directory to /. */
-#include "fleetfs/options.h"
+#include "fleetfs/config/options.h"
 #include "fleetfs/base/duration.h"
 #include "broker/uri.h"
 #include "fleetfs/spawn/profile.h"
