@@ -35,7 +35,7 @@ CPPFLAGS := -std=gnu11 -D_GNU_SOURCE -DFUSE_USE_VERSION=35 -I. $(shell $(PKG_CON
 LDLIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-LIBSRC  := $(filter-out fleetfs/main.c,$(wildcard fleetfs/*.c fleetfs/*/*.c broker/*.c herdr/*.c))
+LIBSRC  := $(filter-out fleetfs/start/main.c,$(wildcard fleetfs/*.c fleetfs/*/*.c broker/*.c herdr/*.c))
 HDRS    := $(wildcard */*.h fleetfs/*/*.h)
 LIBOBJ  := $(LIBSRC:%.c=$(B)/obj/%.o)
 UNITSRC := $(wildcard tests/unit/test_*.c)
@@ -65,7 +65,7 @@ $(B)/libfleetfs.a: $(LIBOBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/fleetfs: $(B)/obj/fleetfs/main.o $(B)/libfleetfs.a
+$(B)/fleetfs: $(B)/obj/fleetfs/start/main.o $(B)/libfleetfs.a
 	$(CC) $(LDSAN) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/tests/%: tests/unit/%.c $(B)/libfleetfs.a $(HDRS)

@@ -14,7 +14,7 @@
 #include "fleetfs/wire/names.h"
 #include "fleetfs/config/options.h"
 #include "fleetfs/base/duration.h"
-#include "fleetfs/startup.h"
+#include "fleetfs/start/startup.h"
 
 static void set_ok(fs_opts *o, const char *key, const char *value)
 {

@@ -1,4 +1,4 @@
-/* fleetfs/sdnotify.c — the sd_notify protocol, written out (API in
+/* fleetfs/start/sdnotify.c — the sd_notify protocol, written out (API in
  * sdnotify.h).
  *
  * Why not libsystemd's sd_notify(3): fleetfs depends on exactly libfuse3,
@@ -33,7 +33,7 @@
  *
  * The variables are unset at start so that processes fleetfs starts (the
  * poker, tmux) do not talk to the service manager in its name. */
-#include "fleetfs/sdnotify.h"
+#include "fleetfs/start/sdnotify.h"
 
 #include <errno.h>
 #include <fcntl.h>

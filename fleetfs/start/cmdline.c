@@ -1,8 +1,8 @@
-/* fleetfs/cmdline.c — the command line: flags, -o lists split into
+/* fleetfs/start/cmdline.c — the command line: flags, -o lists split into
  * fleetfs options, FUSE options passed through, and mount(8)'s own
  * options; the config file first, then -o (which wins).
  */
-#include "fleetfs/cmdline.h"
+#include "fleetfs/start/cmdline.h"
 
 #include <stdio.h>
 #include <stdlib.h>

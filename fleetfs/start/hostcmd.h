@@ -1,4 +1,4 @@
-/* fleetfs/hostcmd.h — `fleetfs declare NAME [-o opt,...]`: the operator's
+/* fleetfs/start/hostcmd.h — `fleetfs declare NAME [-o opt,...]`: the operator's
  * side of adding a host (scripts/broker host add runs it).  See
  * broker/declare.h for what it makes and why an operator must. */
 #ifndef FLEETFS_HOSTCMD_H

@@ -1,4 +1,4 @@
-/* fleetfs/cmdline.h — the command line (see cmdline.c). */
+/* fleetfs/start/cmdline.h — the command line (see cmdline.c). */
 #ifndef FLEETFS_CMDLINE_H
 #define FLEETFS_CMDLINE_H
 

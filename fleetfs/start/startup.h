@@ -1,4 +1,4 @@
-/* fleetfs/startup.h — what is checked before fleetfs touches the broker
+/* fleetfs/start/startup.h — what is checked before fleetfs touches the broker
  * (startup.c). */
 #ifndef FLEETFS_STARTUP_H
 #define FLEETFS_STARTUP_H

@@ -1,4 +1,4 @@
-/* fleetfs/startup.c — start-up checks, run before anything touches the
+/* fleetfs/start/startup.c — start-up checks, run before anything touches the
  * broker or forks.
  *
  * Why here, and why first: a mistake that cannot heal must not look like a
@@ -21,7 +21,7 @@
  * fs.fuse.max_pages_limit sysctl (6.13 on) may lower the 256, and there a
  * larger max_message would let a cut write through as several messages.
  */
-#include "fleetfs/startup.h"
+#include "fleetfs/start/startup.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* fleetfs/main.c — start-up order and shutdown (the command line and the
+/* fleetfs/start/main.c — start-up order and shutdown (the command line and the
  * options are cmdline.c's).
  *
  * Start-up: options (config file, then -o), then in daemon mode a fork
@@ -34,18 +34,18 @@
 
 #include "broker/conn.h"
 #include "fleetfs/agents.h"
-#include "fleetfs/cmdline.h"
+#include "fleetfs/start/cmdline.h"
 #include "fleetfs/fleet.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/model/mailbox.h"
-#include "fleetfs/hostcmd.h"
+#include "fleetfs/start/hostcmd.h"
 #include "fleetfs/hosts.h"
 #include "fleetfs/notify.h"
 #include "fleetfs/config/options.h"
-#include "fleetfs/sdnotify.h"
+#include "fleetfs/start/sdnotify.h"
 #include "fleetfs/spawnd.h"
-#include "fleetfs/startup.h"
+#include "fleetfs/start/startup.h"
 #include "fleetfs/store/statelock.h"
 #include "fleetfs/wire/sign.h"
 #include "fleetfs/tree.h"

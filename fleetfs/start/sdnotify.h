@@ -1,4 +1,4 @@
-/* fleetfs/sdnotify.h — telling a service manager (systemd, Type=notify)
+/* fleetfs/start/sdnotify.h — telling a service manager (systemd, Type=notify)
  * how the daemon is doing, over the sd_notify datagram protocol.
  *
  * Everything here is a no-op when NOTIFY_SOCKET was not set at start, so

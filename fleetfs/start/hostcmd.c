@@ -1,4 +1,4 @@
-/* fleetfs/hostcmd.c — `fleetfs declare NAME [-o opt,...]` (hostcmd.h).
+/* fleetfs/start/hostcmd.c — `fleetfs declare NAME [-o opt,...]` (hostcmd.h).
  *
  * The fleet's arguments (queue_type, max_length, message_ttl) and where the
  * broker is (vhost, ca, broker_uri_env) are ordinary fleetfs options, read
@@ -7,7 +7,7 @@
  * operator's password, comes from the environment as for a mount, and is
  * never printed.
  */
-#include "fleetfs/hostcmd.h"
+#include "fleetfs/start/hostcmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
