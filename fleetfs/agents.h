@@ -21,7 +21,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/fleet.h"
+#include "fleetfs/face/fleet.h"
 
 /* The configured agents: their mailboxes and broker boxes.  -1 and *err. */
 int ag_start(fleet *f, char **err);

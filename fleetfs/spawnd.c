@@ -53,7 +53,7 @@
 #include <glib.h>
 
 #include "fleetfs/agents.h"
-#include "fleetfs/fleet.h"
+#include "fleetfs/face/fleet.h"
 #include "fleetfs/inject.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/spawn/ledger.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What the kernel may keep (fleetfs/tree.c, doc/benchmarks.md "ls -l
+# What the kernel may keep (fleetfs/face/tree.c, doc/benchmarks.md "ls -l
 # peers/"): the attributes of directories and of the files one writes to,
 # for a second; never those of files whose size changes (sent, the inbox,
 # status), so stat and tail -f see the size of now.  Seen from outside:

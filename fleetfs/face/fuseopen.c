@@ -1,4 +1,4 @@
-/* fleetfs/fuseopen.c — the reply to an open, with the flags of fuseopen.h.
+/* fleetfs/face/fuseopen.c — the reply to an open, with the flags of fuseopen.h.
  *
  * tree.c answers an open (and an opendir) by calling fuse_reply_open with
  * its fuse_file_info; the definition here takes that call (an executable's
@@ -14,7 +14,7 @@
  * (3.15 and later have parallel_direct_writes) must not be overridden
  * this way: the build refuses (below), and the mark then goes in its field.
  */
-#include "fleetfs/fuseopen.h"
+#include "fleetfs/face/fuseopen.h"
 
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>

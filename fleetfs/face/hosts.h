@@ -1,4 +1,4 @@
-/* fleetfs/hosts.h — hosts/: the requester's side of the control plane
+/* fleetfs/face/hosts.h — hosts/: the requester's side of the control plane
  * (SPEC section 11).
  *
  * hosts/ lists every host presence knows (this one, the configured peers,
@@ -23,7 +23,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/fleet.h"
+#include "fleetfs/face/fleet.h"
 
 /* Opens the asked book in state_dir and takes the control answers.
  * Before the broker thread runs.  -1 and *err. */

@@ -1,4 +1,4 @@
-/* fleetfs/hosts.c — hosts/ and the requests a lead writes there (design in
+/* fleetfs/face/hosts.c — hosts/ and the requests a lead writes there (design in
  * hosts.h).
  *
  * Why the request is recorded before it is published: the far host may
@@ -17,7 +17,7 @@
  * the names by the agent-name rule): a bad request costs an EINVAL and
  * publishes nothing.  The far host checks it all again (spawn/check.c):
  * this side only saves a round trip and tells the writer at once. */
-#include "fleetfs/hosts.h"
+#include "fleetfs/face/hosts.h"
 
 #include <errno.h>
 #include <stdio.h>

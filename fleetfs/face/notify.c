@@ -1,4 +1,4 @@
-/* fleetfs/notify.c — the notifier thread (design in notify.h).
+/* fleetfs/face/notify.c — the notifier thread (design in notify.h).
  *
  * Changes are coalesced: sent, history and status changes become one
  * truncate per file per 100 ms batch, and arrivals the poker reads together
@@ -21,10 +21,10 @@
  * so the daemon's death closes /dev/fuse, the kernel aborts the pending
  * request, and the poker sees end-of-file and leaves.
  */
-#include "fleetfs/notify.h"
+#include "fleetfs/face/notify.h"
 
 #include "fleetfs/agents.h"
-#include "fleetfs/hosts.h"
+#include "fleetfs/face/hosts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,9 +40,9 @@
 
 #include <glib.h>
 
-#include "fleetfs/fleet.h"
+#include "fleetfs/face/fleet.h"
 #include "fleetfs/base/log.h"
-#include "fleetfs/status.h"
+#include "fleetfs/face/status.h"
 
 #define TICK_US 1000000
 #define BATCH_US 100000

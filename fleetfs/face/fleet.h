@@ -1,4 +1,4 @@
-/* fleetfs/fleet.h — the daemon's parts, wired together in main.c and
+/* fleetfs/face/fleet.h — the daemon's parts, wired together in main.c and
  * handed to the FUSE handlers through the tree (tree.c).  Each part owns its own
  * state and lock; this struct only points at them.
  */
@@ -13,7 +13,7 @@
 #include "broker/conn.h"
 #include "broker/roster.h"
 #include "fleetfs/model/mailbox.h"
-#include "fleetfs/notify.h"
+#include "fleetfs/face/notify.h"
 #include "fleetfs/config/options.h"
 #include "fleetfs/inject.h"
 #include "fleetfs/presence.h"

@@ -1,4 +1,4 @@
-/* fleetfs/fuseopen.h — open flags that libfuse 3.14 cannot pass on.
+/* fleetfs/face/fuseopen.h — open flags that libfuse 3.14 cannot pass on.
  *
  * Four writers on one `send` were no faster than one: the kernel holds a
  * FUSE inode's lock across a whole direct write (until the confirm), so

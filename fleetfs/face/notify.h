@@ -1,4 +1,4 @@
-/* fleetfs/notify.h — the notifier thread.
+/* fleetfs/face/notify.h — the notifier thread.
  *
  * inotify has no kernel hook for changes that start inside a FUSE daemon,
  * so a real operation on the changed file is made through the mount: a

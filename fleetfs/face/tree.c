@@ -1,4 +1,4 @@
-/* fleetfs/tree.c — the mounted tree (SPEC section 2), on libfuse's
+/* fleetfs/face/tree.c — the mounted tree (SPEC section 2), on libfuse's
  * low-level API and its multi-threaded loop.
  *
  * The tree is still resolved by path (resolve_node): a small inode table
@@ -35,7 +35,7 @@
  * probe_timeout).  Nothing here sends a notification: the notifier thread
  * does, outside any FUSE handler.
  */
-#include "fleetfs/tree.h"
+#include "fleetfs/face/tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,10 +49,10 @@
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/names.h"
 #include "fleetfs/agents.h"
-#include "fleetfs/fuseopen.h"
-#include "fleetfs/hosts.h"
+#include "fleetfs/face/fuseopen.h"
+#include "fleetfs/face/hosts.h"
 #include "fleetfs/base/log.h"
-#include "fleetfs/status.h"
+#include "fleetfs/face/status.h"
 
 typedef enum {
     N_NONE,

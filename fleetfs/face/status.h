@@ -1,4 +1,4 @@
-/* fleetfs/status.h — the `key: value` status files and the tree's README.
+/* fleetfs/face/status.h — the `key: value` status files and the tree's README.
  *
  * fresh=true may ask the broker (bounded by probe_timeout, answers cached
  * for at most 1 s): used at open().  fresh=false uses only what is cached:
@@ -9,7 +9,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/fleet.h"
+#include "fleetfs/face/fleet.h"
 
 GString *st_root(fleet *f);
 GString *st_lead(fleet *f, bool fresh);

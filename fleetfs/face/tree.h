@@ -1,4 +1,4 @@
-/* fleetfs/tree.h — the FUSE operations of the mounted tree (libfuse's
+/* fleetfs/face/tree.h — the FUSE operations of the mounted tree (libfuse's
  * low-level API; the design is in tree.c). */
 #ifndef FLEETFS_TREE_H
 #define FLEETFS_TREE_H
@@ -7,7 +7,7 @@
 
 #include <fuse_lowlevel.h>
 
-#include "fleetfs/fleet.h"
+#include "fleetfs/face/fleet.h"
 
 /* The tree's own state (its node ids), the session's userdata.
  * shared: mounted allow_other (the kernel then keeps no attributes). */

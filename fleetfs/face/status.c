@@ -1,8 +1,8 @@
-/* fleetfs/status.c — what the status files say, in words a person can act
+/* fleetfs/face/status.c — what the status files say, in words a person can act
  * on.  Every value is either known or says why it is not: "unknown" always
  * comes with a detail line, never a guessed number.
  */
-#include "fleetfs/status.h"
+#include "fleetfs/face/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
