@@ -54,7 +54,7 @@
 
 #include "fleetfs/agents.h"
 #include "fleetfs/face/fleet.h"
-#include "fleetfs/inject.h"
+#include "fleetfs/inject/inject.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/spawn/ledger.h"
 #include "fleetfs/spawn/run.h"

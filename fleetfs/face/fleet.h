@@ -15,7 +15,7 @@
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/face/notify.h"
 #include "fleetfs/config/options.h"
-#include "fleetfs/inject.h"
+#include "fleetfs/inject/inject.h"
 #include "fleetfs/presence.h"
 #include "fleetfs/spawn/asked.h"
 

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <glib.h>
 
-#include "fleetfs/inject.h"
+#include "fleetfs/inject/inject.h"
 
 static envelope msg(const char *body, const char *reply_to)
 {

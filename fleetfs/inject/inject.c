@@ -1,4 +1,4 @@
-/* fleetfs/inject.c — the injector thread (design in inject.h).
+/* fleetfs/inject/inject.c — the injector thread (design in inject.h).
  *
  * At most once.  Before typing, "injecting <msgId>" is appended to
  * state_dir/inject.journal and fsync'd; after the backend took the text,
@@ -26,7 +26,7 @@
  * is not tried again, and the others go on meanwhile.  So a missing pane
  * stalls that entity only.
  */
-#include "fleetfs/inject.h"
+#include "fleetfs/inject/inject.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* fleetfs/inject.h — the injector: types arrived messages into the local
+/* fleetfs/inject/inject.h — the injector: types arrived messages into the local
  * lead's pane, one at a time, oldest first, at most once, only when the
  * agent is ready, and tells the sender what happened (SPEC section 7).
  *
