@@ -52,7 +52,7 @@
 
 #include <glib.h>
 
-#include "fleetfs/agents.h"
+#include "fleetfs/agents/agents.h"
 #include "fleetfs/face/fleet.h"
 #include "fleetfs/inject/inject.h"
 #include "fleetfs/base/log.h"

@@ -23,7 +23,7 @@
  */
 #include "fleetfs/face/notify.h"
 
-#include "fleetfs/agents.h"
+#include "fleetfs/agents/agents.h"
 #include "fleetfs/face/hosts.h"
 
 #include <errno.h>

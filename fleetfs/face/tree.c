@@ -48,7 +48,7 @@
 
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/names.h"
-#include "fleetfs/agents.h"
+#include "fleetfs/agents/agents.h"
 #include "fleetfs/face/fuseopen.h"
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/base/log.h"

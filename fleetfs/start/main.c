@@ -33,7 +33,7 @@
 #include <glib.h>
 
 #include "broker/conn.h"
-#include "fleetfs/agents.h"
+#include "fleetfs/agents/agents.h"
 #include "fleetfs/start/cmdline.h"
 #include "fleetfs/face/fleet.h"
 #include "fleetfs/base/log.h"

@@ -1,4 +1,4 @@
-/* fleetfs/agents.c — this host's agents and the fleet's groups (design in
+/* fleetfs/agents/agents.c — this host's agents and the fleet's groups (design in
  * agents.h).
  *
  * Box numbers: the lead's mailbox is box 0; each agent registered gets the
@@ -17,7 +17,7 @@
  * exist).  It is not withdrawn while the broker connection blips (its
  * mailbox stays and takes messages meanwhile), only when it is retired.
  */
-#include "fleetfs/agents.h"
+#include "fleetfs/agents/agents.h"
 
 #include <errno.h>
 #include <stdio.h>

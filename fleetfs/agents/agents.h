@@ -1,4 +1,4 @@
-/* fleetfs/agents.h — this host's agents and the fleet's groups, as the
+/* fleetfs/agents/agents.h — this host's agents and the fleet's groups, as the
  * tree and the heartbeat see them (SPEC section 10).
  *
  * A local agent is the same kind of entity as the lead: a mailbox of the
