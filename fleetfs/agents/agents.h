@@ -34,7 +34,7 @@ int ag_rmdir(fleet *f, const char *gid);
  * that our heartbeat announces.  A caller that already asked the model for
  * a local one (mb_find) asks only this. */
 bool ag_heard(const fleet *f, const char *gid);
-/* An agent this host started for a remote lead (fleetfs/spawnd.c):
+/* An agent this host started for a remote lead (fleetfs/spawn/spawnd.c):
  * registered like mkdir (its mailbox, box, bindings, heartbeat), its
  * injector slot pinned to pane (the id the spawn ledger recorded).  0, or
  * -1 and *err (g_free). */

@@ -124,7 +124,7 @@ void mb_set_control_answers(mailbox *lead, mb_control_answer_fn fn, void *ud);
  * lead's key: 0, or -1 when there is none (-o insecure: the control plane
  * is never unsigned) or signing failed. */
 int mb_sign_control(mailbox *lead, ctl_env *e);
-/* The far host's side of the control plane (fleetfs/spawnd.c).
+/* The far host's side of the control plane (fleetfs/spawn/spawnd.c).
  * mb_control_accept: a request's checks before anything acts on it:
  * ctl_accept with the trusted keys (signed by the key trusted for `from`,
  * to this host, within its short expiry); never without trusted keys (-o

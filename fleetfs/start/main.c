@@ -44,7 +44,7 @@
 #include "fleetfs/face/notify.h"
 #include "fleetfs/config/options.h"
 #include "fleetfs/start/sdnotify.h"
-#include "fleetfs/spawnd.h"
+#include "fleetfs/spawn/spawnd.h"
 #include "fleetfs/start/startup.h"
 #include "fleetfs/store/statelock.h"
 #include "fleetfs/wire/sign.h"

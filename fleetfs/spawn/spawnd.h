@@ -1,4 +1,4 @@
-/* fleetfs/spawnd.h — the far host's control service (SPEC section 11): what
+/* fleetfs/spawn/spawnd.h — the far host's control service (SPEC section 11): what
  * this fleetfs does with the requests that arrive in control.<me>.
  *
  * The broker thread consumes control.<me> (br_control_consume) and hands

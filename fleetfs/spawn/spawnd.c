@@ -1,4 +1,4 @@
-/* fleetfs/spawnd.c — the far host's control service (design in spawnd.h).
+/* fleetfs/spawn/spawnd.c — the far host's control service (design in spawnd.h).
  *
  * One request at a time, on the service's thread:
  *   1. decode (wire/control.c).  Bytes that are no control envelope are
@@ -42,7 +42,7 @@
  * or a path but the validated name and the resolved dir (check.c); the
  * brief is typed, sanitised, like a message body.
  */
-#include "fleetfs/spawnd.h"
+#include "fleetfs/spawn/spawnd.h"
 
 #include <errno.h>
 #include <signal.h>
