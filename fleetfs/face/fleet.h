@@ -16,7 +16,7 @@
 #include "fleetfs/face/notify.h"
 #include "fleetfs/config/options.h"
 #include "fleetfs/inject/inject.h"
-#include "fleetfs/presence.h"
+#include "fleetfs/presence/presence.h"
 #include "fleetfs/spawn/asked.h"
 
 typedef struct fleet {

@@ -14,7 +14,7 @@
 
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/config/options.h"
-#include "fleetfs/presence.h"
+#include "fleetfs/presence/presence.h"
 #include "fleetfs/wire/sign.h"
 
 static env_heartbeat hb_of(const char *from, int64_t offset_ms)

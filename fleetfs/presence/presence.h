@@ -1,4 +1,4 @@
-/* fleetfs/presence.h — who is in the fleet: heartbeats in and out, the
+/* fleetfs/presence/presence.h — who is in the fleet: heartbeats in and out, the
  * presence table, discovery (doc/presence.md, SPEC sections 2, 3 and 9).
  *
  * The roster thread (broker/roster.c) moves raw bodies; this module builds

@@ -1,4 +1,4 @@
-/* fleetfs/presence.c — the presence table (design in presence.h).
+/* fleetfs/presence/presence.c — the presence table (design in presence.h).
  *
  * Time: "how long ago" is measured on our own monotonic clock from when a
  * heartbeat was believed, never from the sender's sentAt, so a peer whose
@@ -21,7 +21,7 @@
  * each kind of change: a few hundred short strings a heartbeat, and no
  * notification can be forgotten.
  */
-#include "fleetfs/presence.h"
+#include "fleetfs/presence/presence.h"
 
 #include <stdio.h>
 #include <string.h>
