@@ -1,0 +1,114 @@
+/* fleetfs/presence/pr_int.h — what the presence table's files share and
+ * nobody else sees: the table's entries (pr_lead, pr_agent), the table
+ * itself (struct presence), the notes a change leaves for watchers, and the
+ * helpers more than one of them calls.  The files:
+ *   presence.c   the table: its entries, pr_new, pr_free, sorting helpers
+ *   heartbeat.c  our heartbeat: its body and the interval policy
+ *   receive.c    heartbeats in: judging, verifying, taking, staleness
+ *   view.c       reading: peers, roster, a lead's liveness, the link
+ *   groups.c     agents and groups (SPEC section 10) and hosts (section 11):
+ *                the local set, the snapshots and their diff
+ * Every function here that ends in _locked wants pr->lock held.
+ */
+#ifndef FLEETFS_PR_INT_H
+#define FLEETFS_PR_INT_H
+
+#include "fleetfs/presence/presence.h"
+
+#include <glib.h>
+
+#include "fleetfs/wire/envelope.h"
+#include "fleetfs/wire/names.h"
+#include "fleetfs/wire/sign.h"
+
+#define PR_STALE_AFTER 3  /* intervals */
+#define PR_LOGGED_MAX 256 /* senders whose rejection we remember having logged */
+
+_Static_assert(ENV_HB_MAX_GROUPS == OPTS_MAX_GROUPS, "a heartbeat must carry every group groups= "
+                                                     "allows");
+
+/* An agent as a heartbeat (or pr_set_local) gave it. */
+typedef struct {
+    char gid[GID_MAX_LEN + 1];
+    char state[ENV_HB_STATE_LEN];
+    char **groups; /* sorted, NULL-terminated */
+} pr_agent;
+
+typedef struct {
+    char id[64];
+    bool configured, self;
+    bool heard;          /* a heartbeat was believed */
+    int64_t heard_mono;  /* when (monotonic ms) */
+    int64_t sent_ms;     /* its sentAt (wall ms): later ones must be newer */
+    int64_t interval_ms; /* the sender's */
+    bool left;
+    bool listed;    /* in peers/ (announced to directory watchers) */
+    pr_state shown; /* what watchers were last told */
+    char host[256], version[64], agent[256], started_at[40], last_at[40];
+    /* the agents extension of its last believed heartbeat */
+    bool ext;
+    char ext_started[40]; /* startedAt of the run that sent a verified one */
+    char **groups;        /* the lead's, sorted; NULL none */
+    GPtrArray *agents;    /* pr_agent*, sorted by gid; NULL none */
+    /* the profiles extension (SPEC section 11): what it offers, sorted;
+     * NULL: unknown (never heard, or a fleetfs before profiles) */
+    char **profiles;
+} pr_lead;
+
+struct presence {
+    GMutex lock;
+    const fs_opts *o;
+    pr_hooks hooks;
+    char host[256];
+    char started_at[40];
+    sig_key *key;     /* NULL with insecure */
+    sig_trust *trust; /* follows the directory (sig_trust_refresh) */
+    int64_t trust_stamp;
+    int64_t trust_checked;
+    GHashTable *leads;  /* id -> pr_lead* */
+    GHashTable *logged; /* sender -> 1: its rejection was logged */
+    uint64_t rejected;
+    uint64_t ignored; /* too old, from the future, or a replay */
+    bool link_up;
+    bool link_tried;    /* the roster thread reported once: up, or a failure */
+    int64_t link_since; /* monotonic ms */
+    char *agent_sent;   /* agent words of our last heartbeat */
+    /* agents and groups */
+    char **local_groups;     /* the lead's, sorted */
+    GPtrArray *local_agents; /* pr_agent*, sorted by gid */
+    char *local_key;         /* the local set in one string, to see changes */
+    uint64_t local_gen;      /* bumped when the local set changes */
+    uint64_t local_sent_gen; /* what our last heartbeat carried */
+    uint64_t rejected_agents;
+    GHashTable *logged_agents; /* sender -> 1: its foreign agents were logged */
+    bool shed_logged;
+    GHashTable *snap_agents; /* gid -> description, as watchers last saw it */
+    GHashTable *snap_groups; /* group -> members, likewise */
+    int64_t interval_ms;     /* our last heartbeat's (pri_interval_locked) */
+};
+
+typedef struct {
+    char path[200];
+    char name[GID_MAX_LEN + 1];
+    int kind; /* 0 changed(path), 1 entry added, 2 entry removed */
+} pr_note;
+
+int64_t pri_mono_ms(void);
+void pri_agent_free(gpointer p);
+gint pri_cmp_agent(gconstpointer a, gconstpointer b);
+gint pri_cmp_str_data(gconstpointer a, gconstpointer b, gpointer ud);
+gint pri_cmp_str_ptr(gconstpointer a, gconstpointer b);
+void pri_deliver_notes(presence *pr, GArray *notes);
+char **pri_groups_clean(const char *const *in, const char *who, bool *ok);
+int64_t pri_interval_locked(presence *pr, int64_t now, size_t *n_live);
+pr_lead *pri_lead_new(presence *pr, const char *id);
+void pri_local_to_hb_locked(presence *pr, env_heartbeat *h);
+void pri_note(GArray *notes, int kind, const char *path, const char *name);
+void pri_plain_copy(char *out, size_t n, const char *in);
+void pri_snap_diff_locked(presence *pr, GArray *notes, int64_t now);
+char **pri_sorted_copy(char **v);
+char **pri_sorted_copy_free(char **v);
+pr_state pri_state_of(const pr_lead *l, int64_t now);
+bool pri_strv_same(char **a, char **b);
+
+#endif
