@@ -33,11 +33,8 @@ typedef struct fleet {
     int64_t started_ms; /* monotonic */
     uid_t uid;
     gid_t gid;
-    bool uri_defaulted; /* no URI given: amqp://localhost:5672 is tried */
-    /* agents.c: registering and retiring local agents, one at a time */
-    GMutex ag_lock;
-    unsigned ag_next_box; /* the last broker box given to an agent */
-    GHashTable *ag_ready; /* gids whose mailbox is known to be in the broker */
+    bool uri_defaulted;     /* no URI given: amqp://localhost:5672 is tried */
+    struct ag_registry *ag; /* this host's agents (agents/agents.h) */
     /* hosts.c: the control requests this host sent (hosts/<h>/spawns) */
     GMutex hs_lock;
     ak_book *asked;

@@ -435,8 +435,8 @@ static void tick(notifier *nt, GHashTable *dirty)
     guint n = g_strv_length(peers), i;
     GPtrArray *discovered = g_ptr_array_new(); /* borrows from peers */
     mb_tick(f->mb);
-    ag_announce(f); /* the agents' states, for the heartbeat */
-    hs_tick(f);     /* control requests nobody answered */
+    ag_announce(f->ag); /* the agents' states, for the heartbeat */
+    hs_tick(f);         /* control requests nobody answered */
     if (f->pr) {
         char *w = mb_injector_words(f->mb);
         /* our agent's state changed: tell the fleet now, not next interval */

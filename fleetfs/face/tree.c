@@ -331,7 +331,7 @@ static node_kind home_path(node *out, gchar **c, guint n, bool lead)
 static node_kind agent_path(const fleet *f, node *out, gchar **c, guint n)
 {
     mailbox *home = gid_valid(c[1]) ? mb_find(f->mb, c[1]) : NULL;
-    if (!home && !ag_heard(f, c[1]))
+    if (!home && !ag_heard(f->ag, c[1]))
         return N_NONE;
     g_strlcpy(out->name, c[1], sizeof out->name);
     out->home = home; /* NULL for a remote agent */
@@ -381,7 +381,7 @@ static void resolve_node(const fleet *f, const char *path, node *out)
             : n == 3 && !strcmp(c[2], "spawns") ? N_HSPAWNS
             : n == 3 && !strcmp(c[2], "stop")   ? N_HSTOP
                                                 : N_NONE;
-    } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f, c[1])) {
+    } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f->ag, c[1])) {
         g_strlcpy(out->name, c[1], sizeof out->name);
         k = n == 2                               ? N_GROUP
             : n == 3 && !strcmp(c[2], "send")    ? N_GSEND
@@ -442,7 +442,7 @@ static GString *render(fleet *f, const node *n, bool fresh)
     case N_ASTATUS:
         return st_agent(f, n->name, fresh);
     case N_GMEMBERS:
-        return ag_members_text(f, n->name);
+        return ag_members_text(f->ag, n->name);
     case N_ROSTER:
         return st_roster(f);
     case N_HSTATUS:
@@ -732,7 +732,7 @@ static int dir_list(const rq *r, const char *path, GPtrArray *out)
         break;
     }
     case N_AGENTS: {
-        char **all = ag_list(f);
+        char **all = ag_list(f->ag);
         list_strv(out, all, "");
         g_strfreev(all);
         break;
@@ -749,7 +749,7 @@ static int dir_list(const rq *r, const char *path, GPtrArray *out)
         break;
     case N_TODIR: {
         char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
-        char **agents = ag_list(f), **groups = ag_groups(f);
+        char **agents = ag_list(f->ag), **groups = ag_groups(f->ag);
         g_ptr_array_add(out, g_strdup(f->opts->coord_id));
         list_strv(out, peers, "");
         for (char **p = agents; p && *p; p++)
@@ -762,7 +762,7 @@ static int dir_list(const rq *r, const char *path, GPtrArray *out)
         break;
     }
     case N_GROUPS: {
-        char **groups = ag_groups(f);
+        char **groups = ag_groups(f->ag);
         list_strv(out, groups, "");
         g_strfreev(groups);
         break;
@@ -1164,7 +1164,7 @@ static int node_mkdir(const rq *r, const char *path)
     if (entry_poke(r, path, true) == 0)
         return 0;
     if ((gid = agents_child(path)) && !outsider(r) && resolve(r->f, path) == N_NONE)
-        return -ag_mkdir(r->f, gid);
+        return -ag_mkdir(r->f->ag, gid);
     return deny_path(r, path);
 }
 
@@ -1196,7 +1196,7 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     const char *gid;
     int err = !path                                         ? -ENOENT
               : entry_poke(&r, path, false) == 0            ? 0
-              : (gid = agents_child(path)) && !outsider(&r) ? -ag_rmdir(r.f, gid)
+              : (gid = agents_child(path)) && !outsider(&r) ? -ag_rmdir(r.f->ag, gid)
                                                             : -EACCES;
     g_free(path);
     fuse_reply_err(req, -err);

@@ -148,6 +148,40 @@ void mb_agent_retire(mailbox *mb)
         mb_unref(mb);
 }
 
+int mb_agent_serve(mailbox *mb, const char *const *keys, char **err)
+{
+    mb_host *h = mb->h;
+    if (mb->lead || !h->br.box_add) {
+        *err = g_strdup_printf("%s cannot be served as an agent's mailbox here", mb->id);
+        errno = EINVAL;
+        return -1;
+    }
+    if (h->br.box_add(h->br.b, mb->box, mb->id, keys) < 0) {
+        int e = errno;
+        *err = g_strdup_printf("the broker connection refuses box %u for agent.%s.inbox: %s",
+                               mb->box, mb->id, g_strerror(e));
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+fe_code mb_agent_unserve(mailbox *mb, bool delete_if_empty, char *detail, size_t n)
+{
+    mb_host *h = mb->h;
+    if (mb->lead || !h->br.box_remove) {
+        snprintf(detail, n, "%s is not served as an agent's mailbox", mb->id);
+        return FE_BAD_INPUT;
+    }
+    return h->br.box_remove(h->br.b, mb->box, delete_if_empty, h->o->send_timeout_ms, detail, n);
+}
+
+bool mb_agent_served(mailbox *mb)
+{
+    mb_host *h = mb->h;
+    return !mb->lead && h->br.box_ready && h->br.box_ready(h->br.b, mb->box);
+}
+
 mailbox *mb_ref(mailbox *mb)
 {
     if (!mb->lead) /* the lead lives until mb_free: not counted */

@@ -72,6 +72,16 @@ mailbox *mb_agent_new(mailbox *lead, const char *name, const char *state_dir,
                       const char *const *groups, unsigned box, char **err);
 /* Out of the host's list (no longer found); freed with its last ref. */
 void mb_agent_retire(mailbox *mb);
+/* A local agent's mailbox in the broker, through the model's seam
+ * (mb_broker.h): mb_agent_serve makes its queue agent.<gid>.inbox, binds
+ * it to fleet.msg with keys and consumes it as mb's box (0, or -1 and *err,
+ * g_free); mb_agent_unserve stops that (br_box_remove's rules: with
+ * delete_if_empty, FE_NOT_EMPTY when messages wait, nothing touched;
+ * without, unbound and kept with what waits in it; detail says what
+ * happened); mb_agent_served: its queue is bound and consumed. */
+int mb_agent_serve(mailbox *mb, const char *const *keys, char **err);
+fe_code mb_agent_unserve(mailbox *mb, bool delete_if_empty, char *detail, size_t n);
+bool mb_agent_served(mailbox *mb);
 mailbox *mb_ref(mailbox *mb);
 void mb_unref(mailbox *mb); /* NULL is fine */
 /* The entity with this id (coord_id or gid) / consumed as box, or NULL. */

@@ -53,6 +53,25 @@ static fe_code ack_real(void *b, unsigned box, uint64_t gen, uint64_t tag, int64
     return br_ack_box(b, box, gen, tag, false, timeout_ms);
 }
 
+static int box_add_real(void *b, unsigned box, const char *gid, const char *const *keys)
+{
+    char queue[300];
+    br_agent_queue(gid, queue, sizeof queue);
+    return br_box_add(b, box, queue, BR_EXCHANGE_MSG, keys);
+}
+
+static fe_code box_remove_real(void *b, unsigned box, bool delete_if_empty, int64_t timeout_ms,
+                               char *detail, size_t dlen)
+{
+    return br_box_remove(b, box, delete_if_empty, timeout_ms, detail, dlen);
+}
+
+static bool box_ready_real(void *b, unsigned box)
+{
+    br_box_status bs;
+    return br_box_status_get(b, box, &bs) && bs.bound && bs.consumer == BR_CONS_OK;
+}
+
 mb_broker mb_broker_of(br_conn *c)
 {
     return (mb_broker){.b = c,
@@ -60,5 +79,8 @@ mb_broker mb_broker_of(br_conn *c)
                        .publish = pub_real,
                        .publish_route = route_real,
                        .publish_receipt = rcpt_real,
-                       .ack = ack_real};
+                       .ack = ack_real,
+                       .box_add = box_add_real,
+                       .box_remove = box_remove_real,
+                       .box_ready = box_ready_real};
 }

@@ -35,6 +35,14 @@ typedef struct {
                                size_t len, int64_t timeout_ms, char *detail, size_t dlen);
     /* ack one delivery of consumer generation gen of box */
     fe_code (*ack)(void *b, unsigned box, uint64_t gen, uint64_t tag, int64_t timeout_ms);
+    /* A local agent's mailbox (SPEC section 10): serve box as the queue
+     * agent.<gid>.inbox, bound to fleet.msg with keys (br_box_add): 0, or -1
+     * and errno.  Stop serving it (br_box_remove's rules and codes).
+     * Whether it is bound and consumed.  May be NULL: no agents. */
+    int (*box_add)(void *b, unsigned box, const char *gid, const char *const *keys);
+    fe_code (*box_remove)(void *b, unsigned box, bool delete_if_empty, int64_t timeout_ms,
+                          char *detail, size_t dlen);
+    bool (*box_ready)(void *b, unsigned box);
 } mb_broker;
 
 /* The table for a real broker connection. */

@@ -53,7 +53,6 @@
 #include <glib.h>
 
 #include "fleetfs/agents/agents.h"
-#include "fleetfs/face/fleet.h"
 #include "fleetfs/inject/inject.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/spawn/ledger.h"
@@ -74,7 +73,7 @@ typedef struct {
 } spd_job;
 
 struct spawnd {
-    fleet *f;
+    spd_ctx f; /* what the service uses of the daemon (spawnd.h) */
     lg_ledger *ledger;
     seen_set *seen;
     hd_client *herdr;
@@ -107,8 +106,8 @@ static bool spd_name_taken(const char *name, void *arg)
     char gid[CTL_GID_MAX + 1];
     mailbox *mb;
 
-    snprintf(gid, sizeof gid, "%s@%s", name, s->f->opts->coord_id);
-    mb = mb_find(s->f->mb, gid);
+    snprintf(gid, sizeof gid, "%s@%s", name, s->f.opts->coord_id);
+    mb = mb_find(s->f.mb, gid);
     mb_unref(mb);
     return mb != NULL;
 }
@@ -125,14 +124,14 @@ static const char *spd_backend(const fs_opts *o)
 
 static void spd_send(spawnd *s, ctl_env *answer)
 {
-    if (mb_control_send(s->f->mb, answer) == 0)
+    if (mb_control_send(s->f.mb, answer) == 0)
         log_info("spawn: answered %s to %s about %s: %s", answer->state, answer->to,
                  answer->requestId, answer->detail);
 }
 
 static void spd_ack(spawnd *s, const spd_job *j, bool reject)
 {
-    fe_code r = br_ack_control(s->f->br, j->epoch, j->tag, reject, s->f->opts->send_timeout_ms);
+    fe_code r = br_ack_control(s->f.br, j->epoch, j->tag, reject, s->f.opts->send_timeout_ms);
 
     if (r != FE_OK)
         log_info("spawn: the control delivery could not be %s now (%s); the broker gives it "
@@ -155,14 +154,14 @@ static void spd_seen(spawnd *s, const char *id, seen_state st, int64_t until)
 /* After sr_spawn said ready: register the agent and type its brief. */
 static void spd_finish_ready(spawnd *s, const ctl_env *req, ctl_env *answer)
 {
-    fleet *f = s->f;
+    const spd_ctx *f = &s->f;
     const lg_entry *e = lg_find(s->ledger, answer->gid);
     char why[600] = "", detail[400], gid[CTL_GID_MAX + 1], pane[64];
     char *err = NULL;
 
     g_strlcpy(gid, answer->gid, sizeof gid);
     g_strlcpy(pane, e ? e->pane : "", sizeof pane);
-    if (ag_spawned(f, req->name, pane, &err) < 0) {
+    if (ag_spawned(f->ag, req->name, pane, &err) < 0) {
         snprintf(why, sizeof why, "the agent could not be registered here (%s)", err);
         g_free(err);
         sr_abandon(&s->host, gid, why, env_now_ms(), answer);
@@ -173,7 +172,7 @@ static void spd_finish_ready(spawnd *s, const ctl_env *req, ctl_env *answer)
         char *text =
             inj_render_brief(req->from, req->msgId, gid, f->mountpoint, req->brief, req->brief_len);
         const prof *p = prof_find(&f->opts->profiles, req->profile);
-        int rc = mb ? inj_type_once(g_atomic_pointer_get(&f->inj), mb, req->msgId, text,
+        int rc = mb ? inj_type_once(g_atomic_pointer_get(f->inj), mb, req->msgId, text,
                                     p ? (int)p->ready_timeout_ms : 30000, why, sizeof why)
                     : -1;
 
@@ -183,7 +182,7 @@ static void spd_finish_ready(spawnd *s, const ctl_env *req, ctl_env *answer)
             char gone[300];
             snprintf(detail, sizeof detail, "the brief could not be typed (%s)",
                      why[0] ? why : "the agent is not registered");
-            ag_retire(f, gid, gone, sizeof gone);
+            ag_retire(f->ag, gid, gone, sizeof gone);
             sr_abandon(&s->host, gid, detail, env_now_ms(), answer);
             return;
         }
@@ -208,7 +207,7 @@ static sc_verdict spd_stop_agent(spawnd *s, const ctl_env *req, ctl_env *answer)
     char detail[300];
 
     if (v == SC_OK && !strcmp(answer->state, "stopped"))
-        ag_retire(s->f, req->gid, detail, sizeof detail);
+        ag_retire(s->f.ag, req->gid, detail, sizeof detail);
     return v;
 }
 
@@ -255,14 +254,14 @@ static void spd_handle(spawnd *s, const spd_job *j)
     sc_verdict v;
     int64_t until;
 
-    if (ctl_decode(j->body, j->len, s->f->opts->max_message, &req, why, sizeof why) < 0) {
+    if (ctl_decode(j->body, j->len, s->f.opts->max_message, &req, why, sizeof why) < 0) {
         log_warn("spawn: refused a delivery of control.%s that is no control envelope (%s); not "
                  "answered (nothing in it can be believed), it goes to fleet.dlq",
-                 s->f->opts->coord_id, why);
+                 s->f.opts->coord_id, why);
         spd_ack(s, j, true);
         return;
     }
-    if (mb_control_accept(s->f->mb, &req, why, sizeof why) < 0) {
+    if (mb_control_accept(s->f.mb, &req, why, sizeof why) < 0) {
         log_warn("spawn: refused %s request %s claiming to be from %s: %s; not answered (its "
                  "sender is not proven), it goes to fleet.dlq",
                  req.type, req.msgId, req.from, why);
@@ -283,7 +282,7 @@ static void spd_handle(spawnd *s, const spd_job *j)
         log_warn("spawn: refused %s's %s request %s (%s): replayed, its msgId was received "
                  "before; it goes to fleet.dlq",
                  req.from, req.type, req.msgId, req.name[0] ? req.name : req.gid);
-        ctl_init(&answer, CTL_TYPE_SPAWNED, s->f->opts->coord_id, req.from, env_now_ms(),
+        ctl_init(&answer, CTL_TYPE_SPAWNED, s->f.opts->coord_id, req.from, env_now_ms(),
                  CTL_TTL_MS);
         g_strlcpy(answer.requestId, req.msgId, sizeof answer.requestId);
         g_strlcpy(answer.state, "refused", sizeof answer.state);
@@ -380,7 +379,7 @@ static void spd_recover(spawnd *s)
                        env_now_ms(), &a);
             spd_send(s, &a);
             spd_seen(s, e->request_id, SEEN_CONSUMED, 0);
-        } else if (ag_spawned(s->f, e->name, e->pane, &err) < 0) {
+        } else if (ag_spawned(s->f.ag, e->name, e->pane, &err) < 0) {
             log_warn("spawn: %s (started for %s) runs in %s pane %s but cannot be served again: "
                      "%s",
                      e->gid, e->requester, e->backend, e->pane, err);
@@ -393,7 +392,7 @@ static void spd_recover(spawnd *s)
     g_array_free(ready, TRUE);
 }
 
-spawnd *spd_start(fleet *f, char **err)
+spawnd *spd_start(const spd_ctx *f, char **err)
 {
     spawnd *s = g_new0(spawnd, 1);
     char *path = g_build_filename(f->opts->state_dir, "spawned.jsonl", NULL);
@@ -403,7 +402,7 @@ spawnd *spd_start(fleet *f, char **err)
 
     if (cap && atoi(cap) > 0)
         caps.consumed = caps.refused = (size_t)atoi(cap);
-    s->f = f;
+    s->f = *f;
     s->loaded_until_ms = env_now_ms() + CTL_MAX_TTL_MS + CTL_SKEW_MS;
     s->ledger = lg_open(path, err);
     g_free(path);
@@ -434,10 +433,10 @@ spawnd *spd_start(fleet *f, char **err)
 
 void spd_consume(spawnd *s)
 {
-    if (br_control_consume(s->f->br) < 0)
+    if (br_control_consume(s->f.br) < 0)
         log_err("spawn: cannot consume control.%s (%s); requests to start agents here wait in "
                 "it",
-                s->f->opts->coord_id, g_strerror(errno));
+                s->f.opts->coord_id, g_strerror(errno));
 }
 
 void spd_stop(spawnd *s)

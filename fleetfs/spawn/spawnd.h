@@ -23,9 +23,23 @@
 #include <stdint.h>
 
 #include "broker/conn.h"
+#include "fleetfs/agents/agents.h"
+#include "fleetfs/config/options.h"
+#include "fleetfs/inject/inject.h"
+#include "fleetfs/model/mailbox.h"
 
-struct fleet;
 typedef struct spawnd spawnd;
+
+/* What the service uses of the daemon, and nothing else (kept by value;
+ * every pointer must outlive the service). */
+typedef struct {
+    const fs_opts *opts;
+    const char *mountpoint; /* absolute: named in a typed brief */
+    mailbox *mb;            /* the lead's: entities, control envelopes */
+    br_conn *br;            /* control.<me>: consumed and acked here */
+    ag_registry *ag;        /* registers what it starts, retires what stops */
+    injector **inj;         /* types a brief once (atomic; NULL: none) */
+} spd_ctx;
 
 /* Opens the spawn ledger and the control seen store (state_dir), ends
  * what a previous run left half done (sr_recover: answered failed, panes
@@ -34,7 +48,7 @@ typedef struct spawnd spawnd;
  * (the mount goes on without the service: requests wait in control.<me>).
  * spd_consume then starts the consumer of control.<me>, once the broker
  * callback can reach s. */
-spawnd *spd_start(struct fleet *f, char **err);
+spawnd *spd_start(const spd_ctx *ctx, char **err);
 void spd_consume(spawnd *s);
 /* Broker thread: a delivery of control.<me>.  Always BR_KEEP (acked by
  * the service once the outcome is recorded); after spd_stop the delivery

@@ -166,7 +166,9 @@ static int hook_peer_live(void *ud, const char *peer, char *why, size_t n)
 
 static char **hook_group_members(void *ud, const char *g)
 {
-    return ag_members(ud, g);
+    fleet *f = ud;
+    /* the agents' part comes right after presence, before any message */
+    return f->ag ? ag_members(f->ag, g) : g_new0(char *, 1);
 }
 
 static char *ro_heartbeat(void *ud, bool leaving, size_t *len, int64_t *interval_ms)
@@ -515,10 +517,16 @@ static int serve(cmdline *cl, fleet *f)
     }
     g_atomic_pointer_set(&f->nt, nt_start(f));
     g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb, f->mountpoint));
-    ag_serve(f);
+    ag_serve(f->ag);
     {
         char *err = NULL;
-        spawnd *spd = spd_start(f, &err);
+        spd_ctx sc = {.opts = f->opts,
+                      .mountpoint = f->mountpoint,
+                      .mb = f->mb,
+                      .br = f->br,
+                      .ag = f->ag,
+                      .inj = &f->inj};
+        spawnd *spd = spd_start(&sc, &err);
         if (!spd) {
             log_err("spawn: the control service is off: %s; requests to start agents here wait "
                     "in control.%s",
@@ -677,16 +685,15 @@ int main(int argc, char **argv)
         seam = mb_broker_of(f.br);
         f.mb = mb_new(&o, &hooks, &seam);
         mb_set_groups(f.mb, opts_agent_groups(&o, NULL));
-        g_mutex_init(&f.ag_lock);
         if (mb_set_security(f.mb, &err) < 0 || presence_new(&f, &err) < 0 ||
-            ag_start(&f, &err) < 0 || hs_start(&f, &err) < 0) {
+            !(f.ag = ag_new(&o, f.mb, f.pr, &f.inj)) || ag_start(f.ag, &err) < 0 ||
+            hs_start(&f, &err) < 0) {
             fprintf(stderr, "fleetfs: %s\n", err);
             g_free(err);
             hs_free(&f);
             mb_free(f.mb);
             br_free(f.br);
-            if (f.ag_ready)
-                g_hash_table_destroy(f.ag_ready);
+            ag_free(f.ag);
             rc = 2;
             goto done;
         }
@@ -710,8 +717,7 @@ int main(int argc, char **argv)
     pr_free(f.pr);
     mb_free(f.mb);
     br_free(f.br);
-    if (f.ag_ready)
-        g_hash_table_destroy(f.ag_ready);
+    ag_free(f.ag);
 done:
     sl_release(lock); /* after every state file is closed */
     opts_free(&o);
