@@ -23,9 +23,6 @@
  */
 #include "fleetfs/face/notify.h"
 
-#include "fleetfs/agents/agents.h"
-#include "fleetfs/face/hosts.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
@@ -65,6 +62,8 @@ typedef struct {
 
 struct notifier {
     fleet *f;
+    nt_tick_fn each_second; /* the daemon's once-a-second work (nt_start) */
+    void *each_second_ud;
     GThread *thread;
     GAsyncQueue *q;
     pid_t poker;   /* the child that makes the truncates */
@@ -434,16 +433,8 @@ static void tick(notifier *nt, GHashTable *dirty)
     char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
     guint n = g_strv_length(peers), i;
     GPtrArray *discovered = g_ptr_array_new(); /* borrows from peers */
-    mb_tick(f->mb);
-    ag_announce(f->ag); /* the agents' states, for the heartbeat */
-    hs_tick(f);         /* control requests nobody answered */
-    if (f->pr) {
-        char *w = mb_injector_words(f->mb);
-        /* our agent's state changed: tell the fleet now, not next interval */
-        if (pr_tick(f->pr, w))
-            ro_kick(f->ro);
-        g_free(w);
-    }
+    if (nt->each_second)
+        nt->each_second(nt->each_second_ud);
     st_probe(f, f->opts->coord_id);
     snprintf(path, sizeof path, "leads/%s/status", f->opts->coord_id);
     compare_status(nt, dirty, path, st_lead(f, false));
@@ -536,10 +527,12 @@ static gpointer notifier_main(gpointer data)
     return NULL;
 }
 
-notifier *nt_start(fleet *f)
+notifier *nt_start(fleet *f, nt_tick_fn each_second, void *ud)
 {
     notifier *nt = g_new0(notifier, 1);
     nt->f = f;
+    nt->each_second = each_second;
+    nt->each_second_ud = ud;
     nt->q = g_async_queue_new();
     nt->digests = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     nt->warned = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);

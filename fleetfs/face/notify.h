@@ -27,7 +27,13 @@ struct fuse_pollhandle;
 struct fleet;
 typedef struct notifier notifier;
 
-notifier *nt_start(struct fleet *f);
+/* The daemon's own once-a-second work (the model's timers, the agents'
+ * and presence's ticks, the control requests nobody answered: main.c),
+ * called by the thread at the start of each second's round, before the
+ * status files are compared; NULL: none.  So the notifier calls nothing
+ * of the parts above it. */
+typedef void (*nt_tick_fn)(void *ud);
+notifier *nt_start(struct fleet *f, nt_tick_fn each_second, void *ud);
 void nt_stop(notifier *nt);
 /* Neither waits: they enqueue, nt_changed may take the notifier's own leaf
  * locks and write the poker's non-blocking pipe.  Safe from any thread,

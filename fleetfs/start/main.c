@@ -374,6 +374,24 @@ static void stop_step(const char *step)
  * it also closes the connection, so a remount is not refused as a second
  * consumer), then the mount and the notifier.  Nothing is freed until
  * every thread that could reach it has ended. */
+/* Once a second, on the notifier's thread (nt_start), before it compares
+ * the status files: the model's timers, what our heartbeat says of the
+ * agents, the control requests nobody answered, presence's staleness. */
+static void each_second(void *ud)
+{
+    fleet *f = ud;
+    mb_tick(f->mb);
+    ag_announce(f->ag); /* the agents' states, for the heartbeat */
+    hs_tick(f);         /* control requests nobody answered */
+    if (f->pr) {
+        char *w = mb_injector_words(f->mb);
+        /* our agent's state changed: tell the fleet now, not next interval */
+        if (pr_tick(f->pr, w))
+            ro_kick(f->ro);
+        g_free(w);
+    }
+}
+
 static void stop_all(fleet *f, struct fuse_session *se)
 {
     GThread *watch;
@@ -515,7 +533,7 @@ static int serve(cmdline *cl, fleet *f)
         tree_free(t);
         return 1;
     }
-    g_atomic_pointer_set(&f->nt, nt_start(f));
+    g_atomic_pointer_set(&f->nt, nt_start(f, each_second, f));
     g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb, f->mountpoint));
     ag_serve(f->ag);
     {
