@@ -19,7 +19,7 @@
 #include "fleetfs/config/options.h"
 #include "fleetfs/base/duration.h"
 #include "broker/uri.h"
-#include "fleetfs/spawn/profile.h"
+#include "fleetfs/config/profile.h"
 #include "fleetfs/wire/names.h"
 #include "herdr/foreground.h"
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fleetfs/spawn/profile.h"
+#include "fleetfs/config/profile.h"
 
 /* A local agent (SPEC section 10): from agents=, from an [agent NAME]
  * section of the config file, or both. */

@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "fleetfs/spawn/profile.h"
+#include "fleetfs/config/profile.h"
 #include "fleetfs/wire/control.h"
 
 typedef enum {

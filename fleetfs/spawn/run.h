@@ -19,7 +19,7 @@
 
 #include "fleetfs/spawn/check.h"
 #include "fleetfs/spawn/ledger.h"
-#include "fleetfs/spawn/profile.h"
+#include "fleetfs/config/profile.h"
 #include "herdr/client.h"
 
 typedef struct {

@@ -12,7 +12,7 @@
  * Command lines are split with g_shell_parse_argv: shell-like quoting, but
  * no shell ever runs them (no expansion, no redirection, no `;`), and the
  * result is an argv handed to exec. */
-#include "fleetfs/spawn/profile.h"
+#include "fleetfs/config/profile.h"
 #include "fleetfs/base/duration.h"
 #include "fleetfs/wire/names.h"
 #include "herdr/foreground.h"
