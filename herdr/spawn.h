@@ -1,7 +1,7 @@
 /* herdr/spawn.h — starting an agent in a new pane, and closing it again
  * (SPEC section 11), for the two terminal backends.
  *
- * What to start comes from the local profile (fleetfs/spawn/profile.h);
+ * What to start comes from the local profile (fleetfs/config/profile.h);
  * the only things a remote request contributes are the validated name and
  * the resolved directory (fleetfs/spawn/check.h). Both functions either
  * end with an agent ready in a pane whose id they return, or fail with
