@@ -1,7 +1,7 @@
 /* fleetfs/face/tree.c — the mounted tree (SPEC section 2), on libfuse's
  * low-level API and its multi-threaded loop.
  *
- * The tree is still resolved by path (resolve_node): a small inode table
+ * The tree is still resolved by path (tr_resolve_node, paths.c): a small inode table
  * maps the kernel's node ids to paths and keeps the kernel's lookup
  * counts (a lookup, a readdirplus entry or a mkdir adds one, a forget
  * takes them away).  Ids are never reused, so an id whose path went away
@@ -35,7 +35,7 @@
  * probe_timeout).  Nothing here sends a notification: the notifier thread
  * does, outside any FUSE handler.
  */
-#include "fleetfs/face/tree.h"
+#include "fleetfs/face/tree_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,57 +53,6 @@
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/face/status.h"
-
-typedef enum {
-    N_NONE,
-    N_ROOT,
-    N_README,
-    N_STATUS,
-    N_SELF,
-    N_LEADS,
-    N_LEAD,
-    N_INBOX,   /* <home>/inbox: a home is leads/<me>/ or a local agent's agents/<gid>/ */
-    N_ACK,     /* <home>/ack */
-    N_HISTORY, /* <home>/history */
-    N_SENT,    /* <home>/sent */
-    N_LSTATUS, /* leads/<me>/status */
-    N_PEERS,
-    N_PEER,
-    N_SEND,
-    N_PSTATUS,
-    N_REPLYDIR, /* peers/<id>/reply/ */
-    N_REPLY,    /* peers/<id>/reply/<msgId>: a send that answers msgId */
-    N_RESEND,   /* <home>/resend */
-    N_ROSTER,
-    N_HREPLYDIR, /* <home>/reply/ */
-    N_HREPLY,    /* <home>/reply/<msgId>: answers whoever sent msgId here */
-    N_AGENTS,    /* agents/ */
-    N_AGENT,     /* agents/<gid>/ */
-    N_ASEND,     /* agents/<gid>/send: the lead to that agent */
-    N_ASTATUS,   /* agents/<gid>/status */
-    N_TODIR,     /* agents/<local gid>/to/ */
-    N_TO,        /* agents/<local gid>/to/<target>: send as that agent */
-    N_GROUPS,    /* groups/ */
-    N_GROUP,     /* groups/<g>/ */
-    N_GSEND,     /* groups/<g>/send: the lead to every member */
-    N_GMEMBERS,  /* groups/<g>/members */
-    N_HOSTS,     /* hosts/ */
-    N_HOST,      /* hosts/<h>/ */
-    N_HSTATUS,   /* hosts/<h>/status */
-    N_HSPAWN,    /* hosts/<h>/spawn: ask h to start an agent */
-    N_HSPAWNS,   /* hosts/<h>/spawns: what became of the requests to h */
-    N_HSTOP,     /* hosts/<h>/stop: ask h to stop an agent */
-} node_kind;
-
-/* A resolved path.  name: the peer, agent gid, group or target the node is
- * about; ref: the msgId a reply answers; home: the entity whose home the
- * file is in (a ref, node_clear drops it), NULL outside homes. */
-typedef struct {
-    node_kind k;
-    char name[ADDR_MAX_LEN + 8];
-    char ref[ENV_ID_LEN + 1];
-    mailbox *home;
-} node;
 
 typedef struct {
     node_kind kind;
@@ -135,14 +84,6 @@ struct tree {
     GHashTable *by_path; /* inode.path -> inode */
     fuse_ino_t next;     /* the next id given out; never reused */
 };
-
-/* One request: the tree and who asks.  cx lives as long as the request:
- * not to be used after the reply. */
-typedef struct {
-    tree *t;
-    fleet *f;
-    const struct fuse_ctx *cx;
-} rq;
 
 /* A directory being listed: its entries, taken at the first read. */
 typedef struct {
@@ -245,184 +186,6 @@ static char *child_path(const char *dir, const char *name)
     return strcmp(dir, "/") == 0 ? g_strconcat("/", name, NULL) : g_strconcat(dir, "/", name, NULL);
 }
 
-static void node_clear(node *n)
-{
-    mb_unref(n->home);
-    n->home = NULL;
-}
-
-/* The tree belongs to the mounting user (modes 0600/0400/0200, dirs
- * 0500, nothing for group and others).  Without allow_other the kernel
- * already keeps everyone else out; with it, these modes are enforced
- * here: another user may see that the mount point is a directory, and
- * gets EACCES for everything else. */
-static bool outsider(const rq *r)
-{
-    return r->cx->uid != r->f->uid && r->cx->uid != 0;
-}
-
-bool fleet_is_peer(const fleet *f, const char *name)
-{
-    if (!name_valid(name))
-        return false;
-    for (char **p = f->opts->peers; p && *p; p++)
-        if (strcmp(*p, name) == 0)
-            return true;
-    /* presence: a discovered lead is a peer while it is listed */
-    return f->pr && pr_is_peer(f->pr, name);
-}
-
-/* The files of a home (the lead's or a local agent's). */
-static node_kind home_file(const char *s, bool lead)
-{
-    static const struct {
-        const char *name;
-        node_kind kind;
-    } files[] = {{"inbox", N_INBOX}, {"ack", N_ACK},       {"history", N_HISTORY},
-                 {"sent", N_SENT},   {"resend", N_RESEND}, {"reply", N_HREPLYDIR}};
-    for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
-        if (strcmp(s, files[i].name) == 0)
-            return files[i].kind;
-    if (!strcmp(s, "status"))
-        return lead ? N_LSTATUS : N_ASTATUS;
-    if (!lead && !strcmp(s, "to"))
-        return N_TODIR;
-    if (!lead && !strcmp(s, "send"))
-        return N_ASEND;
-    return N_NONE;
-}
-
-static node_kind peer_file(const fleet *f, gchar **c, guint n, char ref[ENV_ID_LEN + 1])
-{
-    if (n == 3)
-        return !strcmp(c[2], "send")     ? N_SEND
-               : !strcmp(c[2], "status") ? N_PSTATUS
-               : !strcmp(c[2], "reply")  ? N_REPLYDIR
-                                         : N_NONE;
-    /* only a message this peer sent us can be answered */
-    if (n == 4 && !strcmp(c[2], "reply") && mb_known_from(f->mb, c[3], c[1])) {
-        g_strlcpy(ref, c[3], ENV_ID_LEN + 1);
-        return N_REPLY;
-    }
-    return N_NONE;
-}
-
-/* c[2..] under a home: its files, reply/<msgId> (a message someone sent
- * it), to/<target> (local agents: any address). */
-static node_kind home_path(node *out, gchar **c, guint n, bool lead)
-{
-    node_kind k = home_file(c[2], lead);
-    if (n == 3)
-        return k;
-    if (n == 4 && k == N_HREPLYDIR && mb_sender_of(out->home, c[3], out->name, sizeof out->name)) {
-        g_strlcpy(out->ref, c[3], sizeof out->ref);
-        return N_HREPLY;
-    }
-    if (n == 4 && k == N_TODIR && addr_parse(c[3], &(addr){0})) {
-        g_strlcpy(out->name, c[3], sizeof out->name);
-        return N_TO;
-    }
-    return N_NONE;
-}
-
-/* agents/<gid>/...: a local agent's home, or a remote agent's send and
- * status.  The model is asked once (mb_find), presence only for a gid the
- * model does not have. */
-static node_kind agent_path(const fleet *f, node *out, gchar **c, guint n)
-{
-    mailbox *home = gid_valid(c[1]) ? mb_find(f->mb, c[1]) : NULL;
-    if (!home && !ag_heard(f->ag, c[1]))
-        return N_NONE;
-    g_strlcpy(out->name, c[1], sizeof out->name);
-    out->home = home; /* NULL for a remote agent */
-    if (n == 2)
-        return N_AGENT;
-    if (!home)
-        return n == 3 && !strcmp(c[2], "send")     ? N_ASEND
-               : n == 3 && !strcmp(c[2], "status") ? N_ASTATUS
-                                                   : N_NONE;
-    return home_path(out, c, n, false);
-}
-
-/* path -> node (node_clear it). */
-static void resolve_node(const fleet *f, const char *path, node *out)
-{
-    gchar **c = g_strsplit(path + 1, "/", 0);
-    guint n = g_strv_length(c);
-    node_kind k = N_NONE;
-
-    memset(out, 0, sizeof *out);
-    if (n == 0 || (n == 1 && !c[0][0]))
-        k = N_ROOT;
-    else if (n == 1)
-        k = !strcmp(c[0], "README")   ? N_README
-            : !strcmp(c[0], "status") ? N_STATUS
-            : !strcmp(c[0], "self")   ? N_SELF
-            : !strcmp(c[0], "leads")  ? N_LEADS
-            : !strcmp(c[0], "peers")  ? N_PEERS
-            : !strcmp(c[0], "roster") ? N_ROSTER
-            : !strcmp(c[0], "agents") ? N_AGENTS
-            : !strcmp(c[0], "groups") ? N_GROUPS
-            : !strcmp(c[0], "hosts")  ? N_HOSTS
-                                      : N_NONE;
-    else if (!strcmp(c[0], "leads") && !strcmp(c[1], f->opts->coord_id)) {
-        out->home = mb_ref(f->mb);
-        k = n == 2 ? N_LEAD : home_path(out, c, n, true);
-    } else if (!strcmp(c[0], "peers") && fleet_is_peer(f, c[1])) {
-        g_strlcpy(out->name, c[1], sizeof out->name);
-        k = n == 2 ? N_PEER : peer_file(f, c, n, out->ref);
-    } else if (!strcmp(c[0], "agents")) {
-        k = agent_path(f, out, c, n);
-    } else if (!strcmp(c[0], "hosts") && hs_known(f, c[1])) {
-        g_strlcpy(out->name, c[1], sizeof out->name);
-        k = n == 2                              ? N_HOST
-            : n == 3 && !strcmp(c[2], "status") ? N_HSTATUS
-            : n == 3 && !strcmp(c[2], "spawn")  ? N_HSPAWN
-            : n == 3 && !strcmp(c[2], "spawns") ? N_HSPAWNS
-            : n == 3 && !strcmp(c[2], "stop")   ? N_HSTOP
-                                                : N_NONE;
-    } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f->ag, c[1])) {
-        g_strlcpy(out->name, c[1], sizeof out->name);
-        k = n == 2                               ? N_GROUP
-            : n == 3 && !strcmp(c[2], "send")    ? N_GSEND
-            : n == 3 && !strcmp(c[2], "members") ? N_GMEMBERS
-                                                 : N_NONE;
-    }
-    g_strfreev(c);
-    out->k = k;
-    if (k == N_NONE)
-        node_clear(out);
-}
-
-/* The kind alone (no name, no home). */
-static node_kind resolve(const fleet *f, const char *path)
-{
-    node n;
-    resolve_node(f, path, &n);
-    node_clear(&n);
-    return n.k;
-}
-
-static bool is_dir(node_kind k)
-{
-    return k == N_ROOT || k == N_LEADS || k == N_LEAD || k == N_PEERS || k == N_PEER ||
-           k == N_REPLYDIR || k == N_HREPLYDIR || k == N_AGENTS || k == N_AGENT || k == N_TODIR ||
-           k == N_GROUPS || k == N_GROUP || k == N_HOSTS || k == N_HOST;
-}
-
-static bool is_writable(node_kind k)
-{
-    return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
-           k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP;
-}
-
-/* A write to it is a message (mb_send): writers share these files. */
-static bool sends_message(node_kind k)
-{
-    return k == N_SEND || k == N_REPLY || k == N_HREPLY || k == N_ASEND || k == N_TO ||
-           k == N_GSEND;
-}
-
 /* A snapshot of a readable file; fresh: may ask the broker. */
 static GString *render(fleet *f, const node *n, bool fresh)
 {
@@ -494,13 +257,13 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
     int64_t mt;
 
     *pretended = false;
-    resolve_node(f, path, &n);
+    tr_resolve_node(f, path, &n);
     /* presence: the poker announcing peers/<id> (agents/<gid>, groups/<g>)
      * coming or going */
     if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_HOST || n.k == N_NONE) {
         int pretend = nt_pretend(g_atomic_pointer_get(&f->nt), r->cx->pid, path + 1);
         if (pretend == 1) {
-            node_clear(&n);
+            tr_node_clear(&n);
             return -ENOENT;
         }
         if (pretend == 2 && n.k == N_NONE) {
@@ -513,14 +276,14 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
     }
     if (n.k == N_NONE)
         return -ENOENT;
-    if (n.k != N_ROOT && outsider(r)) {
-        node_clear(&n);
+    if (n.k != N_ROOT && tr_outsider(r)) {
+        tr_node_clear(&n);
         return -EACCES;
     }
     *kind = n.k;
-    if (is_dir(n.k)) {
+    if (tr_is_dir(n.k)) {
         dir_stat(f, st);
-        node_clear(&n);
+        tr_node_clear(&n);
         return 0;
     }
     memset(st, 0, sizeof *st);
@@ -531,17 +294,17 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
         st->st_nlink = 1;
         st->st_size = (off_t)strlen(f->opts->coord_id) + 6;
     } else {
-        st->st_mode = S_IFREG | (is_writable(n.k) ? 0200 : 0400);
+        st->st_mode = S_IFREG | (tr_is_writable(n.k) ? 0200 : 0400);
         st->st_nlink = 1;
         if (n.k == N_INBOX) {
             st->st_size = (off_t)mb_inbox_size(n.home, r->cx->pid);
         } else if (n.k == N_SENT || n.k == N_HISTORY) {
             st->st_size = (off_t)mb_size(n.home, n.k == N_SENT ? MB_SENT : MB_HISTORY);
-        } else if (sends_message(n.k)) {
+        } else if (tr_sends_message(n.k)) {
             /* the largest message it takes: as the kernel knows it, no
              * write reaches past the end, so writers share it (fuseopen.h) */
             st->st_size = (off_t)f->opts->max_message;
-        } else if (!is_writable(n.k)) {
+        } else if (!tr_is_writable(n.k)) {
             GString *g = render(f, &n, false);
             st->st_size = (off_t)g->len;
             g_string_free(g, TRUE);
@@ -554,9 +317,9 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
     st->st_atim = st->st_mtim;
     /* stdio sizes its buffer from st_blksize: a big one keeps a message
      * written by printf(1) or cat(1) in one write(2), so one message */
-    st->st_blksize = is_writable(n.k) ? 1024 * 1024 : 4096;
+    st->st_blksize = tr_is_writable(n.k) ? 1024 * 1024 : 4096;
     st->st_blocks = (st->st_size + 511) / 512;
-    node_clear(&n);
+    tr_node_clear(&n);
     return 0;
 }
 
@@ -571,7 +334,7 @@ static double tree_ttl(const tree *t, node_kind k, bool pretended)
 {
     if (t->shared || pretended || k == N_ROOT || k == N_REPLY || k == N_HREPLY)
         return 0;
-    return is_dir(k) || k == N_SELF || is_writable(k) ? TTL : 0;
+    return tr_is_dir(k) || k == N_SELF || tr_is_writable(k) ? TTL : 0;
 }
 
 /* path as a lookup answers it: attributes, an id, one kernel reference
@@ -655,7 +418,10 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
 {
     rq r = rq_of(req);
     char *path = ino_path(r.t, ino), buf[ADDR_MAX_LEN + 16];
-    int err = !path ? ENOENT : outsider(&r) ? EACCES : resolve(r.f, path) != N_SELF ? EINVAL : 0;
+    int err = !path                             ? ENOENT
+              : tr_outsider(&r)                 ? EACCES
+              : tr_resolve(r.f, path) != N_SELF ? EINVAL
+                                                : 0;
     g_free(path);
     if (err) {
         fuse_reply_err(req, err);
@@ -663,131 +429,6 @@ static void ll_readlink(fuse_req_t req, fuse_ino_t ino)
     }
     snprintf(buf, sizeof buf, "leads/%s", r.f->opts->coord_id);
     fuse_reply_readlink(req, buf);
-}
-
-static void list_strv(GPtrArray *out, char **names, const char *prefix)
-{
-    for (char **p = names; p && *p; p++)
-        g_ptr_array_add(out, g_strconcat(prefix, *p, NULL));
-}
-
-static void list_const(GPtrArray *out, const char *const *names, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        g_ptr_array_add(out, g_strdup(names[i]));
-}
-
-/* The entries of the directory at path, "." and ".." first.  0 or
- * -errno. */
-static int dir_list(const rq *r, const char *path, GPtrArray *out)
-{
-    fleet *f = r->f;
-    node n;
-
-    resolve_node(f, path, &n);
-    if (!is_dir(n.k)) {
-        node_clear(&n);
-        return n.k == N_NONE ? -ENOENT : -ENOTDIR;
-    }
-    if (outsider(r)) {
-        node_clear(&n);
-        return -EACCES;
-    }
-    g_ptr_array_add(out, g_strdup("."));
-    g_ptr_array_add(out, g_strdup(".."));
-    switch (n.k) {
-    case N_ROOT: {
-        static const char *const top[] = {"README", "status", "self",   "leads", "peers",
-                                          "roster", "agents", "groups", "hosts"};
-        list_const(out, top, G_N_ELEMENTS(top));
-        break;
-    }
-    case N_LEADS:
-        g_ptr_array_add(out, g_strdup(f->opts->coord_id));
-        break;
-    case N_LEAD: {
-        static const char *const files[] = {"inbox",  "ack",    "history", "sent",
-                                            "status", "resend", "reply"};
-        list_const(out, files, G_N_ELEMENTS(files));
-        break;
-    }
-    case N_PEERS: {
-        /* presence: configured peers plus the discovered ones */
-        char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
-        list_strv(out, peers, "");
-        g_strfreev(peers);
-        break;
-    }
-    case N_PEER: {
-        static const char *const files[] = {"send", "status", "reply"};
-        list_const(out, files, G_N_ELEMENTS(files));
-        break;
-    }
-    case N_REPLYDIR:
-    case N_HREPLYDIR: {
-        GPtrArray *ids = n.k == N_REPLYDIR ? mb_ids_from(f->mb, n.name) : mb_ids_from(n.home, NULL);
-        for (guint i = 0; i < ids->len; i++)
-            g_ptr_array_add(out, g_strdup(ids->pdata[i]));
-        g_ptr_array_free(ids, TRUE);
-        break;
-    }
-    case N_AGENTS: {
-        char **all = ag_list(f->ag);
-        list_strv(out, all, "");
-        g_strfreev(all);
-        break;
-    }
-    case N_AGENT:
-        if (n.home) {
-            static const char *const files[] = {"inbox",  "ack",   "history", "sent", "status",
-                                                "resend", "reply", "to",      "send"};
-            list_const(out, files, G_N_ELEMENTS(files));
-        } else {
-            static const char *const files[] = {"send", "status"};
-            list_const(out, files, G_N_ELEMENTS(files));
-        }
-        break;
-    case N_TODIR: {
-        char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
-        char **agents = ag_list(f->ag), **groups = ag_groups(f->ag);
-        g_ptr_array_add(out, g_strdup(f->opts->coord_id));
-        list_strv(out, peers, "");
-        for (char **p = agents; p && *p; p++)
-            if (strcmp(*p, n.name) != 0)
-                g_ptr_array_add(out, g_strdup(*p));
-        list_strv(out, groups, GROUP_PREFIX);
-        g_strfreev(peers);
-        g_strfreev(agents);
-        g_strfreev(groups);
-        break;
-    }
-    case N_GROUPS: {
-        char **groups = ag_groups(f->ag);
-        list_strv(out, groups, "");
-        g_strfreev(groups);
-        break;
-    }
-    case N_GROUP: {
-        static const char *const files[] = {"send", "members"};
-        list_const(out, files, G_N_ELEMENTS(files));
-        break;
-    }
-    case N_HOSTS: {
-        char **hosts = hs_list(f);
-        list_strv(out, hosts, "");
-        g_strfreev(hosts);
-        break;
-    }
-    case N_HOST: {
-        static const char *const files[] = {"status", "spawn", "spawns", "stop"};
-        list_const(out, files, G_N_ELEMENTS(files));
-        break;
-    }
-    default:
-        break;
-    }
-    node_clear(&n);
-    return 0;
 }
 
 static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -829,7 +470,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         g_free(d->path);
         d->names = g_ptr_array_new_with_free_func(g_free);
         d->path = ino_path(r.t, ino);
-        err = d->path ? dir_list(&r, d->path, d->names) : -ENOENT;
+        err = d->path ? tr_dir_list(&r, d->path, d->names) : -ENOENT;
         if (err) {
             g_ptr_array_set_size(d->names, 0);
             fuse_reply_err(req, -err);
@@ -885,18 +526,18 @@ static int node_open(const rq *r, const char *path, struct fuse_file_info *fi)
     int acc = fi->flags & O_ACCMODE;
     handle *h;
 
-    resolve_node(f, path, &n);
+    tr_resolve_node(f, path, &n);
     if (n.k == N_NONE)
         return -ENOENT;
     /* O_TRUNC comes here (atomic_o_trunc, ll_init): fine on what one
      * writes to, refused on the rest as truncate(2) is */
-    if (outsider(r) || (is_writable(n.k) ? acc != O_WRONLY : acc != O_RDONLY) ||
-        ((fi->flags & O_TRUNC) && !is_writable(n.k))) {
-        node_clear(&n);
+    if (tr_outsider(r) || (tr_is_writable(n.k) ? acc != O_WRONLY : acc != O_RDONLY) ||
+        ((fi->flags & O_TRUNC) && !tr_is_writable(n.k))) {
+        tr_node_clear(&n);
         return -EACCES;
     }
-    if (is_dir(n.k)) {
-        node_clear(&n);
+    if (tr_is_dir(n.k)) {
+        tr_node_clear(&n);
         return -EISDIR;
     }
     h = g_new0(handle, 1);
@@ -906,12 +547,12 @@ static int node_open(const rq *r, const char *path, struct fuse_file_info *fi)
     h->home = n.home; /* the node's ref moves to the handle */
     if (n.k == N_INBOX)
         h->view = mb_view_open(h->home, r->cx->pid);
-    else if (!is_writable(n.k))
+    else if (!tr_is_writable(n.k))
         h->snap = render(f, &n, true);
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->direct_io = 1;
     fi->keep_cache = 0;
-    if (sends_message(n.k)) /* concurrent writers publish side by side */
+    if (tr_sends_message(n.k)) /* concurrent writers publish side by side */
         fo_mark_shared_writes(fi);
     return 0;
 }
@@ -980,7 +621,7 @@ static int node_write(const rq *r, handle *h, const char *buf, size_t size, off_
      * O_APPEND (`echo >> send`): the kernel puts each such write at the
      * size it knows, which the write before moved, so a cut write cannot
      * be told from the next one there. */
-    if (off != 0 && sends_message(h->kind) && !(flags & O_APPEND)) {
+    if (off != 0 && tr_sends_message(h->kind) && !(flags & O_APPEND)) {
         log_warn("send to %s: one write was cut by the kernel into pieces (a writev of more than "
                  "256 pages of segments?): its first %lld bytes went out as one message, the "
                  "other %zu bytes are refused (EMSGSIZE) and the write returns short; gather a "
@@ -1047,16 +688,16 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static int node_truncate(const rq *r, const char *path)
 {
     fleet *f = r->f;
-    node_kind k = resolve(f, path);
+    node_kind k = tr_resolve(f, path);
     if (k == N_NONE)
         return -ENOENT;
-    if (outsider(r))
+    if (tr_outsider(r))
         return -EACCES;
     /* the notifier's own poke: the event is all it wanted */
     if (nt_is_self(g_atomic_pointer_get(&f->nt), r->cx->pid))
         return 0;
     /* `echo x > send` opens with O_TRUNC: nothing to truncate, fine */
-    if (is_writable(k))
+    if (tr_is_writable(k))
         return 0;
     return -EACCES;
 }
@@ -1079,7 +720,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
     if (!err && (to_set & FUSE_SET_ATTR_SIZE))
         err = node_truncate(&r, path);
     if (!err && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) &&
-        resolve(r.f, path) == N_NONE)
+        tr_resolve(r.f, path) == N_NONE)
         err = -ENOENT;
     if (err)
         fuse_reply_err(req, -err);
@@ -1099,7 +740,7 @@ static void ll_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     } else {
         if (ph)
             fuse_pollhandle_destroy(ph);
-        revents = is_writable(h->kind) ? POLLOUT | POLLWRNORM : POLLIN | POLLRDNORM;
+        revents = tr_is_writable(h->kind) ? POLLOUT | POLLWRNORM : POLLIN | POLLRDNORM;
     }
     fuse_reply_poll(req, revents);
 }
@@ -1112,10 +753,10 @@ static int deny_path(const rq *r, const char *path)
     char parent[PATH_MAX];
     const char *slash = strrchr(path, '/');
     node_kind pk;
-    if (resolve(r->f, path) != N_NONE)
+    if (tr_resolve(r->f, path) != N_NONE)
         return -EEXIST;
     snprintf(parent, sizeof parent, "%.*s", (int)(slash ? slash - path : 0), path);
-    pk = resolve(r->f, parent);
+    pk = tr_resolve(r->f, parent);
     return pk == N_REPLYDIR || pk == N_HREPLYDIR || pk == N_TODIR ? -ENOENT : -EACCES;
 }
 
@@ -1163,7 +804,7 @@ static int node_mkdir(const rq *r, const char *path)
     const char *gid;
     if (entry_poke(r, path, true) == 0)
         return 0;
-    if ((gid = agents_child(path)) && !outsider(r) && resolve(r->f, path) == N_NONE)
+    if ((gid = agents_child(path)) && !tr_outsider(r) && tr_resolve(r->f, path) == N_NONE)
         return -ag_mkdir(r->f->ag, gid);
     return deny_path(r, path);
 }
@@ -1194,10 +835,10 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     rq r = rq_of(req);
     char *path = req_child(&r, parent, name);
     const char *gid;
-    int err = !path                                         ? -ENOENT
-              : entry_poke(&r, path, false) == 0            ? 0
-              : (gid = agents_child(path)) && !outsider(&r) ? -ag_rmdir(r.f->ag, gid)
-                                                            : -EACCES;
+    int err = !path                                            ? -ENOENT
+              : entry_poke(&r, path, false) == 0               ? 0
+              : (gid = agents_child(path)) && !tr_outsider(&r) ? -ag_rmdir(r.f->ag, gid)
+                                                               : -EACCES;
     g_free(path);
     fuse_reply_err(req, -err);
 }

@@ -1,0 +1,318 @@
+/* fleetfs/face/paths.c — the tree's names (SPEC section 2): which path is
+ * which node (tr_resolve_node: the lead's home, peers, agents, groups,
+ * hosts, replies), what kind of node takes writes or sends, and what each
+ * directory lists (tr_dir_list).  Nothing here answers the kernel: tree.c
+ * does, with these.
+ */
+#include "fleetfs/face/tree_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fleetfs/agents/agents.h"
+#include "fleetfs/face/hosts.h"
+#include "fleetfs/face/status.h"
+
+void tr_node_clear(node *n)
+{
+    mb_unref(n->home);
+    n->home = NULL;
+}
+
+/* The tree belongs to the mounting user (modes 0600/0400/0200, dirs
+ * 0500, nothing for group and others).  Without allow_other the kernel
+ * already keeps everyone else out; with it, these modes are enforced
+ * here: another user may see that the mount point is a directory, and
+ * gets EACCES for everything else. */
+bool tr_outsider(const rq *r)
+{
+    return r->cx->uid != r->f->uid && r->cx->uid != 0;
+}
+
+bool fleet_is_peer(const fleet *f, const char *name)
+{
+    if (!name_valid(name))
+        return false;
+    for (char **p = f->opts->peers; p && *p; p++)
+        if (strcmp(*p, name) == 0)
+            return true;
+    /* presence: a discovered lead is a peer while it is listed */
+    return f->pr && pr_is_peer(f->pr, name);
+}
+
+/* The files of a home (the lead's or a local agent's). */
+static node_kind home_file(const char *s, bool lead)
+{
+    static const struct {
+        const char *name;
+        node_kind kind;
+    } files[] = {{"inbox", N_INBOX}, {"ack", N_ACK},       {"history", N_HISTORY},
+                 {"sent", N_SENT},   {"resend", N_RESEND}, {"reply", N_HREPLYDIR}};
+    for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
+        if (strcmp(s, files[i].name) == 0)
+            return files[i].kind;
+    if (!strcmp(s, "status"))
+        return lead ? N_LSTATUS : N_ASTATUS;
+    if (!lead && !strcmp(s, "to"))
+        return N_TODIR;
+    if (!lead && !strcmp(s, "send"))
+        return N_ASEND;
+    return N_NONE;
+}
+
+static node_kind peer_file(const fleet *f, gchar **c, guint n, char ref[ENV_ID_LEN + 1])
+{
+    if (n == 3)
+        return !strcmp(c[2], "send")     ? N_SEND
+               : !strcmp(c[2], "status") ? N_PSTATUS
+               : !strcmp(c[2], "reply")  ? N_REPLYDIR
+                                         : N_NONE;
+    /* only a message this peer sent us can be answered */
+    if (n == 4 && !strcmp(c[2], "reply") && mb_known_from(f->mb, c[3], c[1])) {
+        g_strlcpy(ref, c[3], ENV_ID_LEN + 1);
+        return N_REPLY;
+    }
+    return N_NONE;
+}
+
+/* c[2..] under a home: its files, reply/<msgId> (a message someone sent
+ * it), to/<target> (local agents: any address). */
+static node_kind home_path(node *out, gchar **c, guint n, bool lead)
+{
+    node_kind k = home_file(c[2], lead);
+    if (n == 3)
+        return k;
+    if (n == 4 && k == N_HREPLYDIR && mb_sender_of(out->home, c[3], out->name, sizeof out->name)) {
+        g_strlcpy(out->ref, c[3], sizeof out->ref);
+        return N_HREPLY;
+    }
+    if (n == 4 && k == N_TODIR && addr_parse(c[3], &(addr){0})) {
+        g_strlcpy(out->name, c[3], sizeof out->name);
+        return N_TO;
+    }
+    return N_NONE;
+}
+
+/* agents/<gid>/...: a local agent's home, or a remote agent's send and
+ * status.  The model is asked once (mb_find), presence only for a gid the
+ * model does not have. */
+static node_kind agent_path(const fleet *f, node *out, gchar **c, guint n)
+{
+    mailbox *home = gid_valid(c[1]) ? mb_find(f->mb, c[1]) : NULL;
+    if (!home && !ag_heard(f->ag, c[1]))
+        return N_NONE;
+    g_strlcpy(out->name, c[1], sizeof out->name);
+    out->home = home; /* NULL for a remote agent */
+    if (n == 2)
+        return N_AGENT;
+    if (!home)
+        return n == 3 && !strcmp(c[2], "send")     ? N_ASEND
+               : n == 3 && !strcmp(c[2], "status") ? N_ASTATUS
+                                                   : N_NONE;
+    return home_path(out, c, n, false);
+}
+
+/* path -> node (node_clear it). */
+void tr_resolve_node(const fleet *f, const char *path, node *out)
+{
+    gchar **c = g_strsplit(path + 1, "/", 0);
+    guint n = g_strv_length(c);
+    node_kind k = N_NONE;
+
+    memset(out, 0, sizeof *out);
+    if (n == 0 || (n == 1 && !c[0][0]))
+        k = N_ROOT;
+    else if (n == 1)
+        k = !strcmp(c[0], "README")   ? N_README
+            : !strcmp(c[0], "status") ? N_STATUS
+            : !strcmp(c[0], "self")   ? N_SELF
+            : !strcmp(c[0], "leads")  ? N_LEADS
+            : !strcmp(c[0], "peers")  ? N_PEERS
+            : !strcmp(c[0], "roster") ? N_ROSTER
+            : !strcmp(c[0], "agents") ? N_AGENTS
+            : !strcmp(c[0], "groups") ? N_GROUPS
+            : !strcmp(c[0], "hosts")  ? N_HOSTS
+                                      : N_NONE;
+    else if (!strcmp(c[0], "leads") && !strcmp(c[1], f->opts->coord_id)) {
+        out->home = mb_ref(f->mb);
+        k = n == 2 ? N_LEAD : home_path(out, c, n, true);
+    } else if (!strcmp(c[0], "peers") && fleet_is_peer(f, c[1])) {
+        g_strlcpy(out->name, c[1], sizeof out->name);
+        k = n == 2 ? N_PEER : peer_file(f, c, n, out->ref);
+    } else if (!strcmp(c[0], "agents")) {
+        k = agent_path(f, out, c, n);
+    } else if (!strcmp(c[0], "hosts") && hs_known(f, c[1])) {
+        g_strlcpy(out->name, c[1], sizeof out->name);
+        k = n == 2                              ? N_HOST
+            : n == 3 && !strcmp(c[2], "status") ? N_HSTATUS
+            : n == 3 && !strcmp(c[2], "spawn")  ? N_HSPAWN
+            : n == 3 && !strcmp(c[2], "spawns") ? N_HSPAWNS
+            : n == 3 && !strcmp(c[2], "stop")   ? N_HSTOP
+                                                : N_NONE;
+    } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f->ag, c[1])) {
+        g_strlcpy(out->name, c[1], sizeof out->name);
+        k = n == 2                               ? N_GROUP
+            : n == 3 && !strcmp(c[2], "send")    ? N_GSEND
+            : n == 3 && !strcmp(c[2], "members") ? N_GMEMBERS
+                                                 : N_NONE;
+    }
+    g_strfreev(c);
+    out->k = k;
+    if (k == N_NONE)
+        tr_node_clear(out);
+}
+
+/* The kind alone (no name, no home). */
+node_kind tr_resolve(const fleet *f, const char *path)
+{
+    node n;
+    tr_resolve_node(f, path, &n);
+    tr_node_clear(&n);
+    return n.k;
+}
+
+bool tr_is_dir(node_kind k)
+{
+    return k == N_ROOT || k == N_LEADS || k == N_LEAD || k == N_PEERS || k == N_PEER ||
+           k == N_REPLYDIR || k == N_HREPLYDIR || k == N_AGENTS || k == N_AGENT || k == N_TODIR ||
+           k == N_GROUPS || k == N_GROUP || k == N_HOSTS || k == N_HOST;
+}
+
+bool tr_is_writable(node_kind k)
+{
+    return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
+           k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP;
+}
+
+/* A write to it is a message (mb_send): writers share these files. */
+bool tr_sends_message(node_kind k)
+{
+    return k == N_SEND || k == N_REPLY || k == N_HREPLY || k == N_ASEND || k == N_TO ||
+           k == N_GSEND;
+}
+
+static void list_strv(GPtrArray *out, char **names, const char *prefix)
+{
+    for (char **p = names; p && *p; p++)
+        g_ptr_array_add(out, g_strconcat(prefix, *p, NULL));
+}
+
+static void list_const(GPtrArray *out, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        g_ptr_array_add(out, g_strdup(names[i]));
+}
+
+/* The entries of the directory at path, "." and ".." first.  0 or
+ * -errno. */
+int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
+{
+    fleet *f = r->f;
+    node n;
+
+    tr_resolve_node(f, path, &n);
+    if (!tr_is_dir(n.k)) {
+        tr_node_clear(&n);
+        return n.k == N_NONE ? -ENOENT : -ENOTDIR;
+    }
+    if (tr_outsider(r)) {
+        tr_node_clear(&n);
+        return -EACCES;
+    }
+    g_ptr_array_add(out, g_strdup("."));
+    g_ptr_array_add(out, g_strdup(".."));
+    switch (n.k) {
+    case N_ROOT: {
+        static const char *const top[] = {"README", "status", "self",   "leads", "peers",
+                                          "roster", "agents", "groups", "hosts"};
+        list_const(out, top, G_N_ELEMENTS(top));
+        break;
+    }
+    case N_LEADS:
+        g_ptr_array_add(out, g_strdup(f->opts->coord_id));
+        break;
+    case N_LEAD: {
+        static const char *const files[] = {"inbox",  "ack",    "history", "sent",
+                                            "status", "resend", "reply"};
+        list_const(out, files, G_N_ELEMENTS(files));
+        break;
+    }
+    case N_PEERS: {
+        /* presence: configured peers plus the discovered ones */
+        char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
+        list_strv(out, peers, "");
+        g_strfreev(peers);
+        break;
+    }
+    case N_PEER: {
+        static const char *const files[] = {"send", "status", "reply"};
+        list_const(out, files, G_N_ELEMENTS(files));
+        break;
+    }
+    case N_REPLYDIR:
+    case N_HREPLYDIR: {
+        GPtrArray *ids = n.k == N_REPLYDIR ? mb_ids_from(f->mb, n.name) : mb_ids_from(n.home, NULL);
+        for (guint i = 0; i < ids->len; i++)
+            g_ptr_array_add(out, g_strdup(ids->pdata[i]));
+        g_ptr_array_free(ids, TRUE);
+        break;
+    }
+    case N_AGENTS: {
+        char **all = ag_list(f->ag);
+        list_strv(out, all, "");
+        g_strfreev(all);
+        break;
+    }
+    case N_AGENT:
+        if (n.home) {
+            static const char *const files[] = {"inbox",  "ack",   "history", "sent", "status",
+                                                "resend", "reply", "to",      "send"};
+            list_const(out, files, G_N_ELEMENTS(files));
+        } else {
+            static const char *const files[] = {"send", "status"};
+            list_const(out, files, G_N_ELEMENTS(files));
+        }
+        break;
+    case N_TODIR: {
+        char **peers = f->pr ? pr_peers(f->pr) : g_strdupv(f->opts->peers);
+        char **agents = ag_list(f->ag), **groups = ag_groups(f->ag);
+        g_ptr_array_add(out, g_strdup(f->opts->coord_id));
+        list_strv(out, peers, "");
+        for (char **p = agents; p && *p; p++)
+            if (strcmp(*p, n.name) != 0)
+                g_ptr_array_add(out, g_strdup(*p));
+        list_strv(out, groups, GROUP_PREFIX);
+        g_strfreev(peers);
+        g_strfreev(agents);
+        g_strfreev(groups);
+        break;
+    }
+    case N_GROUPS: {
+        char **groups = ag_groups(f->ag);
+        list_strv(out, groups, "");
+        g_strfreev(groups);
+        break;
+    }
+    case N_GROUP: {
+        static const char *const files[] = {"send", "members"};
+        list_const(out, files, G_N_ELEMENTS(files));
+        break;
+    }
+    case N_HOSTS: {
+        char **hosts = hs_list(f);
+        list_strv(out, hosts, "");
+        g_strfreev(hosts);
+        break;
+    }
+    case N_HOST: {
+        static const char *const files[] = {"status", "spawn", "spawns", "stop"};
+        list_const(out, files, G_N_ELEMENTS(files));
+        break;
+    }
+    default:
+        break;
+    }
+    tr_node_clear(&n);
+    return 0;
+}
