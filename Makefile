@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fleetfs build. Everything under fleetfs/, broker/ and herdr/ is one library
 # (build/libfleetfs.a); the daemon and every unit test link against it.
 #   make            build the daemon (build/fleetfs)
@@ -133,10 +134,11 @@ test:
 # The layers of SPEC section 1: broker/ and herdr/ include nothing from
 # fleetfs/ but log.h and errors.h, nor each other; inside fleetfs/, store/
 # and wire/ reach nothing above them, model/ nothing of the face (part of
-# make test; scripts/check-layers lists the rules); and every C file is as
-# clang-format makes it from .clang-format (scripts/check-format).
+# make test; scripts/check-layers lists the rules); every C file is as
+# clang-format makes it from .clang-format (scripts/check-format); and every
+# source file names the license, Apache-2.0, in an SPDX line (scripts/check-spdx).
 check:
-	@rc=0; scripts/check-layers || rc=1; scripts/check-format || rc=1; exit $$rc
+	@rc=0; scripts/check-layers || rc=1; scripts/check-format || rc=1; scripts/check-spdx || rc=1; exit $$rc
 
 run:
 	@scripts/run

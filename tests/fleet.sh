@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/fleet.sh — mount helpers for the integration tests; source after lib.sh.
 #
 #   mount_fleet NAME [OPT...]   mount $TEST_DIR/NAME as lead NAME, signing with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/herdr.sh — a fake herdr for the injection tests; source after lib.sh.
 #
 #   herdr_start          start tests/fake_herdr on $HERDR_SOCKET_PATH with the

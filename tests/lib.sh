@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # tests/lib.sh: a small git-t/-style harness for the integration tests.
 # Source it at the top of tests/integration/tNNNN-name.sh (bash):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/mcp.sh — the official MCP TypeScript SDK's client for the tests of
 # `fleetfs mcp` (t0940, t0942): installed from the npm registry into build/
 # once (shared by the tests, under a lock), and mcp()/call() to drive it.

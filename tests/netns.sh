@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # tests/netns.sh — hosts as network namespaces; source after lib.sh and
 # fleet.sh. Each host (lead) gets its own network namespace joined to a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/tls.sh — throw-away certificates for the TLS tests; source after lib.sh.
 #
 #   tls_make_ca DIR CN              a self-signed test CA: DIR/ca.pem, DIR/ca.key

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The fault tests' oracle (faults.sh's reconcile) must be able to fail:
 # fed the logs of a run in which one thing
 # went wrong (a message lost, shown again, delivered twice, typed and acked,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A stream alpha -> beta (1000 messages, times FAULT_SCALE rounds) while the
 # broker is kill -9'd and restarted twice mid-stream. Every write either
 # succeeded and its message was consumed by beta exactly once, or failed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # beta's fleetfs is kill -9'd mid-stream and restarted at once, with
 # injection on (fake herdr): nothing is typed twice (the fake's prompt log
 # records every typed text), every successful write is typed once — or, at

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Unmount and remount beta at once, 10 times (times FAULT_SCALE), while
 # alpha sends, the new daemon overlapping the old one for real: the old
 # daemon is frozen (SIGSTOP) just before fusermount3 -u and thawed a

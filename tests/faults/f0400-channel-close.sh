@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The broker closes beta's consumer channel mid-stream (twice), the way it
 # does after an ack of an unknown delivery tag (406 PRECONDITION_FAILED):
 # beta reopens it, the requeued messages come back and are taken as

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A script reads beta's inbox and acks what it read in a tight loop (every
 # 20 ms) while the injector types (fake herdr) and redeliveries happen
 # (beta is kill -9'd and restarted mid-stream, so journal-known messages

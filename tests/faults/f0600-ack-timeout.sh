@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # An ack on a frozen broker (SIGSTOP for 3 s — longer than the ack's own
 # timeout — then SIGCONT): the broker runs it late, so the message is
 # consumed — once — and must not be typed afterwards (issue 8 defect 5).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # 2500 consumed messages (times FAULT_SCALE): history holds exactly the
 # newest 1000, in order, before and after a restart (issue 8 defect 6: a
 # compaction dropped the newest line and let its msgId fall out of the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The link is cut between a publish and its confirm (issue 8 defect 7):
 # alpha (its own network namespace) publishes while the broker is frozen,
 # so the message is in the broker's socket; alpha's link is then cut

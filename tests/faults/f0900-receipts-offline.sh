@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Receipts while the sender is offline reach it after it comes back: alpha
 # sends and unmounts; beta consumes (one acked, one typed); alpha mounts
 # again and sees acked and injected. And receipts beta produced while its

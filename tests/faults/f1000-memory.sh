@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Memory stays bounded (issue 8 defect 11): a `tail -f` of beta's inbox
 # stays open across 2000 arrivals and acks (20000 with FAULT_SCALE=10),
 # then 5000 messages (50000) wait while a slow reader reads the inbox; the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A three-node RabbitMQ cluster, quorum mailboxes, every node's URI given
 # to both mounts: a stream of 1000 messages alpha -> beta while the node
 # alpha is connected to is kill -9'd (and brought back), then the node

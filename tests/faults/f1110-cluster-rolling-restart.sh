@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A rolling restart of all three cluster nodes, one at a time (clean stop,
 # start, wait until it is a member again), under a stream alpha -> beta
 # with quorum mailboxes: 0 lost, 0 duplicates (beta's reader script's own

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A silent partition (issue 9): beta's link (its own network namespace) is
 # dropped for 20 s — no FIN, no RST — while alpha keeps sending to it. beta
 # notices through AMQP heartbeats (status no longer "connected" within

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A host whose broker URIs all fail at start (issue 9): it still mounts and
 # serves its tree (status says unreachable, sends fail with ECOMM), and it
 # connects by itself when one of them comes up — then sending works and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Agents mid-stream through a broker kill and a receiver kill (issue 18).
 # Two streams at once to the agents of beta: one from alpha's lead to
 # w1@beta, typed into w1's pane of a fake herdr; one from alpha's agent

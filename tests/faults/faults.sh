@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # tests/faults/faults.sh — streams of messages through a fault, and their
 # reconciliation against what the test itself observed; source after

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The harness itself and the shared broker: a message goes through a vhost of
 # our own and comes back; a failing snippet is reported as failing.
 . "$(dirname "$0")/../lib.sh"

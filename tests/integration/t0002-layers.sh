@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make check keeps the layers (scripts/check-layers) and the one style
 # (scripts/check-format): on a copy of the tree, each passes as the tree is,
 # and each fails, naming the part and the file, on a planted violation of

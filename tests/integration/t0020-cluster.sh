@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/broker cluster: three private RabbitMQ nodes joined into one
 # cluster, ready (the time it took is printed); nodes can be killed and brought
 # back one at a time; the whole cluster stops cleanly.

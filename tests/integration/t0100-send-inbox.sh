@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Two mounts, alpha and beta, on one broker: the tree, sending both ways,
 # inbox lines, ack of one and of all, presence of consumers, mail that
 # waits while a lead is down.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Writers who share one send file publish side by side (issue 19, bench row
 # 1c). Four writers each open groups/all/send once (no O_TRUNC, as a
 # program that keeps its fd does) and write one message at the same time.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What the kernel may keep (fleetfs/face/tree.c, doc/benchmarks.md "ls -l
 # peers/"): the attributes of directories and of the files one writes to,
 # for a second; never those of files whose size changes (sent, the inbox,

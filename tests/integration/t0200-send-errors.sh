@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every errno of SPEC section 5 that a healthy broker can produce, provoked
 # through a real mount, seen by the shell exactly as a user sees it.
 # (ECOMM and ETIMEDOUT need a broker that is down or frozen: t0300.)

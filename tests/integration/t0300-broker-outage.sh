@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The broker goes away and comes back: sends fail fast and say why, status
 # tells the truth, the same mounts recover by themselves, and what was held
 # before the outage is still there — once.  A frozen broker (SIGSTOP)

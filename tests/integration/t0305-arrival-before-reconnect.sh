@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A message that reaches a mailbox after a broker restart but before its
 # lead's fleetfs has reconnected (it waits in the queue, published-unread)
 # is in that lead's inbox once it is back: CI once saw a resend to gamma

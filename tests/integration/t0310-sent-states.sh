@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The two sent states no other file reaches, through real mounts:
 # `rejected` (the peer's fleetfs refused the message and said so in a
 # receipt) and an `unconfirmed` that lasts (the write failed with ETIMEDOUT

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Faults inside one broker connection (issue 8, broker side): the broker
 # closes or cancels one consumer while the rest of the connection lives on;
 # the link dies between a publish and its confirm; a mount started right

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A broker URI that cannot work says what it asked for and how to fix it,
 # in status and in the log, and never prints the password: a trailing '/'
 # (the empty vhost), a vhost that does not exist, a wrong password, a port

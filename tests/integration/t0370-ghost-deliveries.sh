@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Ghost deliveries (issue 16, 2.1): the own receipt queue is replaced by one
 # with other arguments while the mailbox consumer holds messages and more
 # wait in the broker. fleetfs cannot consume its receipts for several retry

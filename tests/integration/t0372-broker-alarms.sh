@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Resource alarms (issue 16, 2.5), met as an operator meets them: rabbitmqctl
 # lowers the memory watermark (then the free-disk limit) below what the node
 # uses. The broker then blocks connections that publish. Expected: status and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Nothing blocks without bound (issue 16, 2.4): a broker that stops reading
 # what beta sends but still talks to it (heartbeats go on), which is what a
 # resource alarm or a wedged proxy does and a SIGSTOP cannot (a stopped

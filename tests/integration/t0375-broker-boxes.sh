@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The broker layer's mailboxes ("boxes", issue 18; broker/conn.h) against a
 # real broker, through tests/tools/boxtry (broker/ linked, driven one
 # command at a time): the lead's box 0 and two agent boxes bound to

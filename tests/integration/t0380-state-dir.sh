@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The state directory under stress: a full disk (a small tmpfs) with a torn
 # last line left by a crash — the mount comes up with every line it had,
 # says it runs degraded, and heals once space is back; one daemon per

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The receipt outbox has one queue per peer (issue 16 item 2.6, issue 20
 # section 2): gamma is offline with its receipt queue full (max_length
 # receipts wait in lead.gamma.receipts), so beta cannot deliver gamma's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A receipt destination whose publish hangs delays no other destination
 # (issue 16, 2.6: the closing note's "one sending thread"). gamma's receipt
 # queue stops answering: its queue process is suspended inside the broker,

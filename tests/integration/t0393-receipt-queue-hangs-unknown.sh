@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A receipt queue that stops answering before alpha's publishing connection
 # knows it (alpha never sent it a receipt since connecting). The publish
 # path used to probe it with a passive declare first, which never answered:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One peer's mailbox stops answering (its queue process is suspended inside
 # the broker, as a stuck queue or a quorum queue without a leader would be).
 # Every host that lists that peer probes its mailbox (status files, the

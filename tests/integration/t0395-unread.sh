@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Honest published-unread (issue 16 item 2.9): it means nobody reads the
 # peer's mailbox (the probe saw 0 consumers).  A mailbox that has a reader
 # which sends no heartbeat — another implementation of doc/protocol.md,

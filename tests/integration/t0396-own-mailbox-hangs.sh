@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A host's own mailbox does not answer while its fleetfs (re)connects: the
 # queue's process is suspended inside the broker, as a stuck queue or a
 # quorum queue without a leader would be. fleetfs declared its own queues

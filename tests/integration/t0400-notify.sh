@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Waking up on change: inotifywait on inbox, sent and the status files,
 # poll() on an open inbox, tail -f.
 . "$(dirname "$0")/../lib.sh"

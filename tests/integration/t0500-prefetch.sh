@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prefetch bounds what a mount holds: with 500 messages waiting and
 # prefetch 64, the inbox shows 64, the status shows the rest as ready in the
 # broker, and acking brings the next ones in.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The command line and the config file: help, unknown options, bad values,
 # credentials kept out of argv and config, precedence, a broker that is
 # not there at start, quorum mailboxes, SIGTERM.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # [profile NAME] sections and spawn_from (SPEC section 11): a bad profile
 # stops fleetfs at start, exit status 2, with a message that names the file,
 # the profile and the key; nothing is mounted. No broker is needed: the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Typing arrivals into the lead's pane through herdr (a fake that follows
 # HERDR-PROTOCOL.md): only when the agent is idle or done, never when it is
 # blocked, at most once across crashes, and the sender learns the truth.

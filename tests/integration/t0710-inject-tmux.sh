@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Typing arrivals into a real tmux pane (inject=tmux): the pane is found by
 # its title (or -o inject_target), the text arrives as one bracketed paste
 # and Enter, control bytes never reach the terminal, a pane in copy mode

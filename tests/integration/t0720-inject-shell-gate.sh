@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Never type a message into a shell (issue 12). With inject=tmux a message
 # is typed only into a pane whose foreground program is an agent on
 # inject_commands: a pane titled beta that runs bash — the agent exited,

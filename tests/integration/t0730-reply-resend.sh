@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Answering a message from the shell (peers/<id>/reply/<msgId>), and the
 # safe resend of a message whose fate is unknown (leads/<me>/resend): the
 # same signed envelope, same msgId, so the receiver keeps it to one copy.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Receipts get the same freshness checks as messages (issue 12 item 4): a
 # receipt is refused — dead-lettered, counted, logged once — when it has
 # expired, when its msgId was seen before, when it lives longer than

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Replay that cannot be laundered (issue 20 section 2, issue 16 defect 7).
 # A message from alpha is captured on the way (tests/tools/rawpub signs it
 # with alpha's key, as a peer would, and keeps the bytes) and typed into

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A mount restarted while the broker was down keeps its unacked messages,
 # even when the broker loses their `redelivered` flag (issue 20 section 2).
 # beta holds three messages; the broker stops; beta is stopped and the

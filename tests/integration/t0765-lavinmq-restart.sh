@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # t0760 on LavinMQ, the seed fleet's broker, which does not keep the
 # `redelivered` flag across its own restart (measured with 1.0.1): a mount
 # restarted while LavinMQ was down keeps its unacked messages — shown

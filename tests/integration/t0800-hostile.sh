@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Trust nobody: messages published straight into beta's mailbox with a raw
 # AMQP client, bypassing fleetfs — unsigned, forged, untrusted, misaddressed,
 # expired, replayed, malformed, huge, not UTF-8.  None reaches the inbox or

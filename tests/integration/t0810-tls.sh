@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # TLS to the broker (issue 4 item 5): a private RabbitMQ node with a TLS
 # listener whose certificates this file makes with openssl. With the right
 # CA (-o ca=) two mounts connect over amqps:// and a message goes between

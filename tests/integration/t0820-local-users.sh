@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The tree belongs to the mounting user.  Another local user gets EACCES:
 # from the kernel without allow_other, from fleetfs's own mode checks with it.
 . "$(dirname "$0")/../lib.sh"

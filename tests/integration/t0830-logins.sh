@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Per-host broker logins (issue 20, doc/security.md "Per-host logins";
 # agents' mailboxes and fleet.msg, issue 18; fleet.control and control.<h>, issue 17):
 # scripts/broker host add makes alpha, beta and gamma least-privilege

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make install / make uninstall into a temporary DESTDIR: what lands where,
 # the installed daemon working (--version, keygen, a real mount), the units
 # naming the installed paths (and passing systemd-analyze verify when it is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # systemd's notify protocol against a real NOTIFY_SOCKET datagram socket
 # (tests/tools/notify-listen plays the service manager; the container has
 # no systemd as init): READY=1 only once the tree is readable, STATUS= with

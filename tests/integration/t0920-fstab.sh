@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # mount(8) and /etc/fstab: `mount -T FSTAB DIR` and `mount -t fuse.fleetfs
 # fleetfs DIR -o ...` through mount.fuse3, with the usual fstab options
 # accepted or ignored, the broker URI from an environment file (the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # doc/agents.md, run as written: every ```sh block of the guide, in order,
 # in one shell (as an agent would), against two real mounts, mac (the
 # agent) and fleet01 (a peer); then what each block should have done is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `fleetfs mcp`: the agents' MCP tools, driven by the official MCP
 # TypeScript SDK client (@modelcontextprotocol/sdk, installed from the npm
 # registry into build/ on first use) against two real mounts, alpha and

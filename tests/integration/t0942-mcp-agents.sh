@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `fleetfs mcp` and agents (SPEC sections 10 and 12), driven by the
 # official MCP TypeScript SDK client: the lead's server sends to an agent
 # by gid and to a group; a local agent's own server (`--as <gid>`) reads

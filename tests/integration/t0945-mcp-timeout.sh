@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `fleetfs mcp` when the broker does not confirm: fleet_send returns within
 # its bound with isError, says ETIMEDOUT (may or may not be there, never
 # send anew) and gives the msgId; resending that msgId through the file

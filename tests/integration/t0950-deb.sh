@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make deb: the Debian package is built with Debian's tooling, lintian finds
 # no error in it, it holds what an operator needs (daemon, man page, units,
 # docs), its dependencies come from dpkg-shlibdeps, its units are installed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Makefile on a machine where the build libraries (or pkg-config itself)
 # are not installed yet, as on a newcomer's first `make run`: parsing it
 # prints nothing (make run installs them first), and a build says once, in
@@ -31,6 +32,34 @@ test_expect_success 'a build without the libraries fails with one line naming th
     grep -q "fuse3" said &&
     grep -q "scripts/install-deps" said &&
     ! test -e "$TEST_DIR/b/fleetfs"
+'
+
+# make check's license line (scripts/check-spdx) on a repository of its own:
+# a file without the line is named and counted, prose and data are not
+# checked, C files only when asked (SPDX_CHECK_C=1) until they carry it.
+test_expect_success 'scripts/check-spdx names each source file without the Apache-2.0 line and fails' '
+    mkdir -p spdx/doc && cd spdx && git init -q . &&
+    printf "#!/bin/sh\n# SPDX-License-Identifier: Apache-2.0\necho ok\n" >good.sh &&
+    printf "#!/bin/sh\necho no license\n" >bad.sh &&
+    printf "# SPDX-License-Identifier: MIT\nall:\n" >Makefile &&
+    printf "int x;\n" >x.c &&
+    printf "prose\n" >README && printf "# doc\n" >doc/a.md && printf "0.1.0\n" >VERSION &&
+    git add good.sh bad.sh Makefile x.c README doc/a.md VERSION &&
+    printf "#!/bin/sh\n" >new.sh &&
+    cd .. &&
+    test_must_fail "$FLEET_ROOT/scripts/check-spdx" "$TEST_DIR/spdx" >out &&
+    cat out &&
+    test "$(tail -n1 out)" = "spdx: 1 passed, 3 failed" &&
+    grep -q "^spdx: bad.sh has no" out && grep -q "^spdx: Makefile has no" out &&
+    grep -q "^spdx: new.sh has no" out && ! grep -q -e good.sh -e x.c -e README -e a.md -e VERSION out &&
+    test_must_fail env SPDX_CHECK_C=1 "$FLEET_ROOT/scripts/check-spdx" "$TEST_DIR/spdx" >out.c &&
+    test "$(tail -n1 out.c)" = "spdx: 1 passed, 4 failed" && grep -q "^spdx: x.c has no" out.c
+'
+
+test_expect_success 'this repository passes it, and make check runs it' '
+    "$FLEET_ROOT/scripts/check-spdx" >out &&
+    tail -n1 out | grep -qE "^spdx: [0-9]{3,} passed, 0 failed$" &&
+    make -n -C "$FLEET_ROOT" check | grep -q "scripts/check-spdx"
 '
 
 test_done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What a newcomer trips on (issue 22), each through a real mount: one
 # write(2) the kernel cuts into several FUSE requests, mount-point
 # mistakes, configuration that cannot heal, an unset URI variable, URI

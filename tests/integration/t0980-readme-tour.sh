@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README's "A 60-second tour", run as printed (tests/tools/doc-tour): every
 # command in order in one shell, from the source tree, with its own private
 # broker as the tour starts one; what each prints is compared with what the

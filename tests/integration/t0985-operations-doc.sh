@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # doc/operations.md run as printed, so that it cannot drift from what
 # fleetfs, make install, the units and scripts/broker do (issue 22).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Presence and discovery (issue 10, doc/presence.md): who is in the fleet,
 # whether it is live, and what its agent is doing, through the broker alone.
 # Heartbeats every second here (-o heartbeat=1s): stale after three.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # An interval that grows with the fleet (doc/scaling.md, step 3): with N
 # leads heartbeating, a lead heartbeats every max(heartbeat, N/heartbeat_rate
 # seconds), so that each host hears at most about heartbeat_rate heartbeats

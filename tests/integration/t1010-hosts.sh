@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A fleet of three hosts: alpha, beta and gamma each in its own network
 # namespace (tests/netns.sh), each with its own state, key and trust
 # directory, all on one broker that they reach only over their link to a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Agents across hosts (SPEC section 10): three hosts in their own network
 # namespaces (tests/netns.sh), each a lead and two agents typed into their
 # own panes of the host's own fake herdr. Every entity sends to every

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Agents on one machine (SPEC section 10), the paths of t1020 without
 # network namespaces, so that they also run under ASan: two mounts, alpha
 # (a lead and agent w1, typed into the fake herdr) and beta (a lead and

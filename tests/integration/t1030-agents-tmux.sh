@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Several entities typed into tmux (inject=tmux, SPEC 10): beta's lead and
 # its agents w1 and w2 each run a stand-in agent (tests/tools/fake-agent,
 # which records every byte it gets) in their own pane, titled like the

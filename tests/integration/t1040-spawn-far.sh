@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The far host's side of the control plane (SPEC section 11, issue 17):
 # beta runs agents for alpha. The test is the requester: tests/tools/ctlsign
 # signs a request with alpha's (or another host's) key and rawpub puts it

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The far host's side of the control plane through herdr (SPEC section 11,
 # issue 17): delta starts agents in the fake herdr (tests/fake_herdr:
 # pane.split / tab.create, agent.start, pane.close). The test is the

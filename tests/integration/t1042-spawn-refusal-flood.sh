@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A refusal flood cannot make the far host forget a request that is still
 # valid (SPEC section 11's replay guard, state_dir/control.seen): any
 # trusted host can have requests refused, and were the oldest refused msgId

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The requester's side of the control plane (SPEC section 11), through real
 # mounts on one machine: hosts/ and hosts/<h>/status (presence, profiles
 # from the heartbeat, agents), every error a write to hosts/<h>/spawn or

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Cross-host spawn end to end (SPEC section 11, issue 17): three hosts in
 # their own network namespaces (tests/netns.sh). The lead on alpha writes
 # hosts/<h>/spawn; beta starts the agent in tmux (tests/tools/fake-agent,

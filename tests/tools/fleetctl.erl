@@ -1,3 +1,4 @@
+%% SPDX-License-Identifier: Apache-2.0
 %% fleetctl: the test harness's fast path to one RabbitMQ node.
 %%
 %% Every `rabbitmqctl` boots an Erlang VM and loads the CLI: about 1.4 s

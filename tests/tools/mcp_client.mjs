@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tests/tools/mcp_client.mjs — drives `fleetfs mcp` with the official MCP
 // TypeScript SDK's client (@modelcontextprotocol/sdk from the npm registry,
 // installed by the test next to a copy of this file), as an agent's host
