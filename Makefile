@@ -10,7 +10,8 @@
 #                   (FLEET_CLUSTER=3 make run: a local three-node cluster instead)
 #   make demo-fleet three hosts as network namespaces exchanging messages
 #   make san        the ASan/UBSan build only (build/san/)
-#   make install    install the daemon, man page, systemd units and docs
+#   make install    install the daemon, the operator's fleetfs-broker (host
+#                   logins: scripts/broker), the man pages, systemd units and docs
 #                   (PREFIX=/usr/local, DESTDIR=; make uninstall removes them)
 #   make deb        the Debian package $(B)/fleetfs_<version>_<arch>.deb
 #                   (dpkg-buildpackage, debhelper; packaging in scripts/debian/)
@@ -164,15 +165,20 @@ SYSTEMD_SYSTEM_DIR ?= $(PREFIX)/lib/systemd/system
 SYSTEMD_USER_DIR   ?= $(PREFIX)/lib/systemd/user
 UNITS_SYSTEM := fleetfs@.service
 UNITS_USER   := fleetfs.service
-DOCS       := README $(wildcard doc/*.md)
+DOCS       := README LICENSE $(wildcard doc/*.md)
+MANS       := doc/fleetfs.1 doc/fleetfs-broker.1
 SUBST      := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
               -e 's|@DOCDIR@|$(DOCDIR)|g'
 
+# scripts/broker is installed as fleetfs-broker, the operator's command for
+# the hosts' broker logins (`fleetfs-broker host add NAME`, fleetfs-broker(1));
+# it finds the fleetfs installed beside it.
 install: $(B)/fleetfs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
 	    $(DESTDIR)$(SYSTEMD_SYSTEM_DIR) $(DESTDIR)$(SYSTEMD_USER_DIR)
 	install -m 0755 $(B)/fleetfs $(DESTDIR)$(BINDIR)/fleetfs
-	install -m 0644 doc/fleetfs.1 $(DESTDIR)$(MANDIR)/man1/fleetfs.1
+	install -m 0755 scripts/broker $(DESTDIR)$(BINDIR)/fleetfs-broker
+	install -m 0644 $(MANS) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	$(foreach u,$(UNITS_SYSTEM),$(SUBST) scripts/systemd/$(u).in >$(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/$(u) && \
 	    chmod 0644 $(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/$(u) &&) true
@@ -182,7 +188,8 @@ install: $(B)/fleetfs
 # Removes exactly what install puts there (and the doc directory, which is
 # fleetfs's own); shared directories such as bin/ stay.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/fleetfs $(DESTDIR)$(MANDIR)/man1/fleetfs.1
+	rm -f $(DESTDIR)$(BINDIR)/fleetfs $(DESTDIR)$(BINDIR)/fleetfs-broker
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANS)))
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
 	-rmdir $(DESTDIR)$(DOCDIR)
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/,$(UNITS_SYSTEM))

@@ -21,6 +21,9 @@ test_expect_success 'make install DESTDIR=... puts each file in its place' '
     (cd "$D" && find . -type f | sort) >files &&
     {
         echo ./usr/local/bin/fleetfs
+        echo ./usr/local/bin/fleetfs-broker
+        echo ./usr/local/share/doc/fleetfs/LICENSE
+        echo ./usr/local/share/man/man1/fleetfs-broker.1
         echo ./usr/local/lib/systemd/system/fleetfs@.service
         echo ./usr/local/lib/systemd/user/fleetfs.service
         echo ./usr/local/share/doc/fleetfs/README
@@ -30,7 +33,10 @@ test_expect_success 'make install DESTDIR=... puts each file in its place' '
     test_cmp want files &&
     test "$(stat -c %a "$D/usr/local/bin/fleetfs")" = 755 &&
     test "$(stat -c %a "$D/usr/local/share/man/man1/fleetfs.1")" = 644 &&
-    cmp "$FLEETFS" "$D/usr/local/bin/fleetfs"
+    cmp "$FLEETFS" "$D/usr/local/bin/fleetfs" &&
+    test "$(stat -c %a "$D/usr/local/bin/fleetfs-broker")" = 755 &&
+    cmp "$FLEET_ROOT/scripts/broker" "$D/usr/local/bin/fleetfs-broker" &&
+    cmp "$FLEET_ROOT/LICENSE" "$D/usr/local/share/doc/fleetfs/LICENSE"
 '
 
 test_expect_success 'PREFIX moves everything' '
@@ -49,6 +55,23 @@ test_expect_success 'the installed fleetfs runs: --version, --help, keygen' '
     test "$(stat -c %a k)" = 600 && grep -q "^ed25519 " k.pub
 '
 
+# The operator's host tool from the installed path: FLEETFS unset and a
+# decoy fleetfs first on PATH that fails, so the fleetfs it runs for the
+# declarations can only be the one installed beside it.
+test_expect_success 'the installed fleetfs-broker: --help says its name; host add uses the fleetfs beside it' '
+    "$D/usr/local/bin/fleetfs-broker" --help >help &&
+    grep -q "^  fleetfs-broker host add|update|remove|passwd NAME" help && ! grep -q scripts/broker help &&
+    "$D/usr/local/bin/fleetfs-broker" host --help >hhelp &&
+    grep -q "^fleetfs-broker host add NAME" hhelp &&
+    mkdir -p decoy && printf "#!/bin/sh\necho the fleetfs on PATH was run >&2\nexit 1\n" >decoy/fleetfs &&
+    chmod +x decoy/fleetfs &&
+    (unset FLEETFS && PATH=$TEST_DIR/decoy:$PATH "$D/usr/local/bin/fleetfs-broker" host add instb \
+        --dir "$BROKER_DIR" --vhost $FLEET_VHOST >instb.login 2>instb.add; echo $? >instb.rc) &&
+    cat instb.add && test "$(cat instb.rc)" = 0 &&
+    grep -q "^FLEET_BROKER_URI=amqp://instb:[A-Za-z0-9_-]\{20,\}@127.0.0.1:$BROKER_PORT/$FLEET_VHOST$" instb.login &&
+    n=$(broker_count lead.instb.inbox) && test "$n" = 0
+'
+
 test_expect_success 'the installed fleetfs mounts and sends' '
     FLEETFS=$D/usr/local/bin/fleetfs mount_fleet inst1 peers=inst2 &&
     FLEETFS=$D/usr/local/bin/fleetfs mount_fleet inst2 peers=inst1 &&
@@ -62,7 +85,11 @@ test_expect_success 'the man page is installed where man finds it, with fstab an
     MANPATH=$D/usr/local/share/man man -P cat fleetfs >man.txt 2>/dev/null &&
     grep -q "fuse.fleetfs" man.txt &&
     grep -q "fleetfs@.service" man.txt &&
-    grep -q "NOTIFY_SOCKET" man.txt
+    grep -q "NOTIFY_SOCKET" man.txt &&
+    grep -q "fleetfs-broker(1)" man.txt &&
+    MANPATH=$D/usr/local/share/man man -P cat fleetfs-broker >bman.txt 2>/dev/null &&
+    grep -q "fleetfs-broker host add" bman.txt &&
+    grep -q "/usr/local/bin/fleetfs-broker" bman.txt
 '
 
 test_expect_success 'the units name the installed binary and the /etc files' '

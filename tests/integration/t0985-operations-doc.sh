@@ -88,7 +88,7 @@ in_ns() { nsenter -t "$(cat "$TEST_DIR/ns.pid")" -m -- "$@"; }
 # or "skip" (the reason it is not run here).
 cat >known <<'EOF'
 ^make sudo make install|run|Installing: make install into a temp DESTDIR puts the files where the doc says; uninstall removes them
-^sudo apt install \./fleetfs_|skip|installs into this system's /usr with dpkg (no temp root for apt); t0950 builds the package and checks each file in it
+^sudo apt install \./fleetfs_|skip|installs into this system's /usr (apt has no temp root); t0950 builds the package, installs it with dpkg --root into a scratch root and runs fleetfs and fleetfs-broker from there
 ^\$ mkdir -p /etc/fleetfs/trusted|run|Installing: the key, trust and environment-file sessions print what the doc shows
 ^\$ install -m 0600 /dev/null /etc/fleetfs/mac\.env|run|Installing: the key, trust and environment-file sessions print what the doc shows
 ^\[fleetfs\] peers = fleet01:fleet02 key = /etc/fleetfs/mac\.key|run|fleetfs@.service: ExecStart with the doc's env file, mac.conf and key: READY, Status "broker: connected (...)"
@@ -115,9 +115,9 @@ cat >known <<'EOF'
 ^rabbitmqctl list_consumers -p /coord|run|fleetfs@.service: rabbitmqctl list_consumers and list_connections show the connection the doc names
 ^amqp-get --url=|run|fleetfs@.service: amqp-get takes a dead letter off fleet.dlq with an operator's login; a host's login gets 403
 ^\$ export RABBITMQCTL='rabbitmqctl -n rabbit@broker'|run|Broker logins: host add, passwd and remove print what the doc shows
-^\$ scripts/broker host update|run|Broker logins: host add, passwd and remove print what the doc shows
-^\$ scripts/broker host passwd|run|Broker logins: host add, passwd and remove print what the doc shows
-^\$ scripts/broker host remove|run|Broker logins: host add, passwd and remove print what the doc shows
+^\$ fleetfs-broker host update|run|Broker logins: host add, passwd and remove print what the doc shows
+^\$ fleetfs-broker host passwd|run|Broker logins: host add, passwd and remove print what the doc shows
+^\$ fleetfs-broker host remove|run|Broker logins: host add, passwd and remove print what the doc shows
 EOF
 
 test_expect_success 'every block of operations.md is run here or listed as not run, with the reason' '
@@ -145,6 +145,9 @@ test_expect_success 'Installing: make install into a temp DESTDIR puts the files
     P=$R/usr/local &&
     test -x $P/bin/fleetfs &&
     test -f $P/share/man/man1/fleetfs.1 &&
+    test -x $P/bin/fleetfs-broker &&
+    test -f $P/share/man/man1/fleetfs-broker.1 &&
+    grep -q "operator.s command for the hosts. broker logins, .bin/fleetfs-broker." "$OPS" &&
     test -f $P/lib/systemd/system/fleetfs@.service &&
     test -f $P/lib/systemd/user/fleetfs.service &&
     test -f $P/share/doc/fleetfs/operations.md &&
@@ -342,15 +345,20 @@ test_expect_success 'mount(8): the doc'"'"'s fstab line and its mount -t line mo
 '
 
 # ---------------------------------------------------------------- broker logins
+# The session runs the fleetfs-broker that make install put under $R (the
+# Installing test above), found on PATH as an operator's shell finds it,
+# with FLEETFS unset: the fleetfs it declares with is the one beside it.
 
 test_expect_success 'Broker logins: host add, passwd and remove print what the doc shows' '
     mkdir -p tour2 &&
-    { DOC_START=$FLEET_ROOT \
-    DOC_SUBST="s|rabbitmqctl -n rabbit@broker|$FLEET_ROOT/scripts/broker ctl --dir $BROKER_DIR --|; s|broker.example.net:5672|127.0.0.1:$BROKER_PORT|g" \
+    { DOC_START=$TEST_DIR/tour2 \
+    DOC_SUBST="s|rabbitmqctl -n rabbit@broker|$R/usr/local/bin/fleetfs-broker ctl --dir $BROKER_DIR --|; s|broker.example.net:5672|127.0.0.1:$BROKER_PORT|g" \
     DOC_UNSUBST="s|127.0.0.1:$BROKER_PORT|broker.example.net:5672|g" \
     DOC_MASK="s#(amqp://fleet01:)[^@]*@#\\1<password>@#" \
-        "$TOUR" "$OPS" "^## Broker logins" "^## Running on a cluster" "$TEST_DIR/tour2" >result; echo $? >result.rc; } &&
+    PATH="$R/usr/local/bin:$PATH" \
+        env -u FLEETFS "$TOUR" "$OPS" "^## Broker logins" "^## Running on a cluster" "$TEST_DIR/tour2" >result; echo $? >result.rc; } &&
     cat result && test "$(cat result.rc)" = 0 &&
+    grep -q "^ok .* fleetfs-broker host add fleet01 " result &&
     test $(grep -c "^ok" result) = 5 &&
     rmqctl list_users -q >users && ! grep -q "^fleet01" users
 '
