@@ -34,6 +34,34 @@ test_expect_success 'a build without the libraries fails with one line naming th
     ! test -e "$TEST_DIR/b/fleetfs"
 '
 
+# What make run installs (issue 34): install-deps' plan, read with --plan,
+# has no packaging tool; --deb (make deb's) has them. apt's own metadata
+# says the plain run does not pull debhelper or lintian in either: they are
+# not in the Depends and Recommends of its packages, followed recursively
+# (every alternative counted, so a superset of what apt would install).
+# fakeroot is: dpkg-dev (build-essential) recommends it.
+PACKAGING="debhelper lintian fakeroot"
+test_expect_success 'install-deps: make run'"'"'s plain run plans no packaging tool; --deb (make deb'"'"'s) does' '
+    "$FLEET_ROOT/scripts/install-deps" --plan >plan &&
+    cat plan | tr "\n" " " && echo &&
+    grep -qx libfuse3-dev plan && grep -qx rabbitmq-server plan && grep -qx clang-format plan &&
+    for p in $PACKAGING; do ! grep -qx $p plan || { echo "plain plan has $p" >&2; exit 1; }; done &&
+    "$FLEET_ROOT/scripts/install-deps" --plan --deb >plan.deb &&
+    for p in $PACKAGING libfuse3-dev build-essential; do grep -qx $p plan.deb || exit 1; done &&
+    ! grep -qx rabbitmq-server plan.deb &&
+    test_must_fail "$FLEET_ROOT/scripts/install-deps" --plain 2>err && grep -q "unknown argument" err &&
+    grep -qx "scripts/install-deps" "$FLEET_ROOT/scripts/run" &&
+    grep -q "^scripts/install-deps --deb " "$FLEET_ROOT/scripts/deb"
+'
+
+test_expect_success 'apt: the plain plan'"'"'s packages pull in neither debhelper nor lintian' '
+    apt-cache depends --recurse --no-suggests --no-conflicts --no-breaks --no-replaces --no-enhances \
+        $(cat plan) >closure 2>/dev/null &&
+    test $(grep -c "^[a-z]" closure) -gt 100 &&
+    grep -qx libfuse3-dev closure &&
+    ! grep -qx debhelper closure && ! grep -qx lintian closure
+'
+
 # make check's license line (scripts/check-spdx) on a repository of its own:
 # a file without the line is named and counted, prose and data are not
 # checked, C files only when asked (SPDX_CHECK_C=1) until they carry it.
