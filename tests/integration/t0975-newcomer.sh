@@ -403,6 +403,18 @@ test_expect_success 'the man page: no control characters, no hyphenated words to
     test_cmp source examples
 '
 
+test_expect_success 'fleetfs-broker(1): no control characters, no hyphenated words; EXAMPLES are bash as written' '
+    ! LC_ALL=C grep -n "[[:cntrl:]]" "$FLEET_ROOT/doc/fleetfs-broker.1" &&
+    MANWIDTH=80 man -l "$FLEET_ROOT/doc/fleetfs-broker.1" 2>/dev/null >bman.txt &&
+    test -s bman.txt && ! grep -n "‐\$" bman.txt &&
+    sed -n "/^\.SH EXAMPLES/,/^\.SH SEE ALSO/p" "$FLEET_ROOT/doc/fleetfs-broker.1" |
+        awk "/^\.EX/ { on = 1; next } /^\.EE/ { on = 0 } on" | sed -e "s/\\\\-/-/g" >bexamples &&
+    test $(wc -l <bexamples) -ge 5 &&
+    bash -n bexamples &&
+    while IFS= read -r l; do grep -qxF "       $l" bman.txt || { echo "not printed as written: $l" >&2; exit 1; }; done <bexamples &&
+    grep -q "^fleetfs-broker host add fleet01 --broker broker.example.net:5672 --vhost /coord" bexamples
+'
+
 # fleetfs(1)'s EXAMPLES as a newcomer pastes them, from the page as man
 # prints it (indented: a line continued with a backslash then breaks), in one bash with its own HOME: only the broker URI (this
 # test's broker, not broker.example.net) and ca= (no TLS here) are
