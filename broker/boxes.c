@@ -438,7 +438,7 @@ static br_cons consumer_failure(br_conn *c, const br_slot *s, int code, bool dec
     if (declaring && code == 403)
         snprintf(why, n,
                  "cannot declare %s: %d %s; this broker login may not make it (per-host logins: "
-                 "the queue must be named after this host, scripts/broker host add)",
+                 "the queue must be named after this host, fleetfs-broker host add)",
                  s->queue, code, text);
     else
         snprintf(why, n, "cannot %s %s: %d %s", declaring ? "declare" : "consume", s->queue, code,
@@ -561,7 +561,7 @@ static int slot_bind(br_conn *c, br_slot *s)
             continue;
         snprintf(why, sizeof why, "cannot bind %s to %s with key %s: %d %s%s", s->queue,
                  s->exchange, *k, rc, text,
-                 rc == 404   ? " (the exchange is missing: scripts/broker host add makes it)"
+                 rc == 404   ? " (the exchange is missing: fleetfs-broker host add makes it)"
                  : rc == 403 ? " (this broker login may not bind that key: per-host logins bind "
                                "only their own agents' ids and broadcast.<group>)"
                              : "");

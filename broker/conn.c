@@ -334,7 +334,7 @@ static void br_never_added(br_conn *c, br_req *r)
     br_probe p;
     snprintf(r->detail, sizeof r->detail,
              "no %s: that host was never added (this broker login may not create %s; an "
-             "operator adds the host: scripts/broker host add %s)",
+             "operator adds the host: fleetfs-broker host add %s)",
              r->receipt ? "receipt queue" : "mailbox", r->queue, r->peer);
     if (br_probe_cached(c, r->queue, &p) && !p.present) {
         p.create_refused = true;
@@ -364,7 +364,7 @@ static bool exchange_present(br_conn *c, br_req *r)
     }
     snprintf(r->detail, sizeof r->detail,
              "exchange %s does not exist (%d %s): nothing was sent; it is made by a fleetfs with "
-             "configure rights, or by scripts/broker host add",
+             "configure rights, or by fleetfs-broker host add",
              r->exchange, code, text);
     br_req_complete(c, r,
                     code == 404   ? FE_NO_MAILBOX

@@ -268,7 +268,7 @@ static int declare_exchange(ro_conn *r, char *why, size_t n)
         return 0;
     rpc_words(r,
               "exchange " TOPO_ROSTER_EXCHANGE " is missing and this broker login may not "
-              "create it (an operator makes it: scripts/broker host add)",
+              "create it (an operator makes it: fleetfs-broker host add)",
               why, n);
     return -1;
 }

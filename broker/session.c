@@ -196,7 +196,7 @@ static void setup_dead_letters(br_conn *c)
                  : code == 404 ? "its node is down (a classic queue lives on one node; use "
                                  "queue_type=quorum on a cluster)"
                  : code == 403 ? "they are missing and this login may not make them: an operator "
-                                 "runs scripts/broker host add, which makes them"
+                                 "runs fleetfs-broker host add, which makes them"
                                : "give this user configure rights on them");
     }
 }
@@ -230,7 +230,7 @@ void br_setup_exchanges(br_conn *c)
              BR_EXCHANGE_MSG, code, text,
              code == 406   ? "it exists with another type or durability: delete it once "
                              "(rabbitmqctl delete_exchange fleet.msg) and fleetfs declares it anew"
-             : code == 404 ? "this login may not make it: an operator runs scripts/broker host "
+             : code == 404 ? "this login may not make it: an operator runs fleetfs-broker host "
                              "add, which makes it"
                            : "give this user configure rights on it");
 }

@@ -38,7 +38,7 @@ static const struct fe_row fe_table[] = {
     [FE_NO_MAILBOX] = {ENXIO, "no-mailbox",
                        "the peer's mailbox does not exist and could not be created; start fleetfs "
                        "on the peer once, or (per-host broker logins) have the operator add "
-                       "the host: scripts/broker host add NAME"},
+                       "the host: fleetfs-broker host add NAME"},
     [FE_MISMATCH] = {EIO, "mismatch",
                      "the broker holds the queue with different arguments (406); make queue_type, "
                      "max_length and message_ttl identical fleet-wide"},

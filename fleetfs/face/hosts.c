@@ -194,7 +194,7 @@ static int hs_send(fleet *f, const char *h, ctl_env *e, const char *what)
         g_strlcpy(a.state, "failed", sizeof a.state);
         snprintf(a.detail, sizeof a.detail, "not sent: %s",
                  r == FE_NO_MAILBOX ? "no control queue takes requests for this host (is it "
-                                      "added to the broker? scripts/broker host add)"
+                                      "added to the broker? fleetfs-broker host add)"
                                     : fe_hint(r));
         g_mutex_lock(&f->hs_lock);
         ak_answer(f->asked, &a, env_now_ms(), why, sizeof why);

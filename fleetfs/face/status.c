@@ -420,7 +420,7 @@ GString *st_peer(fleet *f, const char *peer, bool fresh)
         if (p.create_refused)
             g_string_append_printf(s,
                                    "detail: no mailbox: that host was never added (this broker "
-                                   "login may not create %s; scripts/broker host add %s)\n",
+                                   "login may not create %s; fleetfs-broker host add %s)\n",
                                    queue, peer);
     } else {
         g_string_append_printf(s, "mailbox: present\nmessages: %u\nconsumers: %u\nstate: %s\n",

@@ -246,6 +246,8 @@ test_expect_success 'a host never added: ENXIO, and the log and peers/<id>/statu
     grep -q "No such device or address" err &&
     grep -q "no mailbox: that host was never added" alpha.log &&
     grep -q "^detail: no mailbox: that host was never added" alpha/peers/delta/status &&
+    grep -q "operator adds the host: fleetfs-broker host add delta)" alpha.log &&
+    grep -q "; fleetfs-broker host add delta)$" alpha/peers/delta/status &&
     grep -q "^mailbox: absent" alpha/peers/delta/status &&
     ! queues | grep -q "lead\.delta"
 '
