@@ -60,7 +60,7 @@ void cl_usage(FILE *to)
             "       fleetfs keygen PATH\n"
             "       fleetfs mcp [MOUNTPOINT] [--as GID]   (an MCP server on stdio; fleetfs mcp "
             "--help)\n"
-            "       fleetfs declare NAME [-o opt[,opt...]]   (an operator adding a host)\n"
+            "       fleetfs declare NAME [-o opt[,opt...]]   (run by fleetfs-broker host add)\n"
             "       fleetfs --help | --version\n"
             "\n"
             "Mounts the fleet's lead mailboxes (queues on an AMQP broker) as files.\n"

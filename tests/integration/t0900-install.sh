@@ -50,7 +50,8 @@ test_expect_success 'PREFIX moves everything' '
 test_expect_success 'the installed fleetfs runs: --version, --help, keygen' '
     "$D/usr/local/bin/fleetfs" --version >v &&
     test "$(cat v)" = "fleetfs $(cat "$FLEET_ROOT/VERSION")" &&
-    "$D/usr/local/bin/fleetfs" --help | grep -q "fuse.fleetfs" &&
+    "$D/usr/local/bin/fleetfs" --help >fhelp &&
+    grep -q "fuse.fleetfs" fhelp && grep -q "(run by fleetfs-broker host add)" fhelp &&
     "$D/usr/local/bin/fleetfs" keygen "$TEST_DIR/k" >out &&
     test "$(stat -c %a k)" = 600 && grep -q "^ed25519 " k.pub
 '
