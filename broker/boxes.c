@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/boxes.c — the mailboxes ("boxes") one consuming connection serves.
  *
  * Every consumer is a slot with its own channel (conn_int.h): box 0, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/conn.c — the broker thread: requests, status and the loop.
  *
  * rabbitmq-c is not thread-safe, so one thread owns the AMQP connection

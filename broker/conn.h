@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/conn.h — the broker thread: sole owner of the AMQP connection.
  *
  * rabbitmq-c is not thread-safe, so exactly one thread (br_run) touches the

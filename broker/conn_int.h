@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/conn_int.h — inside the broker thread; for broker/ only.
  *
  * struct br_conn and the request type, shared by the three files that make

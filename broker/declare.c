@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/declare.c — the operator's declarations for a host (declare.h).
  *
  * Synchronous rabbitmq-c calls on one channel: a refused call closes the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/declare.h — what an operator makes for a host before it mounts
  * (`fleetfs declare`, run by `scripts/broker host add`).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/explain.c — see explain.h.
  *
  * rabbitmq-c says "a socket error occurred" for a refused TCP connection,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/explain.h — a refused connection, in words an operator can act on
  * (broker/ only).  Each function gets plain values and writes one sentence:
  * what was asked for, what the broker or the network said, what to change.

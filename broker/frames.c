@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/frames.c — what the broker sends without being asked, read
  * without blocking on the broker thread: confirms (basic.ack / basic.nack on
  * the publish channel, matched to in-flight publishes by delivery tag),

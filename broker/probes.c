@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/probes.c — passive declares (probes) that never hold the broker
  * thread.
  *

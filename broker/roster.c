@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/roster.c — the roster thread (design in roster.h).
  *
  * Ownership: the fields of struct ro_conn above the marker are guarded by

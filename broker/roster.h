@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/roster.h — presence on the broker: the roster thread.
  *
  * Heartbeats go over their own AMQP connection, owned by one thread (like

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/session.c — the life of one broker connection.
  *
  * Connecting goes through the configured URIs in turn with capped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/topology.c — the one table of mailbox arguments.
  *
  * Types matter as much as values: RabbitMQ compares arguments by value, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/topology.h — the queues and exchanges every fleetfs declares
  * identically (SPEC section 3).  The broker refuses a declare whose
  * arguments differ from the existing queue's (406), so the argument table

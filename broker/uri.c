@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/uri.c — see uri.h.
  *
  * What may be shown of a URI: one that rabbitmq-c parses has its user-info

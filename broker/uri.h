@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* broker/uri.h — broker URIs as people write them: splitting a list,
  * checking one before it is used, printing one without its password.
  */

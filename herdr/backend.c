@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/backend.c — the backends' config, copied so each backend owns it. */
 #include "herdr/backend.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/backend.h — what an injection backend (herdr, tmux) is: three
  * questions the injector asks — which pane (resolve), may it be typed into
  * now (status), and type this (type) — and the plain values it works from.

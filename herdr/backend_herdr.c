@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/backend_herdr.c — the injector's herdr backend.
  *
  * Target: inject_target when set (an agent name or a pane id), else the

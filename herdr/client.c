@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client.c — herdr socket client: one request per connection.
  *
  * herdr reads one line per connection, answers one line and closes; a second

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client.h — a small client for herdr's JSON socket API (protocol 20).
  *
  * Every call is one connection: connect, write one compact JSON line, read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/client_int.h — shared by client.c (transport) and reply.c
  * (parsing); not for users of the client. */
 #ifndef FLEETFS_HERDR_CLIENT_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/foreground.c — what runs in a terminal's foreground (design in
  * foreground.h). */
 #include "herdr/foreground.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/foreground.h — what runs in a terminal's foreground, and may a
  * message be typed into it (issue 12: never type a message into a shell).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/reply.c — herdr's replies, which are untrusted input: the reply
  * envelope (hd_parse_reply), the error codes, and the pane and agent
  * records.  Pure functions over JSON text, so captured lines are unit-tested

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sanitize.c — strip terminal controls from text before it is typed.
  *
  * One left-to-right pass over the bytes, decoding UTF-8 as it goes. What

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sanitize.h — make arbitrary bytes safe to type into a terminal program.
  *
  * herdr types text verbatim: an ESC sequence or control byte in a message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/spawn.h — starting an agent in a new pane, and closing it again
  * (SPEC section 11), for the two terminal backends.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/tmux.c — the injector's tmux backend, for hosts without herdr and
  * for end-to-end tests with a real terminal.
  *

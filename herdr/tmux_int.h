@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/tmux_int.h — the one way fleetfs runs tmux, shared by the
  * injector's tmux backend (tmux.c) and the spawn primitives
  * (tmux_spawn.c); not for other users. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* herdr/tmux_spawn.c — starting an agent in a new tmux window, and
  * closing it (herdr/spawn.h says what and why).
  *

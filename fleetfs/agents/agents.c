@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/agents/agents.c — this host's agents and the fleet's groups (design in
  * agents.h).
  *

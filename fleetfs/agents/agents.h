@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/agents/agents.h — this host's agents and the fleet's groups, as the
  * tree and the heartbeat see them (SPEC section 10).
  *

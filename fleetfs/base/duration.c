@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/base/duration.c — durations as people write them in options and
  * profiles ("5s", "1500ms", "2m", "7d"); see duration.h.
  */

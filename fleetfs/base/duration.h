@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/base/duration.h — parsing a duration, shared by the mount
  * options (config/) and the agent profiles (spawn/): base, so that neither
  * reaches into the other for it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.c — the failure table (curl's CURLcode idea): one row per fe_code
  * holding its errno, its token and its hint. The rows are indexed by code
  * with designated initialisers, and a static assertion ties the table size

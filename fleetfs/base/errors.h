@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.h — the closed set of reasons an fleetfs operation can fail.
  * One enum, one table (errors.c): every caller reports a fe_code, and the
  * errno a FUSE writer sees, the token in status/sent files and the hint in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/base/log.c — stderr logging, one event per line, safe from any thread
  * (a single fprintf under the stdio lock); and log_clean, which keeps text
  * from outside from steering a terminal or a line-based file (log.h). */

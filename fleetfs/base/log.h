@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/base/log.h — one line per event on stderr: time, level, message.
  * A message says what happened, why, and what to do; it never carries a
  * secret (URIs go through uri_redact first).

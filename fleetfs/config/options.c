@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* options.c — every fleetfs option in one table (curl's habit: each option
  * documented in one place), with its setter, default and help line.
  * Why one file of this length: the table, the setters and the help text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* options.h — fleetfs configuration (SPEC section 8): the option set, its
  * defaults, validation of every value from -o or a config file, the --help
  * text, and broker URI helpers. An fs_opts is owned by main until the mount

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* profile.c — `[profile NAME]` sections of the config file, read and
  * checked at start (see profile.h for the format and the rules).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* profile.h — what this host is willing to start for a remote lead
  * (SPEC section 11): `[profile NAME]` sections of the local config file.
  *

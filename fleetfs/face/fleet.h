@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/fleet.h — the daemon's parts, wired together in main.c and
  * handed to the FUSE handlers through the tree (tree.c).  Each part owns its own
  * state and lock; this struct only points at them.

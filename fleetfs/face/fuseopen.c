@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/fuseopen.c — the reply to an open, with the flags of fuseopen.h.
  *
  * tree.c answers an open (and an opendir) by calling fuse_reply_open with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/fuseopen.h — open flags that libfuse 3.14 cannot pass on.
  *
  * Four writers on one `send` were no faster than one: the kernel holds a

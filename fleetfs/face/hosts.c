@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/hosts.c — hosts/ and the requests a lead writes there (design in
  * hosts.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/hosts.h — hosts/: the requester's side of the control plane
  * (SPEC section 11).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/notify.c — the notifier thread (design in notify.h).
  *
  * Changes are coalesced: sent, history and status changes become one

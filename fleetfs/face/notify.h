@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/notify.h — the notifier thread.
  *
  * inotify has no kernel hook for changes that start inside a FUSE daemon,

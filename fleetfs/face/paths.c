@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/paths.c — the tree's names (SPEC section 2): which path is
  * which node (tr_resolve_node: the lead's home, peers, agents, groups,
  * hosts, replies), what kind of node takes writes or sends, and what each

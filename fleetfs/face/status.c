@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/status.c — what the status files say, in words a person can act
  * on.  Every value is either known or says why it is not: "unknown" always
  * comes with a detail line, never a guessed number.

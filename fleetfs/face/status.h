@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/status.h — the `key: value` status files and the tree's README.
  *
  * fresh=true may ask the broker (bounded by probe_timeout, answers cached

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/tree.c — the mounted tree (SPEC section 2), on libfuse's
  * low-level API and its multi-threaded loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/tree.h — the FUSE operations of the mounted tree (libfuse's
  * low-level API; the design is in tree.c). */
 #ifndef FLEETFS_TREE_H

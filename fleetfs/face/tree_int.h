@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/face/tree_int.h — what the tree's two files share: the kinds of
  * node a path can be, a resolved path, and one request.  tree.c answers
  * the kernel (the inode table and the low-level handlers); paths.c knows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/inject/inject.c — the injector thread (design in inject.h).
  *
  * At most once.  Before typing, "injecting <msgId>" is appended to

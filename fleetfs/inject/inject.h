@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/inject/inject.h — the injector: types arrived messages into the local
  * lead's pane, one at a time, oldest first, at most once, only when the
  * agent is ready, and tells the sender what happened (SPEC section 7).

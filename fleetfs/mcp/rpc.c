@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/mcp/rpc.c — the protocol layer of `fleetfs mcp`: JSON-RPC 2.0
  * framing and the MCP methods, on one line at a time.
  *

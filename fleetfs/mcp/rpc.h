@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/mcp/rpc.h — the Model Context Protocol's JSON-RPC side, with no
  * file and no thread in it (see rpc.c): one input line in, at most one
  * output line back.  What the tools do is a callback (tools.c). */

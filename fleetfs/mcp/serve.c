@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/mcp/serve.c — `fleetfs mcp [MOUNTPOINT] [--as GID]`: read
  * JSON-RPC lines on stdin, answer on stdout (rpc.c), run the tools on the
  * mount (tools.c), for the lead or, with --as, for one local agent.

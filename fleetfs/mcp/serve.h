@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/mcp/serve.h — `fleetfs mcp [MOUNTPOINT]`: the MCP server on
  * stdio (see serve.c). */
 #ifndef FLEETFS_MCP_SERVE_H

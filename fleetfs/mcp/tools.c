@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/mcp/tools.c — the six fleet_* tools, done through the mounted
  * files and nothing else (SPEC section 12).
  *

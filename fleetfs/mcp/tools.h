@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/mcp/tools.h — the fleet_* tools of `fleetfs mcp`, done through
  * the mounted files alone (see tools.c). */
 #ifndef FLEETFS_MCP_TOOLS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/accept.c — acceptance: what may enter the inbox.
  *
  * The checks of SPEC section 4, in its order: the signature against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/held.c — held messages: what the broker delivered to us and we
  * have not consumed (at most `prefetch` of them).
  *

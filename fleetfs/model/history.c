@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/history.c — the last HISTORY_MAX consumed (or refused)
  * messages, in order, and which msgIds they name and who sent them (for
  * replies: mb_known_from).  Persisted as JSON Lines in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/mailbox.c — the mailbox model's lifecycle and its face to the
  * tree: counters, renderings, sizes and mtimes, and the once-a-second tick.
  * Each concern lives in its own file; mb_int.h lists them, the lock and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/mailbox.h — the mailbox model: held messages, open inbox views,
  * the sent log, history, receipts and counters, behind one lock.  The
  * files that implement it, one concern each, and the ownership rule for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/mb_broker.c — the real broker behind the mailbox's seam.
  * Box 0 is the lead's mailbox, any other an agent's (broker/conn.h). */
 #include "fleetfs/model/mb_broker.h"

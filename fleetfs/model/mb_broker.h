@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/mb_broker.h — the seam between the mailbox model and the broker.
  *
  * The mailbox never calls br_* directly: it calls this small table, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/mb_int.h — the mailbox model's private state, shared by the files
  * that each own one concern of it:
  *

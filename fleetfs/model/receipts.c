@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/receipts.c — receipts in both directions.
  *
  * In: lead.<me>.receipts carries signed receipts about messages this lead

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/sent.c — sending, and the sent log's state machine (SPEC 4).
  *
  * One write to peers/<id>/send becomes one signed envelope, published and

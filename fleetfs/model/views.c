@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/model/views.c — open inbox readers.
  *
  * An open inbox is a view: a private copy of the pending lines at open, to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/presence/groups.c — agents and groups (SPEC section 10) and hosts (section 11) as
  * presence sees them: the local set our heartbeat carries, every agent and
  * group heard, and the snapshot diff that tells watchers what changed.

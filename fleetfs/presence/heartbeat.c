@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/presence/heartbeat.c — our heartbeat: the body each interval sends (signed), and the interval itself,
  * which grows with the number of leads heard (doc/scaling.md, step 3).
  * The table and its rules: presence.h, pr_int.h.

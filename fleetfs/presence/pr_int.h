@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/presence/pr_int.h — what the presence table's files share and
  * nobody else sees: the table's entries (pr_lead, pr_agent), the table
  * itself (struct presence), the notes a change leaves for watchers, and the

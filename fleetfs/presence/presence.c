@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/presence/presence.c — the presence table (design in presence.h).
  *
  * Time: "how long ago" is measured on our own monotonic clock from when a

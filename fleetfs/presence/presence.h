@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/presence/presence.h — who is in the fleet: heartbeats in and out, the
  * presence table, discovery (doc/presence.md, SPEC sections 2, 3 and 9).
  *

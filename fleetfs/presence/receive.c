@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/presence/receive.c — heartbeats in: each one judged (sender, time, replay), verified
  * against the trusted key, taken into the table, and the notes for watchers;
  * staleness and drop-outs found by pr_tick.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/presence/view.c — reading the table: peers/, roster, one lead's state and words,
  * a peer's liveness for a send, the roster link.
  * The table and its rules: presence.h, pr_int.h.

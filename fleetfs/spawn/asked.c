@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* asked.c — the requester's record of its control requests (asked.h).
  *
  * Memory holds every kept request in the order asked (a GPtrArray of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* asked.h — the requester's side of the control plane: what this host has
  * asked other hosts to start or stop, and what became of it (SPEC section
  * 11: the content of hosts/<h>/spawns). Kept across restarts in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check.c — the far host's decision on a spawn or stop request.
  *
  * The order of the checks is the order of what a requester may learn:

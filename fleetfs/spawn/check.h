@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check.h — may this host do what a control request asks? (SPEC section 11)
  *
  * A pure decision over what the caller tells it: the local profiles and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ledger.c — the far host's record of the agents it started (ledger.h).
  *
  * Memory holds only the live entries (starting, ready), in a GPtrArray in

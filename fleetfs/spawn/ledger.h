@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ledger.h — what this host has started for remote leads, kept across
  * restarts (state_dir/spawned.jsonl): the far host's own record of its
  * spawned agents (SPEC section 11).

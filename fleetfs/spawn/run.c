@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* run.c — one control request on the far host, end to end but for the
  * wire (run.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* run.h — the far host's handling of one control request, everything but
  * the wire (SPEC section 11): check it (check.h), record it (ledger.h),
  * start or close the pane (herdr/spawn.h), and write the answer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/spawn/spawnd.c — the far host's control service (design in spawnd.h).
  *
  * One request at a time, on the service's thread:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/spawn/spawnd.h — the far host's control service (SPEC section 11): what
  * this fleetfs does with the requests that arrive in control.<me>.
  *

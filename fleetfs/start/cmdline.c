@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/start/cmdline.c — the command line: flags, -o lists split into
  * fleetfs options, FUSE options passed through, and mount(8)'s own
  * options; the config file first, then -o (which wins).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/start/cmdline.h — the command line (see cmdline.c). */
 #ifndef FLEETFS_CMDLINE_H
 #define FLEETFS_CMDLINE_H

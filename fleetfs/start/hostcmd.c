@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/start/hostcmd.c — `fleetfs declare NAME [-o opt,...]` (hostcmd.h).
  *
  * The fleet's arguments (queue_type, max_length, message_ttl) and where the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/start/hostcmd.h — `fleetfs declare NAME [-o opt,...]`: the operator's
  * side of adding a host (scripts/broker host add runs it).  See
  * broker/declare.h for what it makes and why an operator must. */

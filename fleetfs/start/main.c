@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/start/main.c — start-up order and shutdown (the command line and the
  * options are cmdline.c's).
  *

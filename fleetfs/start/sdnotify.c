@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/start/sdnotify.c — the sd_notify protocol, written out (API in
  * sdnotify.h).
  *

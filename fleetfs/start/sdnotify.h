@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/start/sdnotify.h — telling a service manager (systemd, Type=notify)
  * how the daemon is doing, over the sd_notify datagram protocol.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/start/startup.c — start-up checks, run before anything touches the
  * broker or forks.
  *

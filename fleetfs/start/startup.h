@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/start/startup.h — what is checked before fleetfs touches the broker
  * (startup.c). */
 #ifndef FLEETFS_STARTUP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/store/applog.c — see applog.h for the durability rules. */
 #include "fleetfs/store/applog.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/store/applog.h — the one append-only log under every file fleetfs keeps
  * in state_dir: history.jsonl, sent.jsonl, the seen set, the injector's
  * journal and the receipts outbox.

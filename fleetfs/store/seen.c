@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* seen.c — the persisted, bounded msgId -> state map behind the replay
  * check (design in seen.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* seen.h — the replay guard of SPEC section 4: what became of each msgId
  * this lead received, kept on disk so a restart does not forget it.
  *

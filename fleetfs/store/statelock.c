@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/store/statelock.c — see statelock.h. */
 #include "fleetfs/store/statelock.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/store/statelock.h — one daemon per state directory.
  *
  * Two fleetfs writing the same history, sent, seen, outbox and journal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* control.c — the control plane's envelopes: spawn, stop, spawned.
  *
  * Why a file of its own beside envelope.c: a control envelope asks a host

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* control.h — the control plane's envelopes (SPEC section 11): a request
  * to start an agent on another host (`spawn`), to stop one (`stop`), and
  * the far host's answer (`spawned`). Encoding, strict decoding of

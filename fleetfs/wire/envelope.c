@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* envelope.c — encoding and strict decoding of the SPEC section 4 envelope
  * (messages, receipts and heartbeats).  Why one file of this length: the
  * three envelope types share one strict decoder and one signing-field

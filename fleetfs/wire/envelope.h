@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* envelope.h — the wire envelope of SPEC section 4: what one AMQP message
  * body holds (a coordination message or a delivery receipt), its JSON
  * encoding and strict decoding, RFC 3339 times, and the byte string a

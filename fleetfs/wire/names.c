@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* names.c — the one place that decides what a lead name is and what text is.
  *
  * A lead name becomes a directory under peers/, part of a queue name

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* names.h — validation of the kinds of text fleetfs accepts from outside:
  * lead names, agent names, global agent ids, group names and addresses
  * (path components, queue names, routing keys, envelope from/to), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sign.c — ed25519 keys on disk, the trust directory, and envelope
  * signatures, on libsodium.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sign.h — ed25519 keys, the trust directory, and signing and verifying
  * envelopes (SPEC sections 4 and 9).
  *

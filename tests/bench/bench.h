@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tests/bench/bench.h — helpers shared by the benchmark programs (header
  * only: each program is one .c file).
  *

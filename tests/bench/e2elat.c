@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* e2elat — fleetfs end-to-end latency as a script on the receiving host
  * sees it: write one message to SEND (alpha's peers/beta/send), wait for
  * inotify IN_MODIFY on INBOX (beta's leads/beta/inbox), read the new line.

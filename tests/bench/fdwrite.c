@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fdwrite — send throughput through the file interface: each writer opens
  * FILE once and writes N/W messages of SIZE bytes, one write(2) per
  * message (a write to peers/<id>/send returns after the broker's confirm).

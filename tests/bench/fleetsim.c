@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fleetsim — the broker-side load of a fleet without its daemons, for the
  * presence scaling measurements (doc/scaling.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nullfs — the floor under fleetfs's send: a FUSE filesystem with one file,
  * `sink`, whose write(2) is answered at once with the size written, and
  * nothing else done.  `fdwrite MNT/sink N SIZE` against it measures what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* passive — the raw cost of what `cat peers/<id>/status` reports: a
  * passive queue.declare (message and consumer counts) on an open
  * connection, N times.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rawlat — raw end-to-end latency: publish (persistent, mandatory,
  * confirm mode) on one connection, receive the delivery on a second
  * connection consuming the queue; one message in flight at a time.  The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rawpub — the raw rabbitmq-c publisher the fleetfs send path is compared
  * with: same broker, same mailbox arguments, persistent, mandatory, channel
  * in confirm mode.

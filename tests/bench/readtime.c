@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* readtime — what reading a fleetfs file costs a program (no process
  * start): open, read to the end, close, N times.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* call.c — fake-herdr --call: one herdr request from the shell.
  *
  * Lets shell tests talk to any herdr-speaking socket through the real

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_herdr.h — the fake herdr server, split in two: main.c owns sockets,
  * threads and timing; methods.c turns one request line into what to do
  * (reply, close, hang, reply late), reading and writing the statefile and

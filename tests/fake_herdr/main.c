@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main.c — fake herdr: the socket side.
  *
  *   fake-herdr --socket PATH --state STATEFILE --log PROMPTLOG

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* methods.c — fake herdr: what one request does.
  *
  * The statefile is the fake's whole world and is re-read on every request,

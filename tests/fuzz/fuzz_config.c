@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_config.c — libFuzzer target for the config file parser and the
  * option strings that reach opts_set.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_control.c — libFuzzer target for ctl_decode and ctl_request_parse,
  * the first code a control request (spawn, stop) or its answer reaches
  * (fleetfs/wire/control.h), and the parser of what a lead writes to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_envelope.c — libFuzzer target for env_decode, the first code every
  * byte from the broker reaches (and env_hb_decode, its heartbeat twin).
  *

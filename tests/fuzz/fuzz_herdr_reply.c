@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_herdr_reply.c — libFuzzer target for hd_parse_reply and the result
  * parsers behind it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_sanitize.c — libFuzzer target for san_text, the last filter before
  * bytes become keystrokes in an agent's terminal.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* amqptry — attempts one AMQP operation as a given broker login and says
  * what the broker answered.  The per-host login test (t0830) uses it to
  * prove each refusal from the broker's own mouth: what fleetfs would do is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* boxtry — drives broker/'s mailboxes ("boxes", broker/conn.h) against a
  * real broker, one command per line on stdin, so that an integration test
  * (t0375) proves the broker layer's behaviour before fleetfs uses it: which

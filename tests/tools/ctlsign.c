@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctlsign — a control-plane request (SPEC section 11) signed with a given
  * key, for the far host's tests: they act as the requester before a
  * requester exists, and as a forger or a replayer after.

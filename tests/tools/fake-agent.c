@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake-agent — a stand-in for a coding agent in a real tmux pane, for the
  * injection tests (t0710, t0720).
  *

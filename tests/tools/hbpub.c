@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hbpub — publishes heartbeats onto fleet.roster the way any holder of a
  * broker login could: good, forged, unsigned, stale or from the future
  * (tests), or many at once (the presence benchmark).

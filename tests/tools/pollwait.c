@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pollwait FILE TIMEOUT_MS — what a program waiting on an inbox does:
  * read what is there, then poll() for more.  Prints "readable" and the
  * new bytes when poll wakes, "timeout" when it does not; exit 0 / 1. */

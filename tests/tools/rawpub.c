@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rawpub — a raw, hostile AMQP publisher for the integration tests: it puts
  * exactly the bytes a test asks for into a mailbox, bypassing fleetfs, the
  * way any process holding a broker login could.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* writevn FILE SEGMENTS BYTES [OFFSET] — one writev(2) of SEGMENTS
  * segments of BYTES bytes each ("a" to "z" by segment, wrapping) to FILE:
  * what a program gathering a message from many pieces does.  Each segment

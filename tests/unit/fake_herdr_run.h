@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_herdr_run.h — for unit tests: start the fake herdr
  * (BUILD/fake-herdr, beside BUILD/tests/) on a socket of its own with a
  * given world, read that world back, stop it. Include after cmocka.h. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for fleetfs/store/applog.c: the one append-only log under history,
  * sent, the seen set, the injector's journal and the receipts outbox —
  * append, reload, torn and hostile lines, the crash-safe rewrite. */

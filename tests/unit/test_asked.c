@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_asked.c — the requester's record of its control requests
  * (fleetfs/spawn/asked.h), through a real file: the lines of
  * hosts/<h>/spawns as a lead reads them, answers believed once and only

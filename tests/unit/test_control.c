@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_control.c — the control plane's envelopes (fleetfs/wire/control.h):
  * the lead's request object, round trips of spawn/stop/spawned through
  * encode, sign, decode and accept with real keys in a temp directory, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_envelope.c — the wire envelope: exact encoding, round trips, every
  * refusal the decoder promises (with its reason), RFC 3339 times, the
  * signing byte string, the inbox line, and a small deterministic mutation

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_errors.c — the failure table: every code's errno as SPEC section 5
  * fixes it, unique tokens, real hints, and out-of-range codes. */
 #include <stdarg.h>

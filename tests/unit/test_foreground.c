@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_foreground.c — the decision "may a message be typed into what runs
  * in this pane" (herdr/foreground.h): shells never, interpreters' prompts
  * never, the allow-list decides the rest, wrappers that only wait for a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_herdr_client.c — the herdr client: reply parsing on captured lines,
  * socket path resolution, and real round trips against a tiny AF_UNIX
  * server thread in this file that follows herdr's framing (one line in, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for inj_render: the text typed into the pane.  One header
  * line naming the sender, the msgId, what it answers and the command that
  * replies (with the real mount path, quoted only when it must be), then

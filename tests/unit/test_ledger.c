@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_ledger.c — the far host's record of the agents it started
  * (fleetfs/spawn/ledger.h), through a real file: what a restart finds
  * (a start caught half way included), what counts against max, lines

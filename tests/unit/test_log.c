@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_log.c — log_clean: text from outside reaches a log line, a status
  * file or a receipt without a control character, and nothing else of it
  * changes; log_line writes one line whatever the message holds. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the mailbox model (fleetfs/model/held.c, history.c, sent.c,
  * views.c, receipts.c) behind a fake broker (the mb_broker seam): arrival,
  * duplicate, redelivery while claimed, the ack file against the injector,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_mcp_rpc.c — the protocol layer of `fleetfs mcp` (fleetfs/mcp/rpc.c),
  * one line in, one line (or none) out: JSON-RPC framing errors, the
  * handshake revisions and the current stateless one, notifications never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_names.c — lead names, agent names, gids, groups, addresses and
  * strict UTF-8: the gates every external string passes. Cases are chosen at
  * the edges of each rule, and hostile ones (two '@', empty parts, case,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_options.c — SPEC section 8: defaults, each option accepted and
  * refused with a message naming it, durations and sizes, the broker
  * password rule, config files, and URI redaction. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_presence.c — heartbeats (envelope.h, sign.h) and the presence table
  * (presence.h): what makes a lead appear, look live, leave, and what never
  * does (forged, unsigned, untrusted, replayed, old, future, mis-routed). */

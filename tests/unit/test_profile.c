@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_profile.c — [profile NAME] sections and spawn_from, read through
  * opts_load_file and opts_finish exactly as the daemon reads its config:
  * what a good profile becomes (absolute program, split argv, resolved

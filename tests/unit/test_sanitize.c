@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sanitize.c — san_text against every class of control it must remove,
  * and a property check over random byte strings: whatever goes in, what
  * comes out is valid UTF-8 with no control byte but '\n' and '\t', no DEL,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_seen.c — the replay guard: membership, FIFO eviction at the cap,
  * survival across a reopen, compaction that keeps exactly the newest
  * entries, a damaged file that loads what it can, and concurrent adders;

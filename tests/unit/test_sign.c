@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sign.c — keys on disk, the trust directory, and envelope signatures.
  *
  * The signature is what stands between a broker login and a typed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_spawn_check.c — the far host's decision on a spawn or stop request
  * (fleetfs/spawn/check.h), against real directories and symlinks in a
  * temp dir: every refusal with its reason, the order in which they are

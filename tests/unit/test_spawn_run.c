@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_spawn_run.c — one control request on the far host, end to end but
  * for the wire (fleetfs/spawn/run.h): with a real tmux server of its own
  * and BUILD/tools/fake-agent as the profile's program (skipped without

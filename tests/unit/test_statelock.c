@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for fleetfs/store/statelock.c: one daemon per state_dir — a
  * second taker waits, then refuses naming the lock and the holder's pid,
  * and gets the lock once the holder lets go within the wait. */

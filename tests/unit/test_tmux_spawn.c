@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_tmux_spawn.c — starting an agent in a new tmux window and closing
  * it (herdr/spawn.h), against a real tmux server of its own (TMUX_TMPDIR
  * in a temp dir) and the test agent BUILD/tools/fake-agent. What is

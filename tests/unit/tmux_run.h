@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tmux_run.h — for unit tests: a tmux server of the test's own
  * (TMUX_TMPDIR in a fresh temp dir, one session "base") and the path of
  * BUILD/tools/fake-agent. Include after cmocka.h. Without tmux, tr_start
