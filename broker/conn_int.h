@@ -1,10 +1,11 @@
 /* broker/conn_int.h — inside the broker thread; for broker/ only.
  *
- * struct br_conn and the request type, shared by the three files that make
- * up the broker thread: conn.c (requests, status, the thread's loop and the
- * public API), session.c (the connection's life: connect, channels,
- * consumers, loss) and frames.c (what the broker sends unasked: confirms,
- * returns, deliveries, channel closes, cancels).
+ * struct br_conn and the request type, shared by the files that make up
+ * the broker thread: conn.c (requests, status, the thread's loop and the
+ * public API; publish.c its publishing and probing side), session.c (the
+ * connection's life: connect, channels, consumers, loss), frames.c (what
+ * the broker sends unasked: confirms, returns, deliveries, channel closes,
+ * cancels), probes.c, boxes.c and boxops.c (below).
  *
  * Ownership: the fields of br_conn above the "broker thread only" marker
  * are guarded by br_conn.lock; everything below it is touched by the
