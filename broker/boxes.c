@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* broker/boxes.c — the mailboxes ("boxes") one consuming connection serves.
+/* broker/boxes.c — the mailboxes ("boxes") one consuming connection serves:
+ * the slot set and its consumers, set up, gated, bound and retried by the
+ * broker thread.  What callers ask of a box (add, remove, ack, its status;
+ * the control queue) is boxops.c's; the slot helpers it needs are declared
+ * in conn_int.h.
  *
  * Every consumer is a slot with its own channel (conn_int.h): box 0, the
  * lead's mailbox, on channel 2; the own receipt queue on channel 4; every
@@ -48,8 +52,8 @@
 /* ------------------------------------------------------------------ */
 /* the slot set                                                        */
 
-static br_slot *slot_new(unsigned box, const char *queue, const char *exchange,
-                         const char *const *keys, amqp_channel_t ch)
+br_slot *br_slot_new(unsigned box, const char *queue, const char *exchange, const char *const *keys,
+                     amqp_channel_t ch)
 {
     br_slot *s = g_new0(br_slot, 1);
     s->box = box;
@@ -76,7 +80,7 @@ static void slot_free(gpointer p)
 
 /* s's channel opened or closed: whether its epoch's tags can be acked
  * (status; for box 0 also br_status.acks_open). */
-static void slot_set_open(br_conn *c, br_slot *s, bool open)
+void br_slot_set_open(br_conn *c, br_slot *s, bool open)
 {
     s->open = open;
     g_mutex_lock(&c->lock);
@@ -100,7 +104,7 @@ static gboolean tag_acked(gpointer key, gpointer value, gpointer data)
 }
 
 /* An ack went out on s: tag, or every tag up to it. */
-static void slot_acked(br_slot *s, uint64_t tag, bool multiple)
+void br_slot_acked(br_slot *s, uint64_t tag, bool multiple)
 {
     gint64 t = (gint64)tag;
     if (multiple)
@@ -118,9 +122,9 @@ void br_slots_init(br_conn *c)
         return;
     topo_consumer_queue(true, c->cfg.coord_id, q, sizeof q);
     g_ptr_array_add(c->slots,
-                    slot_new(BR_BOX_LEAD, q, lk && lk[0] ? BR_EXCHANGE_MSG : "", lk, CH_CONS));
+                    br_slot_new(BR_BOX_LEAD, q, lk && lk[0] ? BR_EXCHANGE_MSG : "", lk, CH_CONS));
     topo_consumer_queue(false, c->cfg.coord_id, q, sizeof q);
-    g_ptr_array_add(c->slots, slot_new(BR_BOX_RECEIPTS, q, "", NULL, CH_RCPT));
+    g_ptr_array_add(c->slots, br_slot_new(BR_BOX_RECEIPTS, q, "", NULL, CH_RCPT));
 }
 
 void br_slots_free(br_conn *c)
@@ -150,23 +154,8 @@ br_slot *br_slot_by_channel(br_conn *c, amqp_channel_t ch)
     return NULL;
 }
 
-/* The lowest channel number from CH_BOX_FIRST that no slot uses.  A number
- * freed by a removed box may come back: it is opened only while no frame
- * of its old channel can be queued (slot_open). */
-static amqp_channel_t free_channel(br_conn *c)
-{
-    for (unsigned ch = CH_BOX_FIRST; ch < 65535; ch++) {
-        bool used = false;
-        for (guint i = 0; i < c->slots->len && !used; i++)
-            used = ((br_slot *)c->slots->pdata[i])->ch == ch;
-        if (!used)
-            return (amqp_channel_t)ch;
-    }
-    return 0;
-}
-
 /* "box N", or what the slot is when it is no caller's box: for the log */
-static const char *slot_what(const br_slot *s, char *buf, size_t n)
+const char *br_slot_what(const br_slot *s, char *buf, size_t n)
 {
     if (s->box == BR_BOX_CONTROL)
         return "the control queue";
@@ -179,9 +168,14 @@ static bool is_lead(const br_slot *s)
     return s->box == BR_BOX_LEAD || s->box == BR_BOX_RECEIPTS;
 }
 
+bool br_quorum(const br_conn *c)
+{
+    return c->cfg.queue_type && strcmp(c->cfg.queue_type, "quorum") == 0;
+}
+
 /* Set s's consumer state (shared); for box 0 and the receipt queue also the
  * lead's (br_status.consumer).  Returns whether anything changed. */
-static bool slot_state(br_conn *c, br_slot *s, br_cons cons, const char *reason)
+bool br_slot_state(br_conn *c, br_slot *s, br_cons cons, const char *reason)
 {
     bool changed;
     g_mutex_lock(&c->lock);
@@ -196,7 +190,7 @@ static bool slot_state(br_conn *c, br_slot *s, br_cons cons, const char *reason)
     return changed;
 }
 
-/* Whether slot_state(c, s, cons, reason) would change anything. */
+/* Whether br_slot_state(c, s, cons, reason) would change anything. */
 static bool slot_state_differs(br_conn *c, const br_slot *s, br_cons cons, const char *reason)
 {
     bool differs;
@@ -224,7 +218,7 @@ void br_slots_lost(br_conn *c)
 {
     for (guint i = 0; c->slots && i < c->slots->len; i++) {
         br_slot *s = c->slots->pdata[i];
-        slot_set_open(c, s, false);
+        br_slot_set_open(c, s, false);
         s->declared = s->consuming = false;
         g_hash_table_remove_all(s->held);
         s->bound = !s->keys[0] && !s->unbind[0];
@@ -240,7 +234,7 @@ void br_slots_lost(br_conn *c)
 
 void br_slot_closed(br_conn *c, br_slot *s)
 {
-    slot_set_open(c, s, false);
+    br_slot_set_open(c, s, false);
     s->consuming = false;
     s->retry_ms = br_now_ms();
     if (!c->consumer_retry_ms || c->consumer_retry_ms > s->retry_ms)
@@ -250,7 +244,7 @@ void br_slot_closed(br_conn *c, br_slot *s)
 void br_slot_cancelled(br_conn *c, br_slot *s, const char *why)
 {
     s->consuming = false;
-    slot_state(c, s, BR_CONS_ERROR, why);
+    br_slot_state(c, s, BR_CONS_ERROR, why);
     s->retry_ms = br_now_ms() + CHANNEL_RETRY_MS;
     if (!c->consumer_retry_ms || c->consumer_retry_ms > s->retry_ms)
         c->consumer_retry_ms = s->retry_ms;
@@ -287,7 +281,7 @@ static int slot_open(br_conn *c, br_slot *s)
     if (s->box == BR_BOX_LEAD)
         c->st.epoch = s->epoch;
     g_mutex_unlock(&c->lock);
-    slot_set_open(c, s, true);
+    br_slot_set_open(c, s, true);
     return 0;
 }
 
@@ -328,7 +322,7 @@ static int slot_gate(br_conn *c, br_slot *s)
         log_warn("broker: %s; the connection and every other mailbox go on; check that queue "
                  "on the broker (rabbitmq-queues, or the management UI)",
                  why);
-        slot_state(c, s, BR_CONS_ERROR, why);
+        br_slot_state(c, s, BR_CONS_ERROR, why);
     }
     return SLOT_GATED;
 }
@@ -433,7 +427,7 @@ static br_cons consumer_failure(br_conn *c, const br_slot *s, int code, bool dec
         snprintf(why, n,
                  "another connection is already the consumer of %s (%s): %s; stop the "
                  "other fleetfs serving it",
-                 s->queue, slot_what(s, b, sizeof b), text);
+                 s->queue, br_slot_what(s, b, sizeof b), text);
         return BR_CONS_EXCLUSIVE;
     }
     if (declaring && code == 403)
@@ -461,7 +455,7 @@ static bool takeover_wait(br_conn *c, br_slot *s)
     snprintf(why, sizeof why,
              "waiting for the previous consumer of %s to go (up to %lld ms, takeover_grace)",
              s->queue, (long long)c->cfg.takeover_grace_ms);
-    if (slot_state(c, s, BR_CONS_WAITING, why))
+    if (br_slot_state(c, s, BR_CONS_WAITING, why))
         log_warn("broker: %s is in exclusive use by another connection; %s", s->queue, why);
     s->retry_ms = now + TAKEOVER_RETRY_MS;
     return true;
@@ -479,7 +473,7 @@ static void consumer_refused(br_conn *c, br_slot *s, int code, bool declaring, c
      * after this line (the README tour shows them in this order) */
     if (slot_state_differs(c, s, st, why))
         log_err("broker: %s", why);
-    slot_state(c, s, st, why);
+    br_slot_state(c, s, st, why);
     s->retry_ms = br_now_ms() + CONSUMER_RETRY_MS;
 }
 
@@ -517,7 +511,7 @@ static int pause_all(br_conn *c, const br_slot *rcpt)
             return -1;
         }
         if (s->box != BR_BOX_LEAD)
-            slot_state(c, s, BR_CONS_NONE, why);
+            br_slot_state(c, s, BR_CONS_NONE, why);
     }
     return 0;
 }
@@ -527,7 +521,7 @@ static int pause_all(br_conn *c, const br_slot *rcpt)
 
 /* Bind (or unbind) queue to exchange with key.  0, the broker's code
  * (text says why), or -1 when the connection is gone. */
-static int bind_one(br_conn *c, const br_slot *s, const char *key, bool bind, char *text, size_t n)
+int br_bind_one(br_conn *c, const br_slot *s, const char *key, bool bind, char *text, size_t n)
 {
     int code;
     amqp_bytes_t q = amqp_cstring_bytes(s->queue), x = amqp_cstring_bytes(s->exchange),
@@ -547,7 +541,7 @@ static int slot_bind(br_conn *c, br_slot *s)
     char text[256], why[384];
     int rc;
     for (char **k = s->unbind; *k; k++) {
-        if ((rc = bind_one(c, s, *k, false, text, sizeof text)) < 0)
+        if ((rc = br_bind_one(c, s, *k, false, text, sizeof text)) < 0)
             return -1;
         if (rc > 0 && rc != 404)
             log_warn("broker: cannot unbind %s from %s key %s: %d %s", s->queue, s->exchange, *k,
@@ -556,7 +550,7 @@ static int slot_bind(br_conn *c, br_slot *s)
     g_strfreev(s->unbind);
     s->unbind = g_new0(char *, 1);
     for (char **k = s->keys; *k; k++) {
-        if ((rc = bind_one(c, s, *k, true, text, sizeof text)) < 0)
+        if ((rc = br_bind_one(c, s, *k, true, text, sizeof text)) < 0)
             return -1;
         if (rc == 0)
             continue;
@@ -667,7 +661,7 @@ static int setup_boxes(br_conn *c, int64_t now)
             char why[300];
             snprintf(why, sizeof why, "waiting until %s is consumed", rcpt->queue);
             if (s->st.consumer != BR_CONS_NONE || !s->st.reason[0])
-                slot_state(c, s, BR_CONS_NONE, why);
+                br_slot_state(c, s, BR_CONS_NONE, why);
             continue;
         }
         if (s->consuming || s->retry_ms > now)
@@ -689,11 +683,11 @@ static int setup_boxes(br_conn *c, int64_t now)
         }
         s->refused_since_ms = 0;
         s->retry_ms = 0;
-        slot_state(c, s, BR_CONS_OK, "");
+        br_slot_state(c, s, BR_CONS_OK, "");
         {
             char b[32];
             log_info("broker: consuming %s (%s, exclusive, prefetch %d)", s->queue,
-                     slot_what(s, b, sizeof b), c->cfg.prefetch);
+                     br_slot_what(s, b, sizeof b), c->cfg.prefetch);
         }
     }
     return 0;
@@ -743,374 +737,4 @@ void br_setup_consumer(br_conn *c)
      * the receipt queue) is looked at again in the next turn of the loop */
     if (c->consumer_retry_ms && c->consumer_retry_ms <= now)
         c->consumer_retry_ms = now + 1;
-}
-
-/* ------------------------------------------------------------------ */
-/* requests                                                            */
-
-static bool has_key(char **keys, const char *k)
-{
-    for (; keys && *keys; keys++)
-        if (strcmp(*keys, k) == 0)
-            return true;
-    return false;
-}
-
-static void keys_append(char ***keys, const char *k)
-{
-    guint n = g_strv_length(*keys);
-    *keys = g_renew(char *, *keys, n + 2);
-    (*keys)[n] = g_strdup(k);
-    (*keys)[n + 1] = NULL;
-}
-
-void br_do_box_add(br_conn *c, br_req *r)
-{
-    br_slot *s = br_slot_by_box(c, r->box);
-    if (s && strcmp(s->queue, r->queue) != 0) {
-        log_err("broker: box %u serves %s, not %s: not changed", r->box, s->queue, r->queue);
-        br_req_complete(c, r, FE_BAD_INPUT, "box in use");
-        return;
-    }
-    if (s) { /* new keys: unbind the dropped ones, bind the rest */
-        for (char **k = s->keys; *k; k++)
-            if (!has_key(r->keys, *k) && !has_key(s->unbind, *k))
-                keys_append(&s->unbind, *k);
-        g_strfreev(s->keys);
-        s->keys = r->keys ? g_strdupv(r->keys) : g_new0(char *, 1);
-        if (r->exchange[0])
-            g_strlcpy(s->exchange, r->exchange, sizeof s->exchange);
-        s->bound = false;
-        s->bind_retry_ms = 0;
-    } else {
-        amqp_channel_t ch = free_channel(c);
-        s = slot_new(r->box, r->queue, r->exchange, (const char *const *)r->keys, ch);
-        g_mutex_lock(&c->lock);
-        g_ptr_array_add(c->slots, s);
-        g_mutex_unlock(&c->lock);
-        char b[32];
-        log_info("broker: %s: %s on channel %u%s%s", slot_what(s, b, sizeof b), r->queue, ch,
-                 s->keys[0] ? ", bound to " : "", s->keys[0] ? s->exchange : "");
-    }
-    c->consumer_retry_ms = br_now_ms();
-    br_req_complete(c, r, FE_OK, NULL);
-}
-
-static void slot_forget(br_conn *c, br_slot *s)
-{
-    g_mutex_lock(&c->lock);
-    g_ptr_array_remove(c->slots, s); /* frees it */
-    g_mutex_unlock(&c->lock);
-    if (c->cb.changed)
-        c->cb.changed(c->cb.ud);
-}
-
-/* Close s's channel: its consumer ends, what it held goes back to the
- * queue.  Deliveries that rabbitmq-c queued meanwhile are dropped
- * (frames.c: no open slot for them).  -1: the connection is gone. */
-static int slot_close(br_conn *c, br_slot *s)
-{
-    amqp_rpc_reply_t rep;
-    char text[256];
-    int code;
-    if (!s->open)
-        return 0;
-    rep = amqp_channel_close(c->amqp, s->ch, AMQP_REPLY_SUCCESS);
-    if (rep.reply_type != AMQP_RESPONSE_NORMAL &&
-        br_rpc_failure(c, s->ch, &code, text, sizeof text) < 0)
-        return -1;
-    slot_set_open(c, s, false);
-    s->consuming = false;
-    return 0;
-}
-
-static bool quorum(const br_conn *c)
-{
-    return c->cfg.queue_type && strcmp(c->cfg.queue_type, "quorum") == 0;
-}
-
-/* A quorum queue refuses queue.delete with if-empty (540 NOT_IMPLEMENTED,
- * a connection error; seen on RabbitMQ 3.10).  So: unbind every key (no
- * new message is routed to it), count what waits (passive declare), and
- * delete only when nothing does; else bind again (*code 406, as the
- * broker's if-empty refusal).  A message published to it by its name
- * through the default exchange between the count and the delete is lost
- * with it.  Returns -1 when the connection is gone (dropped). */
-static int quorum_delete(br_conn *c, br_slot *s, int *code, char *text, size_t n)
-{
-    br_probe p;
-    int rc;
-    *code = 0;
-    for (char **k = s->keys; *k; k++)
-        if ((rc = bind_one(c, s, *k, false, text, n)) < 0)
-            goto gone;
-    if (br_declare_queue(c, s->queue, true, &p) < 0)
-        return -1;
-    if (p.present && p.messages == 0) {
-        if (amqp_queue_delete(c->amqp, CH_PROBE, amqp_cstring_bytes(s->queue), 0, 0))
-            return 0;
-        if (br_rpc_failure(c, CH_PROBE, code, text, n) < 0)
-            goto gone;
-    } else if (!p.present) {
-        *code = 404;
-        return 0;
-    } else {
-        *code = 406;
-        snprintf(text, n, "%u messages wait in it", p.messages);
-    }
-    s->bound = false; /* bound again by the next round */
-    s->bind_retry_ms = 0;
-    return 0;
-gone:
-    br_drop_connection(c, text);
-    return -1;
-}
-
-void br_do_box_remove(br_conn *c, br_req *r)
-{
-    br_slot *s = r->box == BR_BOX_LEAD ? NULL : br_slot_by_box(c, r->box);
-    char text[256], why[512];
-    int code = 0;
-
-    if (!s) {
-        br_req_complete(c, r, FE_BAD_INPUT, "no such box");
-        return;
-    }
-    if (r->delete_if_empty && g_hash_table_size(s->held)) { /* nothing touched */
-        snprintf(why, sizeof why, "%s kept: this box holds %u message(s) delivered and not acked",
-                 s->queue, g_hash_table_size(s->held));
-        br_req_complete(c, r, FE_NOT_EMPTY, why);
-        return;
-    }
-    if (slot_close(c, s) < 0) {
-        br_drop_connection(c, "connection lost while closing a box's channel");
-        br_req_complete(c, r, FE_NOT_CONNECTED, "the connection was lost; the box stays");
-        return;
-    }
-    slot_state(c, s, BR_CONS_NONE, "being removed");
-    if (r->delete_if_empty) {
-        if (quorum(c) && quorum_delete(c, s, &code, text, sizeof text) < 0) {
-            br_req_complete(c, r, FE_NOT_CONNECTED, "the connection was lost; the box stays");
-            return;
-        }
-        if (!quorum(c) &&
-            !amqp_queue_delete(c->amqp, CH_PROBE, amqp_cstring_bytes(s->queue), 0, 1)) {
-            if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
-                br_drop_connection(c, text);
-                br_req_complete(c, r, FE_NOT_CONNECTED, "the connection was lost; the box stays");
-                return;
-            }
-        }
-        if (code && code != 404) { /* kept: consumed again, a new epoch */
-            s->retry_ms = 0;
-            c->consumer_retry_ms = br_now_ms();
-            snprintf(why, sizeof why, "%s kept: %s (%d %s)", s->queue,
-                     code == 406 ? "it still holds messages" : "the broker refused to delete it",
-                     code, text);
-            log_warn("broker: box %u: %s; consuming it again", s->box, why);
-            slot_state(c, s, BR_CONS_NONE, "kept (not removed): consuming it again");
-            br_req_complete(c, r,
-                            code == 406   ? FE_NOT_EMPTY
-                            : code == 403 ? FE_ACCESS
-                                          : FE_INTERNAL,
-                            why);
-            return;
-        }
-        snprintf(why, sizeof why, "%s %s", s->queue,
-                 code == 404 ? "was gone already" : "deleted (it was empty)");
-    } else {
-        for (char **k = s->keys; *k; k++) {
-            int rc = bind_one(c, s, *k, false, text, sizeof text);
-            if (rc < 0) {
-                br_drop_connection(c, text);
-                br_req_complete(c, r, FE_NOT_CONNECTED, "the connection was lost; the box stays");
-                return;
-            }
-            if (rc > 0 && rc != 404)
-                log_warn("broker: box %u: cannot unbind %s key %s: %d %s", s->box, s->queue, *k, rc,
-                         text);
-        }
-        snprintf(why, sizeof why, "%s unbound and kept with what waits in it", s->queue);
-    }
-    log_info("broker: box %u removed: %s", s->box, why);
-    slot_forget(c, s);
-    br_req_complete(c, r, FE_OK, why);
-}
-
-void br_do_ack(br_conn *c, br_req *r)
-{
-    br_slot *s = br_slot_by_box(c, r->box);
-    int rc;
-    if (!s || !s->open || s->epoch != r->epoch) {
-        br_req_complete(c, r, FE_NOT_CONNECTED,
-                        "the message was delivered on an earlier consumer channel; it will be "
-                        "redelivered");
-        return;
-    }
-    rc = r->reject ? amqp_basic_reject(c->amqp, s->ch, r->tag, 0)
-                   : amqp_basic_ack(c->amqp, s->ch, r->tag, r->multiple);
-    if (rc != AMQP_STATUS_OK) {
-        br_req_complete(c, r, FE_NOT_CONNECTED, amqp_error_string2(rc));
-        br_drop_connection(c, amqp_error_string2(rc));
-        return;
-    }
-    slot_acked(s, r->tag, r->multiple);
-    br_req_complete(c, r, FE_OK, NULL);
-}
-
-/* ------------------------------------------------------------------ */
-/* the public side (any thread)                                        */
-
-static bool valid_name(const char *s)
-{
-    return s && s[0] && strlen(s) < BR_QUEUE_MAX;
-}
-
-int br_box_add(br_conn *c, unsigned box, const char *queue, const char *exchange,
-               const char *const *bind_keys)
-{
-    br_req *r;
-    br_slot *s;
-    bool clash = false;
-
-    if (box >= BR_BOX_MAX || !valid_name(queue) || (exchange && strlen(exchange) >= BR_QUEUE_MAX) ||
-        (!c->cb.deliver_box && box != BR_BOX_LEAD) || c->publisher) {
-        errno = EINVAL;
-        return -1;
-    }
-    for (const char *const *k = bind_keys; k && *k; k++)
-        if (!valid_name(*k) || !exchange || !exchange[0]) {
-            errno = EINVAL;
-            return -1;
-        }
-    g_mutex_lock(&c->lock);
-    s = br_slot_by_box(c, box);
-    if (box == BR_BOX_LEAD)
-        clash = strcmp(s->queue, queue) != 0;
-    else if (s)
-        clash = strcmp(s->queue, queue) != 0 ||
-                (s->exchange[0] && exchange && strcmp(s->exchange, exchange) != 0);
-    g_mutex_unlock(&c->lock);
-    if (clash) {
-        errno = EEXIST;
-        return -1;
-    }
-    r = br_req_new(RQ_BOX_ADD);
-    r->box = box;
-    g_strlcpy(r->queue, queue, sizeof r->queue);
-    g_strlcpy(r->exchange, exchange ? exchange : "", sizeof r->exchange);
-    r->keys = bind_keys ? g_strdupv((char **)bind_keys) : NULL;
-    br_req_submit(c, r);
-    br_req_unref(r); /* nobody waits: the broker thread finishes it */
-    return 0;
-}
-
-fe_code br_box_remove(br_conn *c, unsigned box, bool delete_if_empty, int64_t timeout_ms,
-                      char *detail, size_t dlen)
-{
-    br_req *r;
-    fe_code res;
-    bool gave_up;
-
-    if (detail && dlen)
-        detail[0] = '\0';
-    if (box == BR_BOX_LEAD || box >= BR_BOX_MAX || c->publisher) {
-        if (detail)
-            snprintf(detail, dlen, "box %u cannot be removed", box);
-        return FE_BAD_INPUT;
-    }
-    r = br_req_new(RQ_BOX_REMOVE);
-    r->box = box;
-    r->delete_if_empty = delete_if_empty;
-    br_req_submit(c, r);
-    res = br_req_wait(r, timeout_ms, &gave_up);
-    if (detail)
-        g_strlcpy(detail,
-                  gave_up ? "the broker thread did not finish in time; it still will (see the "
-                            "box's status)"
-                          : r->detail,
-                  dlen);
-    br_req_unref(r);
-    return res;
-}
-
-bool br_box_status_get(br_conn *c, unsigned box, br_box_status *out)
-{
-    br_slot *s;
-    g_mutex_lock(&c->lock);
-    s = box == BR_BOX_RECEIPTS ? NULL : br_slot_by_box(c, box);
-    if (s)
-        *out = s->st;
-    g_mutex_unlock(&c->lock);
-    return s != NULL;
-}
-
-/* An ack (or, reject, a basic.reject without requeue) carried out by the
- * broker thread. */
-static fe_code ack_or_reject(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool multiple,
-                             bool reject, int64_t timeout_ms)
-{
-    br_req *r;
-    fe_code res;
-    bool gave_up;
-    g_mutex_lock(&c->lock);
-    res = c->st.link == BR_CONNECTED ? FE_OK : FE_NOT_CONNECTED;
-    g_mutex_unlock(&c->lock);
-    if (res != FE_OK)
-        return res;
-    r = br_req_new(RQ_ACK);
-    r->box = box;
-    r->epoch = epoch;
-    r->tag = tag;
-    r->multiple = multiple;
-    r->reject = reject;
-    br_req_submit(c, r);
-    res = br_req_wait(r, timeout_ms, &gave_up);
-    if (gave_up && box != BR_BOX_CONTROL)
-        log_warn("ack of delivery %llu (box %u, epoch %llu): no answer from the broker thread "
-                 "within %lld ms; late_ack will tell whether it was sent",
-                 (unsigned long long)tag, box, (unsigned long long)epoch, (long long)timeout_ms);
-    br_req_unref(r);
-    return res;
-}
-
-fe_code br_ack_box(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool multiple,
-                   int64_t timeout_ms)
-{
-    return ack_or_reject(c, box, epoch, tag, multiple, false, timeout_ms);
-}
-
-/* ------------------------------------------------------------------ */
-/* the control queue                                                   */
-
-int br_control_consume(br_conn *c)
-{
-    br_req *r;
-
-    if (!c->cb.control || c->publisher) {
-        errno = EINVAL;
-        return -1;
-    }
-    r = br_req_new(RQ_BOX_ADD);
-    r->box = BR_BOX_CONTROL;
-    br_control_queue(c->cfg.coord_id, r->queue, sizeof r->queue);
-    br_req_submit(c, r);
-    br_req_unref(r); /* nobody waits: the broker thread finishes it */
-    return 0;
-}
-
-bool br_control_status(br_conn *c, br_box_status *out)
-{
-    br_slot *s;
-    g_mutex_lock(&c->lock);
-    s = br_slot_by_box(c, BR_BOX_CONTROL);
-    if (s)
-        *out = s->st;
-    g_mutex_unlock(&c->lock);
-    return s != NULL;
-}
-
-fe_code br_ack_control(br_conn *c, uint64_t epoch, uint64_t tag, bool reject, int64_t timeout_ms)
-{
-    return ack_or_reject(c, BR_BOX_CONTROL, epoch, tag, false, reject, timeout_ms);
 }

@@ -8,7 +8,8 @@
  * caller that gives up (FE_TIMEOUT) leaves the request to the thread, which
  * still carries it out and reports the real outcome through late_confirm
  * or late_ack.  session.c connects, declares and consumes; frames.c reads
- * what the broker sends unasked.  See conn_int.h for who owns what.
+ * what the broker sends unasked; publish.c is the caller's side of a
+ * publish and of a probe.  See conn_int.h for who owns what.
  *
  * Confirms: the publish channel is in confirm mode and publishes are
  * pipelined; each publish gets the next delivery tag and waits in
@@ -835,138 +836,6 @@ bool br_wait_first_attempt(br_conn *c, int64_t timeout_ms)
     return done;
 }
 
-static bool link_up(br_conn *c, char *detail, size_t dlen)
-{
-    bool up;
-    g_mutex_lock(&c->lock);
-    up = c->st.link == BR_CONNECTED;
-    if (!up && detail)
-        snprintf(detail, dlen, "broker %s%s%s", br_link_name(c->st.link),
-                 c->st.reason[0] ? ": " : "", c->st.reason);
-    g_mutex_unlock(&c->lock);
-    return up;
-}
-
-/* Where publishes go, and whether they may: FE_OK, FE_NOT_CONNECTED or
- * FE_BLOCKED (at once, nothing sent), with detail. */
-static fe_code pub_ready(br_conn *c, br_conn **p, char *detail, size_t dlen)
-{
-    bool blocked;
-    *p = c->pub ? c->pub : c;
-    if (!link_up(*p, detail, dlen))
-        return FE_NOT_CONNECTED;
-    g_mutex_lock(&(*p)->lock);
-    blocked = (*p)->st.blocked;
-    if (blocked && detail)
-        snprintf(detail, dlen,
-                 "the broker blocks publishing (resource alarm: %s); nothing was sent",
-                 (*p)->st.blocked_reason[0] ? (*p)->st.blocked_reason : "no reason given");
-    g_mutex_unlock(&(*p)->lock);
-    return blocked ? FE_BLOCKED : FE_OK;
-}
-
-/* Hand a publish to the broker thread and wait for its confirm: the
- * caller's side of br_publish and br_publish_route (where: the peer, or
- * "EXCHANGE key KEY", for the log). */
-static fe_code publish_wait(br_conn *c, br_req *r, const char *where, const char *body, size_t len,
-                            int64_t timeout_ms, bool *unread, char *detail, size_t dlen)
-{
-    fe_code res;
-    bool gave_up;
-
-    r->body = g_memdup2(body, len);
-    r->len = len;
-    br_req_submit(c, r);
-    res = br_req_wait(r, timeout_ms, &gave_up);
-    if (gave_up) {
-        if (detail)
-            snprintf(detail, dlen,
-                     "no confirm from the broker within %lld ms; the message may "
-                     "still arrive (sent records it if it does)",
-                     (long long)timeout_ms);
-        log_warn("publish %s to %s: no confirm within %lld ms; state unknown", r->msg_id, where,
-                 (long long)timeout_ms);
-    } else {
-        if (detail)
-            g_strlcpy(detail, r->detail, dlen);
-        if (unread)
-            *unread = r->unread;
-        if (res == FE_TIMEOUT)
-            log_warn("publish %s to %s: state unknown: %s", r->msg_id, where, r->detail);
-    }
-    br_req_unref(r);
-    return res;
-}
-
-fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
-                   const char *body, size_t len, int64_t timeout_ms, bool *unread, char *detail,
-                   size_t dlen)
-{
-    br_req *r;
-    fe_code res;
-
-    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
-        return res;
-    r = br_req_new(RQ_PUBLISH);
-    g_strlcpy(r->peer, peer, sizeof r->peer);
-    br_inbox_queue(peer, r->queue, sizeof r->queue);
-    g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
-    r->may_create = may_create;
-    return publish_wait(c, r, peer, body, len, timeout_ms, unread, detail, dlen);
-}
-
-fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, const char *probe_queue,
-                         const char *msg_id, const char *body, size_t len, int64_t timeout_ms,
-                         bool *unread, char *detail, size_t dlen)
-{
-    char where[2 * BR_QUEUE_MAX + 8];
-    br_req *r;
-    fe_code res;
-
-    if (unread)
-        *unread = false;
-    if (!exchange || !exchange[0] || strlen(exchange) >= BR_QUEUE_MAX || !key ||
-        strlen(key) >= BR_QUEUE_MAX || (probe_queue && strlen(probe_queue) >= BR_QUEUE_MAX)) {
-        if (detail)
-            snprintf(detail, dlen, "bad exchange, routing key or queue name");
-        return FE_BAD_INPUT;
-    }
-    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
-        return res;
-    r = br_req_new(RQ_PUBLISH);
-    g_strlcpy(r->peer, key, sizeof r->peer);
-    g_strlcpy(r->exchange, exchange, sizeof r->exchange);
-    g_strlcpy(r->key, key, sizeof r->key);
-    g_strlcpy(r->queue, probe_queue ? probe_queue : "", sizeof r->queue);
-    g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
-    snprintf(where, sizeof where, "%s key %s", exchange, key);
-    return publish_wait(c, r, where, body, len, timeout_ms, unread, detail, dlen);
-}
-
-fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,
-                           size_t len, int64_t timeout_ms, char *detail, size_t dlen)
-{
-    br_req *r;
-    fe_code res;
-    bool gave_up;
-    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
-        return res;
-    r = br_req_new(RQ_PUBLISH);
-    g_strlcpy(r->peer, peer, sizeof r->peer);
-    topo_receipts_queue(peer, r->queue, sizeof r->queue);
-    g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
-    r->body = g_memdup2(body, len);
-    r->len = len;
-    r->may_create = true;
-    r->receipt = true;
-    br_req_submit(c, r);
-    res = br_req_wait(r, timeout_ms, &gave_up);
-    if (!gave_up && detail)
-        g_strlcpy(detail, r->detail, dlen);
-    br_req_unref(r);
-    return res;
-}
-
 fe_code br_ack(br_conn *c, uint64_t epoch, uint64_t tag, bool multiple, int64_t timeout_ms)
 {
     return br_ack_box(c, BR_BOX_LEAD, epoch, tag, multiple, timeout_ms);
@@ -981,34 +850,4 @@ bool br_probe_cached(br_conn *c, const char *queue, br_probe *out)
         *out = *p;
     g_mutex_unlock(&c->lock);
     return p != NULL;
-}
-
-fe_code br_probe_queue(br_conn *c, const char *queue, int64_t max_age_ms, int64_t timeout_ms,
-                       br_probe *out)
-{
-    br_req *r;
-    fe_code res;
-    bool gave_up;
-
-    memset(out, 0, sizeof *out);
-    if (!link_up(c, out->detail, sizeof out->detail))
-        return FE_NOT_CONNECTED;
-    if (br_probe_cached(c, queue, out) && br_now_ms() - out->at_ms <= max_age_ms)
-        return FE_OK;
-    r = br_req_new(RQ_PROBE);
-    g_strlcpy(r->queue, queue, sizeof r->queue);
-    br_req_submit(c, r);
-    res = br_req_wait(r, timeout_ms, &gave_up);
-    if (gave_up) {
-        memset(out, 0, sizeof *out);
-        snprintf(out->detail, sizeof out->detail,
-                 "probe timed out after %lld ms: the broker has not answered a passive declare "
-                 "of %s (the queue does not answer: stuck, or a quorum queue without a leader; "
-                 "or the broker is slow)",
-                 (long long)timeout_ms, queue);
-    } else {
-        *out = r->probe;
-    }
-    br_req_unref(r);
-    return res;
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* broker/conn_int.h — inside the broker thread; for broker/ only.
  *
- * struct br_conn and the request type, shared by the three files that make
- * up the broker thread: conn.c (requests, status, the thread's loop and the
- * public API), session.c (the connection's life: connect, channels,
- * consumers, loss) and frames.c (what the broker sends unasked: confirms,
- * returns, deliveries, channel closes, cancels).
+ * struct br_conn and the request type, shared by the files that make up
+ * the broker thread: conn.c (requests, status, the thread's loop and the
+ * public API; publish.c its publishing and probing side), session.c (the
+ * connection's life: connect, channels, consumers, loss), frames.c (what
+ * the broker sends unasked: confirms, returns, deliveries, channel closes,
+ * cancels), probes.c, boxes.c and boxops.c (below).
  *
  * Ownership: the fields of br_conn above the "broker thread only" marker
  * are guarded by br_conn.lock; everything below it is touched by the
@@ -329,11 +330,30 @@ void br_setup_consumer(br_conn *c);
 void br_slots_answered(br_conn *c, const char *queue);
 /* Box 0 or the receipt queue waits at its gate (its consume not tried yet). */
 bool br_lead_gated(br_conn *c);
+/* A delivery on s was kept by the owner (BR_KEEP): held until acked. */
+void br_slot_kept(br_slot *s, uint64_t tag);
+/* ... and the slot helpers boxops.c uses too: */
+br_slot *br_slot_new(unsigned box, const char *queue, const char *exchange, const char *const *keys,
+                     amqp_channel_t ch);
+/* s's channel opened or closed (its status; box 0's also br_status). */
+void br_slot_set_open(br_conn *c, br_slot *s, bool open);
+/* An ack went out on s: tag, or every tag up to it. */
+void br_slot_acked(br_slot *s, uint64_t tag, bool multiple);
+/* "box N", or what the slot is when it is no caller's box: for the log */
+const char *br_slot_what(const br_slot *s, char *buf, size_t n);
+/* Set s's consumer state (box 0's and the receipt queue's: also the
+ * lead's); whether anything changed. */
+bool br_slot_state(br_conn *c, br_slot *s, br_cons cons, const char *reason);
+/* The mailboxes are quorum queues (queue_type). */
+bool br_quorum(const br_conn *c);
+/* Bind (or unbind) s's queue to its exchange with key, on the probe
+ * channel: 0, the broker's code (text says why), or -1 (connection gone). */
+int br_bind_one(br_conn *c, const br_slot *s, const char *key, bool bind, char *text, size_t n);
+
+/* boxops.c: what callers ask of the boxes, carried out by the broker thread */
 void br_do_box_add(br_conn *c, br_req *r);
 void br_do_box_remove(br_conn *c, br_req *r);
 void br_do_ack(br_conn *c, br_req *r);
-/* A delivery on s was kept by the owner (BR_KEEP): held until acked. */
-void br_slot_kept(br_slot *s, uint64_t tag);
 
 /* frames.c: read what the broker sent, without blocking */
 /* readable: poll() saw the socket readable (see READ_IDLE_MS) */
