@@ -108,6 +108,7 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
     h->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     h->refusals = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     h->receipt_logs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    h->send_logs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     g_ptr_array_add(h->entities,
                     entity_new(h, o->coord_id, o->coord_id, true, o->state_dir, NULL, 0));
     return h->entities->pdata[0];
@@ -323,6 +324,7 @@ void mb_free(mailbox *lead)
     g_hash_table_destroy(h->rejections);
     g_hash_table_destroy(h->refusals);
     g_hash_table_destroy(h->receipt_logs);
+    g_hash_table_destroy(h->send_logs);
     g_mutex_clear(&h->lock);
     g_free(h);
 }

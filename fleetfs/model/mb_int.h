@@ -64,6 +64,9 @@ _Static_assert(SEEN_CAP > PREFETCH_MAX && SEEN_DELIVERED_CAP > PREFETCH_MAX,
 /* "a receipt changed nothing" log lines, per sender: the same budget */
 #define RECEIPT_LOG_BURST 10
 #define RECEIPT_LOG_EVERY_MS 6000
+/* sent.c: one published-unread (or not-known-whether-read) line per peer
+ * and kind a minute */
+#define SEND_LOG_EVERY_MS 60000
 #define VIEW_KEEP (256 * 1024) /* bytes an open inbox keeps behind its reader */
 
 typedef enum {
@@ -115,6 +118,7 @@ struct mb_host {
     /* receipts.c */
     mb_outbox *outbox;
     GHashTable *receipt_logs;        /* peer -> rate budget of "nothing to update" lines */
+    GHashTable *send_logs;           /* peer and kind -> budget of published-unread lines */
     mb_control_answer_fn control_fn; /* `spawned` answers (mb_set_control_answers) */
     void *control_ud;
     uint64_t receipts_rejected;

@@ -472,6 +472,34 @@ static fe_code send_input_ok(const mailbox *mb, const char *peer, const char *da
     return FE_OK;
 }
 
+/* The "published-unread" and "published; not known whether read" lines:
+ * every send to a mailbox nobody reads would otherwise log one (and cost a
+ * write(2) each).  One line per peer and kind (unread, unread and the peer
+ * not live, unknown) per SEND_LOG_EVERY_MS; the first send of a streak that
+ * is not logged says so once, the next line logged says how many were
+ * not.  A new kind (the peer went stale) is logged at once.  `sent` records
+ * every message, whatever the log says. */
+static bool send_log_allowed(mailbox *mb, const char *to, const char *kind)
+{
+    char key[ADDR_MAX_LEN + 32];
+    int r;
+    snprintf(key, sizeof key, "%s\n%s", to, kind);
+    g_mutex_lock(mb->lock);
+    r = rate_take_locked(mb->h->send_logs, key, 1, SEND_LOG_EVERY_MS);
+    g_mutex_unlock(mb->lock);
+    if (r == -1)
+        log_info("send: more sends to %s are %s: one line a minute for them (`sent` records "
+                 "each)",
+                 to,
+                 !strcmp(kind, "unknown") ? "published without knowing whether read"
+                                          : "published-unread");
+    else if (r > 0)
+        log_info("send: %d sends to %s were %s and not logged", r, to,
+                 !strcmp(kind, "unknown") ? "published without knowing whether read"
+                                          : "published-unread");
+    return r >= 0;
+}
+
 /* Confirmed into the mailbox: published-unread when nobody reads it (the
  * probe at publish saw no consumer), else published.  A mailbox with a
  * reader but no heartbeat from its peer (another implementation of
@@ -489,7 +517,8 @@ static void send_published(mailbox *mb, const envelope *e, const char *json, boo
         /* published without knowing whether it is read: say so, never
          * let "published" claim a reader nobody saw */
         sent_record(mb, e, json, "published", unknown, members);
-        log_info("send %s to %s: published; %s", e->msgId, e->to, unknown);
+        if (send_log_allowed(mb, e->to, "unknown"))
+            log_info("send %s to %s: published; %s", e->msgId, e->to, unknown);
         return;
     }
     if (!no_consumer) {
@@ -503,8 +532,9 @@ static void send_published(mailbox *mb, const envelope *e, const char *json, boo
     }
     snprintf(detail, sizeof detail, "no consumer%s%s", away ? "; " : "", away ? why : "");
     sent_record(mb, e, json, "published-unread", detail, members);
-    log_info("send %s to %s: published-unread (%s); it waits in the mailbox until %s reads it",
-             e->msgId, e->to, detail, e->to);
+    if (send_log_allowed(mb, e->to, away ? "unread-away" : "unread"))
+        log_info("send %s to %s: published-unread (%s); it waits in the mailbox until %s reads it",
+                 e->msgId, e->to, detail, e->to);
 }
 
 /* The broker's answer to a publish whose write had given up (ETIMEDOUT):
