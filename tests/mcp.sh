@@ -31,3 +31,29 @@ mcp() {
 }
 # the one call's fields
 call() { mcp "$1" call "$2" "$3" >out.json && cat out.json; }
+
+# One long-lived server for a whole snippet (a session of the SDK client):
+#   sess_start MOUNT       start it (MCP_AS as for mcp); input through a FIFO
+#   sess_call NAME ARGS    one call; prints its answer line (waits up to 60 s)
+#   sess_end               close its stdin; wait for the client to exit 0
+# The answers accumulate in $TEST_DIR/sess.out, one line a call.
+sess_start() {
+  rm -f "$TEST_DIR/sess.in" "$TEST_DIR/sess.out" &&
+  mkfifo "$TEST_DIR/sess.in" && : >"$TEST_DIR/sess.out" &&
+  { MCP_AS=${MCP_AS:-} node "$MCP_SDK_DIR/mcp_client.mjs" "$FLEETFS" "$TEST_DIR/$1" session \
+      <"$TEST_DIR/sess.in" >"$TEST_DIR/sess.out" 2>"$TEST_DIR/sess.err" & } &&
+  SESS_PID=$! &&
+  exec {SESS_FD}>"$TEST_DIR/sess.in" &&
+  SESS_N=0
+}
+sess_call() {
+  local args=${2:-'{}'}
+  SESS_N=$((SESS_N + 1)) &&
+  printf '%s %s\n' "$1" "$args" >&"$SESS_FD" &&
+  wait_for 60 "test \$(wc -l <\"$TEST_DIR/sess.out\") -ge $SESS_N" &&
+  sed -n "${SESS_N}p" "$TEST_DIR/sess.out"
+}
+sess_end() {
+  exec {SESS_FD}>&- &&
+  wait "$SESS_PID"
+}

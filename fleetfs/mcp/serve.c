@@ -51,6 +51,7 @@ typedef struct {
     const char *as;      /* --as: the local agent's gid; NULL: the lead */
     gint send_timeout_s; /* 0 until read from the mount */
     gint stuck;          /* abandoned tool threads still running */
+    mcp_fleet *fleet;    /* never freed: an abandoned thread may use it */
 } server;
 
 typedef struct {
@@ -88,7 +89,7 @@ static gpointer job_run(gpointer p)
         if (t > 0)
             g_atomic_int_set(&j->srv->send_timeout_s, t);
     }
-    res = mcp_fleet_call(j->srv->mnt, j->srv->as, j->name, j->args);
+    res = mcp_fleet_call(j->srv->fleet, j->name, j->args);
     g_mutex_lock(&j->m);
     j->res = res;
     j->done = true;
@@ -378,6 +379,7 @@ int mcp_main(int argc, char **argv)
             "delivery. A failed call says why and what to do.",
             srv.mnt);
     }
+    srv.fleet = mcp_fleet_new(srv.mnt, srv.as);
     r = mcp_rpc_new(mcp_fleet_tools, mcp_fleet_ntools, bounded_call, &srv, FLEETFS_VERSION, instr);
     g_free(instr);
     while ((n = getline(&line, &cap, stdin)) >= 0) {

@@ -17,8 +17,10 @@
  *   fleet_list    roster (every lead heard) and the names in peers/, the
  *                 agents (agents/ and each one's status), the groups
  *                 (groups/ and each one's members)
- *   fleet_inbox   <home>/inbox, read to its end
- *   fleet_ack     one write of the msgIds (or "all") to <home>/ack; ids
+ *   fleet_inbox   <home>/inbox, one page of it (limit, after)
+ *   fleet_ack     one write of msgIds to <home>/ack: those named, and/or
+ *                 those this server showed up to one (through); never
+ *                 "all", which would consume what arrived unseen; ids
  *                 not in the inbox are named first, and nothing is acked
  *   fleet_sent    <home>/sent, the last entries or one msgId's
  *   fleet_status  status and <home>/status, or the status of a peer lead
@@ -55,6 +57,11 @@
 #define READ_CAP \
     (64u << 20) /* a file longer than this is cut (history-bound files are far smaller) */
 #define SENT_DEFAULT 20
+#define INBOX_LIMIT_DEFAULT 20
+#define INBOX_LIMIT_MAX 200
+/* a page of fleet_inbox stops before its messages pass this many bytes
+ * (one message always fits: max_message is at most 1020 KiB) */
+#define INBOX_PAGE_BYTES (1u << 20)
 
 /* ---- the tool table: what an agent reads ------------------------------ */
 
@@ -83,16 +90,33 @@ const mcp_tool mcp_fleet_tools[] = {
      "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}"},
     {"fleet_inbox", "Read your inbox",
      "Read the messages that arrived for you and are not consumed yet, oldest first (msgId, from, "
-     "sentAt, body, replyTo). Acknowledge each with fleet_ack once you have dealt with it.",
-     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}"},
+     "sentAt, body, replyTo), one page at a time: up to `limit` messages after the msgId `after` "
+     "(from the start without it); `more` says whether more follow (call again with after: the "
+     "page's `last`). Acknowledge what you have dealt with by fleet_ack.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" G_STRINGIFY(
+         INBOX_LIMIT_MAX) ",\"default\":" G_STRINGIFY(INBOX_LIMIT_DEFAULT) ",\"description\":\"at "
+                                                                           "most this many "
+                                                                           "messages\"},"
+                                                                           "\"after\":" ID_SCHEMA
+                                                                           ",\"description\":\"the "
+                                                                           "msgId after which the "
+                                                                           "page starts: the "
+                                                                           "previous page's "
+                                                                           "last\"}},"
+                                                                           "\"additionalProperties"
+                                                                           "\":false}"},
     {"fleet_ack", "Acknowledge inbox messages",
-     "Consume messages from your inbox once dealt with: a list of msgIds, or \"all\". Nothing is "
-     "acknowledged when one of the msgIds is not in the inbox.",
-     "{\"type\":\"object\",\"properties\":{\"msgIds\":{\"anyOf\":["
-     "{\"type\":\"array\",\"items\":" ID_SCHEMA "},\"minItems\":1},"
-     "{\"type\":\"string\",\"const\":\"all\"}],"
-     "\"description\":\"msgIds from fleet_inbox, or \\\"all\\\"\"}},"
-     "\"required\":[\"msgIds\"],\"additionalProperties\":false}"},
+     "Consume messages from your inbox once dealt with: the msgIds you read (msgIds), and/or every "
+     "message fleet_inbox has shown you up to and including one msgId (through). A message you "
+     "were not shown is never consumed; nothing is acknowledged when a msgId is not in the inbox.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"msgIds\":{\"type\":\"array\",\"items\":" ID_SCHEMA "},\"minItems\":1,"
+     "\"description\":\"msgIds fleet_inbox showed you\"},"
+     "\"through\":" ID_SCHEMA ",\"description\":\"a msgId fleet_inbox showed you: it and every "
+     "message shown before it\"}},"
+     "\"anyOf\":[{\"required\":[\"msgIds\"]},{\"required\":[\"through\"]}],"
+     "\"additionalProperties\":false}"},
     {"fleet_sent", "What happened to sent messages",
      "Show the delivery state of messages you sent (published, injected, confirmed, acked, "
      "unconfirmed, rejected, expired, ...), the latest ones or one msgId's.",
@@ -260,8 +284,44 @@ static json_t *json_lines(const GString *s)
     return arr;
 }
 
+/* One server's tools: the mount, who it speaks for, and what fleet_inbox
+ * has shown its client (msgId -> the order it was first shown in), so
+ * that fleet_ack's `through` consumes nothing the agent did not see.  A
+ * tool thread the caller gave up on may still run beside the next call:
+ * the lock keeps the set whole. */
+struct mcp_fleet {
+    char *mnt;
+    char *as;
+    GMutex lock;
+    GHashTable *shown; /* msgId (g_free) -> GSIZE_TO_POINTER(order) */
+    gsize next_order;
+};
+
+mcp_fleet *mcp_fleet_new(const char *mnt, const char *as)
+{
+    mcp_fleet *f = g_new0(mcp_fleet, 1);
+    f->mnt = g_strdup(mnt);
+    f->as = g_strdup(as);
+    g_mutex_init(&f->lock);
+    f->shown = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    f->next_order = 1;
+    return f;
+}
+
+void mcp_fleet_free(mcp_fleet *f)
+{
+    if (!f)
+        return;
+    g_hash_table_destroy(f->shown);
+    g_mutex_clear(&f->lock);
+    g_free(f->mnt);
+    g_free(f->as);
+    g_free(f);
+}
+
 /* who the server speaks for: the lead, or (--as) one local agent */
 typedef struct {
+    mcp_fleet *f;
     const char *mnt;
     const char *as;      /* the agent's gid; NULL: the lead */
     char home[PATH_MAX]; /* mnt/self, or mnt/agents/<as> */
@@ -734,78 +794,239 @@ static json_t *t_list(who *w, json_t *args)
     return ok_json(e);
 }
 
-static json_t *t_inbox(who *w, json_t *args)
+/* the inbox as an array, or an errno */
+static int read_inbox(const who *w, json_t **out)
 {
-    static const char *const keys[] = {NULL};
-    json_t *err = only_keys(args, "fleet_inbox", keys);
     char path[PATH_MAX];
     GString *s = NULL;
-    json_t *msgs;
+    int rc;
+    snprintf(path, sizeof path, "%s/inbox", w->home);
+    if ((rc = read_all(path, &s)))
+        return rc;
+    *out = json_lines(s);
+    g_string_free(s, TRUE);
+    return 0;
+}
+
+static const char *msg_id(json_t *m)
+{
+    return json_string_value(json_object_get(m, "msgId"));
+}
+
+/* when msgId id was first shown by this server; 0: never */
+static gsize shown_order(mcp_fleet *f, const char *id)
+{
+    gsize o;
+    g_mutex_lock(&f->lock);
+    o = GPOINTER_TO_SIZE(g_hash_table_lookup(f->shown, id));
+    g_mutex_unlock(&f->lock);
+    return o;
+}
+
+/* remember a page as shown, and forget what has left the inbox (so the
+ * set stays as small as the inbox) */
+static void shown_add(mcp_fleet *f, json_t *inbox, json_t *page)
+{
+    GHashTable *in = g_hash_table_new(g_str_hash, g_str_equal);
+    GHashTableIter it;
+    gpointer k;
+    size_t i;
+    json_t *m;
+    json_array_foreach(inbox, i, m)
+    {
+        if (msg_id(m))
+            g_hash_table_add(in, (gpointer)msg_id(m));
+    }
+    g_mutex_lock(&f->lock);
+    g_hash_table_iter_init(&it, f->shown);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+        if (!g_hash_table_contains(in, k))
+            g_hash_table_iter_remove(&it);
+    json_array_foreach(page, i, m)
+    {
+        const char *id = msg_id(m);
+        if (id && !g_hash_table_contains(f->shown, id))
+            g_hash_table_insert(f->shown, g_strdup(id), GSIZE_TO_POINTER(f->next_order++));
+    }
+    g_mutex_unlock(&f->lock);
+    g_hash_table_destroy(in);
+}
+
+/* fleet_inbox {limit, after}: one page of the inbox, in its order.  The
+ * page starts after `after` when that is still in the inbox; when it has
+ * left (acked since, or typed into the pane), after every message this
+ * server showed no later than it, so acking a page before reading the
+ * next skips nothing and repeats nothing. */
+static json_t *t_inbox(who *w, json_t *args)
+{
+    static const char *const keys[] = {"limit", "after", NULL};
+    json_t *err = only_keys(args, "fleet_inbox", keys);
+    json_t *jlim = json_object_get(args, "limit"), *jafter = json_object_get(args, "after");
+    json_t *inbox, *page, *m;
+    const char *after = NULL;
+    json_int_t limit = INBOX_LIMIT_DEFAULT;
+    size_t i, start = 0, bytes = 0;
+    gsize after_order = 0;
+    bool more = false;
     int rc;
 
     if (err)
         return err;
+    if (jlim && !json_is_null(jlim)) {
+        if (!json_is_integer(jlim) || json_integer_value(jlim) < 1 ||
+            json_integer_value(jlim) > INBOX_LIMIT_MAX)
+            return fail("fleet_inbox: limit must be an integer from 1 to %d", INBOX_LIMIT_MAX);
+        limit = json_integer_value(jlim);
+    }
+    if (jafter && !json_is_null(jafter)) {
+        if (!json_is_string(jafter) || !is_msgid(json_string_value(jafter)))
+            return fail("fleet_inbox: after must be a msgId (32 hex digits): the `last` of the "
+                        "page before");
+        after = json_string_value(jafter);
+    }
     if ((rc = who_me(w)))
         return fail_errno(w, rc, "fleet_inbox", NULL, NULL);
-    snprintf(path, sizeof path, "%s/inbox", w->home);
-    if ((rc = read_all(path, &s)))
+    if ((rc = read_inbox(w, &inbox)))
         return fail_errno(w, rc, "fleet_inbox", NULL, NULL);
-    msgs = json_lines(s);
-    g_string_free(s, TRUE);
-    return ok_json(json_pack("{s:s,s:I,s:o}", "me", w->me, "count",
-                             (json_int_t)json_array_size(msgs), "messages", msgs));
+    if (after) {
+        bool found = false;
+        json_array_foreach(inbox, i, m)
+        {
+            if (!found && !g_strcmp0(msg_id(m), after)) {
+                found = true;
+                start = i + 1;
+            }
+        }
+        if (!found && !(after_order = shown_order(w->f, after))) {
+            json_decref(inbox);
+            return fail("fleet_inbox: %s (after) is not in your inbox and was not shown by "
+                        "fleet_inbox here; read from the start (without after)",
+                        after);
+        }
+    }
+    page = json_array();
+    for (i = start; i < json_array_size(inbox); i++) {
+        const char *id;
+        size_t len;
+        m = json_array_get(inbox, i);
+        id = msg_id(m);
+        if (after_order && id) {
+            gsize o = shown_order(w->f, id);
+            if (o && o <= after_order)
+                continue;
+        }
+        len = json_string_length(json_object_get(m, "body")) + 256;
+        if (json_array_size(page) >= (size_t)limit ||
+            (json_array_size(page) > 0 && bytes + len > INBOX_PAGE_BYTES)) {
+            more = true;
+            break;
+        }
+        bytes += len;
+        json_array_append(page, m);
+    }
+    shown_add(w->f, inbox, page);
+    m = json_pack("{s:s,s:I,s:I,s:b,s:o}", "me", w->me, "total", (json_int_t)json_array_size(inbox),
+                  "count", (json_int_t)json_array_size(page), "more", more, "messages", page);
+    if (json_array_size(page) > 0 && msg_id(json_array_get(page, json_array_size(page) - 1)))
+        json_object_set_new(m, "last",
+                            json_string(msg_id(json_array_get(page, json_array_size(page) - 1))));
+    json_decref(inbox);
+    return ok_json(m);
 }
 
+/* fleet_ack {msgIds, through}: never a blind "all": the ids named, and
+ * with through every message this server showed no later than it that is
+ * still in the inbox; one write of exactly those ids to the ack file */
 static json_t *t_ack(who *w, json_t *args)
 {
-    static const char *const keys[] = {"msgIds", NULL};
+    static const char *const keys[] = {"msgIds", "through", NULL};
     json_t *err = only_keys(args, "fleet_ack", keys);
-    json_t *ids = json_object_get(args, "msgIds"), *inbox, *e;
+    json_t *ids = json_object_get(args, "msgIds"), *jthrough = json_object_get(args, "through");
+    json_t *inbox, *e, *acked;
+    const char *through = NULL;
     char path[PATH_MAX];
-    GString *s = NULL, *text, *missing;
-    GHashTable *held;
+    GString *text, *missing;
+    GHashTable *held, *chosen;
     size_t i;
     int rc;
 
     if (err)
         return err;
-    snprintf(path, sizeof path, "%s/inbox", w->home);
-    if ((rc = read_all(path, &s)))
+    if (json_is_string(ids) && !strcmp(json_string_value(ids), "all"))
+        return fail("fleet_ack: \"all\" is not accepted: it would also consume messages that "
+                    "arrived after you read your inbox, unseen; nothing was acknowledged: give "
+                    "the msgIds you read, or through: the last msgId fleet_inbox showed you");
+    if (ids && !json_is_null(ids) && (!json_is_array(ids) || json_array_size(ids) == 0))
+        return fail("fleet_ack: msgIds must be a non-empty list of msgIds from fleet_inbox; "
+                    "nothing was acknowledged");
+    if (jthrough && !json_is_null(jthrough)) {
+        if (!json_is_string(jthrough) || !is_msgid(json_string_value(jthrough)))
+            return fail("fleet_ack: through must be a msgId (32 hex digits) fleet_inbox showed "
+                        "you; nothing was acknowledged");
+        through = json_string_value(jthrough);
+    }
+    if (!json_is_array(ids) && !through)
+        return fail("fleet_ack: needs msgIds (the msgIds you read) or through (a msgId "
+                    "fleet_inbox showed you); nothing was acknowledged");
+    json_array_foreach(ids, i, e)
+    {
+        if (!json_is_string(e) || !is_msgid(json_string_value(e)))
+            return fail("fleet_ack: msgIds[%zu] is not a msgId (32 hex digits); nothing was "
+                        "acknowledged",
+                        i);
+    }
+    if ((rc = read_inbox(w, &inbox)))
         return fail_errno(w, rc, "fleet_ack", NULL, NULL);
-    inbox = json_lines(s);
-    g_string_free(s, TRUE);
     held = g_hash_table_new(g_str_hash, g_str_equal);
     json_array_foreach(inbox, i, e)
     {
-        const char *id = json_string_value(json_object_get(e, "msgId"));
-        if (id)
-            g_hash_table_add(held, (gpointer)id);
+        if (msg_id(e))
+            g_hash_table_add(held, (gpointer)msg_id(e));
     }
+    chosen = g_hash_table_new(g_str_hash, g_str_equal);
     text = g_string_new(NULL);
     missing = g_string_new(NULL);
-    if (json_is_string(ids) && !strcmp(json_string_value(ids), "all")) {
-        g_string_append(text, "all\n");
-    } else if (json_is_array(ids) && json_array_size(ids) > 0) {
-        json_array_foreach(ids, i, e)
-        {
-            const char *id = json_string_value(e);
-            if (!id || !is_msgid(id)) {
-                err = fail("fleet_ack: msgIds[%zu] is not a msgId (32 hex digits); nothing was "
-                           "acknowledged",
-                           i);
-                break;
+    acked = json_array();
+    json_array_foreach(ids, i, e)
+    {
+        const char *id = json_string_value(e);
+        if (!g_hash_table_contains(held, id))
+            g_string_append_printf(missing, "%s%s", missing->len ? ", " : "", id);
+        else if (!g_hash_table_contains(chosen, id))
+            g_hash_table_add(chosen, (gpointer)id);
+    }
+    if (through) {
+        gsize upto = shown_order(w->f, through);
+        if (!upto) {
+            err = fail("fleet_ack: %s (through) was not shown to you by fleet_inbox here; "
+                       "nothing was acknowledged: read fleet_inbox, then ack through its last",
+                       through);
+        } else {
+            json_array_foreach(inbox, i, e)
+            {
+                gsize o = msg_id(e) ? shown_order(w->f, msg_id(e)) : 0;
+                if (o && o <= upto)
+                    g_hash_table_add(chosen, (gpointer)msg_id(e));
             }
-            if (!g_hash_table_contains(held, id))
-                g_string_append_printf(missing, "%s%s", missing->len ? ", " : "", id);
-            g_string_append_printf(text, "%s\n", id);
         }
-    } else {
-        err = fail("fleet_ack: msgIds must be a non-empty list of msgIds, or \"all\"");
     }
     if (!err && missing->len)
         err = fail("fleet_ack: not in your inbox: %s (already acknowledged, or typed into your "
                    "pane); nothing was acknowledged: take the ids from fleet_inbox",
                    missing->str);
+    /* in the inbox's order: the ack file takes one msgId a line */
+    json_array_foreach(inbox, i, e)
+    {
+        if (msg_id(e) && g_hash_table_contains(chosen, msg_id(e))) {
+            g_string_append_printf(text, "%s\n", msg_id(e));
+            json_array_append_new(acked, json_string(msg_id(e)));
+        }
+    }
+    if (!err && text->len == 0)
+        err = ok_json(json_pack("{s:b,s:I,s:o,s:s}", "acked", 0, "count", (json_int_t)0, "msgIds",
+                                json_array(), "note",
+                                "nothing to acknowledge: what you were shown up to that msgId "
+                                "has left the inbox already"));
     if (!err) {
         snprintf(path, sizeof path, "%s/ack", w->home);
         rc = write_once(path, text->str, text->len);
@@ -818,11 +1039,12 @@ static json_t *t_ack(who *w, json_t *args)
         else if (rc)
             err = fail_errno(w, rc, "fleet_ack", NULL, NULL);
         else
-            err = ok_json(json_pack(
-                "{s:b,s:I}", "acked", 1, "count",
-                (json_int_t)(json_is_array(ids) ? json_array_size(ids) : json_array_size(inbox))));
+            err = ok_json(json_pack("{s:b,s:I,s:O}", "acked", 1, "count",
+                                    (json_int_t)json_array_size(acked), "msgIds", acked));
     }
+    g_hash_table_destroy(chosen);
     g_hash_table_destroy(held);
+    json_decref(acked);
     json_decref(inbox);
     g_string_free(text, TRUE);
     g_string_free(missing, TRUE);
@@ -927,14 +1149,15 @@ static json_t *t_status(who *w, json_t *args)
     return res;
 }
 
-json_t *mcp_fleet_call(const char *mnt, const char *as, const char *name, json_t *args)
+json_t *mcp_fleet_call(mcp_fleet *f, const char *name, json_t *args)
 {
+    const char *mnt = f->mnt, *as = f->as;
     static const struct {
         const char *name;
         json_t *(*fn)(who *, json_t *);
     } fns[] = {{"fleet_send", t_send}, {"fleet_list", t_list}, {"fleet_inbox", t_inbox},
                {"fleet_ack", t_ack},   {"fleet_sent", t_sent}, {"fleet_status", t_status}};
-    who w = {.mnt = mnt, .as = as};
+    who w = {.f = f, .mnt = mnt, .as = as};
     if (as)
         snprintf(w.home, sizeof w.home, "%s/agents/%s", mnt, as);
     else

@@ -13,10 +13,16 @@
 extern const mcp_tool mcp_fleet_tools[];
 extern const size_t mcp_fleet_ntools;
 
-/* Runs one tool against the mount at mnt, for its lead (as NULL) or for
- * the local agent as (a gid: `fleetfs mcp --as`); blocks on the files (the
- * caller bounds it, serve.c).  Returns a CallToolResult, new reference. */
-json_t *mcp_fleet_call(const char *mnt, const char *as, const char *name, json_t *args);
+/* One server's tools: the mount at mnt, for its lead (as NULL) or for the
+ * local agent as (a gid: `fleetfs mcp --as`), and what fleet_inbox has
+ * shown (fleet_ack's `through`).  Thread-safe. */
+typedef struct mcp_fleet mcp_fleet;
+mcp_fleet *mcp_fleet_new(const char *mnt, const char *as);
+void mcp_fleet_free(mcp_fleet *f);
+
+/* Runs one tool; blocks on the files (the caller bounds it, serve.c).
+ * Returns a CallToolResult, new reference. */
+json_t *mcp_fleet_call(mcp_fleet *f, const char *name, json_t *args);
 
 /* The file under the mount that fleet_send writes for `to` (coord_id, gid
  * or group:<g>) and replyTo ref (NULL: none), for the lead me (as NULL)

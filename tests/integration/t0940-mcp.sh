@@ -20,7 +20,7 @@ test_expect_success 'the official MCP SDK client is installed into build/' '
 
 test_expect_success 'alpha and beta mount' '
     mount_fleet alpha peers=beta inject=none max_message=2000 send_timeout=2s &&
-    mount_fleet beta peers=alpha inject=none
+    mount_fleet beta peers=alpha inject=none prefetch=300
 '
 
 test_expect_success 'the SDK client initializes and lists the six tools, each with a schema' '
@@ -86,9 +86,69 @@ test_expect_success 'fleet_ack: an id not in the inbox acks nothing and says so'
     jq -e ".isError == true" r &&
     jq -r .text r | grep "not in your inbox" &&
     grep -q "still here" beta/leads/beta/inbox &&
-    call beta fleet_ack "{\"msgIds\":\"all\"}" >r &&
+    id=$(grep "still here" beta/leads/beta/inbox | jq -r .msgId) &&
+    call beta fleet_ack "{\"msgIds\":[\"$id\"]}" >r &&
     jq -e ".isError == false" r &&
     test "$(inbox_count beta)" = 0
+'
+
+# one server for the whole snippet: what it showed is what it may ack
+test_expect_success 'fleet_ack: a message arriving between fleet_inbox and fleet_ack stays (broker and inbox)' '
+    echo "first, read" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q \"first, read\" beta/leads/beta/inbox" &&
+    sess_start beta &&
+    sess_call fleet_inbox >r1 &&
+    jq -e ".isError == false" r1 &&
+    jq -r .text r1 >page.json &&
+    jq -e ".count == 1 and (.messages[0].body | startswith(\"first, read\"))" page.json &&
+    seen=$(jq -r .last page.json) &&
+    echo "second, unseen" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q \"second, unseen\" beta/leads/beta/inbox" &&
+    sess_call fleet_ack "{\"msgIds\":\"all\"}" >r2 &&
+    jq -e ".isError == true" r2 &&
+    jq -r .text r2 | grep "\"all\" is not accepted" &&
+    sess_call fleet_ack "{\"through\":\"$seen\"}" >r3 &&
+    jq -e ".isError == false" r3 &&
+    jq -r .text r3 | jq -e ".msgIds == [\"$seen\"]" &&
+    ! grep -q "first, read" beta/leads/beta/inbox &&
+    test "$(inbox_count beta)" = 1 &&
+    grep -q "second, unseen" beta/leads/beta/inbox &&
+    wait_for 10 "n=\$(broker_count lead.beta.inbox) && test \"\$n\" = 1" &&
+    sess_call fleet_inbox >r4 &&
+    jq -r .text r4 | jq -e ".total == 1 and (.messages[0].body | startswith(\"second, unseen\"))" &&
+    sess_end
+'
+
+# 201 messages (the one left above and 200 more), 7 a page; after the
+# third page the agent acks what it read so far, and the next page starts
+# after that page's last although it has left the inbox
+test_expect_success 'fleet_inbox pages through 200 messages (limit, after): none missed or repeated' '
+    for i in $(seq 200); do echo "page $i" >alpha/peers/beta/send || return 1; done &&
+    wait_for 30 "test \$(inbox_count beta) = 201" &&
+    msgids beta/leads/beta/inbox >want &&
+    sess_start beta &&
+    after= && : >got && pages=0 &&
+    for page in $(seq 40); do
+        sess_call fleet_inbox "{\"limit\":7${after:+,\"after\":\"$after\"}}" >p &&
+        jq -r .text p >p.json &&
+        jq -r ".messages[].msgId" p.json >>got &&
+        test "$(jq .count p.json)" -le 7 &&
+        pages=$((pages + 1)) || return 1
+        after=$(jq -r .last p.json)
+        if test $pages = 3; then
+            sess_call fleet_ack "{\"through\":\"$after\"}" >a &&
+            jq -r .text a | jq -e ".count == 21" || return 1
+        fi
+        jq -e .more p.json >/dev/null || break
+    done &&
+    test $pages = 29 &&
+    test_cmp want got &&
+    test "$(inbox_count beta)" = 180 &&
+    sess_call fleet_ack "{\"through\":\"$after\"}" >a &&
+    jq -r .text a | jq -e ".count == 180" &&
+    test "$(inbox_count beta)" = 0 &&
+    wait_for 10 "n=\$(broker_count lead.beta.inbox) && test \"\$n\" = 0" &&
+    sess_end
 '
 
 test_expect_success 'errors: unknown peer, empty body, body over max_message; nothing sent' '

@@ -8,10 +8,15 @@
 //       one JSON line: {protocol?, server, tools:[{name, description, inputSchema}]}
 //   node mcp_client.mjs FLEETFS MOUNT call NAME ARGS_JSON [NAME ARGS_JSON]...
 //       one JSON line per call: {isError, text}
+//   node mcp_client.mjs FLEETFS MOUNT session
+//       one long-lived server: each line of stdin "NAME ARGS_JSON" is one
+//       call, answered by one line {isError, text} (or {rpcError: {code,
+//       message}} when the server answered with a JSON-RPC error); ends at EOF
 // Exit 0 when every request got an answer (tool errors included), else 1.
 // With MCP_AS=<gid> in the environment the server is `fleetfs mcp MOUNT --as <gid>`.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { createInterface } from "node:readline";
 
 const [fleetfs, mount, mode, ...rest] = process.argv.slice(2);
 const transport = new StdioClientTransport({
@@ -34,6 +39,20 @@ try {
       const res = await client.callTool({ name: rest[i], arguments: JSON.parse(rest[i + 1] ?? "{}") });
       const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
       console.log(JSON.stringify({ isError: res.isError === true, text }));
+    }
+  } else if (mode === "session") {
+    const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+    for await (const line of rl) {
+      const sp = line.indexOf(" ");
+      const name = sp < 0 ? line : line.slice(0, sp);
+      const args = sp < 0 ? {} : JSON.parse(line.slice(sp + 1));
+      try {
+        const res = await client.callTool({ name, arguments: args });
+        const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+        console.log(JSON.stringify({ isError: res.isError === true, text }));
+      } catch (e) {
+        console.log(JSON.stringify({ rpcError: { code: e.code ?? null, message: e.message ?? String(e) } }));
+      }
     }
   } else {
     throw new Error(`unknown mode ${mode}`);
