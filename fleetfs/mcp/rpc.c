@@ -8,7 +8,11 @@
  * touch files are serve.c and tools.c.
  *
  * Framing (JSON-RPC 2.0 as MCP uses it on stdio: one message per line):
- *   - a line that is not JSON: -32700 with id null;
+ *   - a line that is not JSON: -32700 with id null, and jansson's reason
+ *     (invalid UTF-8 is one);
+ *   - a line over MCP_LINE_MAX: -32600 with id null (serve.c skips it);
+ *   - a string anywhere in params with a NUL (\u0000) in it: -32602,
+ *     since every C string past the parse would end at it;
  *   - JSON that is not a request object (an array: MCP has no batches
  *     since 2025-06-18; no "jsonrpc":"2.0"; a method that is not a string;
  *     an id that is neither a string nor an integer; params that are not
@@ -108,6 +112,11 @@ static char *error_line(json_t *id, int code, const char *message, json_t *data)
         json_object_set_new(err, "data", data);
     return dump(
         json_pack("{s:s,s:O,s:o}", "jsonrpc", "2.0", "id", id ? id : json_null(), "error", err));
+}
+
+char *mcp_rpc_error_line(int code, const char *message)
+{
+    return error_line(NULL, code, message, NULL);
 }
 
 /* result: stolen */
@@ -216,6 +225,37 @@ static json_t *all_versions(void)
     return json_pack("[s,s,s]", MCP_V_CURRENT, MCP_V_PREVIOUS, MCP_V_OLDER);
 }
 
+/* The path (in path, e.g. "arguments.to" or "arguments.msgIds[0]") of
+ * the first string under v with a NUL in it; false when none.  jansson
+ * keeps such a string whole (JSON_ALLOW_NUL), but every C string after it
+ * would end at the NUL: "beta\u0000x" must not be read as "beta". */
+static bool find_nul(json_t *v, GString *path)
+{
+    const char *key;
+    json_t *x;
+    size_t i, len = path->len;
+    if (json_is_string(v))
+        return memchr(json_string_value(v), '\0', json_string_length(v)) != NULL;
+    if (json_is_object(v)) {
+        json_object_foreach(v, key, x)
+        {
+            g_string_append_printf(path, "%s%s", len ? "." : "", key);
+            if (find_nul(x, path))
+                return true;
+            g_string_truncate(path, len);
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x)
+        {
+            g_string_append_printf(path, "[%zu]", i);
+            if (find_nul(x, path))
+                return true;
+            g_string_truncate(path, len);
+        }
+    }
+    return false;
+}
+
 static char *do_request(mcp_rpc *r, json_t *id, const char *method, json_t *params)
 {
     json_t *mv = meta_version(params);
@@ -225,6 +265,19 @@ static char *do_request(mcp_rpc *r, json_t *id, const char *method, json_t *para
 
     if (params && !json_is_object(params))
         return error_line(id, MCP_INVALID_PARAMS, "params must be an object", NULL);
+    if (params) {
+        GString *path = g_string_new(NULL);
+        if (find_nul(params, path)) {
+            gchar *msg = g_strdup_printf("Invalid params: params.%s has a NUL character (\\u0000); "
+                                         "nothing was done",
+                                         path->str);
+            line = error_line(id, MCP_INVALID_PARAMS, msg, NULL);
+            g_free(msg);
+        }
+        g_string_free(path, TRUE);
+        if (line)
+            return line;
+    }
     if (current && (!json_is_string(mv) || strcmp(json_string_value(mv), MCP_V_CURRENT))) {
         json_t *data = json_pack("{s:[s],s:O}", "supported", MCP_V_CURRENT, "requested", mv);
         return error_line(id, MCP_UNSUPPORTED_VERSION, "Unsupported protocol version", data);
@@ -273,8 +326,14 @@ char *mcp_rpc_line(mcp_rpc *r, const char *line, size_t len)
         return NULL; /* a blank line says nothing */
     msg = json_loadb(line, len, JSON_ALLOW_NUL | JSON_DECODE_ANY,
                      &jerr); /* a NUL in a body: the file says EINVAL */
-    if (!msg)
-        return error_line(NULL, MCP_PARSE_ERROR, "Parse error: not a JSON text", NULL);
+    if (!msg) {
+        /* jansson's own reason (invalid UTF-8, where the text ends...) */
+        gchar *why = g_strdup_printf("Parse error: %s (line %d, column %d)", jerr.text, jerr.line,
+                                     jerr.column);
+        out = error_line(NULL, MCP_PARSE_ERROR, why, NULL);
+        g_free(why);
+        return out;
+    }
     if (!json_is_object(msg)) {
         json_decref(msg);
         return error_line(NULL, MCP_INVALID_REQUEST,

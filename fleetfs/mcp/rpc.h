@@ -47,6 +47,16 @@ void mcp_rpc_free(mcp_rpc *r);
  * (notifications, a client's responses, blank lines). */
 char *mcp_rpc_line(mcp_rpc *r, const char *line, size_t len);
 
+/* The longest input line read whole: a longer one is answered
+ * mcp_rpc_error_line(MCP_INVALID_REQUEST, ...) and skipped to its newline
+ * (serve.c), so one line can never take more memory than this. */
+#define MCP_LINE_MAX (8u << 20)
+#define MCP_LINE_MAX_TEXT "8 MiB"
+
+/* A JSON-RPC error answer with id null (malloc'd, no newline; free()):
+ * for what the stdio loop refuses before the line reaches mcp_rpc_line. */
+char *mcp_rpc_error_line(int code, const char *message);
+
 /* The revision the handshake settled on, NULL before initialize. */
 const char *mcp_rpc_version(const mcp_rpc *r);
 

@@ -60,6 +60,7 @@ typedef struct {
     GCond c;
     bool done;
     bool abandoned;
+    gint64 timeout_known_at; /* when send_timeout was known; 0: not yet */
     server *srv;
     char *name;
     json_t *args; /* the worker's own copy */
@@ -89,6 +90,11 @@ static gpointer job_run(gpointer p)
         if (t > 0)
             g_atomic_int_set(&j->srv->send_timeout_s, t);
     }
+    /* the caller's deadline counts from here, with what was read */
+    g_mutex_lock(&j->m);
+    j->timeout_known_at = g_get_monotonic_time();
+    g_cond_signal(&j->c);
+    g_mutex_unlock(&j->m);
     res = mcp_fleet_call(j->srv->fleet, j->name, j->args);
     g_mutex_lock(&j->m);
     j->res = res;
@@ -107,9 +113,8 @@ static gpointer job_run(gpointer p)
 static json_t *bounded_call(void *ud, const char *name, json_t *args)
 {
     server *srv = ud;
-    int t = g_atomic_int_get(&srv->send_timeout_s);
-    int wait_s = (t > 0 ? t : DEFAULT_SEND_TIMEOUT_S) + MARGIN_S;
-    gint64 deadline = g_get_monotonic_time() + (gint64)wait_s * G_TIME_SPAN_SECOND;
+    int t, wait_s = DEFAULT_SEND_TIMEOUT_S + MARGIN_S;
+    gint64 start = g_get_monotonic_time(), deadline;
     json_t *res = NULL;
     GThread *th;
     GError *err = NULL;
@@ -143,9 +148,17 @@ static json_t *bounded_call(void *ud, const char *name, json_t *args)
     }
     g_thread_unref(th);
     g_mutex_lock(&j->m);
-    while (!j->done)
-        if (!g_cond_wait_until(&j->c, &j->m, deadline))
+    for (;;) {
+        /* until send_timeout is known (the first call reads it), the
+         * default bounds that read; then send_timeout does, from then */
+        t = g_atomic_int_get(&srv->send_timeout_s);
+        wait_s = (j->timeout_known_at && t > 0 ? t : DEFAULT_SEND_TIMEOUT_S) + MARGIN_S;
+        deadline = (j->timeout_known_at ? j->timeout_known_at : start) +
+                   (gint64)wait_s * G_TIME_SPAN_SECOND;
+        if (j->done || g_get_monotonic_time() >= deadline)
             break;
+        g_cond_wait_until(&j->c, &j->m, deadline);
+    }
     if (j->done) {
         res = j->res;
         j->res = NULL;
@@ -301,6 +314,34 @@ static char *check_as(const char *mnt, const char *gid)
 
 /* ---- main -------------------------------------------------------------- */
 
+/* One line of in, without its newline, into line; -1 at the end of input
+ * (or a read error: ferror tells).  A line over MCP_LINE_MAX is read on to
+ * its newline and dropped (*too_long), so memory stays bounded whatever
+ * the client sends. */
+static ssize_t read_line(FILE *in, GString *line, bool *too_long)
+{
+    int c;
+    bool any = false;
+    g_string_truncate(line, 0);
+    *too_long = false;
+    while ((c = getc_unlocked(in)) != EOF) {
+        any = true;
+        if (c == '\n')
+            break;
+        if (*too_long)
+            continue;
+        if (line->len >= MCP_LINE_MAX) {
+            *too_long = true;
+            g_string_truncate(line, 0);
+            continue;
+        }
+        g_string_append_c(line, (char)c);
+    }
+    if (!any || (c == EOF && ferror(in)))
+        return -1;
+    return (ssize_t)line->len;
+}
+
 static void usage(FILE *to)
 {
     fprintf(to, "usage: fleetfs mcp [MOUNTPOINT] [--as GID]\n"
@@ -322,9 +363,10 @@ int mcp_main(int argc, char **argv)
     const char *arg = NULL, *as = NULL;
     server srv = {0};
     mcp_rpc *r;
-    char *line = NULL, *instr;
-    size_t cap = 0;
+    GString *line = g_string_new(NULL);
+    char *instr;
     ssize_t n;
+    int rc = 0;
 
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -382,25 +424,42 @@ int mcp_main(int argc, char **argv)
     srv.fleet = mcp_fleet_new(srv.mnt, srv.as);
     r = mcp_rpc_new(mcp_fleet_tools, mcp_fleet_ntools, bounded_call, &srv, FLEETFS_VERSION, instr);
     g_free(instr);
-    while ((n = getline(&line, &cap, stdin)) >= 0) {
+    for (;;) {
         char *out;
-        if (n > 0 && line[n - 1] == '\n')
-            n--;
-        out = mcp_rpc_line(r, line, (size_t)n);
+        bool too_long;
+        n = read_line(stdin, line, &too_long);
+        if (n < 0)
+            break;
+        if (too_long) {
+            log_warn("mcp: an input line longer than " MCP_LINE_MAX_TEXT
+                     "; answered -32600 and skipped");
+            out = mcp_rpc_error_line(MCP_INVALID_REQUEST,
+                                     "Invalid Request: the line is longer than " MCP_LINE_MAX_TEXT
+                                     "; it was skipped unread (one JSON-RPC message a line)");
+        } else {
+            out = mcp_rpc_line(r, line->str, line->len);
+        }
         if (!out)
             continue;
         if (fputs(out, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) == EOF) {
             log_warn("mcp: cannot write to the client (%s); stopping", strerror(errno));
             free(out);
+            rc = 1;
             break;
         }
         free(out);
     }
-    free(line);
+    if (ferror(stdin)) {
+        log_err("mcp: cannot read stdin (%s); stopping: the client cannot reach this server",
+                strerror(errno));
+        rc = 1;
+    } else if (rc == 0) {
+        log_info("mcp: the client closed stdin; done");
+    }
+    g_string_free(line, TRUE);
     mcp_rpc_free(r);
-    log_info("mcp: the client closed stdin; done");
     g_free(srv.mnt);
     /* a tool thread may still be blocked in the kernel: do not wait for it */
     fflush(stdout);
-    _exit(0);
+    _exit(rc);
 }

@@ -362,7 +362,20 @@ static int who_me(who *w)
 static json_t *fail_errno(const who *w, int err, const char *what, const char *peer,
                           const char *ref)
 {
-    char *t = mcp_fleet_errno_text(err, what, w->mnt, w->home, peer, ref);
+    char *t;
+    /* an agent retired under its own server: every path of its home is
+     * ENOENT, which must not read as "no such peer" */
+    if (w->as && (err == ENOENT || err == ENXIO) && access(w->home, F_OK) < 0 && errno == ENOENT) {
+        t = g_strdup_printf("%s: you, %s, are no longer a local agent of the mount at %s (%s/ is "
+                            "gone: the agent was retired, or the mount restarted without it); "
+                            "nothing was done: your operator registers it again (mkdir %s, or "
+                            "agents= at mount) or starts this server for another agent",
+                            what, w->as, w->mnt, w->home, w->home);
+        json_t *r0 = mcp_result_text(t, true);
+        g_free(t);
+        return r0;
+    }
+    t = mcp_fleet_errno_text(err, what, w->mnt, w->home, peer, ref);
     json_t *r = mcp_result_text(t, true);
     g_free(t);
     return r;

@@ -194,10 +194,92 @@ test_expect_success 'the real binary on stdio: framing errors answered, notifica
         timeout 30 "$FLEETFS" mcp "$TEST_DIR/alpha" >raw 2>raw.err &&
     test "$(wc -l <raw)" = 5 &&
     sed -n 1p raw | jq -e ".id == null and .error.code == -32700" &&
+    sed -n 1p raw | jq -r .error.message | grep "Parse error: string or .}. expected near .oops." &&
     sed -n 2p raw | jq -e ".id == null and .error.code == -32600" &&
     sed -n 3p raw | jq -e ".id == 1 and .result == {}" &&
     sed -n 4p raw | jq -e ".id == 2 and .error.code == -32601" &&
     sed -n 5p raw | jq -e ".id == 3 and .error.code == -32602"
+'
+
+# raw JSON lines through the real binary
+mcp_raw() { timeout 60 "$FLEETFS" mcp "$TEST_DIR/$1"; }
+
+test_expect_success 'a 100 MiB line: -32600, skipped with bounded memory, the next line answered' '
+    { head -c $((100 << 20)) /dev/zero | tr "\0" x && echo &&
+      echo "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}"; } |
+        /usr/bin/time -o mem -f %M timeout 60 "$FLEETFS" mcp "$TEST_DIR/alpha" >raw 2>raw.err &&
+    test "$(wc -l <raw)" = 2 &&
+    sed -n 1p raw | jq -e ".id == null and .error.code == -32600" &&
+    sed -n 1p raw | jq -r .error.message | grep "longer than 8 MiB" &&
+    sed -n 2p raw | jq -e ".id == 2 and .result == {}" &&
+    echo "max RSS $(cat mem) KiB" &&
+    test "$(cat mem)" -lt 65536
+'
+
+test_expect_success 'a NUL (\u0000) in any string argument: -32602 naming it; nothing sent' '
+    before=$(grep -c . alpha/leads/alpha/sent) &&
+    z=0123456789abcdef0123456789abcdef &&
+    call_line() { printf "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\",\"arguments\":%s}}\n" "$@"; } &&
+    { call_line 1 fleet_send "{\"to\":\"beta\\u0000x\",\"body\":\"nul in to\"}" &&
+      call_line 2 fleet_send "{\"to\":\"beta\",\"body\":\"nul\\u0000 in body\"}" &&
+      call_line 3 fleet_send "{\"to\":\"beta\",\"body\":\"nul in replyTo\",\"replyTo\":\"$z\\u0000\"}" &&
+      call_line 4 fleet_inbox "{\"after\":\"$z\\u0000x\"}" &&
+      call_line 5 fleet_ack "{\"msgIds\":[\"$z\\u0000\"]}" &&
+      call_line 6 fleet_ack "{\"through\":\"$z\\u0000\"}" &&
+      call_line 7 fleet_sent "{\"msgId\":\"$z\\u0000\"}" &&
+      call_line 8 fleet_status "{\"peer\":\"beta\\u0000x\"}" &&
+      call_line 9 "fleet_list\\u0000x" "{}" &&
+      call_line 10 fleet_send "{\"to\":\"beta\",\"body\":\"after the NULs\"}"; } >in.jsonl &&
+    grep -c "u0000" in.jsonl | grep -qx 9 &&
+    mcp_raw alpha <in.jsonl >raw 2>raw.err &&
+    test "$(wc -l <raw)" = 10 &&
+    for i in 1 2 3 4 5 6 7 8 9; do
+        sed -n ${i}p raw | jq -e ".id == $i and .error.code == -32602" &&
+        sed -n ${i}p raw | jq -r .error.message | grep "NUL" || return 1
+    done &&
+    sed -n 1p raw | jq -r .error.message | grep "params.arguments.to has a NUL" &&
+    sed -n 5p raw | jq -r .error.message | grep "params.arguments.msgIds\[0\] has a NUL" &&
+    sed -n 10p raw | jq -e ".id == 10 and .result.isError == false" &&
+    wait_for 10 "grep -q \"after the NULs\" beta/leads/beta/inbox" &&
+    ! grep "nul in\|nul.u0000" beta/leads/beta/inbox &&
+    test "$(grep -c . alpha/leads/alpha/sent)" = $((before + 1))
+'
+
+test_expect_success 'invalid UTF-8: -32700 with the parser'"'"'s reason; nothing sent; the next line answered' '
+    before=$(grep -c . alpha/leads/alpha/sent) &&
+    { printf "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"fleet_send\",\"arguments\":{\"to\":\"beta\",\"body\":\"caf\xe9\"}}}\n" &&
+      echo "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}"; } >in.bin &&
+    mcp_raw alpha <in.bin >raw 2>raw.err &&
+    test "$(wc -l <raw)" = 2 &&
+    sed -n 1p raw | jq -e ".id == null and .error.code == -32700" &&
+    sed -n 1p raw | jq -r .error.message | grep "unable to decode byte 0xe9" &&
+    sed -n 2p raw | jq -e ".id == 2" &&
+    test "$(grep -c . alpha/leads/alpha/sent)" = $before
+'
+
+test_expect_success '".." and "/" in names: refused with words, nothing sent; --as ../x refused at start' '
+    before=$(grep -c . alpha/leads/alpha/sent) &&
+    mcp alpha call fleet_send "{\"to\":\"../beta\",\"body\":\"dots\"}" \
+        fleet_send "{\"to\":\"beta/../beta\",\"body\":\"slash\"}" \
+        fleet_send "{\"to\":\"group:../all\",\"body\":\"group dots\"}" \
+        fleet_status "{\"peer\":\"../self\"}" \
+        fleet_status "{\"peer\":\"beta/status\"}" >r &&
+    test "$(wc -l <r)" = 5 &&
+    for i in 1 2 3 4 5; do
+        sed -n ${i}p r | jq -e ".isError == true" || return 1
+    done &&
+    sed -n 1p r | jq -r .text | grep "is not a lead.s coord_id" &&
+    sed -n 4p r | jq -r .text | grep "is not a lead.s coord_id" &&
+    test "$(grep -c . alpha/leads/alpha/sent)" = $before &&
+    test_must_fail "$FLEETFS" mcp "$TEST_DIR/alpha" --as ../w1@alpha </dev/null 2>as.err &&
+    grep "refused" as.err
+'
+
+test_expect_success 'a stdin that cannot be read: exit 1, logged as such (not "the client closed stdin")' '
+    test_must_fail "$FLEETFS" mcp "$TEST_DIR/alpha" </ >raw 2>raw.err &&
+    grep "cannot read stdin (Is a directory)" raw.err &&
+    ! grep "closed stdin" raw.err &&
+    test ! -s raw
 '
 
 # alpha's daemon stopped: its files answer nothing; the tool must answer
@@ -212,6 +294,21 @@ test_expect_success 'a hung mount: the call still returns, with isError, and the
     call alpha fleet_status "{}" >r &&
     jq -e ".isError == false" r &&
     jq -r .text r | grep "^send_timeout: 2s"
+'
+
+# gamma's send_timeout (12 s) is past the default bound (5 s + 3 s) the
+# server used for its first call before it had read send_timeout: beta's
+# queue stops answering, so gamma's send waits its whole send_timeout
+test_expect_success 'the first call of a server waits send_timeout read from the mount (12 s), not 5 s' '
+    mount_fleet gamma peers=beta inject=none send_timeout=12s probe_timeout=30s &&
+    queue_process suspend lead.beta.inbox &&
+    at_exit "queue_process resume lead.beta.inbox" &&
+    { call gamma fleet_send "{\"to\":\"beta\",\"body\":\"slow to confirm\"}" >r; rc=$?;
+      queue_process resume lead.beta.inbox; } &&
+    test $rc = 0 &&
+    jq -e ".isError == true" r &&
+    jq -r .text r | grep "ETIMEDOUT" &&
+    ! jq -r .text r | grep "did not answer"
 '
 
 test_done

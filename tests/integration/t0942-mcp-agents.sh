@@ -151,4 +151,24 @@ test_expect_success '--as of an agent that is not local to the mount is refused 
     test ! -s o
 '
 
+# the server of w2 outlives w2: retired (rmdir) under it, a send says so,
+# not "no such peer" of the address it was sent to
+test_expect_success 'a retired --as agent'"'"'s send says it was retired, not "no such peer"; nothing sent' '
+    mkdir beta/agents/w2@beta &&
+    wait_for 10 "test -e beta/agents/w2@beta/inbox" &&
+    MCP_AS=w2@beta sess_start beta &&
+    sess_call fleet_send "{\"to\":\"alpha\",\"body\":\"w2 before\"}" >r1 &&
+    jq -e ".isError == false" r1 &&
+    wait_for 10 "grep -q \"w2 before\" alpha/leads/alpha/inbox" &&
+    rmdir beta/agents/w2@beta &&
+    sess_call fleet_send "{\"to\":\"alpha\",\"body\":\"w2 after\"}" >r2 &&
+    jq -e ".isError == true" r2 &&
+    jq -r .text r2 | grep "you, w2@beta, are no longer a local agent" &&
+    ! jq -r .text r2 | grep "no such peer" &&
+    sess_end &&
+    echo "to w1 after w2" >alpha/agents/w1@beta/send &&
+    test_absent 10 "grep -q \"to w1 after w2\" $W1/inbox" \
+        "grep -q \"w2 after\" alpha/leads/alpha/inbox"
+'
+
 test_done

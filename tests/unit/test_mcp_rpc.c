@@ -112,6 +112,37 @@ static void test_framing_errors(void **state)
     mcp_rpc_free(r);
 }
 
+/* a NUL inside any string of params is refused before the tool runs; a
+ * parse error keeps the parser's reason */
+static void test_nul_and_parse_reason(void **state)
+{
+    mcp_rpc *r = rpc();
+    json_t *v;
+    (void)state;
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+               "{\"name\":\"echo\",\"arguments\":{\"x\":\"beta\\u0000x\"}}}");
+    assert_int_equal(err_code(v), MCP_INVALID_PARAMS);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(v, "error"), "message")),
+               "params.arguments.x has a NUL"));
+    json_decref(v);
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":"
+               "{\"name\":\"echo\",\"arguments\":{\"l\":[\"a\",{\"y\":\"\\u0000\"}]}}}");
+    assert_int_equal(err_code(v), MCP_INVALID_PARAMS);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(v, "error"), "message")),
+               "params.arguments.l[1].y has a NUL"));
+    json_decref(v);
+    assert_int_equal(calls, 0);
+    v = ask(r, "{oops");
+    assert_int_equal(err_code(v), MCP_PARSE_ERROR);
+    assert_non_null(
+        strstr(json_string_value(json_object_get(json_object_get(v, "error"), "message")),
+               "expected near 'oops'"));
+    json_decref(v);
+    mcp_rpc_free(r);
+}
+
 static void test_ids_come_back(void **state)
 {
     mcp_rpc *r = rpc();
@@ -431,17 +462,12 @@ static void test_send_paths(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_framing_errors),
-        cmocka_unit_test(test_ids_come_back),
-        cmocka_unit_test(test_silence),
-        cmocka_unit_test(test_initialize),
-        cmocka_unit_test(test_tools_list_and_call),
-        cmocka_unit_test(test_current_revision),
-        cmocka_unit_test(test_result_text_utf8),
-        cmocka_unit_test(test_fleet_tool_table),
-        cmocka_unit_test(test_errno_texts),
-        cmocka_unit_test(test_errno_texts_agents),
-        cmocka_unit_test(test_send_paths),
+        cmocka_unit_test(test_framing_errors),     cmocka_unit_test(test_nul_and_parse_reason),
+        cmocka_unit_test(test_ids_come_back),      cmocka_unit_test(test_silence),
+        cmocka_unit_test(test_initialize),         cmocka_unit_test(test_tools_list_and_call),
+        cmocka_unit_test(test_current_revision),   cmocka_unit_test(test_result_text_utf8),
+        cmocka_unit_test(test_fleet_tool_table),   cmocka_unit_test(test_errno_texts),
+        cmocka_unit_test(test_errno_texts_agents), cmocka_unit_test(test_send_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
