@@ -36,7 +36,9 @@ call() { mcp "$1" call "$2" "$3" >out.json && cat out.json; }
 #   sess_start MOUNT       start it (MCP_AS as for mcp); input through a FIFO
 #   sess_call NAME ARGS    one call; prints its answer line (waits up to 60 s)
 #   sess_end               close its stdin; wait for the client to exit 0
-# The answers accumulate in $TEST_DIR/sess.out, one line a call.
+# The answers accumulate in $TEST_DIR/sess.out, one line a call. A daemon
+# started during a session must not keep the FIFO open (the client would
+# never see the end of its input): start it with {SESS_FD}>&-.
 sess_start() {
   rm -f "$TEST_DIR/sess.in" "$TEST_DIR/sess.out" &&
   mkfifo "$TEST_DIR/sess.in" && : >"$TEST_DIR/sess.out" &&

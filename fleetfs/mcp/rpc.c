@@ -95,6 +95,17 @@ json_t *mcp_result_text(const char *text, bool is_error)
     return res;
 }
 
+json_t *mcp_result_json(json_t *v)
+{
+    char *t = json_dumps(v, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    json_t *res = mcp_result_text(t ? t : "null", false);
+    free(t);
+    if (json_is_object(v))
+        json_object_set(res, "structuredContent", v);
+    json_decref(v);
+    return res;
+}
+
 /* ---- answers ----------------------------------------------------------- */
 
 static char *dump(json_t *msg)
@@ -167,9 +178,16 @@ static json_t *tool_list(const mcp_rpc *r)
         json_t *schema = json_loads(t->input_schema, 0, &jerr);
         if (!schema) /* a bug in our own table: say so rather than crash */
             schema = json_pack("{s:s}", "type", "object");
-        json_array_append_new(arr,
-                              json_pack("{s:s,s:s,s:s,s:o}", "name", t->name, "title", t->title,
-                                        "description", t->description, "inputSchema", schema));
+        json_t *one = json_pack("{s:s,s:s,s:s,s:o}", "name", t->name, "title", t->title,
+                                "description", t->description, "inputSchema", schema);
+        if (t->annotations) {
+            json_t *ann = json_loads(t->annotations, 0, &jerr);
+            if (json_is_object(ann))
+                json_object_set_new(one, "annotations", ann);
+            else
+                json_decref(ann);
+        }
+        json_array_append_new(arr, one);
     }
     return json_pack("{s:o}", "tools", arr);
 }
@@ -187,13 +205,14 @@ static json_t *do_call(mcp_rpc *r, json_t *id, json_t *params, char **line)
 {
     json_t *name = params ? json_object_get(params, "name") : NULL;
     json_t *args = params ? json_object_get(params, "arguments") : NULL;
+    const mcp_tool *tool;
     json_t *res;
 
     if (!json_is_string(name)) {
         *line = error_line(id, MCP_INVALID_PARAMS, "tools/call needs params.name (a string)", NULL);
         return NULL;
     }
-    if (!find_tool(r, json_string_value(name))) {
+    if (!(tool = find_tool(r, json_string_value(name)))) {
         gchar *msg = g_strdup_printf("Unknown tool: %s", json_string_value(name));
         *line = error_line(id, MCP_INVALID_PARAMS, msg, NULL);
         g_free(msg);
@@ -205,7 +224,7 @@ static json_t *do_call(mcp_rpc *r, json_t *id, json_t *params, char **line)
         return NULL;
     }
     args = json_is_object(args) ? json_incref(args) : json_object();
-    res = r->call(r->ud, json_string_value(name), args);
+    res = r->call(r->ud, tool, args);
     json_decref(args);
     if (!res)
         res =

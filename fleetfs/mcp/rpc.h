@@ -23,17 +23,22 @@
 #define MCP_INVALID_PARAMS (-32602)
 #define MCP_UNSUPPORTED_VERSION (-32022)
 
-typedef struct {
+/* One tool: what tools/list shows of it and, beside that, its handler. */
+typedef struct mcp_tool {
     const char *name;
     const char *title;
     const char *description;
     const char *input_schema; /* JSON text of the input's JSON Schema */
+    const char *annotations;  /* JSON text of its ToolAnnotations; NULL: none */
+    /* the handler: ctx is the caller's (the mcp_call_fn passes it), args
+     * an object; returns a CallToolResult, new reference */
+    json_t *(*run)(void *ctx, json_t *args);
 } mcp_tool;
 
-/* Runs tool `name` (one of the table's) with `args` (an object, maybe
- * empty) and returns a CallToolResult object (mcp_result_text), new
+/* Runs `tool` (one of the table's) with `args` (an object, maybe empty)
+ * and returns a CallToolResult object (mcp_result_text/_json), new
  * reference.  A tool failure is such a result with isError true. */
-typedef json_t *(*mcp_call_fn)(void *ud, const char *name, json_t *args);
+typedef json_t *(*mcp_call_fn)(void *ud, const mcp_tool *tool, json_t *args);
 
 typedef struct mcp_rpc mcp_rpc;
 
@@ -63,5 +68,10 @@ const char *mcp_rpc_version(const mcp_rpc *r);
 /* A CallToolResult with one text block; text must be UTF-8 (invalid bytes
  * are replaced, never dropped silently). New reference. */
 json_t *mcp_result_text(const char *text, bool is_error);
+
+/* A successful CallToolResult whose structuredContent is the object v
+ * (stolen) and whose one text block is v as JSON text, for a client that
+ * reads only text. New reference. */
+json_t *mcp_result_json(json_t *v);
 
 #endif

@@ -7,9 +7,12 @@
  * MCP clients keep as the server's log.  Requests are answered one at a
  * time, in order.
  *
- * Never a hang past send_timeout: a tool runs in a thread of its own, and
- * the loop waits for it at most send_timeout (read from the mount's root
- * status, 5 s until known) plus a margin.  A daemon that does not answer
+ * Never a hang past send_timeout: every touch of the mount is a call with
+ * a deadline (dcall_run: a thread of its own, waited for until the
+ * deadline), the --as check and each tool alike.  A tool call waits at most
+ * send_timeout (read from the mount's root status by the call's own
+ * thread, the clock starting once it is read; 5 s until known) plus a
+ * margin.  A daemon that does not answer
  * in that time (hung, or stopped with SIGSTOP) gets the agent an error
  * result saying the outcome is unknown, and the thread is left to finish
  * (or stay blocked in the kernel) on its own: nothing it holds is shared.
@@ -54,131 +57,208 @@ typedef struct {
     mcp_fleet *fleet;    /* never freed: an abandoned thread may use it */
 } server;
 
-typedef struct {
+/* ---- a call with a deadline --------------------------------------------
+ *
+ * The one way this server waits for the mount: fn runs in a thread of its
+ * own, the caller waits for it until a deadline and no longer.  The
+ * worker may move the deadline once it knows more (dcall_restart: a tool
+ * call's clock starts when send_timeout has been read).  A call not done
+ * by its deadline is abandoned: the caller goes on, and the worker frees
+ * its own result when it finishes (or stays blocked in the kernel; the
+ * counter `stuck` says how many do). */
+
+typedef struct dcall dcall;
+typedef void *(*dcall_fn)(dcall *dc, void *arg);
+
+struct dcall {
     gint ref;
     GMutex m;
     GCond c;
-    bool done;
-    bool abandoned;
-    gint64 timeout_known_at; /* when send_timeout was known; 0: not yet */
-    server *srv;
-    char *name;
-    json_t *args; /* the worker's own copy */
-    json_t *res;
-} job;
+    bool done, abandoned;
+    gint64 deadline; /* monotonic, microseconds */
+    dcall_fn fn;
+    void *arg;
+    void (*free_arg)(void *);
+    void (*free_res)(void *);
+    void *res;
+    gint *stuck; /* NULL: not counted */
+    const char *what;
+};
 
-static void job_unref(job *j)
+static void dcall_unref(dcall *dc)
 {
-    if (!g_atomic_int_dec_and_test(&j->ref))
+    if (!g_atomic_int_dec_and_test(&dc->ref))
         return;
-    if (j->res)
-        json_decref(j->res);
-    if (j->args)
-        json_decref(j->args);
-    g_free(j->name);
-    g_mutex_clear(&j->m);
-    g_cond_clear(&j->c);
-    g_free(j);
+    if (dc->res && dc->free_res)
+        dc->free_res(dc->res);
+    if (dc->arg && dc->free_arg)
+        dc->free_arg(dc->arg);
+    g_mutex_clear(&dc->m);
+    g_cond_clear(&dc->c);
+    g_free(dc);
 }
 
-static gpointer job_run(gpointer p)
+/* from the worker: the deadline is now + budget_us */
+static void dcall_restart(dcall *dc, gint64 budget_us)
 {
-    job *j = p;
-    json_t *res;
-    if (g_atomic_int_get(&j->srv->send_timeout_s) == 0) {
-        int t = mcp_fleet_send_timeout(j->srv->mnt);
-        if (t > 0)
-            g_atomic_int_set(&j->srv->send_timeout_s, t);
+    g_mutex_lock(&dc->m);
+    dc->deadline = g_get_monotonic_time() + budget_us;
+    g_cond_signal(&dc->c);
+    g_mutex_unlock(&dc->m);
+}
+
+static gpointer dcall_thread(gpointer p)
+{
+    dcall *dc = p;
+    void *res = dc->fn(dc, dc->arg);
+    g_mutex_lock(&dc->m);
+    dc->res = res;
+    dc->done = true;
+    if (dc->abandoned) {
+        if (dc->stuck)
+            g_atomic_int_add(dc->stuck, -1);
+        log_info("mcp: %s answered after its deadline; its result was dropped", dc->what);
     }
-    /* the caller's deadline counts from here, with what was read */
-    g_mutex_lock(&j->m);
-    j->timeout_known_at = g_get_monotonic_time();
-    g_cond_signal(&j->c);
-    g_mutex_unlock(&j->m);
-    res = mcp_fleet_call(j->srv->fleet, j->name, j->args);
-    g_mutex_lock(&j->m);
-    j->res = res;
-    j->done = true;
-    if (j->abandoned) {
-        g_atomic_int_add(&j->srv->stuck, -1);
-        log_info("mcp: %s answered after its deadline; its result was dropped", j->name);
-    }
-    g_cond_signal(&j->c);
-    g_mutex_unlock(&j->m);
-    job_unref(j);
+    g_cond_signal(&dc->c);
+    g_mutex_unlock(&dc->m);
+    dcall_unref(dc);
     return NULL;
 }
 
-/* the rpc layer's tool callback: run it, but never wait past the deadline */
-static json_t *bounded_call(void *ud, const char *name, json_t *args)
+/* Runs fn(arg) and waits at most budget_us (or what the worker restarts
+ * it to).  The result, or NULL when the deadline passed first (*late set)
+ * or no thread could start (*late clear, *why set: g_free).  arg is the
+ * call's: free_arg frees it whenever the last user is done. */
+static void *dcall_run(const char *what, dcall_fn fn, void *arg, void (*free_arg)(void *),
+                       void (*free_res)(void *), gint64 budget_us, gint *stuck, bool *late,
+                       char **why)
 {
-    server *srv = ud;
-    int t, wait_s = DEFAULT_SEND_TIMEOUT_S + MARGIN_S;
-    gint64 start = g_get_monotonic_time(), deadline;
-    json_t *res = NULL;
-    GThread *th;
+    dcall *dc = g_new0(dcall, 1);
     GError *err = NULL;
-    job *j;
+    GThread *th;
+    void *res = NULL;
 
-    if (g_atomic_int_get(&srv->stuck) >= STUCK_MAX) {
-        char *msg = g_strdup_printf(
-            "%s: not tried: the fleetfs mount at %s has not answered %d earlier calls (its daemon "
-            "seems hung); tell your operator (fleetfs's log; the mount may need a restart)",
-            name, srv->mnt, STUCK_MAX);
-        res = mcp_result_text(msg, true);
-        g_free(msg);
-        return res;
-    }
-    j = g_new0(job, 1);
-    j->ref = 2;
-    g_mutex_init(&j->m);
-    g_cond_init(&j->c);
-    j->srv = srv;
-    j->name = g_strdup(name);
-    j->args = json_deep_copy(args);
-    th = g_thread_try_new("mcp-tool", job_run, j, &err);
+    *late = false;
+    *why = NULL;
+    dc->ref = 2;
+    g_mutex_init(&dc->m);
+    g_cond_init(&dc->c);
+    dc->fn = fn;
+    dc->arg = arg;
+    dc->free_arg = free_arg;
+    dc->free_res = free_res;
+    dc->stuck = stuck;
+    dc->what = what; /* a string that outlives the call (a tool's name) */
+    dc->deadline = g_get_monotonic_time() + budget_us;
+    th = g_thread_try_new("mcp-call", dcall_thread, dc, &err);
     if (!th) {
-        char *msg = g_strdup_printf("%s: could not start (%s); try again", name, err->message);
+        *why = g_strdup(err->message);
         g_error_free(err);
-        j->ref = 1;
-        job_unref(j);
-        res = mcp_result_text(msg, true);
-        g_free(msg);
-        return res;
+        dc->ref = 1;
+        dcall_unref(dc);
+        return NULL;
     }
     g_thread_unref(th);
-    g_mutex_lock(&j->m);
-    for (;;) {
-        /* until send_timeout is known (the first call reads it), the
-         * default bounds that read; then send_timeout does, from then */
-        t = g_atomic_int_get(&srv->send_timeout_s);
-        wait_s = (j->timeout_known_at && t > 0 ? t : DEFAULT_SEND_TIMEOUT_S) + MARGIN_S;
-        deadline = (j->timeout_known_at ? j->timeout_known_at : start) +
-                   (gint64)wait_s * G_TIME_SPAN_SECOND;
-        if (j->done || g_get_monotonic_time() >= deadline)
-            break;
-        g_cond_wait_until(&j->c, &j->m, deadline);
-    }
-    if (j->done) {
-        res = j->res;
-        j->res = NULL;
+    g_mutex_lock(&dc->m);
+    while (!dc->done && g_get_monotonic_time() < dc->deadline)
+        g_cond_wait_until(&dc->c, &dc->m, dc->deadline);
+    if (dc->done) {
+        res = dc->res;
+        dc->res = NULL;
     } else {
-        j->abandoned = true;
-        g_atomic_int_inc(&srv->stuck);
+        dc->abandoned = true;
+        *late = true;
+        if (stuck)
+            g_atomic_int_inc(stuck);
     }
-    g_mutex_unlock(&j->m);
-    job_unref(j);
-    if (!res) {
-        char *msg = g_strdup_printf(
-            "%s: the fleetfs mount at %s did not answer within %d s (send_timeout + %d s): its "
-            "daemon may be hung, and whether this call took effect is unknown. Check fleet_sent "
-            "(for a send) before trying again, and tell your operator (fleetfs's log)",
-            name, srv->mnt, wait_s, MARGIN_S);
-        log_warn("mcp: %s: no answer from %s within %d s; reported to the client as unknown", name,
-                 srv->mnt, wait_s);
+    g_mutex_unlock(&dc->m);
+    dcall_unref(dc);
+    return res;
+}
+
+/* ---- tool calls ---------------------------------------------------------- */
+
+typedef struct {
+    server *srv;
+    const mcp_tool *tool;
+    json_t *args; /* the worker's own copy */
+} tool_job;
+
+static void tool_job_free(void *p)
+{
+    tool_job *j = p;
+    json_decref(j->args);
+    g_free(j);
+}
+
+static void free_json(void *p)
+{
+    json_decref(p);
+}
+
+static void *tool_run(dcall *dc, void *p)
+{
+    tool_job *j = p;
+    int t = g_atomic_int_get(&j->srv->send_timeout_s);
+    if (t == 0) {
+        t = mcp_fleet_send_timeout(j->srv->mnt);
+        if (t > 0)
+            g_atomic_int_set(&j->srv->send_timeout_s, t);
+    }
+    /* the deadline counts from here, with what was read */
+    dcall_restart(dc,
+                  (gint64)((t > 0 ? t : DEFAULT_SEND_TIMEOUT_S) + MARGIN_S) * G_TIME_SPAN_SECOND);
+    return mcp_fleet_call(j->srv->fleet, j->tool, j->args);
+}
+
+/* the rpc layer's tool callback: run it, but never wait past the deadline
+ * (the default bound until send_timeout is read, then send_timeout + the
+ * margin from that moment) */
+static json_t *bounded_call(void *ud, const mcp_tool *tool, json_t *args)
+{
+    server *srv = ud;
+    tool_job *j;
+    json_t *res;
+    bool late;
+    char *why, *msg;
+    int t;
+
+    if (g_atomic_int_get(&srv->stuck) >= STUCK_MAX) {
+        msg = g_strdup_printf(
+            "%s: not tried: the fleetfs mount at %s has not answered %d earlier calls (its daemon "
+            "seems hung); tell your operator (fleetfs's log; the mount may need a restart)",
+            tool->name, srv->mnt, STUCK_MAX);
         res = mcp_result_text(msg, true);
         g_free(msg);
+        return res;
     }
+    j = g_new0(tool_job, 1);
+    j->srv = srv;
+    j->tool = tool;
+    j->args = json_deep_copy(args);
+    res = dcall_run(tool->name, tool_run, j, tool_job_free, free_json,
+                    (gint64)(DEFAULT_SEND_TIMEOUT_S + MARGIN_S) * G_TIME_SPAN_SECOND, &srv->stuck,
+                    &late, &why);
+    if (res)
+        return res;
+    if (!late) {
+        msg = g_strdup_printf("%s: could not start (%s); try again", tool->name, why);
+        g_free(why);
+        res = mcp_result_text(msg, true);
+        g_free(msg);
+        return res;
+    }
+    t = g_atomic_int_get(&srv->send_timeout_s);
+    t = (t > 0 ? t : DEFAULT_SEND_TIMEOUT_S) + MARGIN_S;
+    msg = g_strdup_printf(
+        "%s: the fleetfs mount at %s did not answer within %d s (send_timeout + %d s): its "
+        "daemon may be hung, and whether this call took effect is unknown. Check fleet_sent "
+        "(for a send) before trying again, and tell your operator (fleetfs's log)",
+        tool->name, srv->mnt, t, MARGIN_S);
+    log_warn("mcp: %s: no answer from %s within %d s; reported to the client as unknown",
+             tool->name, srv->mnt, t);
+    res = mcp_result_text(msg, true);
+    g_free(msg);
     return res;
 }
 
@@ -257,59 +337,52 @@ static char *pick_mount(const char *arg)
 /* ---- --as --------------------------------------------------------------- */
 
 typedef struct {
-    gint ref;
     char *mnt, *gid;
-    char *why; /* set once done: "" when gid is a local agent */
-} as_check;
+} as_job;
 
-static void as_check_unref(as_check *c)
+static void as_job_free(void *p)
 {
-    if (!g_atomic_int_dec_and_test(&c->ref))
-        return;
-    g_free(c->mnt);
-    g_free(c->gid);
-    g_free(g_atomic_pointer_get(&c->why));
-    g_free(c);
+    as_job *a = p;
+    g_free(a->mnt);
+    g_free(a->gid);
+    g_free(a);
 }
 
-static gpointer as_check_run(gpointer p)
+/* "" when gid is a local agent, else why not */
+static void *as_run(dcall *dc, void *p)
 {
-    as_check *c = p;
-    char *why = mcp_fleet_check_as(c->mnt, c->gid);
-    g_atomic_pointer_set(&c->why, why ? why : g_strdup(""));
-    as_check_unref(c);
-    return NULL;
+    as_job *a = p;
+    char *why = mcp_fleet_check_as(a->mnt, a->gid);
+    (void)dc;
+    return why ? why : g_strdup("");
 }
 
 /* NULL when gid is a local agent of mnt; else why not (g_free).  Waits
  * for the mount at most DEFAULT_SEND_TIMEOUT_S + MARGIN_S. */
 static char *check_as(const char *mnt, const char *gid)
 {
-    as_check *c = g_new0(as_check, 1);
-    gint64 deadline =
-        g_get_monotonic_time() + (gint64)(DEFAULT_SEND_TIMEOUT_S + MARGIN_S) * G_TIME_SPAN_SECOND;
-    GThread *th;
-    char *why = NULL;
-    c->ref = 2;
-    c->mnt = g_strdup(mnt);
-    c->gid = g_strdup(gid);
-    th = g_thread_try_new("mcp-as", as_check_run, c, NULL);
-    if (!th) {
-        c->ref = 1;
-        as_check_unref(c);
-        return g_strdup("could not start a thread to check it");
+    as_job *a = g_new0(as_job, 1);
+    char *res, *why;
+    bool late;
+    a->mnt = g_strdup(mnt);
+    a->gid = g_strdup(gid);
+    res = dcall_run("the --as check", as_run, a, as_job_free, g_free,
+                    (gint64)(DEFAULT_SEND_TIMEOUT_S + MARGIN_S) * G_TIME_SPAN_SECOND, NULL, &late,
+                    &why);
+    if (late)
+        return g_strdup_printf("the fleetfs mount at %s did not answer within %d s (its daemon "
+                               "may be hung); tell your operator",
+                               mnt, DEFAULT_SEND_TIMEOUT_S + MARGIN_S);
+    if (!res) {
+        char *m = g_strdup_printf("could not start a thread to check it (%s)", why);
+        g_free(why);
+        return m;
     }
-    g_thread_unref(th);
-    while (!g_atomic_pointer_get(&c->why) && g_get_monotonic_time() < deadline)
-        g_usleep(20 * 1000);
-    if (!g_atomic_pointer_get(&c->why))
-        why = g_strdup_printf("the fleetfs mount at %s did not answer within %d s (its daemon "
-                              "may be hung); tell your operator",
-                              mnt, DEFAULT_SEND_TIMEOUT_S + MARGIN_S);
-    else if (*(char *)g_atomic_pointer_get(&c->why))
-        why = g_strdup(g_atomic_pointer_get(&c->why));
-    as_check_unref(c);
-    return why;
+    if (!*res) {
+        g_free(res);
+        return NULL;
+    }
+    return res;
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -344,18 +417,19 @@ static ssize_t read_line(FILE *in, GString *line, bool *too_long)
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: fleetfs mcp [MOUNTPOINT] [--as GID]\n"
-                "\n"
-                "A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per\n"
-                "line; MCP revisions " MCP_V_CURRENT ", " MCP_V_PREVIOUS " and " MCP_V_OLDER ")\n"
-                "for the agent of this host's lead.  Its tools (fleet_send, fleet_list,\n"
-                "fleet_inbox, fleet_ack, fleet_sent, fleet_status) work through the mounted\n"
-                "files only: no broker login, no key.  MOUNTPOINT: the fleetfs mount; default\n"
-                "$FLEET, else your only fleetfs mount, else /fleet.  Register it with e.g.\n"
-                "  claude mcp add fleet -- fleetfs mcp /fleet\n"
-                "--as GID: the server of the local agent GID (name@coord_id) instead: it\n"
-                "sends as that agent (agents/GID/to/) and reads its home (agents/GID/).\n"
-                "A GID that is not a local agent of the mount is refused at start.\n");
+    fprintf(to,
+            "usage: fleetfs mcp [MOUNTPOINT] [--as GID]\n"
+            "\n"
+            "A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per\n"
+            "line; MCP revisions " MCP_V_CURRENT ", " MCP_V_PREVIOUS " and " MCP_V_OLDER ")\n"
+            "for the agent of this host's lead.  Its tools (fleet_send, fleet_list,\n"
+            "fleet_inbox, fleet_ack, fleet_sent, fleet_resend, fleet_status) work through the\n"
+            "mounted files only: no broker login, no key.  MOUNTPOINT: the fleetfs mount; default\n"
+            "$FLEET, else your only fleetfs mount, else /fleet.  Register it with e.g.\n"
+            "  claude mcp add fleet -- fleetfs mcp /fleet\n"
+            "--as GID: the server of the local agent GID (name@coord_id) instead: it\n"
+            "sends as that agent (agents/GID/to/) and reads its home (agents/GID/).\n"
+            "A GID that is not a local agent of the mount is refused at start.\n");
 }
 
 int mcp_main(int argc, char **argv)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fleetfs/mcp/tools.c — the six fleet_* tools, done through the mounted
+/* fleetfs/mcp/tools.c — the seven fleet_* tools, done through the mounted
  * files and nothing else (SPEC section 12).
  *
  * Why only files: the MCP server then can do exactly what a shell in the
@@ -23,6 +23,7 @@
  *                 "all", which would consume what arrived unseen; ids
  *                 not in the inbox are named first, and nothing is acked
  *   fleet_sent    <home>/sent, the last entries or one msgId's
+ *   fleet_resend  one write of an unconfirmed msgId to <home>/resend
  *   fleet_status  status and <home>/status, or the status of a peer lead
  *                 or an agent
  *
@@ -58,7 +59,9 @@
     (64u << 20) /* a file longer than this is cut (history-bound files are far smaller) */
 #define SENT_DEFAULT 20
 #define INBOX_LIMIT_DEFAULT 20
+#define INBOX_LIMIT_DEFAULT_S "20"
 #define INBOX_LIMIT_MAX 200
+#define INBOX_LIMIT_MAX_S "200"
 /* a page of fleet_inbox stops before its messages pass this many bytes
  * (one message always fits: max_message is at most 1020 KiB) */
 #define INBOX_PAGE_BYTES (1u << 20)
@@ -69,6 +72,24 @@
 #define ID_PATTERN "^([a-z][a-z0-9_-]{0,31}@)?" COORD_RE "$"
 #define TO_PATTERN "^(([a-z][a-z0-9_-]{0,31}@)?|group:)" COORD_RE "$"
 #define ID_SCHEMA "{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{32}$\""
+
+/* the handlers (below), each in its row of the table */
+static json_t *t_send(void *ctx, json_t *args);
+static json_t *t_list(void *ctx, json_t *args);
+static json_t *t_inbox(void *ctx, json_t *args);
+static json_t *t_ack(void *ctx, json_t *args);
+static json_t *t_sent(void *ctx, json_t *args);
+static json_t *t_resend(void *ctx, json_t *args);
+static json_t *t_status(void *ctx, json_t *args);
+
+/* hints for a client deciding what to confirm with its user: reading
+ * changes nothing; an ack consumes for good; every tool talks to the
+ * fleet (an open world: other hosts and agents) */
+#define READ_ONLY "{\"readOnlyHint\":true,\"openWorldHint\":true}"
+#define WRITES "{\"readOnlyHint\":false,\"destructiveHint\":false,\"openWorldHint\":true}"
+#define DESTROYS                                                                 \
+    "{\"readOnlyHint\":false,\"destructiveHint\":true,\"idempotentHint\":false," \
+    "\"openWorldHint\":true}"
 
 const mcp_tool mcp_fleet_tools[] = {
     {"fleet_send", "Send a message to a lead, an agent or a group",
@@ -82,30 +103,24 @@ const mcp_tool mcp_fleet_tools[] = {
      "\"body\":{\"type\":\"string\",\"minLength\":1,"
      "\"description\":\"the message text (UTF-8, up to max_message: 64 KiB by default)\"},"
      "\"replyTo\":" ID_SCHEMA ",\"description\":\"msgId of the message from `to` this answers\"}},"
-     "\"required\":[\"to\",\"body\"],\"additionalProperties\":false}"},
+     "\"required\":[\"to\",\"body\"],\"additionalProperties\":false}",
+     WRITES, t_send},
     {"fleet_list", "List the leads, agents and groups",
      "List who you can message: the leads (presence, host, version), the agents (gid, host, "
      "local, presence, state, groups) and the groups with their members. fleet_status {peer} "
      "tells whether one's mailbox is being read.",
-     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}"},
+     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}", READ_ONLY, t_list},
     {"fleet_inbox", "Read your inbox",
      "Read the messages that arrived for you and are not consumed yet, oldest first (msgId, from, "
      "sentAt, body, replyTo), one page at a time: up to `limit` messages after the msgId `after` "
      "(from the start without it); `more` says whether more follow (call again with after: the "
      "page's `last`). Acknowledge what you have dealt with by fleet_ack.",
      "{\"type\":\"object\",\"properties\":{"
-     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" G_STRINGIFY(
-         INBOX_LIMIT_MAX) ",\"default\":" G_STRINGIFY(INBOX_LIMIT_DEFAULT) ",\"description\":\"at "
-                                                                           "most this many "
-                                                                           "messages\"},"
-                                                                           "\"after\":" ID_SCHEMA
-                                                                           ",\"description\":\"the "
-                                                                           "msgId after which the "
-                                                                           "page starts: the "
-                                                                           "previous page's "
-                                                                           "last\"}},"
-                                                                           "\"additionalProperties"
-                                                                           "\":false}"},
+     "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" INBOX_LIMIT_MAX_S
+     ",\"default\":" INBOX_LIMIT_DEFAULT_S ",\"description\":\"at most this many messages\"},"
+     "\"after\":" ID_SCHEMA ",\"description\":\"the msgId after which the page starts: the "
+     "previous page's last\"}},\"additionalProperties\":false}",
+     READ_ONLY, t_inbox},
     {"fleet_ack", "Acknowledge inbox messages",
      "Consume messages from your inbox once dealt with: the msgIds you read (msgIds), and/or every "
      "message fleet_inbox has shown you up to and including one msgId (through). A message you "
@@ -116,14 +131,24 @@ const mcp_tool mcp_fleet_tools[] = {
      "\"through\":" ID_SCHEMA ",\"description\":\"a msgId fleet_inbox showed you: it and every "
      "message shown before it\"}},"
      "\"anyOf\":[{\"required\":[\"msgIds\"]},{\"required\":[\"through\"]}],"
-     "\"additionalProperties\":false}"},
+     "\"additionalProperties\":false}",
+     DESTROYS, t_ack},
     {"fleet_sent", "What happened to sent messages",
      "Show the delivery state of messages you sent (published, injected, confirmed, acked, "
      "unconfirmed, rejected, expired, ...), the latest ones or one msgId's.",
      "{\"type\":\"object\",\"properties\":{\"msgId\":" ID_SCHEMA
      ",\"description\":\"only this message\"},"
      "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"default\":20,"
-     "\"description\":\"how many of the latest to show\"}},\"additionalProperties\":false}"},
+     "\"description\":\"how many of the latest to show\"}},\"additionalProperties\":false}",
+     READ_ONLY, t_sent},
+    {"fleet_resend", "Publish an unconfirmed message again",
+     "Publish again, under the same msgId, a message fleet_sent lists as unconfirmed (its send "
+     "timed out): the receiver keeps one copy even if the first did arrive. Never send such a "
+     "text anew with fleet_send.",
+     "{\"type\":\"object\",\"properties\":{\"msgId\":" ID_SCHEMA
+     ",\"description\":\"the unconfirmed message's msgId (fleet_sent)\"}},"
+     "\"required\":[\"msgId\"],\"additionalProperties\":false}",
+     WRITES, t_resend},
     {"fleet_status", "Fleet, lead or agent status",
      "Without peer: the daemon and your own mailbox (is the broker connected, what is held). With "
      "peer: that lead's or agent's mailbox (messages, readers), presence and, for an agent, its "
@@ -131,7 +156,8 @@ const mcp_tool mcp_fleet_tools[] = {
      "{\"type\":\"object\",\"properties\":{\"peer\":{\"type\":\"string\","
      "\"pattern\":\"" ID_PATTERN "\",\"description\":\"a lead's coord_id or an agent's "
      "gid\"}},"
-     "\"additionalProperties\":false}"},
+     "\"additionalProperties\":false}",
+     READ_ONLY, t_status},
 };
 const size_t mcp_fleet_ntools = G_N_ELEMENTS(mcp_fleet_tools);
 
@@ -395,14 +421,10 @@ static json_t *fail(const char *fmt, ...)
     return r;
 }
 
-/* the result's text is v as JSON (v stolen) */
+/* the result is v: its structuredContent, and its text as JSON (v stolen) */
 static json_t *ok_json(json_t *v)
 {
-    char *t = json_dumps(v, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-    json_t *r = mcp_result_text(t ? t : "null", false);
-    free(t);
-    json_decref(v);
-    return r;
+    return mcp_result_json(v);
 }
 
 /* ---- arguments --------------------------------------------------------- */
@@ -560,8 +582,9 @@ static char *sender_of(const who *w, const char *ref)
     return from;
 }
 
-static json_t *t_send(who *w, json_t *args)
+static json_t *t_send(void *ctx, json_t *args)
 {
+    who *w = ctx;
     static const char *const keys[] = {"to", "body", "replyTo", NULL};
     json_t *err = only_keys(args, "fleet_send", keys);
     json_t *jto = json_object_get(args, "to"), *jbody = json_object_get(args, "body");
@@ -754,8 +777,9 @@ static json_t *list_groups(const who *w)
     return out;
 }
 
-static json_t *t_list(who *w, json_t *args)
+static json_t *t_list(void *ctx, json_t *args)
 {
+    who *w = ctx;
     static const char *const keys[] = {NULL};
     json_t *err = only_keys(args, "fleet_list", keys);
     char path[PATH_MAX], lead[NAME_MAX_LEN + 1];
@@ -870,8 +894,9 @@ static void shown_add(mcp_fleet *f, json_t *inbox, json_t *page)
  * left (acked since, or typed into the pane), after every message this
  * server showed no later than it, so acking a page before reading the
  * next skips nothing and repeats nothing. */
-static json_t *t_inbox(who *w, json_t *args)
+static json_t *t_inbox(void *ctx, json_t *args)
 {
+    who *w = ctx;
     static const char *const keys[] = {"limit", "after", NULL};
     json_t *err = only_keys(args, "fleet_inbox", keys);
     json_t *jlim = json_object_get(args, "limit"), *jafter = json_object_get(args, "after");
@@ -950,8 +975,9 @@ static json_t *t_inbox(who *w, json_t *args)
 /* fleet_ack {msgIds, through}: never a blind "all": the ids named, and
  * with through every message this server showed no later than it that is
  * still in the inbox; one write of exactly those ids to the ack file */
-static json_t *t_ack(who *w, json_t *args)
+static json_t *t_ack(void *ctx, json_t *args)
 {
+    who *w = ctx;
     static const char *const keys[] = {"msgIds", "through", NULL};
     json_t *err = only_keys(args, "fleet_ack", keys);
     json_t *ids = json_object_get(args, "msgIds"), *jthrough = json_object_get(args, "through");
@@ -1064,8 +1090,9 @@ static json_t *t_ack(who *w, json_t *args)
     return err;
 }
 
-static json_t *t_sent(who *w, json_t *args)
+static json_t *t_sent(void *ctx, json_t *args)
 {
+    who *w = ctx;
     static const char *const keys[] = {"msgId", "limit", NULL};
     json_t *err = only_keys(args, "fleet_sent", keys);
     json_t *jid = json_object_get(args, "msgId"), *jlim = json_object_get(args, "limit");
@@ -1118,11 +1145,72 @@ static json_t *t_sent(who *w, json_t *args)
                              (json_int_t)json_array_size(out), "messages", out));
 }
 
-static json_t *t_status(who *w, json_t *args)
+/* fleet_resend {msgId}: the msgId written to the home's resend file; the
+ * state afterwards from sent */
+static json_t *t_resend(void *ctx, json_t *args)
 {
+    who *w = ctx;
+    static const char *const keys[] = {"msgId", NULL};
+    json_t *err = only_keys(args, "fleet_resend", keys);
+    json_t *jid = json_object_get(args, "msgId"), *all, *e, *hit = NULL, *res;
+    char path[PATH_MAX], what[80], line[40];
+    const char *id, *to = NULL;
+    GString *s = NULL;
+    size_t i;
+    int rc;
+
+    if (err)
+        return err;
+    if (!json_is_string(jid) || !is_msgid(json_string_value(jid)))
+        return fail("fleet_resend: msgId must be a msgId (32 hex digits) that fleet_sent lists "
+                    "as unconfirmed; nothing was sent");
+    id = json_string_value(jid);
+    snprintf(what, sizeof what, "fleet_resend %s", id);
+    snprintf(path, sizeof path, "%s/sent", w->home);
+    if ((rc = read_all(path, &s)))
+        return fail_errno(w, rc, what, NULL, NULL);
+    all = json_lines(s);
+    g_string_free(s, TRUE);
+    json_array_foreach(all, i, e)
+    {
+        if (!g_strcmp0(msg_id(e), id))
+            hit = e;
+    }
+    if (!hit) {
+        json_decref(all);
+        return fail("%s: no message %s in your sent log (ENOENT); nothing was sent: take the "
+                    "msgId from fleet_sent",
+                    what, id);
+    }
+    to = json_string_value(json_object_get(hit, "to"));
+    if (g_strcmp0(json_string_value(json_object_get(hit, "state")), "unconfirmed")) {
+        res = fail("%s: its state is %s, not unconfirmed, so there is nothing to resend "
+                   "(EINVAL); nothing was sent",
+                   what, json_string_value(json_object_get(hit, "state")));
+        json_decref(all);
+        return res;
+    }
+    snprintf(path, sizeof path, "%s/resend", w->home);
+    snprintf(line, sizeof line, "%s\n", id);
+    rc = write_once(path, line, strlen(line));
+    if (rc == EINVAL)
+        res = fail("%s: no longer unconfirmed (EINVAL: its state changed meanwhile); nothing "
+                   "was sent: fleet_sent {msgId} shows its state",
+                   what);
+    else if (rc)
+        res = fail_errno(w, rc, what, to, NULL);
+    else
+        res = ok_json(json_pack("{s:b,s:s,s:s?}", "resent", 1, "msgId", id, "to", to));
+    json_decref(all);
+    return res;
+}
+
+static json_t *t_status(void *ctx, json_t *args)
+{
+    who *w = ctx;
     static const char *const keys[] = {"peer", NULL};
     json_t *err = only_keys(args, "fleet_status", keys);
-    json_t *jpeer = json_object_get(args, "peer"), *res;
+    json_t *jpeer = json_object_get(args, "peer"), *res, *st;
     char path[PATH_MAX];
     GString *a = NULL, *b = NULL;
     int rc;
@@ -1140,6 +1228,7 @@ static json_t *t_status(who *w, json_t *args)
         if ((rc = read_all(path, &a)))
             return fail_errno(w, rc, "fleet_status", peer, NULL);
         res = mcp_result_text(a->str, false);
+        json_object_set_new(res, "structuredContent", status_fields(a));
         g_string_free(a, TRUE);
         return res;
     }
@@ -1151,34 +1240,29 @@ static json_t *t_status(who *w, json_t *args)
         g_string_free(a, TRUE);
         return fail_errno(w, rc, "fleet_status", NULL, NULL);
     }
+    st = json_pack("{s:o,s:o}", "daemon", status_fields(a), "mailbox", status_fields(b));
     g_string_prepend(a, "# the daemon (status)\n");
     if (w->as)
         g_string_append_printf(a, "\n# your mailbox (agents/%s/status)\n%s", w->as, b->str);
     else
         g_string_append_printf(a, "\n# your mailbox (self/status)\n%s", b->str);
     res = mcp_result_text(a->str, false);
+    json_object_set_new(res, "structuredContent", st);
     g_string_free(a, TRUE);
     g_string_free(b, TRUE);
     return res;
 }
 
-json_t *mcp_fleet_call(mcp_fleet *f, const char *name, json_t *args)
+json_t *mcp_fleet_call(mcp_fleet *f, const mcp_tool *tool, json_t *args)
 {
-    const char *mnt = f->mnt, *as = f->as;
-    static const struct {
-        const char *name;
-        json_t *(*fn)(who *, json_t *);
-    } fns[] = {{"fleet_send", t_send}, {"fleet_list", t_list}, {"fleet_inbox", t_inbox},
-               {"fleet_ack", t_ack},   {"fleet_sent", t_sent}, {"fleet_status", t_status}};
-    who w = {.f = f, .mnt = mnt, .as = as};
-    if (as)
-        snprintf(w.home, sizeof w.home, "%s/agents/%s", mnt, as);
+    who w = {.f = f, .mnt = f->mnt, .as = f->as};
+    if (f->as)
+        snprintf(w.home, sizeof w.home, "%s/agents/%s", f->mnt, f->as);
     else
-        snprintf(w.home, sizeof w.home, "%s/self", mnt);
-    for (size_t i = 0; i < G_N_ELEMENTS(fns); i++)
-        if (!strcmp(fns[i].name, name))
-            return fns[i].fn(&w, args);
-    return fail("no tool %s", name);
+        snprintf(w.home, sizeof w.home, "%s/self", f->mnt);
+    if (!tool || !tool->run)
+        return fail("no tool %s", tool ? tool->name : "(none)");
+    return tool->run(&w, args);
 }
 
 char *mcp_fleet_check_as(const char *mnt, const char *gid)

@@ -22,7 +22,7 @@ void mcp_fleet_free(mcp_fleet *f);
 
 /* Runs one tool; blocks on the files (the caller bounds it, serve.c).
  * Returns a CallToolResult, new reference. */
-json_t *mcp_fleet_call(mcp_fleet *f, const char *name, json_t *args);
+json_t *mcp_fleet_call(mcp_fleet *f, const mcp_tool *tool, json_t *args);
 
 /* The file under the mount that fleet_send writes for `to` (coord_id, gid
  * or group:<g>) and replyTo ref (NULL: none), for the lead me (as NULL)

@@ -23,12 +23,18 @@ test_expect_success 'alpha and beta mount' '
     mount_fleet beta peers=alpha inject=none prefetch=300
 '
 
-test_expect_success 'the SDK client initializes and lists the six tools, each with a schema' '
+test_expect_success 'the SDK client initializes and lists the seven tools, each with a schema and hints' '
     mcp alpha tools >tools.json &&
     jq -e ".server.name == \"fleetfs\"" tools.json &&
     jq -r ".tools[].name" tools.json | sort >names &&
-    printf "%s\n" fleet_ack fleet_inbox fleet_list fleet_send fleet_sent fleet_status >want &&
+    printf "%s\n" fleet_ack fleet_inbox fleet_list fleet_resend fleet_send fleet_sent fleet_status >want &&
     test_cmp want names &&
+    jq -r ".tools[] | select(.annotations.readOnlyHint == true) | .name" tools.json | sort >ro &&
+    printf "%s\n" fleet_inbox fleet_list fleet_sent fleet_status >want &&
+    test_cmp want ro &&
+    jq -r ".tools[] | select(.annotations.destructiveHint == true) | .name" tools.json >destr &&
+    echo fleet_ack >want &&
+    test_cmp want destr &&
     jq -e "all(.tools[]; .inputSchema.type == \"object\" and (.description | length) > 20)" tools.json &&
     jq -e ".tools[] | select(.name == \"fleet_send\") | .inputSchema.required == [\"to\",\"body\"]" tools.json
 '
@@ -39,6 +45,7 @@ test_expect_success 'fleet_send: alpha sends, the message is in beta'"'"'s inbox
     id=$(jq -r .text r | jq -r .msgId) &&
     echo "$id" >q.id &&
     test ${#id} = 32 &&
+    jq -e ".structured.msgId == \"$id\" and .structured.to == \"beta\"" r &&
     wait_for 10 "grep -q $id beta/leads/beta/inbox" &&
     grep $id beta/leads/beta/inbox | jq -e ".from == \"alpha\" and .body == \"parser is mine\"" &&
     grep $id alpha/leads/alpha/sent | jq -e ".to == \"beta\""
@@ -58,6 +65,7 @@ test_expect_success 'fleet_inbox: beta reads the message' '
     jq -e ".isError == false" r &&
     jq -r .text r >inbox.json &&
     jq -e ".me == \"beta\" and .count == 1" inbox.json &&
+    jq -e ".structured.messages[0].msgId == \"$id\"" r &&
     jq -e ".messages[0].msgId == \"$id\" and .messages[0].from == \"alpha\"" inbox.json
 '
 
@@ -294,6 +302,52 @@ test_expect_success 'a hung mount: the call still returns, with isError, and the
     call alpha fleet_status "{}" >r &&
     jq -e ".isError == false" r &&
     jq -r .text r | grep "^send_timeout: 2s"
+'
+
+# one server for all of it: four calls hang on a stopped daemon (send_timeout
+# 2 s + 3 s each), the fifth is refused at once, and once the daemon goes on
+# the same server answers again
+test_expect_success 'one long-lived server: survives hung calls, refuses past its stuck limit, answers the next' '
+    pid=$(cat .harness/pid.alpha) &&
+    sess_start alpha &&
+    sess_call fleet_status >r0 &&
+    jq -e ".isError == false" r0 &&
+    kill -STOP $pid &&
+    at_exit "kill -CONT $pid" &&
+    for i in 1 2 3 4; do
+        sess_call fleet_inbox >h$i &&
+        jq -e ".isError == true" h$i &&
+        jq -r .text h$i | grep "did not answer within 5 s" || { kill -CONT $pid; return 1; }
+    done &&
+    sess_call fleet_inbox >h5 &&
+    kill -CONT $pid &&
+    jq -e ".isError == true" h5 &&
+    jq -r .text h5 | grep "not tried: .* has not answered 4 earlier calls" &&
+    wait_for 15 "sess_call fleet_status >r1 && jq -e \".isError == false\" r1" &&
+    jq -r .text r1 | grep "^send_timeout: 2s" &&
+    sess_end
+'
+
+test_expect_success 'the daemon killed under a connected client: a tool error naming the mount; after a remount it answers' '
+    sess_start alpha &&
+    sess_call fleet_status >r0 &&
+    jq -e ".isError == false" r0 &&
+    pid=$(cat .harness/pid.alpha) &&
+    kill -9 $pid &&
+    wait_for 10 "fleet_gone alpha" &&
+    sess_call fleet_inbox >r1 &&
+    jq -e ".isError == true" r1 &&
+    jq -r .text r1 | grep "the fleetfs daemon behind $TEST_DIR/alpha is gone (ENOTCONN" &&
+    { fusermount3 -uz alpha 2>/dev/null || umount -l alpha; } &&
+    rm -f .harness/pid.alpha &&
+    mount_fleet alpha peers=beta inject=none max_message=2000 send_timeout=2s {SESS_FD}>&- &&
+    sess_call fleet_status >r2 &&
+    jq -e ".isError == false" r2 &&
+    jq -r .text r2 | grep "^send_timeout: 2s" &&
+    sess_call fleet_send "{\"to\":\"beta\",\"body\":\"after the remount\"}" >r3 &&
+    jq -e ".isError == false" r3 &&
+    wait_for 10 "grep -q \"after the remount\" beta/leads/beta/inbox" &&
+    sess_end
 '
 
 # gamma's send_timeout (12 s) is past the default bound (5 s + 3 s) the

@@ -42,10 +42,20 @@ test_expect_success 'a send into a frozen broker: isError, ETIMEDOUT, and the ms
     echo $id >lost.id
 '
 
-test_expect_success 'resent by that msgId, beta holds it once' '
+test_expect_success 'fleet_resend of that msgId: beta holds it once; a second resend is refused, nothing sent' '
     id=$(cat lost.id) &&
-    echo $id >alpha/leads/alpha/resend &&
+    timeout 60 node "$SDK_DIR/mcp_client.mjs" "$FLEETFS" "$TEST_DIR/alpha" call fleet_resend \
+        "{\"msgId\":\"$id\"}" >r &&
+    jq -e ".isError == false and .structured.resent == true and .structured.msgId == \"$id\"" r &&
     wait_for 10 "grep -q $id beta/leads/beta/inbox" &&
+    test "$(grep -c $id beta/leads/beta/inbox)" = 1 &&
+    wait_for 10 "test \"\$(grep $id alpha/leads/alpha/sent | jq -r .state)\" != unconfirmed" &&
+    timeout 60 node "$SDK_DIR/mcp_client.mjs" "$FLEETFS" "$TEST_DIR/alpha" call fleet_resend \
+        "{\"msgId\":\"$id\"}" fleet_resend "{\"msgId\":\"0123456789abcdef0123456789abcdef\"}" >r2 &&
+    sed -n 1p r2 | jq -e ".isError == true" &&
+    sed -n 1p r2 | jq -r .text | grep "not unconfirmed, so there is nothing to resend" &&
+    sed -n 2p r2 | jq -e ".isError == true" &&
+    sed -n 2p r2 | jq -r .text | grep "no message 0123456789abcdef0123456789abcdef in your sent log" &&
     test "$(grep -c $id beta/leads/beta/inbox)" = 1
 '
 

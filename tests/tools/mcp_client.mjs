@@ -5,12 +5,13 @@
 // would: spawn the server on stdio, initialize, then list or call tools.
 //
 //   node mcp_client.mjs FLEETFS MOUNT tools
-//       one JSON line: {protocol?, server, tools:[{name, description, inputSchema}]}
+//       one JSON line: {protocol?, server, tools:[{name, description, inputSchema, annotations}]}
 //   node mcp_client.mjs FLEETFS MOUNT call NAME ARGS_JSON [NAME ARGS_JSON]...
-//       one JSON line per call: {isError, text}
+//       one JSON line per call: {isError, text, structured} (structured: the
+//       result's structuredContent, when it has one)
 //   node mcp_client.mjs FLEETFS MOUNT session
 //       one long-lived server: each line of stdin "NAME ARGS_JSON" is one
-//       call, answered by one line {isError, text} (or {rpcError: {code,
+//       call, answered by one line {isError, text, structured} (or {rpcError: {code,
 //       message}} when the server answered with a JSON-RPC error); ends at EOF
 // Exit 0 when every request got an answer (tool errors included), else 1.
 // With MCP_AS=<gid> in the environment the server is `fleetfs mcp MOUNT --as <gid>`.
@@ -32,13 +33,14 @@ try {
     const { tools } = await client.listTools();
     console.log(JSON.stringify({
       server: client.getServerVersion(),
-      tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
+      tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema,
+        annotations: t.annotations })),
     }));
   } else if (mode === "call") {
     for (let i = 0; i < rest.length; i += 2) {
       const res = await client.callTool({ name: rest[i], arguments: JSON.parse(rest[i + 1] ?? "{}") });
       const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
-      console.log(JSON.stringify({ isError: res.isError === true, text }));
+      console.log(JSON.stringify({ isError: res.isError === true, text, structured: res.structuredContent }));
     }
   } else if (mode === "session") {
     const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -49,7 +51,7 @@ try {
       try {
         const res = await client.callTool({ name, arguments: args });
         const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
-        console.log(JSON.stringify({ isError: res.isError === true, text }));
+        console.log(JSON.stringify({ isError: res.isError === true, text, structured: res.structuredContent }));
       } catch (e) {
         console.log(JSON.stringify({ rpcError: { code: e.code ?? null, message: e.message ?? String(e) } }));
       }

@@ -20,15 +20,17 @@
 
 static const mcp_tool fake_tools[] = {
     {"echo", "Echo", "Says back its argument.",
-     "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\"}}}"},
-    {"boom", "Boom", "Always fails.", "{\"type\":\"object\"}"},
+     "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"string\"}}}",
+     "{\"readOnlyHint\":true}", NULL},
+    {"boom", "Boom", "Always fails.", "{\"type\":\"object\"}", NULL, NULL},
 };
 
 static int calls;
 static char last_args[256];
 
-static json_t *fake_call(void *ud, const char *name, json_t *args)
+static json_t *fake_call(void *ud, const mcp_tool *tool, json_t *args)
 {
+    const char *name = tool->name;
     char *s = json_dumps(args, JSON_COMPACT | JSON_SORT_KEYS);
     (void)ud;
     calls++;
@@ -234,6 +236,9 @@ static void test_tools_list_and_call(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
                         "echo");
     assert_true(json_is_object(json_object_get(json_array_get(tools, 0), "inputSchema")));
+    assert_true(json_is_true(
+        json_object_get(json_object_get(json_array_get(tools, 0), "annotations"), "readOnlyHint")));
+    assert_null(json_object_get(json_array_get(tools, 1), "annotations"));
     assert_null(json_object_get(json_object_get(v, "result"), "resultType"));
     json_decref(v);
 
@@ -337,12 +342,17 @@ static void test_result_text_utf8(void **state)
     json_decref(v);
 }
 
-/* the real table: six tools, schemas that are JSON objects closed to
+/* the real table: seven tools, each with its handler and its hints, schemas that are JSON objects closed to
  * unknown arguments, one or two sentences each */
 static void test_fleet_tool_table(void **state)
 {
-    static const char *want[] = {"fleet_send", "fleet_list", "fleet_inbox",
-                                 "fleet_ack",  "fleet_sent", "fleet_status"};
+    static const struct {
+        const char *name;
+        bool read_only, destructive;
+    } want[] = {{"fleet_send", false, false}, {"fleet_list", true, false},
+                {"fleet_inbox", true, false}, {"fleet_ack", false, true},
+                {"fleet_sent", true, false},  {"fleet_resend", false, false},
+                {"fleet_status", true, false}};
     (void)state;
     assert_int_equal(mcp_fleet_ntools, G_N_ELEMENTS(want));
     for (size_t i = 0; i < mcp_fleet_ntools; i++) {
@@ -350,7 +360,14 @@ static void test_fleet_tool_table(void **state)
         json_error_t err;
         json_t *s = json_loads(t->input_schema, 0, &err);
         int sentences = 0;
-        assert_string_equal(t->name, want[i]);
+        json_t *ann = json_loads(t->annotations, 0, &err);
+        assert_string_equal(t->name, want[i].name);
+        assert_non_null(t->run);
+        assert_non_null(ann);
+        assert_int_equal(json_is_true(json_object_get(ann, "readOnlyHint")), want[i].read_only);
+        assert_int_equal(json_is_true(json_object_get(ann, "destructiveHint")),
+                         want[i].destructive);
+        json_decref(ann);
         if (!s)
             fail_msg("%s: inputSchema does not parse: %s", t->name, err.text);
         assert_string_equal(json_string_value(json_object_get(s, "type")), "object");
