@@ -28,7 +28,11 @@
  * Revisions: the current one, 2026-07-28, is stateless: each request
  * carries params._meta["io.modelcontextprotocol/protocolVersion"], and
  * server/discover replaces initialize (which, like ping, it no longer
- * has).  A request that carries that key is served the current way (an
+ * has): it answers the versions, the capabilities, the instructions (the
+ * one way a stateless client gets them), and, as every cacheable result
+ * (tools/list too), ttlMs and cacheScope; every result of that revision
+ * names the server in _meta["io.modelcontextprotocol/serverInfo"] (no
+ * serverInfo field of its own).  A request that carries that key is served the current way (an
  * unknown version in it: -32022 listing ours); one that does not is
  * served the handshake way of 2025-11-25 (or 2025-06-18 when the client
  * asks for it), where initialize answers the client's version when we
@@ -46,6 +50,8 @@
 #include <glib.h>
 
 #define META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define MCP_LIST_TTL_MS 3600000 /* one hour */
 
 struct mcp_rpc {
     const mcp_tool *tools;
@@ -147,6 +153,22 @@ static json_t *server_info(const mcp_rpc *r)
 {
     return json_pack("{s:s,s:s,s:s}", "name", "fleetfs", "title", "fleetfs: the fleet's mailboxes",
                      "version", r->version);
+}
+
+/* the Implementation object of the current revision's result _meta */
+static json_t *server_identity(const mcp_rpc *r)
+{
+    return json_pack("{s:s,s:s}", "name", "fleetfs", "version", r->version);
+}
+
+/* server/discover and tools/list are cacheable results since 2026-07-28
+ * and must say for how long: what they list is fixed for the life of
+ * this process (the instructions name this user's mount and, with --as,
+ * the agent: private to this caller) */
+static void cache_hints(json_t *res)
+{
+    json_object_set_new(res, "ttlMs", json_integer(MCP_LIST_TTL_MS));
+    json_object_set_new(res, "cacheScope", json_string("private"));
 }
 
 static char *do_initialize(mcp_rpc *r, json_t *id, json_t *params)
@@ -301,14 +323,20 @@ static char *do_request(mcp_rpc *r, json_t *id, const char *method, json_t *para
         json_t *data = json_pack("{s:[s],s:O}", "supported", MCP_V_CURRENT, "requested", mv);
         return error_line(id, MCP_UNSUPPORTED_VERSION, "Unsupported protocol version", data);
     }
-    if (!strcmp(method, "tools/list"))
+    if (!strcmp(method, "tools/list")) {
         res = tool_list(r);
-    else if (!strcmp(method, "tools/call"))
+        if (current)
+            cache_hints(res);
+    } else if (!strcmp(method, "tools/call")) {
         res = do_call(r, id, params, &line);
-    else if (!strcmp(method, "server/discover"))
-        res = json_pack("{s:o,s:o,s:o}", "supportedVersions", all_versions(), "capabilities",
-                        capabilities(), "serverInfo", server_info(r));
-    else if (!current && !strcmp(method, "initialize"))
+    } else if (!strcmp(method, "server/discover")) {
+        /* no serverInfo here since 2026-07-28: it is in _meta, below */
+        res = json_pack("{s:o,s:o}", "supportedVersions", all_versions(), "capabilities",
+                        capabilities());
+        if (r->instructions)
+            json_object_set_new(res, "instructions", json_string(r->instructions));
+        cache_hints(res);
+    } else if (!current && !strcmp(method, "initialize"))
         return do_initialize(r, id, params);
     else if (!current && !strcmp(method, "ping"))
         res = json_object();
@@ -319,8 +347,13 @@ static char *do_request(mcp_rpc *r, json_t *id, const char *method, json_t *para
     }
     if (!res)
         return line;
-    if (current)
+    if (current) {
+        json_t *meta = json_object_get(res, "_meta");
         json_object_set_new(res, "resultType", json_string("complete"));
+        if (!json_is_object(meta))
+            json_object_set_new(res, "_meta", meta = json_object());
+        json_object_set_new(meta, META_SERVER_INFO, server_identity(r));
+    }
     return result_line(id, res);
 }
 

@@ -483,16 +483,19 @@ int mcp_main(int argc, char **argv)
         instr = g_strdup_printf(
             "You are the agent %s of this fleet. These tools message the leads, agents and "
             "groups of the fleet as you, through the fleetfs mount at %s: fleet_list shows who "
-            "is there, fleet_send sends, fleet_inbox and fleet_ack read and consume what arrived "
-            "for you, fleet_sent follows delivery. A failed call says why and what to do.",
+            "is there, fleet_send sends, fleet_inbox reads what arrived for you (a page at a "
+            "time) and fleet_ack consumes what fleet_inbox showed you, fleet_sent follows "
+            "delivery and fleet_resend republishes an unconfirmed message. A failed call says why "
+            "and what to do.",
             as, srv.mnt);
     } else {
         log_info("mcp: serving the fleet mount %s on stdio", srv.mnt);
         instr = g_strdup_printf(
             "These tools message the other leads, the agents and the groups of this agent fleet "
             "through the fleetfs mount at %s: fleet_list shows who is there, fleet_send sends, "
-            "fleet_inbox and fleet_ack read and consume what arrived, fleet_sent follows "
-            "delivery. A failed call says why and what to do.",
+            "fleet_inbox reads what arrived (a page at a time) and fleet_ack consumes what "
+            "fleet_inbox showed you, fleet_sent follows delivery and fleet_resend republishes an "
+            "unconfirmed message. A failed call says why and what to do.",
             srv.mnt);
     }
     srv.fleet = mcp_fleet_new(srv.mnt, srv.as);

@@ -212,6 +212,26 @@ test_expect_success 'the real binary on stdio: framing errors answered, notifica
 # raw JSON lines through the real binary
 mcp_raw() { timeout 60 "$FLEETFS" mcp "$TEST_DIR/$1"; }
 
+# the 2026-07-28 revision: no handshake, each request names its version
+test_expect_success 'a stateless (2026-07-28) client: server/discover has the instructions, cache hints and _meta identity' '
+    meta="\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\",\"io.modelcontextprotocol/clientCapabilities\":{}}" &&
+    printf "%s\n" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{$meta}}" \
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{$meta}}" \
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{$meta,\"name\":\"fleet_list\",\"arguments\":{}}}" |
+        mcp_raw alpha >raw 2>raw.err &&
+    test "$(wc -l <raw)" = 3 &&
+    sed -n 1p raw | jq -e ".id == 1 and .result.resultType == \"complete\"" &&
+    sed -n 1p raw | jq -e ".result | has(\"serverInfo\") | not" &&
+    sed -n 1p raw | jq -e ".result._meta[\"io.modelcontextprotocol/serverInfo\"].name == \"fleetfs\"" &&
+    sed -n 1p raw | jq -e ".result.ttlMs >= 0 and (.result.cacheScope | IN(\"private\", \"public\"))" &&
+    sed -n 1p raw | jq -e ".result.supportedVersions | index(\"2026-07-28\")" &&
+    sed -n 1p raw | jq -r .result.instructions | grep "fleetfs mount at $TEST_DIR/alpha" &&
+    sed -n 2p raw | jq -e ".result.ttlMs >= 0 and (.result.cacheScope | IN(\"private\", \"public\"))" &&
+    sed -n 2p raw | jq -e "(.result.tools | length) == 7" &&
+    sed -n 3p raw | jq -e ".result.isError == false and .result.structuredContent.me == \"alpha\"" &&
+    sed -n 3p raw | jq -e ".result._meta[\"io.modelcontextprotocol/serverInfo\"].name == \"fleetfs\""
+'
+
 test_expect_success 'a 100 MiB line: -32600, skipped with bounded memory, the next line answered' '
     { head -c $((100 << 20)) /dev/zero | tr "\0" x && echo &&
       echo "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}"; } |

@@ -282,6 +282,15 @@ static void test_tools_list_and_call(void **state)
 
 #define META(v) "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":" v "}"
 
+/* the name in a result's _meta["io.modelcontextprotocol/serverInfo"] */
+static const char *server_meta_name(json_t *res)
+{
+    json_t *info =
+        json_object_get(json_object_get(res, "_meta"), "io.modelcontextprotocol/serverInfo");
+    assert_true(json_is_string(json_object_get(info, "version")));
+    return json_string_value(json_object_get(info, "name"));
+}
+
 static void test_current_revision(void **state)
 {
     mcp_rpc *r = rpc();
@@ -296,8 +305,24 @@ static void test_current_revision(void **state)
         json_string_value(json_array_get(json_object_get(res, "supportedVersions"), 0)),
         MCP_V_CURRENT);
     assert_non_null(json_object_get(json_object_get(res, "capabilities"), "tools"));
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(res, "serverInfo"), "name")), "fleetfs");
+    /* the 2026-07-28 DiscoverResult: no serverInfo of its own (it is in
+     * _meta), the cache hints it requires, and the instructions */
+    assert_null(json_object_get(res, "serverInfo"));
+    assert_string_equal(server_meta_name(res), "fleetfs");
+    assert_true(json_is_integer(json_object_get(res, "ttlMs")));
+    assert_true(json_integer_value(json_object_get(res, "ttlMs")) >= 0);
+    assert_string_equal(json_string_value(json_object_get(res, "cacheScope")), "private");
+    assert_string_equal(json_string_value(json_object_get(res, "instructions")), "hi");
+    json_decref(v);
+
+    /* tools/list is cacheable too */
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/list\",\"params\":{" META(
+                   "\"" MCP_V_CURRENT "\"") "}}");
+    res = json_object_get(v, "result");
+    assert_int_equal(json_array_size(json_object_get(res, "tools")), 2);
+    assert_true(json_is_integer(json_object_get(res, "ttlMs")));
+    assert_string_equal(json_string_value(json_object_get(res, "cacheScope")), "private");
+    assert_string_equal(server_meta_name(res), "fleetfs");
     json_decref(v);
 
     v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
@@ -305,6 +330,8 @@ static void test_current_revision(void **state)
     res = json_object_get(v, "result");
     assert_string_equal(json_string_value(json_object_get(res, "resultType")), "complete");
     assert_false(json_is_true(json_object_get(res, "isError")));
+    assert_string_equal(server_meta_name(res), "fleetfs");
+    assert_null(json_object_get(res, "ttlMs")); /* a tool's result is not cacheable */
     json_decref(v);
 
     /* a version we do not speak: -32022 naming ours */
