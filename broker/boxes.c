@@ -693,6 +693,14 @@ static int setup_boxes(br_conn *c, int64_t now)
     return 0;
 }
 
+/* Whether s has bindings to make on this connection: the control queue's
+ * only where this login may configure fleet.control (else `fleetfs
+ * declare` made it, session.c) */
+static bool wants_bind(const br_conn *c, const br_slot *s)
+{
+    return s->exchange[0] && !s->bound && (s->box != BR_BOX_CONTROL || c->control_bindable);
+}
+
 /* When the next round is due: the earliest time of a slot with something
  * left to do; 0 for nothing. */
 static int64_t next_round(br_conn *c)
@@ -703,7 +711,7 @@ static int64_t next_round(br_conn *c)
         int64_t t = -1;
         if (!s->consuming)
             t = s->retry_ms;
-        if (s->declared && !s->bound && s->exchange[0] && (t < 0 || s->bind_retry_ms < t))
+        if (s->declared && wants_bind(c, s) && (t < 0 || s->bind_retry_ms < t))
             t = s->bind_retry_ms;
         if (t >= 0 && (next < 0 || t < next))
             next = t;
@@ -722,15 +730,14 @@ void br_setup_consumer(br_conn *c)
         return;
     for (guint i = 0; i < c->slots->len && c->connected; i++) {
         br_slot *s = c->slots->pdata[i];
-        if (s->declared && !s->bound && s->exchange[0] && s->bind_retry_ms <= now &&
-            slot_bind(c, s) < 0) {
+        if (s->declared && wants_bind(c, s) && s->bind_retry_ms <= now && slot_bind(c, s) < 0) {
             br_drop_connection(c, "connection lost while binding");
             return;
         }
     }
     for (guint i = 0; i < c->slots->len; i++) {
         br_slot *s = c->slots->pdata[i];
-        any = any || !s->consuming || (s->exchange[0] && !s->bound);
+        any = any || !s->consuming || wants_bind(c, s);
     }
     c->consumer_retry_ms = any ? MAX(next_round(c), 1) : 0;
     /* a box whose turn is "now" but was put off (queued frames, waiting for

@@ -386,6 +386,11 @@ int br_control_consume(br_conn *c)
     r = br_req_new(RQ_BOX_ADD);
     r->box = BR_BOX_CONTROL;
     br_control_queue(c->cfg.coord_id, r->queue, sizeof r->queue);
+    /* bound with key <coord_id> where this login may (control_bindable) */
+    g_strlcpy(r->exchange, BR_EXCHANGE_CONTROL, sizeof r->exchange);
+    g_strfreev(r->keys);
+    r->keys = g_new0(char *, 2);
+    r->keys[0] = g_strdup(c->cfg.coord_id);
     br_req_submit(c, r);
     br_req_unref(r); /* nobody waits: the broker thread finishes it */
     return 0;

@@ -365,8 +365,9 @@ static bool exchange_present(br_conn *c, br_req *r)
         return false;
     }
     snprintf(r->detail, sizeof r->detail,
-             "exchange %s does not exist (%d %s): nothing was sent; it is made by a fleetfs with "
-             "configure rights, or by fleetfs-broker host add",
+             "exchange %s does not exist (%d %s): nothing was sent; a mount whose login may "
+             "configure makes it, else an operator runs `fleetfs declare <host>` "
+             "(fleetfs-broker host add)",
              r->exchange, code, text);
     br_req_complete(c, r,
                     code == 404   ? FE_NO_MAILBOX

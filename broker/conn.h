@@ -88,7 +88,8 @@ typedef struct {
 /* The direct exchange of the control plane (SPEC section 11): requests to
  * start and stop agents go to it with the far host's coord_id as key and
  * land in control.<coord_id> (br_control_queue), which `fleetfs declare`
- * (scripts/broker host add) makes and binds.  A per-host login may publish
+ * (scripts/broker host add) makes and binds, and a mount whose login may
+ * configure makes and binds for itself.  A per-host login may publish
  * to it but may not bind anything to it (no read permission on it): a
  * direct exchange has no topic permissions, so a login that could bind
  * could bind its own queue with another host's key and read its requests. */
@@ -361,9 +362,13 @@ fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, cons
  * is its alone; an exclusive-use refusal within takeover_grace is waited
  * out), and paused with the boxes while the receipt queue cannot be
  * consumed.  The queue is declared with the mailbox arguments, as
- * `fleetfs declare` makes it, and never bound here: its one binding
- * (fleet.control, key <coord_id>) is the operator's (a per-host login may
- * not bind to fleet.control).  Deliveries go to the control callback. */
+ * `fleetfs declare` makes it.  Its one binding (fleet.control, key
+ * <coord_id>) is made here when this login may configure fleet.control
+ * (a shared login with configure rights, as the mount's own mailbox is
+ * made), else it is the operator's (`fleetfs declare`: a per-host login
+ * may not bind to fleet.control; said once in the log, and
+ * br_box_status.bound stays false).  Deliveries go to the control
+ * callback. */
 /* Start consuming it (now and after every reconnect): 0, or -1 with
  * errno EINVAL (no control callback, the publishing connection). */
 int br_control_consume(br_conn *c);

@@ -246,6 +246,12 @@ struct br_conn {
                                   * probed, and made, before the next receipt to them */
     br_probe_chan probing[PROBE_CHANNELS]; /* probes.c */
     int64_t ping_sent_ms;                  /* a ping on CH_PING is out since; 0: none */
+    /* this login may configure fleet.control (its declare succeeded on
+     * this connection): the control queue is bound to it here, as the
+     * mount's own mailbox is made here; else that binding is `fleetfs
+     * declare`'s (said once: control_unbound_said) */
+    bool control_bindable;
+    bool control_unbound_said;
 };
 
 /* The word a log line about the connection itself starts with:

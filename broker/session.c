@@ -202,38 +202,72 @@ static void setup_dead_letters(br_conn *c)
     }
 }
 
-/* The fleet's exchanges that boxes bind to: fleet.msg (topic, durable).
- * A per-host login may not make it (403): then it must be there already
- * (scripts/broker host add makes it); said once, the consumers go on. */
-void br_setup_exchanges(br_conn *c)
+/* Declare exchange x (durable) of type; 1 when made or already there as
+ * declared, 0 when this login may not make it (403; then passively: *there
+ * says whether it exists), -1 when the connection died.  Any other refusal
+ * is logged with what to do, and is 0 with *there false. */
+static int declare_exchange(br_conn *c, const char *x, const char *type, bool *there,
+                            const char *without)
 {
     int code;
     char text[256];
-    if (c->publisher)
-        return;
-    if (amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(BR_EXCHANGE_MSG),
-                              amqp_cstring_bytes("topic"), 0, 1, 0, 0, amqp_empty_table))
-        return;
+    *there = false;
+    if (amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(x), amqp_cstring_bytes(type), 0,
+                              1, 0, 0, amqp_empty_table)) {
+        *there = true;
+        return 1;
+    }
     if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
         br_drop_connection(c, text);
-        return;
+        return -1;
     }
-    if (code == 403 &&
-        amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(BR_EXCHANGE_MSG),
-                              amqp_cstring_bytes("topic"), 1, 0, 0, 0, amqp_empty_table))
-        return;
-    if (code == 403 && br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
-        br_drop_connection(c, text);
-        return;
+    if (code == 403) {
+        if (amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(x),
+                                  amqp_cstring_bytes(type), 1, 0, 0, 0, amqp_empty_table)) {
+            *there = true;
+            return 0;
+        }
+        if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
+            br_drop_connection(c, text);
+            return -1;
+        }
     }
-    log_warn("broker: cannot declare %s (%d %s): agent mailboxes and broadcasts cannot be bound "
-             "until it exists; %s",
-             BR_EXCHANGE_MSG, code, text,
+    log_warn("broker: cannot declare %s (%d %s): %s until it exists; %s", x, code, text, without,
              code == 406   ? "it exists with another type or durability: delete it once "
-                             "(rabbitmqctl delete_exchange fleet.msg) and fleetfs declares it anew"
-             : code == 404 ? "this login may not make it: an operator runs fleetfs-broker host "
-                             "add, which makes it"
+                             "(rabbitmqctl delete_exchange) and fleetfs declares it anew"
+             : code == 404 ? "this login may not make it: an operator runs `fleetfs declare "
+                             "<host>` (fleetfs-broker host add), which makes it"
                            : "give this user configure rights on it");
+    return 0;
+}
+
+/* The fleet's exchanges: fleet.msg (topic, durable), which boxes bind
+ * to, and fleet.control (direct, durable), which the control queue is
+ * bound to.  A login that may configure makes them, and binds its own
+ * control queue (boxes.c), as it makes its own mailbox; a per-host login
+ * may not (403): then they must be there already, made with the binding
+ * by `fleetfs declare` (fleetfs-broker host add); said once. */
+void br_setup_exchanges(br_conn *c)
+{
+    bool there;
+    int rc;
+    if (c->publisher)
+        return;
+    if (declare_exchange(c, BR_EXCHANGE_MSG, "topic", &there,
+                         "agent mailboxes and broadcasts cannot be bound") < 0)
+        return;
+    rc = declare_exchange(c, BR_EXCHANGE_CONTROL, "direct", &there,
+                          "requests to start and stop agents cannot reach this host");
+    if (rc < 0)
+        return;
+    c->control_bindable = rc == 1;
+    if (rc == 0 && there && !c->control_unbound_said) {
+        c->control_unbound_said = true;
+        log_info("broker: this login may not configure %s, so control.%s is not bound to it "
+                 "here: requests to start agents on %s reach it only once an operator has run "
+                 "`fleetfs declare %s` (fleetfs-broker host add does), which binds it",
+                 BR_EXCHANGE_CONTROL, c->cfg.coord_id, c->cfg.coord_id, c->cfg.coord_id);
+    }
 }
 
 /* One connection attempt to one URI.  Owned by br_connect; `buf` holds the

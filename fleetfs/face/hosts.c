@@ -193,10 +193,14 @@ static int hs_send(fleet *f, const char *h, ctl_env *e, const char *what)
         ctl_init(&a, CTL_TYPE_SPAWNED, h, f->opts->coord_id, env_now_ms(), CTL_TTL_MS);
         g_strlcpy(a.requestId, e->msgId, sizeof a.requestId);
         g_strlcpy(a.state, "failed", sizeof a.state);
-        snprintf(a.detail, sizeof a.detail, "not sent: %s",
-                 r == FE_NO_MAILBOX ? "no control queue takes requests for this host (is it "
-                                      "added to the broker? fleetfs-broker host add)"
-                                    : fe_hint(r));
+        if (r == FE_NO_MAILBOX)
+            snprintf(a.detail, sizeof a.detail,
+                     "not sent: no control queue takes requests for %s: its mount makes and binds "
+                     "control.%s when its broker login may configure; else an operator runs "
+                     "`fleetfs declare %s` (fleetfs-broker host add)",
+                     h, h, h);
+        else
+            snprintf(a.detail, sizeof a.detail, "not sent: %s", fe_hint(r));
         g_mutex_lock(&f->hs_lock);
         ak_answer(f->asked, &a, env_now_ms(), why, sizeof why);
         g_mutex_unlock(&f->hs_lock);

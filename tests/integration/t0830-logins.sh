@@ -68,7 +68,9 @@ test_expect_success 'three hosts on their own logins: connected, consuming, each
     wait_for 10 "presence_of alpha beta | grep -q \"^live (\" && presence_of alpha gamma | grep -q \"^live (\"" &&
     wait_for 5 "presence_of beta alpha | grep -q \"^live (\" && presence_of gamma beta | grep -q \"^live (\"" &&
     ! grep -E "cannot declare|roster connection failed" alpha.log beta.log gamma.log &&
-    queues | grep "^roster\.alpha\.[0-9a-f]\{16\}$"
+    queues | grep "^roster\.alpha\.[0-9a-f]\{16\}$" &&
+    grep "may not configure fleet.control, so control.alpha is not bound to it here" alpha.log |
+        grep "fleetfs declare alpha"
 '
 
 test_expect_success 'sends, receipts and a reply across the three' '
