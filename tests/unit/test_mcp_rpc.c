@@ -356,6 +356,25 @@ static void test_current_revision(void **state)
     mcp_rpc_free(r);
 }
 
+/* a JSON result: the object as structuredContent and, equal, as its text */
+static void test_result_json(void **state)
+{
+    json_t *v = mcp_result_json(json_pack("{s:s,s:i}", "msgId", "abc", "count", 2));
+    json_t *sc = json_object_get(v, "structuredContent"), *t;
+    json_error_t err;
+    (void)state;
+    assert_non_null(sc);
+    assert_string_equal(json_string_value(json_object_get(sc, "msgId")), "abc");
+    t = json_loads(json_string_value(
+                       json_object_get(json_array_get(json_object_get(v, "content"), 0), "text")),
+                   0, &err);
+    assert_non_null(t);
+    assert_true(json_equal(t, sc));
+    assert_false(json_is_true(json_object_get(v, "isError")));
+    json_decref(t);
+    json_decref(v);
+}
+
 static void test_result_text_utf8(void **state)
 {
     json_t *v = mcp_result_text("ok \xff\xfe bytes", true);
@@ -506,12 +525,13 @@ static void test_send_paths(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_framing_errors),     cmocka_unit_test(test_nul_and_parse_reason),
-        cmocka_unit_test(test_ids_come_back),      cmocka_unit_test(test_silence),
-        cmocka_unit_test(test_initialize),         cmocka_unit_test(test_tools_list_and_call),
-        cmocka_unit_test(test_current_revision),   cmocka_unit_test(test_result_text_utf8),
-        cmocka_unit_test(test_fleet_tool_table),   cmocka_unit_test(test_errno_texts),
-        cmocka_unit_test(test_errno_texts_agents), cmocka_unit_test(test_send_paths),
+        cmocka_unit_test(test_framing_errors),   cmocka_unit_test(test_nul_and_parse_reason),
+        cmocka_unit_test(test_ids_come_back),    cmocka_unit_test(test_silence),
+        cmocka_unit_test(test_initialize),       cmocka_unit_test(test_tools_list_and_call),
+        cmocka_unit_test(test_current_revision), cmocka_unit_test(test_result_json),
+        cmocka_unit_test(test_result_text_utf8), cmocka_unit_test(test_fleet_tool_table),
+        cmocka_unit_test(test_errno_texts),      cmocka_unit_test(test_errno_texts_agents),
+        cmocka_unit_test(test_send_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
