@@ -5,8 +5,10 @@
  * Why only files: the MCP server then can do exactly what a shell in the
  * same account can do, no more — it holds no broker login and no signing
  * key, and every rule (who may send, size limits, the peer list) is the
- * daemon's, enforced once, at the files.  So this file opens, reads and
- * writes paths under the mount and turns errnos into words:
+ * daemon's, enforced once, at the files.  So these files open, read and
+ * write paths under the mount and turn errnos into words (this one: the
+ * table, the shared helpers, send, list and status; home.c: inbox, ack,
+ * sent and resend, the home's own files; tools_int.h between them):
  *
  *   fleet_send    one write(2) to the file of the address (see
  *                 mcp_fleet_send_path: peers/<to>/send, agents/<gid>/send,
@@ -40,6 +42,7 @@
  *
  */
 #include "fleetfs/mcp/tools.h"
+#include "fleetfs/mcp/tools_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -55,17 +58,6 @@
 
 #include "fleetfs/wire/names.h"
 
-#define READ_CAP \
-    (64u << 20) /* a file longer than this is cut (history-bound files are far smaller) */
-#define SENT_DEFAULT 20
-#define INBOX_LIMIT_DEFAULT 20
-#define INBOX_LIMIT_DEFAULT_S "20"
-#define INBOX_LIMIT_MAX 200
-#define INBOX_LIMIT_MAX_S "200"
-/* a page of fleet_inbox stops before its messages pass this many bytes
- * (one message always fits: max_message is at most 1020 KiB) */
-#define INBOX_PAGE_BYTES (1u << 20)
-
 /* ---- the tool table: what an agent reads ------------------------------ */
 
 #define COORD_RE "[a-z0-9][a-z0-9_-]{0,62}"
@@ -73,13 +65,10 @@
 #define TO_PATTERN "^(([a-z][a-z0-9_-]{0,31}@)?|group:)" COORD_RE "$"
 #define ID_SCHEMA "{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{32}$\""
 
-/* the handlers (below), each in its row of the table */
+/* the handlers (below, and home.c's in tools_int.h), each in its row of
+ * the table */
 static json_t *t_send(void *ctx, json_t *args);
 static json_t *t_list(void *ctx, json_t *args);
-static json_t *t_inbox(void *ctx, json_t *args);
-static json_t *t_ack(void *ctx, json_t *args);
-static json_t *t_sent(void *ctx, json_t *args);
-static json_t *t_resend(void *ctx, json_t *args);
 static json_t *t_status(void *ctx, json_t *args);
 
 /* hints for a client deciding what to confirm with its user: reading
@@ -120,7 +109,7 @@ const mcp_tool mcp_fleet_tools[] = {
      ",\"default\":" INBOX_LIMIT_DEFAULT_S ",\"description\":\"at most this many messages\"},"
      "\"after\":" ID_SCHEMA ",\"description\":\"the msgId after which the page starts: the "
      "previous page's last\"}},\"additionalProperties\":false}",
-     READ_ONLY, t_inbox},
+     READ_ONLY, mt_inbox},
     {"fleet_ack", "Acknowledge inbox messages",
      "Consume messages from your inbox once dealt with: the msgIds you read (msgIds), and/or every "
      "message fleet_inbox has shown you up to and including one msgId (through). A message you "
@@ -132,7 +121,7 @@ const mcp_tool mcp_fleet_tools[] = {
      "message shown before it\"}},"
      "\"anyOf\":[{\"required\":[\"msgIds\"]},{\"required\":[\"through\"]}],"
      "\"additionalProperties\":false}",
-     DESTROYS, t_ack},
+     DESTROYS, mt_ack},
     {"fleet_sent", "What happened to sent messages",
      "Show the delivery state of messages you sent (published, injected, confirmed, acked, "
      "unconfirmed, rejected, expired, ...), the latest ones or one msgId's.",
@@ -140,7 +129,7 @@ const mcp_tool mcp_fleet_tools[] = {
      ",\"description\":\"only this message\"},"
      "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"default\":20,"
      "\"description\":\"how many of the latest to show\"}},\"additionalProperties\":false}",
-     READ_ONLY, t_sent},
+     READ_ONLY, mt_sent},
     {"fleet_resend", "Publish an unconfirmed message again",
      "Publish again, under the same msgId, a message fleet_sent lists as unconfirmed (its send "
      "timed out): the receiver keeps one copy even if the first did arrive. Never send such a "
@@ -148,7 +137,7 @@ const mcp_tool mcp_fleet_tools[] = {
      "{\"type\":\"object\",\"properties\":{\"msgId\":" ID_SCHEMA
      ",\"description\":\"the unconfirmed message's msgId (fleet_sent)\"}},"
      "\"required\":[\"msgId\"],\"additionalProperties\":false}",
-     WRITES, t_resend},
+     WRITES, mt_resend},
     {"fleet_status", "Fleet, lead or agent status",
      "Without peer: the daemon and your own mailbox (is the broker connected, what is held). With "
      "peer: that lead's or agent's mailbox (messages, readers), presence and, for an agent, its "
@@ -248,7 +237,7 @@ char *mcp_fleet_errno_text(int err, const char *what, const char *mnt, const cha
 /* ---- files ------------------------------------------------------------- */
 
 /* 0 or an errno; *out gets the whole file */
-static int read_all(const char *path, GString **out)
+int mt_read_all(const char *path, GString **out)
 {
     char buf[65536];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -276,7 +265,7 @@ static int read_all(const char *path, GString **out)
 }
 
 /* one write(2) of the whole of data: one message, one ack list */
-static int write_once(const char *path, const char *data, size_t len)
+int mt_write_once(const char *path, const char *data, size_t len)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     ssize_t n;
@@ -294,7 +283,7 @@ static int write_once(const char *path, const char *data, size_t len)
 }
 
 /* JSON Lines -> array (lines that do not parse are kept as strings) */
-static json_t *json_lines(const GString *s)
+json_t *mt_json_lines(const GString *s)
 {
     json_t *arr = json_array();
     gchar **lines = g_strsplit(s->str, "\n", -1);
@@ -309,19 +298,6 @@ static json_t *json_lines(const GString *s)
     g_strfreev(lines);
     return arr;
 }
-
-/* One server's tools: the mount, who it speaks for, and what fleet_inbox
- * has shown its client (msgId -> the order it was first shown in), so
- * that fleet_ack's `through` consumes nothing the agent did not see.  A
- * tool thread the caller gave up on may still run beside the next call:
- * the lock keeps the set whole. */
-struct mcp_fleet {
-    char *mnt;
-    char *as;
-    GMutex lock;
-    GHashTable *shown; /* msgId (g_free) -> GSIZE_TO_POINTER(order) */
-    gsize next_order;
-};
 
 mcp_fleet *mcp_fleet_new(const char *mnt, const char *as)
 {
@@ -345,15 +321,6 @@ void mcp_fleet_free(mcp_fleet *f)
     g_free(f);
 }
 
-/* who the server speaks for: the lead, or (--as) one local agent */
-typedef struct {
-    mcp_fleet *f;
-    const char *mnt;
-    const char *as;      /* the agent's gid; NULL: the lead */
-    char home[PATH_MAX]; /* mnt/self, or mnt/agents/<as> */
-    char me[ADDR_MAX_LEN + 1];
-} who;
-
 /* the local lead's coord_id (self -> leads/<me>), or an errno */
 static int whoami(const char *mnt, char me[NAME_MAX_LEN + 1])
 {
@@ -371,7 +338,7 @@ static int whoami(const char *mnt, char me[NAME_MAX_LEN + 1])
 }
 
 /* fills w->me (the lead's coord_id, or the agent's gid); 0 or an errno */
-static int who_me(who *w)
+int mt_who_me(who *w)
 {
     char lead[NAME_MAX_LEN + 1];
     int rc;
@@ -385,8 +352,7 @@ static int who_me(who *w)
     return 0;
 }
 
-static json_t *fail_errno(const who *w, int err, const char *what, const char *peer,
-                          const char *ref)
+json_t *mt_fail_errno(const who *w, int err, const char *what, const char *peer, const char *ref)
 {
     char *t;
     /* an agent retired under its own server: every path of its home is
@@ -407,8 +373,7 @@ static json_t *fail_errno(const who *w, int err, const char *what, const char *p
     return r;
 }
 
-static json_t *fail(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-static json_t *fail(const char *fmt, ...)
+json_t *mt_fail(const char *fmt, ...)
 {
     va_list ap;
     char *t;
@@ -422,7 +387,7 @@ static json_t *fail(const char *fmt, ...)
 }
 
 /* the result is v: its structuredContent, and its text as JSON (v stolen) */
-static json_t *ok_json(json_t *v)
+json_t *mt_ok_json(json_t *v)
 {
     return mcp_result_json(v);
 }
@@ -430,7 +395,7 @@ static json_t *ok_json(json_t *v)
 /* ---- arguments --------------------------------------------------------- */
 
 /* NULL when every key of args is in allowed; else the error result */
-static json_t *only_keys(json_t *args, const char *tool, const char *const *allowed)
+json_t *mt_only_keys(json_t *args, const char *tool, const char *const *allowed)
 {
     const char *key;
     json_t *v;
@@ -440,12 +405,12 @@ static json_t *only_keys(json_t *args, const char *tool, const char *const *allo
         for (const char *const *a = allowed; *a; a++)
             known = known || !strcmp(*a, key);
         if (!known)
-            return fail("%s: unknown argument '%s' (see the tool's input schema)", tool, key);
+            return mt_fail("%s: unknown argument '%s' (see the tool's input schema)", tool, key);
     }
     return NULL;
 }
 
-static bool is_msgid(const char *s)
+bool mt_is_msgid(const char *s)
 {
     size_t n = 0;
     for (; s[n]; n++)
@@ -498,9 +463,9 @@ static json_t *check_peer(const char *tool, const char *arg, const char *peer)
 {
     if (id_valid(peer))
         return NULL;
-    return fail("%s: %s '%s' is not a lead's coord_id ([a-z0-9][a-z0-9_-]{0,62}) or an agent's "
-                "gid (name@coord_id); fleet_list shows them",
-                tool, arg, peer);
+    return mt_fail("%s: %s '%s' is not a lead's coord_id ([a-z0-9][a-z0-9_-]{0,62}) or an agent's "
+                   "gid (name@coord_id); fleet_list shows them",
+                   tool, arg, peer);
 }
 
 /* ---- the tools --------------------------------------------------------- */
@@ -513,9 +478,9 @@ static GHashTable *sent_ids(const who *w)
     json_t *arr, *e;
     size_t i;
     snprintf(path, sizeof path, "%s/sent", w->home);
-    if (read_all(path, &s) != 0)
+    if (mt_read_all(path, &s) != 0)
         return ids;
-    arr = json_lines(s);
+    arr = mt_json_lines(s);
     json_array_foreach(arr, i, e)
     {
         const char *id = json_string_value(json_object_get(e, "msgId"));
@@ -536,9 +501,9 @@ static json_t *new_sent_entry(const who *w, const char *to, GHashTable *before)
     size_t i;
     int n = 0;
     snprintf(path, sizeof path, "%s/sent", w->home);
-    if (read_all(path, &s) != 0)
+    if (mt_read_all(path, &s) != 0)
         return NULL;
-    arr = json_lines(s);
+    arr = mt_json_lines(s);
     json_array_foreach(arr, i, e)
     {
         const char *id = json_string_value(json_object_get(e, "msgId"));
@@ -566,9 +531,9 @@ static char *sender_of(const who *w, const char *ref)
         json_t *arr, *e;
         size_t i;
         snprintf(path, sizeof path, "%s/%s", w->home, files[f]);
-        if (read_all(path, &s) != 0)
+        if (mt_read_all(path, &s) != 0)
             continue;
-        arr = json_lines(s);
+        arr = mt_json_lines(s);
         json_array_foreach(arr, i, e)
         {
             const char *id = json_string_value(json_object_get(e, "msgId"));
@@ -586,7 +551,7 @@ static json_t *t_send(void *ctx, json_t *args)
 {
     who *w = ctx;
     static const char *const keys[] = {"to", "body", "replyTo", NULL};
-    json_t *err = only_keys(args, "fleet_send", keys);
+    json_t *err = mt_only_keys(args, "fleet_send", keys);
     json_t *jto = json_object_get(args, "to"), *jbody = json_object_get(args, "body");
     json_t *jref = json_object_get(args, "replyTo"), *entry, *res;
     const char *to, *ref = NULL;
@@ -597,19 +562,19 @@ static json_t *t_send(void *ctx, json_t *args)
     if (err)
         return err;
     if (!json_is_string(jto) || !json_is_string(jbody))
-        return fail("fleet_send: needs `to` (a coord_id, gid or group:<g>) and `body` (text), "
-                    "both strings");
+        return mt_fail("fleet_send: needs `to` (a coord_id, gid or group:<g>) and `body` (text), "
+                       "both strings");
     to = json_string_value(jto);
     if (jref && !json_is_null(jref)) {
-        if (!json_is_string(jref) || !is_msgid(json_string_value(jref)))
-            return fail("fleet_send: replyTo must be a msgId (32 hex digits) from fleet_inbox");
+        if (!json_is_string(jref) || !mt_is_msgid(json_string_value(jref)))
+            return mt_fail("fleet_send: replyTo must be a msgId (32 hex digits) from fleet_inbox");
         ref = json_string_value(jref);
     }
-    if ((e = who_me(w)))
-        return fail_errno(w, e, "fleet_send", NULL, NULL);
+    if ((e = mt_who_me(w)))
+        return mt_fail_errno(w, e, "fleet_send", NULL, NULL);
     rel = mcp_fleet_send_path(w->as, w->me, to, ref, &why);
     if (!rel) {
-        res = fail("fleet_send: %s; nothing was sent", why);
+        res = mt_fail("fleet_send: %s; nothing was sent", why);
         g_free(why);
         return res;
     }
@@ -617,26 +582,26 @@ static json_t *t_send(void *ctx, json_t *args)
     g_free(rel);
     snprintf(what, sizeof what, "fleet_send to %s", to);
     if (json_string_length(jbody) == 0)
-        return fail("%s: the body is empty, so nothing was sent (the send file refuses an empty "
-                    "message with EINVAL); send some text",
-                    what);
+        return mt_fail("%s: the body is empty, so nothing was sent (the send file refuses an empty "
+                       "message with EINVAL); send some text",
+                       what);
     /* a reply through the home's reply/ answers whoever sent ref: make
      * sure that is `to` (peers/<to>/reply/ checks it itself) */
     if (ref && (w->as || strchr(to, '@')) && (from = sender_of(w, ref))) {
-        res = strcmp(from, to) ? fail("%s: message %s is from %s, not from %s, and a reply goes "
-                                      "to its sender; nothing was sent: give to: %s",
-                                      what, ref, from, to, from)
+        res = strcmp(from, to) ? mt_fail("%s: message %s is from %s, not from %s, and a reply goes "
+                                         "to its sender; nothing was sent: give to: %s",
+                                         what, ref, from, to, from)
                                : NULL;
         g_free(from);
         if (res)
             return res;
     }
     before = sent_ids(w);
-    e = write_once(path, json_string_value(jbody), json_string_length(jbody));
+    e = mt_write_once(path, json_string_value(jbody), json_string_length(jbody));
     if (e == ETIMEDOUT && (entry = new_sent_entry(w, to, before))) {
         /* its msgId is what a resend needs */
         char *t = mcp_fleet_errno_text(e, what, w->mnt, w->home, to, NULL);
-        res = fail("%s. Its msgId: %s", t, json_string_value(json_object_get(entry, "msgId")));
+        res = mt_fail("%s. Its msgId: %s", t, json_string_value(json_object_get(entry, "msgId")));
         g_free(t);
         json_decref(entry);
         g_hash_table_destroy(before);
@@ -651,7 +616,7 @@ static json_t *t_send(void *ctx, json_t *args)
             if (access(peerdir, F_OK) < 0)
                 ref = NULL;
         }
-        return fail_errno(w, e, what, to, ref);
+        return mt_fail_errno(w, e, what, to, ref);
     }
     entry = new_sent_entry(w, to, before);
     g_hash_table_destroy(before);
@@ -667,7 +632,7 @@ static json_t *t_send(void *ctx, json_t *args)
     if (ref)
         json_object_set_new(res, "replyTo", json_string(ref));
     json_decref(entry);
-    return ok_json(res);
+    return mt_ok_json(res);
 }
 
 /* "key: value" lines -> object of strings */
@@ -721,7 +686,7 @@ static json_t *list_agents(const who *w)
         json_t *st, *a = json_pack("{s:s}", "gid", gid), *g;
         bool local;
         snprintf(path, sizeof path, "%s/agents/%s/status", w->mnt, gid);
-        st = read_all(path, &s) == 0 ? status_fields(s) : json_object();
+        st = mt_read_all(path, &s) == 0 ? status_fields(s) : json_object();
         if (s)
             g_string_free(s, TRUE);
         for (size_t k = 0; k < G_N_ELEMENTS(keys); k++)
@@ -761,7 +726,7 @@ static json_t *list_groups(const who *w)
         GString *s = NULL;
         json_t *m = json_array();
         snprintf(path, sizeof path, "%s/groups/%s/members", w->mnt, (char *)names->pdata[i]);
-        if (read_all(path, &s) == 0) {
+        if (mt_read_all(path, &s) == 0) {
             gchar **lines = g_strsplit(s->str, "\n", -1);
             for (gchar **l = lines; *l; l++)
                 if (**l)
@@ -781,7 +746,7 @@ static json_t *t_list(void *ctx, json_t *args)
 {
     who *w = ctx;
     static const char *const keys[] = {NULL};
-    json_t *err = only_keys(args, "fleet_list", keys);
+    json_t *err = mt_only_keys(args, "fleet_list", keys);
     char path[PATH_MAX], lead[NAME_MAX_LEN + 1];
     GString *s = NULL;
     DIR *d;
@@ -792,15 +757,15 @@ static json_t *t_list(void *ctx, json_t *args)
 
     if (err)
         return err;
-    if ((rc = whoami(w->mnt, lead)) || (rc = who_me(w)))
-        return fail_errno(w, rc, "fleet_list", NULL, NULL);
+    if ((rc = whoami(w->mnt, lead)) || (rc = mt_who_me(w)))
+        return mt_fail_errno(w, rc, "fleet_list", NULL, NULL);
     snprintf(path, sizeof path, "%s/peers", w->mnt);
     d = opendir(path);
     if (!d)
-        return fail_errno(w, errno, "fleet_list", NULL, NULL);
+        return mt_fail_errno(w, errno, "fleet_list", NULL, NULL);
     snprintf(path, sizeof path, "%s/roster", w->mnt);
-    rc = read_all(path, &s);
-    roster = rc == 0 ? json_lines(s) : json_array();
+    rc = mt_read_all(path, &s);
+    roster = rc == 0 ? mt_json_lines(s) : json_array();
     if (s)
         g_string_free(s, TRUE);
     leads = json_array();
@@ -828,388 +793,14 @@ static json_t *t_list(void *ctx, json_t *args)
                   "send to a lead with inPeers true (by coord_id), to an agent by gid, to a group "
                   "as group:<g>; fleet_status {peer} tells whether a mailbox is being read");
     json_decref(roster);
-    return ok_json(e);
-}
-
-/* the inbox as an array, or an errno */
-static int read_inbox(const who *w, json_t **out)
-{
-    char path[PATH_MAX];
-    GString *s = NULL;
-    int rc;
-    snprintf(path, sizeof path, "%s/inbox", w->home);
-    if ((rc = read_all(path, &s)))
-        return rc;
-    *out = json_lines(s);
-    g_string_free(s, TRUE);
-    return 0;
-}
-
-static const char *msg_id(json_t *m)
-{
-    return json_string_value(json_object_get(m, "msgId"));
-}
-
-/* when msgId id was first shown by this server; 0: never */
-static gsize shown_order(mcp_fleet *f, const char *id)
-{
-    gsize o;
-    g_mutex_lock(&f->lock);
-    o = GPOINTER_TO_SIZE(g_hash_table_lookup(f->shown, id));
-    g_mutex_unlock(&f->lock);
-    return o;
-}
-
-/* remember a page as shown, and forget what has left the inbox (so the
- * set stays as small as the inbox) */
-static void shown_add(mcp_fleet *f, json_t *inbox, json_t *page)
-{
-    GHashTable *in = g_hash_table_new(g_str_hash, g_str_equal);
-    GHashTableIter it;
-    gpointer k;
-    size_t i;
-    json_t *m;
-    json_array_foreach(inbox, i, m)
-    {
-        if (msg_id(m))
-            g_hash_table_add(in, (gpointer)msg_id(m));
-    }
-    g_mutex_lock(&f->lock);
-    g_hash_table_iter_init(&it, f->shown);
-    while (g_hash_table_iter_next(&it, &k, NULL))
-        if (!g_hash_table_contains(in, k))
-            g_hash_table_iter_remove(&it);
-    json_array_foreach(page, i, m)
-    {
-        const char *id = msg_id(m);
-        if (id && !g_hash_table_contains(f->shown, id))
-            g_hash_table_insert(f->shown, g_strdup(id), GSIZE_TO_POINTER(f->next_order++));
-    }
-    g_mutex_unlock(&f->lock);
-    g_hash_table_destroy(in);
-}
-
-/* fleet_inbox {limit, after}: one page of the inbox, in its order.  The
- * page starts after `after` when that is still in the inbox; when it has
- * left (acked since, or typed into the pane), after every message this
- * server showed no later than it, so acking a page before reading the
- * next skips nothing and repeats nothing. */
-static json_t *t_inbox(void *ctx, json_t *args)
-{
-    who *w = ctx;
-    static const char *const keys[] = {"limit", "after", NULL};
-    json_t *err = only_keys(args, "fleet_inbox", keys);
-    json_t *jlim = json_object_get(args, "limit"), *jafter = json_object_get(args, "after");
-    json_t *inbox, *page, *m;
-    const char *after = NULL;
-    json_int_t limit = INBOX_LIMIT_DEFAULT;
-    size_t i, start = 0, bytes = 0;
-    gsize after_order = 0;
-    bool more = false;
-    int rc;
-
-    if (err)
-        return err;
-    if (jlim && !json_is_null(jlim)) {
-        if (!json_is_integer(jlim) || json_integer_value(jlim) < 1 ||
-            json_integer_value(jlim) > INBOX_LIMIT_MAX)
-            return fail("fleet_inbox: limit must be an integer from 1 to %d", INBOX_LIMIT_MAX);
-        limit = json_integer_value(jlim);
-    }
-    if (jafter && !json_is_null(jafter)) {
-        if (!json_is_string(jafter) || !is_msgid(json_string_value(jafter)))
-            return fail("fleet_inbox: after must be a msgId (32 hex digits): the `last` of the "
-                        "page before");
-        after = json_string_value(jafter);
-    }
-    if ((rc = who_me(w)))
-        return fail_errno(w, rc, "fleet_inbox", NULL, NULL);
-    if ((rc = read_inbox(w, &inbox)))
-        return fail_errno(w, rc, "fleet_inbox", NULL, NULL);
-    if (after) {
-        bool found = false;
-        json_array_foreach(inbox, i, m)
-        {
-            if (!found && !g_strcmp0(msg_id(m), after)) {
-                found = true;
-                start = i + 1;
-            }
-        }
-        if (!found && !(after_order = shown_order(w->f, after))) {
-            json_decref(inbox);
-            return fail("fleet_inbox: %s (after) is not in your inbox and was not shown by "
-                        "fleet_inbox here; read from the start (without after)",
-                        after);
-        }
-    }
-    page = json_array();
-    for (i = start; i < json_array_size(inbox); i++) {
-        const char *id;
-        size_t len;
-        m = json_array_get(inbox, i);
-        id = msg_id(m);
-        if (after_order && id) {
-            gsize o = shown_order(w->f, id);
-            if (o && o <= after_order)
-                continue;
-        }
-        len = json_string_length(json_object_get(m, "body")) + 256;
-        if (json_array_size(page) >= (size_t)limit ||
-            (json_array_size(page) > 0 && bytes + len > INBOX_PAGE_BYTES)) {
-            more = true;
-            break;
-        }
-        bytes += len;
-        json_array_append(page, m);
-    }
-    shown_add(w->f, inbox, page);
-    m = json_pack("{s:s,s:I,s:I,s:b,s:o}", "me", w->me, "total", (json_int_t)json_array_size(inbox),
-                  "count", (json_int_t)json_array_size(page), "more", more, "messages", page);
-    if (json_array_size(page) > 0 && msg_id(json_array_get(page, json_array_size(page) - 1)))
-        json_object_set_new(m, "last",
-                            json_string(msg_id(json_array_get(page, json_array_size(page) - 1))));
-    json_decref(inbox);
-    return ok_json(m);
-}
-
-/* fleet_ack {msgIds, through}: never a blind "all": the ids named, and
- * with through every message this server showed no later than it that is
- * still in the inbox; one write of exactly those ids to the ack file */
-static json_t *t_ack(void *ctx, json_t *args)
-{
-    who *w = ctx;
-    static const char *const keys[] = {"msgIds", "through", NULL};
-    json_t *err = only_keys(args, "fleet_ack", keys);
-    json_t *ids = json_object_get(args, "msgIds"), *jthrough = json_object_get(args, "through");
-    json_t *inbox, *e, *acked;
-    const char *through = NULL;
-    char path[PATH_MAX];
-    GString *text, *missing;
-    GHashTable *held, *chosen;
-    size_t i;
-    int rc;
-
-    if (err)
-        return err;
-    if (json_is_string(ids) && !strcmp(json_string_value(ids), "all"))
-        return fail("fleet_ack: \"all\" is not accepted: it would also consume messages that "
-                    "arrived after you read your inbox, unseen; nothing was acknowledged: give "
-                    "the msgIds you read, or through: the last msgId fleet_inbox showed you");
-    if (ids && !json_is_null(ids) && (!json_is_array(ids) || json_array_size(ids) == 0))
-        return fail("fleet_ack: msgIds must be a non-empty list of msgIds from fleet_inbox; "
-                    "nothing was acknowledged");
-    if (jthrough && !json_is_null(jthrough)) {
-        if (!json_is_string(jthrough) || !is_msgid(json_string_value(jthrough)))
-            return fail("fleet_ack: through must be a msgId (32 hex digits) fleet_inbox showed "
-                        "you; nothing was acknowledged");
-        through = json_string_value(jthrough);
-    }
-    if (!json_is_array(ids) && !through)
-        return fail("fleet_ack: needs msgIds (the msgIds you read) or through (a msgId "
-                    "fleet_inbox showed you); nothing was acknowledged");
-    json_array_foreach(ids, i, e)
-    {
-        if (!json_is_string(e) || !is_msgid(json_string_value(e)))
-            return fail("fleet_ack: msgIds[%zu] is not a msgId (32 hex digits); nothing was "
-                        "acknowledged",
-                        i);
-    }
-    if ((rc = read_inbox(w, &inbox)))
-        return fail_errno(w, rc, "fleet_ack", NULL, NULL);
-    held = g_hash_table_new(g_str_hash, g_str_equal);
-    json_array_foreach(inbox, i, e)
-    {
-        if (msg_id(e))
-            g_hash_table_add(held, (gpointer)msg_id(e));
-    }
-    chosen = g_hash_table_new(g_str_hash, g_str_equal);
-    text = g_string_new(NULL);
-    missing = g_string_new(NULL);
-    acked = json_array();
-    json_array_foreach(ids, i, e)
-    {
-        const char *id = json_string_value(e);
-        if (!g_hash_table_contains(held, id))
-            g_string_append_printf(missing, "%s%s", missing->len ? ", " : "", id);
-        else if (!g_hash_table_contains(chosen, id))
-            g_hash_table_add(chosen, (gpointer)id);
-    }
-    if (through) {
-        gsize upto = shown_order(w->f, through);
-        if (!upto) {
-            err = fail("fleet_ack: %s (through) was not shown to you by fleet_inbox here; "
-                       "nothing was acknowledged: read fleet_inbox, then ack through its last",
-                       through);
-        } else {
-            json_array_foreach(inbox, i, e)
-            {
-                gsize o = msg_id(e) ? shown_order(w->f, msg_id(e)) : 0;
-                if (o && o <= upto)
-                    g_hash_table_add(chosen, (gpointer)msg_id(e));
-            }
-        }
-    }
-    if (!err && missing->len)
-        err = fail("fleet_ack: not in your inbox: %s (already acknowledged, or typed into your "
-                   "pane); nothing was acknowledged: take the ids from fleet_inbox",
-                   missing->str);
-    /* in the inbox's order: the ack file takes one msgId a line */
-    json_array_foreach(inbox, i, e)
-    {
-        if (msg_id(e) && g_hash_table_contains(chosen, msg_id(e))) {
-            g_string_append_printf(text, "%s\n", msg_id(e));
-            json_array_append_new(acked, json_string(msg_id(e)));
-        }
-    }
-    if (!err && text->len == 0)
-        err = ok_json(json_pack("{s:b,s:I,s:o,s:s}", "acked", 0, "count", (json_int_t)0, "msgIds",
-                                json_array(), "note",
-                                "nothing to acknowledge: what you were shown up to that msgId "
-                                "has left the inbox already"));
-    if (!err) {
-        snprintf(path, sizeof path, "%s/ack", w->home);
-        rc = write_once(path, text->str, text->len);
-        if (rc == ENOENT)
-            err = fail("fleet_ack: one of the messages left the inbox meanwhile (ENOENT: not "
-                       "held); nothing was acknowledged: read fleet_inbox again");
-        else if (rc == EINVAL)
-            err = fail("fleet_ack: the ack file refused the list (EINVAL); nothing was "
-                       "acknowledged");
-        else if (rc)
-            err = fail_errno(w, rc, "fleet_ack", NULL, NULL);
-        else
-            err = ok_json(json_pack("{s:b,s:I,s:O}", "acked", 1, "count",
-                                    (json_int_t)json_array_size(acked), "msgIds", acked));
-    }
-    g_hash_table_destroy(chosen);
-    g_hash_table_destroy(held);
-    json_decref(acked);
-    json_decref(inbox);
-    g_string_free(text, TRUE);
-    g_string_free(missing, TRUE);
-    return err;
-}
-
-static json_t *t_sent(void *ctx, json_t *args)
-{
-    who *w = ctx;
-    static const char *const keys[] = {"msgId", "limit", NULL};
-    json_t *err = only_keys(args, "fleet_sent", keys);
-    json_t *jid = json_object_get(args, "msgId"), *jlim = json_object_get(args, "limit");
-    json_t *all, *e, *out;
-    char path[PATH_MAX];
-    GString *s = NULL;
-    json_int_t limit = SENT_DEFAULT;
-    size_t i, n;
-    int rc;
-
-    if (err)
-        return err;
-    if (jid && !json_is_null(jid) && (!json_is_string(jid) || !is_msgid(json_string_value(jid))))
-        return fail("fleet_sent: msgId must be 32 hex digits (from fleet_send's answer)");
-    if (jlim && !json_is_null(jlim)) {
-        if (!json_is_integer(jlim) || json_integer_value(jlim) < 1 ||
-            json_integer_value(jlim) > 1000)
-            return fail("fleet_sent: limit must be an integer from 1 to 1000");
-        limit = json_integer_value(jlim);
-    }
-    snprintf(path, sizeof path, "%s/sent", w->home);
-    if ((rc = read_all(path, &s)))
-        return fail_errno(w, rc, "fleet_sent", NULL, NULL);
-    all = json_lines(s);
-    g_string_free(s, TRUE);
-    if (json_is_string(jid)) {
-        json_t *hit = NULL;
-        json_array_foreach(all, i, e)
-        {
-            const char *id = json_string_value(json_object_get(e, "msgId"));
-            if (id && !strcmp(id, json_string_value(jid)))
-                hit = e;
-        }
-        if (!hit) {
-            json_decref(all);
-            return fail("fleet_sent: no message %s in your sent log (it keeps the latest ones "
-                        "you sent); call fleet_sent without msgId for the list",
-                        json_string_value(jid));
-        }
-        out = json_incref(hit);
-        json_decref(all);
-        return ok_json(out);
-    }
-    n = json_array_size(all);
-    out = json_array();
-    for (i = n > (size_t)limit ? n - (size_t)limit : 0; i < n; i++)
-        json_array_append(out, json_array_get(all, i));
-    json_decref(all);
-    return ok_json(json_pack("{s:I,s:I,s:o}", "total", (json_int_t)n, "shown",
-                             (json_int_t)json_array_size(out), "messages", out));
-}
-
-/* fleet_resend {msgId}: the msgId written to the home's resend file; the
- * state afterwards from sent */
-static json_t *t_resend(void *ctx, json_t *args)
-{
-    who *w = ctx;
-    static const char *const keys[] = {"msgId", NULL};
-    json_t *err = only_keys(args, "fleet_resend", keys);
-    json_t *jid = json_object_get(args, "msgId"), *all, *e, *hit = NULL, *res;
-    char path[PATH_MAX], what[80], line[40];
-    const char *id, *to = NULL;
-    GString *s = NULL;
-    size_t i;
-    int rc;
-
-    if (err)
-        return err;
-    if (!json_is_string(jid) || !is_msgid(json_string_value(jid)))
-        return fail("fleet_resend: msgId must be a msgId (32 hex digits) that fleet_sent lists "
-                    "as unconfirmed; nothing was sent");
-    id = json_string_value(jid);
-    snprintf(what, sizeof what, "fleet_resend %s", id);
-    snprintf(path, sizeof path, "%s/sent", w->home);
-    if ((rc = read_all(path, &s)))
-        return fail_errno(w, rc, what, NULL, NULL);
-    all = json_lines(s);
-    g_string_free(s, TRUE);
-    json_array_foreach(all, i, e)
-    {
-        if (!g_strcmp0(msg_id(e), id))
-            hit = e;
-    }
-    if (!hit) {
-        json_decref(all);
-        return fail("%s: no message %s in your sent log (ENOENT); nothing was sent: take the "
-                    "msgId from fleet_sent",
-                    what, id);
-    }
-    to = json_string_value(json_object_get(hit, "to"));
-    if (g_strcmp0(json_string_value(json_object_get(hit, "state")), "unconfirmed")) {
-        res = fail("%s: its state is %s, not unconfirmed, so there is nothing to resend "
-                   "(EINVAL); nothing was sent",
-                   what, json_string_value(json_object_get(hit, "state")));
-        json_decref(all);
-        return res;
-    }
-    snprintf(path, sizeof path, "%s/resend", w->home);
-    snprintf(line, sizeof line, "%s\n", id);
-    rc = write_once(path, line, strlen(line));
-    if (rc == EINVAL)
-        res = fail("%s: no longer unconfirmed (EINVAL: its state changed meanwhile); nothing "
-                   "was sent: fleet_sent {msgId} shows its state",
-                   what);
-    else if (rc)
-        res = fail_errno(w, rc, what, to, NULL);
-    else
-        res = ok_json(json_pack("{s:b,s:s,s:s?}", "resent", 1, "msgId", id, "to", to));
-    json_decref(all);
-    return res;
+    return mt_ok_json(e);
 }
 
 static json_t *t_status(void *ctx, json_t *args)
 {
     who *w = ctx;
     static const char *const keys[] = {"peer", NULL};
-    json_t *err = only_keys(args, "fleet_status", keys);
+    json_t *err = mt_only_keys(args, "fleet_status", keys);
     json_t *jpeer = json_object_get(args, "peer"), *res, *st;
     char path[PATH_MAX];
     GString *a = NULL, *b = NULL;
@@ -1220,25 +811,25 @@ static json_t *t_status(void *ctx, json_t *args)
     if (jpeer && !json_is_null(jpeer)) {
         const char *peer = json_string_value(jpeer);
         if (!peer)
-            return fail("fleet_status: peer must be a string (a coord_id or a gid)");
+            return mt_fail("fleet_status: peer must be a string (a coord_id or a gid)");
         if ((err = check_peer("fleet_status", "peer", peer)))
             return err;
         snprintf(path, sizeof path, "%s/%s/%s/status", w->mnt,
                  strchr(peer, '@') ? "agents" : "peers", peer);
-        if ((rc = read_all(path, &a)))
-            return fail_errno(w, rc, "fleet_status", peer, NULL);
+        if ((rc = mt_read_all(path, &a)))
+            return mt_fail_errno(w, rc, "fleet_status", peer, NULL);
         res = mcp_result_text(a->str, false);
         json_object_set_new(res, "structuredContent", status_fields(a));
         g_string_free(a, TRUE);
         return res;
     }
     snprintf(path, sizeof path, "%s/status", w->mnt);
-    if ((rc = read_all(path, &a)))
-        return fail_errno(w, rc, "fleet_status", NULL, NULL);
+    if ((rc = mt_read_all(path, &a)))
+        return mt_fail_errno(w, rc, "fleet_status", NULL, NULL);
     snprintf(path, sizeof path, "%s/status", w->home);
-    if ((rc = read_all(path, &b))) {
+    if ((rc = mt_read_all(path, &b))) {
         g_string_free(a, TRUE);
-        return fail_errno(w, rc, "fleet_status", NULL, NULL);
+        return mt_fail_errno(w, rc, "fleet_status", NULL, NULL);
     }
     st = json_pack("{s:o,s:o}", "daemon", status_fields(a), "mailbox", status_fields(b));
     g_string_prepend(a, "# the daemon (status)\n");
@@ -1261,7 +852,7 @@ json_t *mcp_fleet_call(mcp_fleet *f, const mcp_tool *tool, json_t *args)
     else
         snprintf(w.home, sizeof w.home, "%s/self", f->mnt);
     if (!tool || !tool->run)
-        return fail("no tool %s", tool ? tool->name : "(none)");
+        return mt_fail("no tool %s", tool ? tool->name : "(none)");
     return tool->run(&w, args);
 }
 
@@ -1298,7 +889,7 @@ int mcp_fleet_send_timeout(const char *mnt)
     const char *p;
     int t = 0;
     snprintf(path, sizeof path, "%s/status", mnt);
-    if (read_all(path, &s) != 0)
+    if (mt_read_all(path, &s) != 0)
         return 0;
     p = strstr(s->str, "\nsend_timeout: ");
     if (p) {
