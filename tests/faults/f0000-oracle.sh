@@ -5,13 +5,19 @@
 # went wrong (a message lost, shown again, delivered twice, typed and acked,
 # a refusal that lied, every write failed, a dead letter, a message left in
 # the mailbox, a missing fleet.dlq, too many uncertain, a failed write
-# after the fault, a rejected counter), it must say NOT OK; fed a clean run
-# it must pass. No broker and no mount: rabbitmqctl's answer is stubbed.
+# after the fault, a rejected counter; and issue 36's holes: stream writes
+# counted apart from after_fault's, an ETIMEDOUT write never consumed or
+# more of them than faults, an uncertain the test's logs do not show in
+# flight at a kill, a body with trailing junk, a second copy whose ack
+# failed, a late duplicate, typed twice, acked twice, a stray, a missing
+# mailbox queue or failed broker query, tags r1/r10), it must say NOT OK;
+# fed a clean run it must pass. No broker and no mount: rabbitmqctl's answer is stubbed.
 # Runs in seconds (the first file of tests/faults/run).
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/faults/faults.sh"
 QUEUES=$'lead.beta.inbox 0\nfleet.dlq 0'
 FAULT_SETTLE_S=0
+FAULT_LATE_S=0
 broker_queues() { printf '%s\n' "$QUEUES"; }
 _dlq_sample() { :; }
 mkdir -p alpha beta/leads/beta
@@ -22,7 +28,7 @@ clean() {
     printf '1 ok\n2 ok\n3 ok\n4 ECOMM\n' >T.writes && echo alpha >T.from &&
     printf '1\tid1\tT 1\n1\tid2\tT 2\n1\tid3\tT 3\n' >beta.read &&
     printf '1\tid1\tok\n1\tid2\tok\n1\tid3\tok\n' >beta.acked &&
-    : >beta/leads/beta/history && rm -f T.after herdr.jsonl &&
+    : >beta/leads/beta/history && rm -f T.after T.resent T.kills herdr.jsonl &&
     echo "rejected: 0" >beta/status && echo "rejected: 0" >alpha/status
 }
 # caught WHY: reconcile must fail and say WHY
@@ -35,6 +41,12 @@ test_expect_success 'a clean run passes' '
     clean && reconcile T beta --min-ok 3 &&
     grep -q "^sent-ok 3, failed 1 (ECOMM 1), delivered 3 (acked 3, typed 0), duplicates 0, lost 0" T.reconciled
 '
+# typed_copy N [REST]: the fake herdr typed "T N" (REST: more of the body)
+typed_copy() {
+    HERDR_LOG=$TEST_DIR/herdr.jsonl &&
+    jq -cn --arg b "T $1${2:-}" "{text: (\"[fleet message from alpha, msgId 0123456789abcdef0123456789abcdef]\n\" + \$b)}" >>herdr.jsonl
+}
+
 test_expect_success 'a successful write never consumed: lost' '
     clean && sed -i 3d beta.acked && caught "1 successful write(s) never consumed: 3"
 '
@@ -74,6 +86,7 @@ test_expect_success 'an errno SPEC section 5 does not name' '
 test_expect_success 'uncertain: one within --uncertain 1 passes, beyond it fails' '
     clean && sed -i 3d beta.acked &&
     echo "{\"consumed\":\"uncertain\",\"body\":\"T 3\"}" >beta/leads/beta/history &&
+    echo "0 2 3" >T.kills &&
     reconcile T beta --min-ok 3 --uncertain 1 && caught "1 uncertain, at most 0"
 '
 test_expect_success 'read, and its ack cut off by the kill (ECONNABORTED, ENOTCONN): uncertain, within --uncertain' '
@@ -103,5 +116,78 @@ test_expect_success 'a dead letter, a message left in the mailbox, a missing fle
 '
 test_expect_success 'a rejected counter on either side' '
     clean && echo "rejected: 2" >alpha/status && caught "rejected: 2 in all"
+'
+
+# --- the holes of issue 36, each a case the oracle before it passed
+test_expect_success '--min-ok counts the stream'"'"'s writes, not after_fault'"'"'s' '
+    clean && printf "1 ECOMM\n2 ECOMM\n3 ok\n4 ECOMM\n5 ok\n6 ok\n7 ok\n" >T.writes &&
+    printf "5 ok\n6 ok\n7 ok\n" >T.after &&
+    printf "1\tid3\tT 3\n1\tid5\tT 5\n1\tid6\tT 6\n1\tid7\tT 7\n" >beta.read &&
+    printf "1\tid3\tok\n1\tid5\tok\n1\tid6\tok\n1\tid7\tok\n" >beta.acked &&
+    caught "only 1 successful writes of the stream"
+'
+test_expect_success 'an ETIMEDOUT write never consumed is lost (after_fault resent it by its msgId)' '
+    clean && sed -i "s/^4 ECOMM/4 ETIMEDOUT 0123456789abcdef0123456789abcdef/" T.writes &&
+    caught "never consumed: 4(ETIMEDOUT)"
+'
+test_expect_success 'after_fault resends every ETIMEDOUT write under its msgId (self/resend), one write each' '
+    clean && mkdir -p alpha/leads/alpha && : >alpha/leads/alpha/resend &&
+    printf "1 ok\n2 ETIMEDOUT 0123456789abcdef0123456789abcdef\n3 ok\n4 ETIMEDOUT -\n" >T.writes && echo done >T.done &&
+    after_fault() { resend_timedout "$3"; } && after_fault alpha beta T &&
+    unset -f after_fault && . "$FLEET_ROOT/tests/faults/faults.sh" &&
+    echo 0123456789abcdef0123456789abcdef >want && test_cmp want alpha/leads/alpha/resend &&
+    printf "2 ok\n4 no-msgId\n" >want && test_cmp want T.resent
+'
+test_expect_success 'more ETIMEDOUT writes than the faults explain (one each)' '
+    clean && printf "1 ok\n2 ETIMEDOUT a\n3 ok\n4 ETIMEDOUT b\n" >T.writes &&
+    printf "1\tid4\tT 4\n" >>beta.read && printf "1\tid4\tok\n" >>beta.acked &&
+    reconcile T beta --min-ok 2 --faults 2 &&
+    caught "2 write(s) failed ETIMEDOUT, more than the 1 fault" --min-ok 2
+'
+test_expect_success 'uncertain in the history excuses only the message in flight at a kill, by the test'"'"'s own logs' '
+    clean && sed -i 3d beta.acked &&
+    echo "{\"consumed\":\"uncertain\",\"body\":\"T 3\"}" >beta/leads/beta/history &&
+    caught "not the message in flight at a kill" --uncertain 1 &&
+    echo "0 1 3" >T.kills && caught "not the message in flight at a kill" --uncertain 1 &&
+    echo "0 2 3" >T.kills && reconcile T beta --min-ok 3 --uncertain 1 && grep -q "lost 0, uncertain 1" T.reconciled
+'
+test_expect_success 'a body is matched whole: trailing junk is not message 3 (read or typed)' '
+    clean && sed -i "3s/T 3$/T 3 junk/" beta.read && caught "never consumed: 3" &&
+    grep -q "1 consumed message(s) that no write sent" out &&
+    clean && sed -i 3d beta.acked && typed_copy 3 "
+and more" && caught "never consumed: 3"
+'
+test_expect_success 'a second copy shown under another msgId whose ack failed is shown twice' '
+    clean && printf "2\tid9\tT 3\n" >>beta.read && printf "2\tid9\tENOENT\n" >>beta.acked &&
+    caught "shown in the inbox again"
+'
+test_expect_success 'a duplicate that arrives after the settle window is looked for again' '
+    clean && _late_look() { printf "3\tid8\tT 2\n" >>beta.read; printf "3\tid8\tok\n" >>beta.acked; } &&
+    caught "seen only in the look after the settle window"; rc=$?
+    _late_look() { :; }; return $rc
+'
+test_expect_success 'typed twice' '
+    clean && sed -i 2d beta.acked && typed_copy 2 && typed_copy 2 && caught "extra consumption"
+'
+test_expect_success 'one msgId acked twice' '
+    clean && printf "2\tid2\tok\n" >>beta.acked && caught "extra consumption"
+'
+test_expect_success 'a stray: consumed, but no write sent it' '
+    clean && printf "2\tid9\tT 9\n" >>beta.read && printf "2\tid9\tok\n" >>beta.acked &&
+    caught "1 consumed message(s) that no write sent"
+'
+test_expect_success 'a successful write after the fault never consumed' '
+    clean && echo "5 ok" >>T.writes && echo "5 ok" >T.after && caught "after the fault 0 write(s) failed and 1 were not consumed"
+'
+test_expect_success 'the mailbox queue missing; the broker query failing' '
+    clean && QUEUES="fleet.dlq 0" && caught "lead.beta.inbox in the broker holds missing" &&
+    broker_queues() { return 1; } && caught "queue counts could not be read"; rc=$?
+    broker_queues() { printf "%s\n" "$QUEUES"; }; QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 0"); return $rc
+'
+test_expect_success 'streams r1 and r10: neither counts the other'"'"'s messages' '
+    clean && printf "1 ok\n2 ok\n" >Tr1.writes && printf "1 ok\n2 ok\n" >Tr10.writes && echo alpha >Tr1.from && echo alpha >Tr10.from &&
+    printf "1\ta1\tTr1 1\n1\ta2\tTr10 1\n1\ta3\tTr10 2\n" >beta.read && printf "1\ta1\tok\n1\ta2\tok\n1\ta3\tok\n" >beta.acked &&
+    reconcile Tr10 beta --min-ok 2 && grep -q "delivered 2 (acked 2" Tr10.reconciled &&
+    ! reconcile Tr1 beta --min-ok 1 && grep -q "delivered 1 (acked 1" Tr1.reconciled && grep -q "never consumed: 2$" Tr1.reconciled
 '
 test_done

@@ -31,7 +31,7 @@ for r in $(seq 1 "$FAULT_SCALE"); do
         wait_for 30 "grep -q \"^broker: connected$\" beta/status" &&
         after_fault alpha beta '$TAG' &&
         { wait_for 120 "settled '$TAG' beta" || true; } &&
-        reconcile '$TAG' beta --min-ok $((N / 4))
+        reconcile '$TAG' beta --min-ok $((N / 4)) --faults 2
     '
     [[ -f $TEST_DIR/$TAG.reconciled ]] && sed "s/^/# $TAG: /" "$TEST_DIR/$TAG.reconciled"
 done

@@ -25,7 +25,7 @@ test_expect_success 'beta types into a fake herdr agent that finishes each turn 
 test_expect_success "$N messages; beta killed with -9 after a third were typed, restarted at once" '
     stream_start alpha beta '$N' '$TAG' &&
     wait_for 120 "test \$(prompts) -ge $((N / 3))" &&
-    kill_fleet beta &&
+    kill_fleet beta && receiver_killed '$TAG' beta &&
     mount_fleet beta peers=alpha inject=herdr &&
     stream_wait '$TAG' 300 &&
     after_fault alpha beta '$TAG' &&

@@ -73,7 +73,7 @@ test_expect_success "$LOOPS times: beta frozen, fusermount3 -u, a new beta at on
 test_expect_success 'reconciliation: every successful write consumed exactly once' '
     after_fault alpha beta '$TAG' &&
     { wait_for 60 "settled '$TAG' beta" || true; } &&
-    reconcile '$TAG' beta --min-ok '$N'
+    reconcile '$TAG' beta --min-ok '$N' --faults '$LOOPS'
 '
 [[ -f $TEST_DIR/$TAG.reconciled ]] && sed "s/^/# $TAG: /" "$TEST_DIR/$TAG.reconciled"
 

@@ -44,7 +44,7 @@ test_expect_success 'nothing was dead-lettered: no duplicate, fleet.dlq empty; n
 '
 
 test_expect_success 'reconciliation: every successful write consumed exactly once' '
-    reconcile '$TAG' beta --min-ok '$N'
+    reconcile '$TAG' beta --min-ok '$N' --faults 2
 '
 [[ -f $TEST_DIR/$TAG.reconciled ]] && sed "s/^/# $TAG: /" "$TEST_DIR/$TAG.reconciled"
 

@@ -30,7 +30,7 @@ test_expect_success 'beta types into a fake herdr agent; a script acks what it r
 test_expect_success "$N messages; beta killed with -9 mid-stream and restarted (redeliveries)" '
     stream_start alpha beta '$N' '$TAG' &&
     wait_for 120 "test \$(_observed '$TAG' beta | wc -l) -ge $((N / 3))" &&
-    kill_fleet beta &&
+    kill_fleet beta && receiver_killed '$TAG' beta &&
     mount_fleet beta peers=alpha inject=herdr &&
     stream_wait '$TAG' 300 &&
     after_fault alpha beta '$TAG' &&

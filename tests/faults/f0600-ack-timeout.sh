@@ -44,7 +44,10 @@ test_expect_success 'the agent goes idle: the acked message is never typed' '
     herdr_set ".panes[0].agent_status=\"idle\"" &&
     echo "typed after the thaw" >alpha/peers/beta/send &&
     test_absent 20 "test \$(prompts) -ge 1" "grep -q \"ack me while\" \"$HERDR_LOG\"" &&
-    wait_for 10 "test \"\$(state_of $(cat id))\" = acked"
+    wait_for 10 "test \"\$(state_of $(cat id))\" = acked" &&
+    echo "typed: \"ack me while...\" $(_consumed_n beta "ack me while the broker sleeps"), \"typed after the thaw\" $(_consumed_n beta "typed after the thaw")" &&
+    test $(_consumed_n beta "ack me while the broker sleeps") = 0 &&
+    test $(_consumed_n beta "typed after the thaw") = 1
 '
 
 test_expect_success 'after the fault: fleet.dlq empty, nothing rejected, both sides work' '

@@ -64,7 +64,7 @@ for r in $(seq 1 $ROUNDS); do
     [[ -f $TEST_DIR/times ]] && sed "s/^/# $TAG: /" "$TEST_DIR/times" && rm -f "$TEST_DIR/times"
 
     test_expect_success "round $r: reconciliation: every successful write consumed exactly once" '
-        reconcile '$TAG' beta --min-ok $((N / 4))
+        reconcile '$TAG' beta --min-ok $((N / 4)) --faults 2
     '
     [[ -f $TEST_DIR/$TAG.reconciled ]] && sed "s/^/# $TAG: /" "$TEST_DIR/$TAG.reconciled"
 done

@@ -34,7 +34,7 @@ test_expect_success "$N messages while nodes 1, 2, 3 restart one after the other
 '
 
 test_expect_success 'reconciliation: every successful write consumed exactly once' '
-    reconcile '$TAG' beta --min-ok $((N / 4))
+    reconcile '$TAG' beta --min-ok $((N / 4)) --faults 3
 '
 [[ -f $TEST_DIR/$TAG.reconciled ]] && sed "s/^/# $TAG: /" "$TEST_DIR/$TAG.reconciled"
 

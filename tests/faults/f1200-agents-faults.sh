@@ -37,7 +37,7 @@ test_expect_success "$N messages in each stream; beta killed with -9 once a thir
     stream_start alpha w1@beta '$N' '$A' &&
     stream_start w1@alpha w2@beta '$N' '$B' &&
     wait_for 120 "test \$(prompts) -ge $((N / 3))" &&
-    kill_fleet beta &&
+    kill_fleet beta && receiver_killed '$A' w1@beta && receiver_killed '$B' w2@beta &&
     mount_fleet beta peers=alpha inject=herdr agents=w1:w2 &&
     wait_for 120 "test \$(stream_progress '$A') -ge $((2 * N / 3))" &&
     broker_kill && broker_restart &&
@@ -60,12 +60,12 @@ test_expect_success 'nothing was typed twice; all typed into w1'"'"'s pane, noth
 '
 
 test_expect_success 'reconciliation, lead -> agent (typed): every successful write typed exactly once (one uncertain at most)' '
-    reconcile '$A' w1@beta --min-ok $((N / 4)) --uncertain 1
+    reconcile '$A' w1@beta --min-ok $((N / 4)) --uncertain 1 --faults 2
 '
 [[ -f $TEST_DIR/$A.reconciled ]] && sed "s/^/# $A: /" "$TEST_DIR/$A.reconciled"
 
 test_expect_success 'reconciliation, agent -> agent (read and acked): every successful write acked exactly once' '
-    reconcile '$B' w2@beta --min-ok $((N / 4))
+    reconcile '$B' w2@beta --min-ok $((N / 4)) --faults 2
 '
 [[ -f $TEST_DIR/$B.reconciled ]] && sed "s/^/# $B: /" "$TEST_DIR/$B.reconciled"
 
