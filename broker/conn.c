@@ -414,6 +414,7 @@ void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
 {
     amqp_basic_properties_t props;
     br_probe p = *probe;
+    char expiration[24];
     int rc;
 
     if (c->st.blocked) { /* blocked while it waited for its probe */
@@ -445,6 +446,12 @@ void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
     props.delivery_mode = 2;
     props.message_id = amqp_cstring_bytes(r->msg_id);
     props.type = amqp_cstring_bytes(r->receipt ? "receipt" : "coord");
+    if (r->ttl_ms > 0) {
+        /* the broker drops it itself once it waited this long */
+        snprintf(expiration, sizeof expiration, "%lld", (long long)r->ttl_ms);
+        props._flags |= AMQP_BASIC_EXPIRATION_FLAG;
+        props.expiration = amqp_cstring_bytes(expiration);
+    }
     rc = amqp_basic_publish(c->amqp, CH_PUB, amqp_cstring_bytes(r->exchange),
                             amqp_cstring_bytes(r->exchange[0] ? r->key : r->queue), 1, 0, &props,
                             (amqp_bytes_t){r->len, r->body});

@@ -223,10 +223,13 @@ bool br_wait_first_attempt(br_conn *c, int64_t timeout_ms);
 
 /* Publish body to peer's mailbox and wait for the broker's confirm.
  * may_create: declare the mailbox when absent (configured peers).
+ * ttl_ms > 0: the AMQP per-message `expiration` (ms): the broker drops the
+ * message itself once it waited that long in a queue (dead-lettered like
+ * a queue-TTL expiry); 0: none.
  * *unread: the mailbox had no consumer at send time. */
 fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
-                   const char *body, size_t len, int64_t timeout_ms, bool *unread, char *detail,
-                   size_t dlen);
+                   const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms, bool *unread,
+                   char *detail, size_t dlen);
 
 /* Publish a receipt to lead.<peer>.receipts (declared when absent) and
  * wait for the broker's confirm: the receipts outbox keeps an entry until
@@ -353,8 +356,8 @@ fe_code br_ack_box(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool 
  * members may have been delivered.  A writer that gives up (FE_TIMEOUT)
  * gets late_confirm with peer = key. */
 fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, const char *probe_queue,
-                         const char *msg_id, const char *body, size_t len, int64_t timeout_ms,
-                         bool *unread, char *detail, size_t dlen);
+                         const char *msg_id, const char *body, size_t len, int64_t ttl_ms,
+                         int64_t timeout_ms, bool *unread, char *detail, size_t dlen);
 
 /* ---- the control queue (SPEC section 11) ------------------------------
  * control.<coord_id>: requests to start and stop agents here.  Consumed

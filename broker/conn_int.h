@@ -157,7 +157,8 @@ typedef struct br_req {
     char *body;
     size_t len;
     bool may_create;
-    bool receipt; /* to lead.<peer>.receipts, type "receipt" */
+    int64_t ttl_ms; /* > 0: the per-message expiration (ms) */
+    bool receipt;   /* to lead.<peer>.receipts, type "receipt" */
     bool unread;
     /* published without an answer to its mailbox's probe (the probe was
      * slow, or not asked): whether anyone reads it is not known, unless

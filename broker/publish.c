@@ -86,8 +86,8 @@ static fe_code publish_wait(br_conn *c, br_req *r, const char *where, const char
 }
 
 fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
-                   const char *body, size_t len, int64_t timeout_ms, bool *unread, char *detail,
-                   size_t dlen)
+                   const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms, bool *unread,
+                   char *detail, size_t dlen)
 {
     br_req *r;
     fe_code res;
@@ -99,12 +99,13 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
     br_inbox_queue(peer, r->queue, sizeof r->queue);
     g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
     r->may_create = may_create;
+    r->ttl_ms = ttl_ms;
     return publish_wait(c, r, peer, body, len, timeout_ms, unread, detail, dlen);
 }
 
 fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, const char *probe_queue,
-                         const char *msg_id, const char *body, size_t len, int64_t timeout_ms,
-                         bool *unread, char *detail, size_t dlen)
+                         const char *msg_id, const char *body, size_t len, int64_t ttl_ms,
+                         int64_t timeout_ms, bool *unread, char *detail, size_t dlen)
 {
     char where[2 * BR_QUEUE_MAX + 8];
     br_req *r;
@@ -126,6 +127,7 @@ fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, cons
     g_strlcpy(r->key, key, sizeof r->key);
     g_strlcpy(r->queue, probe_queue ? probe_queue : "", sizeof r->queue);
     g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
+    r->ttl_ms = ttl_ms;
     snprintf(where, sizeof where, "%s key %s", exchange, key);
     return publish_wait(c, r, where, body, len, timeout_ms, unread, detail, dlen);
 }

@@ -521,6 +521,9 @@ static const struct opts_def opts_table[] = {
      "mailbox capacity in messages, 1..1000000000 (same fleet-wide)"},
     {"message_ttl", opts_set_duration, OFF(message_ttl_ms), NULL, "7d",
      "how long a message waits in a mailbox (same fleet-wide)"},
+    {"expire_grace", opts_set_duration, OFF(expire_grace_ms), NULL, "10s",
+     "after a message's expiresAt, how long sent waits for the receiver's word before it says "
+     "expired by this host's clock"},
     {"prefetch", opts_set_prefetch, 0, NULL, "64",
      "messages held from the broker at most, 1..65535"},
     {"max_message", opts_set_max_message, 0, NULL, "64KiB", "largest message body, 1..1020KiB"},
@@ -666,6 +669,7 @@ void opts_init(fs_opts *o)
     o->queue_type = g_strdup("classic");
     o->max_length = 10000;
     o->message_ttl_ms = 7 * OPTS_DAY_MS;
+    o->expire_grace_ms = 10 * 1000;
     o->prefetch = 64;
     o->max_message = 65536;
     o->send_timeout_ms = 5000;

@@ -183,7 +183,7 @@ static int hs_send(fleet *f, const char *h, ctl_env *e, const char *what)
         g_free(body);
         return rc;
     }
-    r = br_publish_route(f->br, BR_EXCHANGE_CONTROL, h, NULL, e->msgId, body, len,
+    r = br_publish_route(f->br, BR_EXCHANGE_CONTROL, h, NULL, e->msgId, body, len, 0,
                          f->opts->send_timeout_ms, NULL, detail, sizeof detail);
     g_free(body);
     if (r != FE_OK && r != FE_TIMEOUT) {

@@ -361,6 +361,11 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
     text = inj_render(e, inj->mountpoint, reply_dir(in, e));
     /* right before typing, once more: a blocked agent must never get keys */
     v = gate(in, &t, why, sizeof why);
+    /* and nothing is typed past its expiresAt (consumed as expired) */
+    if (v == IB_OK && mb_expire_claimed(in->mb, e->msgId)) {
+        g_free(text);
+        return;
+    }
     if (v != IB_OK || !journal_write(in, "injecting", e->msgId)) {
         mb_claim(in->mb, e->msgId, false);
         g_free(text);

@@ -37,6 +37,15 @@
  *   - refused before, or never seen: judged afresh, shown if it passes;
  *   - a msgId from a seen file older than states (SEEN_LEGACY): as before
  *     them, shown again only when flagged, else `replayed`.
+ *
+ * Expiry (SPEC 4; issue 36): after its expiresAt by this host's clock a
+ * message is never typed or shown.  One that arrives past it is consumed
+ * at once as `expired` (never held); a held one is consumed so by the
+ * sweeper (held_expire, every tick and before an ack or an inbox open),
+ * and by the injector right before it would type it (mb_expire_claimed).
+ * Consumed as `expired` means what any consumer does: a history line, a
+ * signed receipt `expired` to the sender ("dropped unread by <me>"), the
+ * seen set, the broker ack.
  */
 #include "fleetfs/model/mb_int.h"
 
@@ -131,6 +140,8 @@ static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag
     m->gen = gen;
     m->tag = tag;
     m->redelivered = redelivered;
+    if (env_time_parse(m->env.expiresAt, &m->expires_ms) < 0)
+        m->expires_ms = INT64_MAX; /* accept_lifetime parsed it: not reached */
     env_time_format(env_now_ms(), m->received_at);
     m->line = env_inbox_line(&m->env, m->received_at, redelivered, &m->line_len);
     g_queue_push_tail(&mb->held, m);
@@ -139,6 +150,22 @@ static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag
     mb->n.received++;
     mb_touch_locked(mb, MB_INBOX);
     views_append_locked(mb, m->line, m->line_len);
+}
+
+/* Whether e is past its expiresAt by this host's clock. */
+static bool expired_now(const envelope *e)
+{
+    int64_t exp;
+    return env_time_parse(e->expiresAt, &exp) == 0 && exp <= env_now_ms();
+}
+
+/* The receipt's detail for a message dropped unread here. */
+static void expired_words(const mailbox *mb, const envelope *e, char *out, size_t n)
+{
+    char now[40];
+    env_time_format(env_now_ms(), now);
+    snprintf(out, n, "dropped unread by %s at %s: its expiresAt %s had passed (%s's clock)", mb->id,
+             now, e->expiresAt, mb->id);
 }
 
 br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, const char *body,
@@ -217,6 +244,24 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     }
     if (st == SEEN_LEGACY && !redelivered)
         return refuse_locked(mb, &e, "replayed", "this msgId was received before");
+    if (expired_now(&e)) {
+        /* past its expiresAt by this clock (within the skew accept_lifetime
+         * allows): consumed unread, never shown */
+        char now[40], detail[200];
+        env_time_format(env_now_ms(), now);
+        expired_words(mb, &e, detail, sizeof detail);
+        history_add_locked(mb, &e, now, "expired", detail);
+        outbox_queue_locked(mb, &e, "expired", detail);
+        accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
+        mb->n.expired++;
+        g_mutex_unlock(mb->lock);
+        log_info("inbox: %s from %s arrived past its expiresAt %s: dropped unread, not shown "
+                 "or typed; %s is told it expired",
+                 e.msgId, e.from, e.expiresAt, e.from);
+        env_free(&e);
+        mb_changed(mb, "status");
+        return BR_ACK;
+    }
     accept_record_locked(mb, e.msgId, SEEN_DELIVERED, 0);
     held_add_locked(mb, &e, gen, tag, redelivered || st == SEEN_DELIVERED || st == SEEN_LEGACY);
     g_mutex_unlock(mb->lock);
@@ -253,6 +298,8 @@ static ack_item consume_locked(mailbox *mb, held_msg *m, const char *how, const 
         mb->n.injected++;
     else if (!strcmp(how, "acked"))
         mb->n.acked++;
+    else if (!strcmp(how, "expired"))
+        mb->n.expired++;
     held_remove_locked(mb, m);
     return it;
 }
@@ -310,7 +357,10 @@ static fe_code collect_acks(mailbox *mb, gchar **lines, const br_status *st, GPt
         }
         m = g_hash_table_lookup(mb->held_ids, *l);
         if (!m) {
-            snprintf(detail, dlen, "%s is not held in the inbox (already acked?)", *l);
+            snprintf(detail, dlen,
+                     "%s is not held in the inbox (already consumed: acked, typed, or "
+                     "dropped when its expiresAt passed; see history)",
+                     *l);
             return FE_NOT_HELD;
         }
         if (m->owner != HELD_FREE) {
@@ -365,6 +415,8 @@ fe_code mb_ack(mailbox *mb, const char *data, size_t len, char *detail, size_t d
         g_strstrip(*l);
     pick = g_ptr_array_new();
     acks = g_array_new(FALSE, FALSE, sizeof(ack_item));
+    /* what expired is dropped first: never acked as read after expiresAt */
+    held_expire(mb);
     mb->h->br.status(mb->h->br.b, mb->box, &st);
     g_mutex_lock(mb->lock);
     if (!acks_ok(&st)) {
@@ -488,4 +540,79 @@ bool held_tick_locked(mailbox *mb, const br_status *st, int64_t now)
         dropped = true;
     }
     return dropped;
+}
+
+/* ------------------------------------------------------------------ */
+/* expiry                                                              */
+
+bool held_expire(mailbox *mb)
+{
+    GArray *acks = g_array_new(FALSE, FALSE, sizeof(ack_item));
+    GPtrArray *words = g_ptr_array_new_with_free_func(g_free);
+    int64_t now = env_now_ms();
+    bool can_ack;
+    br_status st;
+    guint n;
+
+    mb->h->br.status(mb->h->br.b, mb->box, &st);
+    can_ack = acks_ok(&st);
+    g_mutex_lock(mb->lock);
+    for (GList *l = mb->held.head, *next; l; l = next) {
+        held_msg *m = l->data;
+        char detail[200];
+        bool ack;
+        ack_item it;
+        next = l->next;
+        /* being typed: the injector looks right before it types */
+        if (m->owner != HELD_FREE || m->expires_ms > now)
+            continue;
+        expired_words(mb, &m->env, detail, sizeof detail);
+        g_ptr_array_add(words, g_strdup_printf("%s from %s (expiresAt %s)", m->env.msgId,
+                                               m->env.from, m->env.expiresAt));
+        /* held on a lost connection: its redelivery is acked unseen (the
+         * seen set has it as consumed) */
+        ack = can_ack && m->gen == st.epoch;
+        it = consume_locked(mb, m, "expired", detail);
+        if (ack)
+            g_array_append_val(acks, it);
+    }
+    g_mutex_unlock(mb->lock);
+    n = words->len;
+    for (guint i = 0; i < words->len; i++)
+        log_info("inbox: %s expired while held: dropped unread, never typed or shown again; "
+                 "its sender is told it expired",
+                 (char *)words->pdata[i]);
+    if (acks->len)
+        ack_broker(mb, (ack_item *)acks->data, acks->len);
+    if (n)
+        consumed_changed(mb);
+    g_array_free(acks, TRUE);
+    g_ptr_array_free(words, TRUE);
+    return n > 0;
+}
+
+bool mb_expire_claimed(mailbox *mb, const char *msg_id)
+{
+    held_msg *m;
+    ack_item it;
+    char detail[200];
+    br_status st;
+
+    mb->h->br.status(mb->h->br.b, mb->box, &st);
+    g_mutex_lock(mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    if (!m || m->owner != HELD_TYPING || m->expires_ms > env_now_ms()) {
+        g_mutex_unlock(mb->lock);
+        return false;
+    }
+    expired_words(mb, &m->env, detail, sizeof detail);
+    log_info("inject: %s from %s expired (expiresAt %s) before it could be typed: dropped "
+             "unread, its sender is told it expired",
+             m->env.msgId, m->env.from, m->env.expiresAt);
+    it = consume_locked(mb, m, "expired", detail);
+    g_mutex_unlock(mb->lock);
+    if (acks_ok(&st) && it.gen == st.epoch)
+        ack_broker(mb, &it, 1);
+    consumed_changed(mb);
+    return true;
 }

@@ -437,6 +437,7 @@ void mb_counters_total(mailbox *any, mb_counters *out, unsigned *held)
         out->acked += mb->n.acked;
         out->rejected += mb->n.rejected;
         out->dead_lettered += mb->n.dead_lettered;
+        out->expired += mb->n.expired;
         if (held)
             *held += mb->held.length;
     }
@@ -524,6 +525,7 @@ static void entity_tick(mailbox *mb)
     dropped = held_tick_locked(mb, &st, g_get_monotonic_time() / 1000);
     sent_expire_locked(mb);
     g_mutex_unlock(mb->lock);
+    held_expire(mb);
     if (dropped) {
         mb_changed(mb, mb->inbox_path);
         mb_changed(mb, mb->lead_status_path);

@@ -49,6 +49,7 @@ typedef struct {
 
 typedef struct {
     uint64_t sent, received, injected, acked, rejected, dead_lettered;
+    uint64_t expired;          /* consumed unread: past expiresAt here (held.c) */
     uint64_t receipts_pending; /* in the outbox, not yet confirmed by the broker */
     uint64_t receipts_dropped; /* given up: expired, over the per-peer bound, refused */
 } mb_counters;
@@ -159,6 +160,11 @@ void mb_send_receipt(mailbox *mb, const envelope *orig, const char *state, const
 bool mb_next_for_injection(mailbox *mb, envelope *out);
 bool mb_claim(mailbox *mb, const char *msg_id, bool claim);
 fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char *detail);
+/* Requires the claim: when msg_id is past its expiresAt (this host's
+ * clock), consume it as `expired` (never typed: history, a signed
+ * `expired` receipt to its sender, the broker ack) and return true; else
+ * false and nothing changed.  The injector asks right before it types. */
+bool mb_expire_claimed(mailbox *mb, const char *msg_id);
 /* What the injector is doing, in words (status files); g_free the copy. */
 void mb_set_injector(mailbox *mb, const char *words);
 char *mb_injector_words(mailbox *mb);

@@ -29,18 +29,19 @@ static void st_real(void *b, unsigned box, br_status *st)
 }
 
 static fe_code pub_real(void *b, const char *peer, bool may_create, const char *msg_id,
-                        const char *body, size_t len, int64_t timeout_ms, bool *unread,
-                        char *detail, size_t dlen)
+                        const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                        bool *unread, char *detail, size_t dlen)
 {
-    return br_publish(b, peer, may_create, msg_id, body, len, timeout_ms, unread, detail, dlen);
+    return br_publish(b, peer, may_create, msg_id, body, len, ttl_ms, timeout_ms, unread, detail,
+                      dlen);
 }
 
 static fe_code route_real(void *b, const char *exchange, const char *key, const char *probe_queue,
-                          const char *msg_id, const char *body, size_t len, int64_t timeout_ms,
-                          bool *unread, char *detail, size_t dlen)
+                          const char *msg_id, const char *body, size_t len, int64_t ttl_ms,
+                          int64_t timeout_ms, bool *unread, char *detail, size_t dlen)
 {
-    return br_publish_route(b, exchange, key, probe_queue, msg_id, body, len, timeout_ms, unread,
-                            detail, dlen);
+    return br_publish_route(b, exchange, key, probe_queue, msg_id, body, len, ttl_ms, timeout_ms,
+                            unread, detail, dlen);
 }
 
 static fe_code rcpt_real(void *b, const char *peer, const char *msg_id, const char *body,

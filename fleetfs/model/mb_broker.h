@@ -21,17 +21,18 @@ typedef struct {
     /* link, and box's consumer state and consumer generation (br_status
      * .consumer, .consumer_reason, .epoch); box 0 is the lead's mailbox */
     void (*status)(void *b, unsigned box, br_status *st);
+    /* ttl_ms: the per-message expiration (br_publish), 0 none */
     fe_code (*publish)(void *b, const char *peer, bool may_create, const char *msg_id,
-                       const char *body, size_t len, int64_t timeout_ms, bool *unread, char *detail,
-                       size_t dlen);
+                       const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                       bool *unread, char *detail, size_t dlen);
     /* publish to exchange with routing key (SPEC 10: fleet.msg, an agent's
      * gid or broadcast.<g>); probe_queue: the mailbox whose consumers say
      * `unread` (NULL: none, a broadcast).  A return (no queue bound to
      * key) is FE_NO_MAILBOX.  May be NULL: no routing. */
     fe_code (*publish_route)(void *b, const char *exchange, const char *key,
                              const char *probe_queue, const char *msg_id, const char *body,
-                             size_t len, int64_t timeout_ms, bool *unread, char *detail,
-                             size_t dlen);
+                             size_t len, int64_t ttl_ms, int64_t timeout_ms, bool *unread,
+                             char *detail, size_t dlen);
     fe_code (*publish_receipt)(void *b, const char *peer, const char *msg_id, const char *body,
                                size_t len, int64_t timeout_ms, char *detail, size_t dlen);
     /* ack one delivery of consumer generation gen of box */

@@ -79,8 +79,9 @@ typedef struct {
     char received_at[40];
     bool redelivered;
     held_owner owner;
-    uint64_t gen, tag; /* consumer generation and delivery tag of its latest delivery */
-    char *line;        /* the inbox line, "\n"-terminated */
+    uint64_t gen, tag;  /* consumer generation and delivery tag of its latest delivery */
+    int64_t expires_ms; /* its expiresAt (wall clock ms): past it, it is dropped unread */
+    char *line;         /* the inbox line, "\n"-terminated */
     size_t line_len;
 } held_msg;
 
@@ -193,6 +194,11 @@ void mb_warn_if_degraded(const applog *log, const char *what);
 void held_remove_locked(mailbox *mb, held_msg *m);
 void held_free_all(mailbox *mb);
 bool held_tick_locked(mailbox *mb, const br_status *st, int64_t now_mono_ms);
+/* The sweeper: every FREE held message past its expiresAt (this host's
+ * clock) is consumed as `expired` (history, a signed `expired` receipt to
+ * its sender, the broker copy acked): never typed or shown after it.  No
+ * lock held.  True when something was dropped. */
+bool held_expire(mailbox *mb);
 
 /* accept.c: NULL when e passes the checks of SPEC section 4 up to expiry,
  * else the reason word; *verified: the sender proved who it is. */
@@ -241,7 +247,7 @@ bool sent_names_locked(mailbox *mb, const char *msg_id, const char *peer);
 void history_load(mailbox *mb);
 void history_close(mailbox *mb);
 GString *history_render_locked(mailbox *mb);
-/* how: injected / acked / uncertain / rejected */
+/* how: injected / acked / uncertain / rejected / expired */
 void history_add_locked(mailbox *mb, const envelope *e, const char *received_at, const char *how,
                         const char *detail);
 /* The sender of a message in history, or NULL. */

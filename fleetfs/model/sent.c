@@ -10,7 +10,11 @@
  * resend that a receipt overtook, not a timeout.  What arrives before the
  * outcome is recorded — a receipt, or the broker's late confirm of a write
  * that gave up — waits in `inflight` and is applied right after the
- * record.  No receipt by expiresAt → expired.
+ * record.  No word by expiresAt plus expire_grace (this host's clock)
+ * → expired, "expiredBy":"sender"; the receiver's own `expired` receipt
+ * (it dropped the message unread past expiresAt) says "expiredBy":
+ * "receiver", and replaces the sender's own conclusion whenever it comes,
+ * as any later receipt does (never the reverse).
  * The newest SENT_MAX entries are kept, persisted as JSON Lines in
  * state_dir/sent.jsonl (an applog; the newest line of a msgId wins).
  *
@@ -40,6 +44,7 @@ typedef struct {
     char sent_at[40];
     char expires_at[40];
     char state[24];
+    char expired_by[12]; /* state expired: "sender" (own clock) or "receiver" (its receipt) */
     int64_t state_at;
     char detail[256];
     GHashTable *recipients; /* broadcasts: id -> state (g_strdup'd both); NULL otherwise */
@@ -66,6 +71,8 @@ static char *sent_json(const sent_entry *se)
     json_object_set_new(j, "state", json_string(se->state));
     json_object_set_new(j, "stateAt", json_string(at));
     json_object_set_new(j, "detail", json_string(se->detail));
+    if (!strcmp(se->state, "expired") && se->expired_by[0])
+        json_object_set_new(j, "expiredBy", json_string(se->expired_by));
     if (se->recipients) {
         json_t *r = json_object();
         GList *ids = g_list_sort(g_hash_table_get_keys(se->recipients), (GCompareFunc)strcmp);
@@ -179,6 +186,7 @@ static void sent_load_line(mailbox *mb, const char *line)
     COPY(expires_at, "expiresAt");
     COPY(state, "state");
     COPY(detail, "detail");
+    COPY(expired_by, "expiredBy");
 #undef COPY
     if (json_is_object(json_object_get(j, "recipients"))) {
         const char *rid;
@@ -368,14 +376,21 @@ static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const ch
             return false;
         g_hash_table_replace(se->recipients, g_strdup(from), g_strdup(state));
         group_state_locked(se);
+        g_strlcpy(se->expired_by, "receiver", sizeof se->expired_by);
         snprintf(se->detail, sizeof se->detail, "%s: %s%s%s", from, state,
                  detail && *detail ? ": " : "", detail ? detail : "");
         se->state_at = env_now_ms();
         sent_changed_locked(mb, se);
         return true;
     }
-    if (strcmp(se->to, from) != 0 || state_rank(state) <= state_rank(se->state))
+    if (strcmp(se->to, from) != 0)
         return false;
+    /* the receiver's word replaces the sender's own conclusion */
+    if (state_rank(state) <= state_rank(se->state) &&
+        !(!strcmp(state, "expired") && !strcmp(se->state, "expired") &&
+          !strcmp(se->expired_by, "sender")))
+        return false;
+    g_strlcpy(se->expired_by, "receiver", sizeof se->expired_by);
     g_strlcpy(se->state, state, sizeof se->state);
     g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
     se->state_at = env_now_ms();
@@ -441,10 +456,15 @@ void sent_expire_locked(mailbox *mb)
     int64_t now = env_now_ms(), exp;
     for (GList *l = mb->sent.head; l; l = l->next) {
         sent_entry *se = l->data;
-        if (state_rank(se->state) > 1 || env_time_parse(se->expires_at, &exp) < 0 || exp > now)
+        if (state_rank(se->state) > 1 || env_time_parse(se->expires_at, &exp) < 0 ||
+            exp + mb->o->expire_grace_ms > now)
             continue;
         g_strlcpy(se->state, "expired", sizeof se->state);
-        g_strlcpy(se->detail, "no receipt from the peer before expiresAt", sizeof se->detail);
+        g_strlcpy(se->expired_by, "sender", sizeof se->expired_by);
+        snprintf(se->detail, sizeof se->detail,
+                 "no receipt from %s by expiresAt + %lld ms (expire_grace, this host's clock); "
+                 "a receipt that comes later replaces this",
+                 se->to, (long long)mb->o->expire_grace_ms);
         se->state_at = now;
         sent_changed_locked(mb, se);
     }
@@ -615,11 +635,17 @@ static fe_code route_publish(mailbox *mb, const envelope *e, const char *json, s
 {
     addr a;
     char key[ADDR_MAX_LEN + 16], queue[ADDR_MAX_LEN + 16];
+    int64_t exp, ttl = 0;
     if (!addr_parse(e->to, &a))
         return FE_NO_PEER;
+    /* the AMQP per-message expiration: what is left of its lifetime, so
+     * the broker drops it itself at expiresAt (at least 1 ms: 0 would mean
+     * "deliver now or drop") */
+    if (env_time_parse(e->expiresAt, &exp) == 0)
+        ttl = MAX(exp - env_now_ms(), 1);
     if (a.kind == ADDR_LEAD)
         return mb->h->br.publish(mb->h->br.b, e->to, is_configured_peer(mb, e->to), e->msgId, json,
-                                 jlen, mb->o->send_timeout_ms, unread, detail, dlen);
+                                 jlen, ttl, mb->o->send_timeout_ms, unread, detail, dlen);
     if (!mb->h->br.publish_route) {
         snprintf(detail, dlen, "this broker seam cannot route to agents or groups");
         return FE_INTERNAL;
@@ -627,11 +653,11 @@ static fe_code route_publish(mailbox *mb, const envelope *e, const char *json, s
     if (a.kind == ADDR_AGENT) {
         snprintf(queue, sizeof queue, "agent.%s.inbox", e->to);
         return mb->h->br.publish_route(mb->h->br.b, MB_EXCHANGE_MSG, e->to, queue, e->msgId, json,
-                                       jlen, mb->o->send_timeout_ms, unread, detail, dlen);
+                                       jlen, ttl, mb->o->send_timeout_ms, unread, detail, dlen);
     }
     snprintf(key, sizeof key, "broadcast.%s", a.name);
     return mb->h->br.publish_route(mb->h->br.b, MB_EXCHANGE_MSG, key, NULL, e->msgId, json, jlen,
-                                   mb->o->send_timeout_ms, unread, detail, dlen);
+                                   ttl, mb->o->send_timeout_ms, unread, detail, dlen);
 }
 
 /* Publish json (e's envelope) and record the outcome.  While it waits,

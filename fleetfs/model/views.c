@@ -52,11 +52,14 @@ void views_free_all(mailbox *mb)
 mb_view *mb_view_open(mailbox *mb, pid_t pid)
 {
     mb_view *v = g_new0(mb_view, 1);
+    int64_t now = env_now_ms();
     v->pid = pid;
     g_mutex_lock(mb->lock);
     v->buf = g_string_sized_new(mb->held_bytes + 1);
     for (GList *l = mb->held.head; l; l = l->next) {
         held_msg *m = l->data;
+        if (m->expires_ms <= now)
+            continue; /* past its expiresAt: never shown (the sweeper drops it) */
         g_string_append_len(v->buf, m->line, (gssize)m->line_len);
     }
     mb->views = g_list_prepend(mb->views, v);

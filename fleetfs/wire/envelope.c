@@ -100,7 +100,7 @@ const char *env_receipt_recipient(const envelope *e)
 bool env_receipt_state_valid(const char *s)
 {
     static const char *const states[] = {
-        "injected", "confirmed", "acked", "uncertain", "rejected",
+        "injected", "confirmed", "acked", "uncertain", "rejected", "expired",
     };
     size_t i;
 

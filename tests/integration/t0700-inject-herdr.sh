@@ -165,7 +165,7 @@ test_expect_success 'acked through the ack file: the sender sees acked, nothing 
 
 test_expect_success 'no receipt before expiresAt: the sender sees expired' '
     new_vhost t0700short &&
-    FLEET_VHOST=t0700short mount_fleet shorty peers=nobody message_ttl=2s inject=none &&
+    FLEET_VHOST=t0700short mount_fleet shorty peers=nobody message_ttl=2s expire_grace=1s inject=none &&
     echo "anyone?" >shorty/peers/nobody/send &&
     id=$(tail -n1 shorty/leads/shorty/sent | jq -r .msgId) &&
     test "$(jq -r .state shorty/leads/shorty/sent)" = published-unread &&

@@ -120,7 +120,7 @@ static void bt_pub(br_conn *c, char **a, int n)
     }
     body = g_strjoinv(" ", a + 5);
     r = br_publish_route(c, a[1], a[2], strcmp(a[3], "-") ? a[3] : NULL, a[4], body, strlen(body),
-                         5000, &unread, detail, sizeof detail);
+                         0, 5000, &unread, detail, sizeof detail);
     printf("%s unread=%d %s\n", fe_name(r), unread ? 1 : 0, detail);
     g_free(body);
 }
@@ -138,7 +138,7 @@ static void bt_flood(br_conn *c, char **a, int n)
         fe_code r;
         snprintf(body, sizeof body, "%s-%ld", a[4], i);
         snprintf(id, sizeof id, "%s-%ld", a[4], i);
-        r = br_publish_route(c, a[1], a[2], NULL, id, body, strlen(body), 5000, NULL, detail,
+        r = br_publish_route(c, a[1], a[2], NULL, id, body, strlen(body), 0, 5000, NULL, detail,
                              sizeof detail);
         if (r != FE_OK) {
             printf("%s at %ld %s\n", fe_name(r), i, detail);

@@ -53,6 +53,7 @@ typedef struct {
     const char *early_state; /* the peer answers before the confirm returns */
     bool late_ok;            /* the broker confirms just after the write timed out */
     bool no_consumer;        /* the probe at publish saw 0 consumers */
+    int64_t last_ttl_ms;     /* the expiration the last publish asked for */
 } fake;
 
 static void f_status(void *b, unsigned box, br_status *st)
@@ -65,11 +66,12 @@ static void f_status(void *b, unsigned box, br_status *st)
 }
 
 static fe_code f_publish(void *b, const char *peer, bool may_create, const char *msg_id,
-                         const char *body, size_t len, int64_t timeout_ms, bool *unread,
-                         char *detail, size_t dlen)
+                         const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                         bool *unread, char *detail, size_t dlen)
 {
     fake *f = b;
     (void)may_create, (void)body, (void)len, (void)timeout_ms;
+    f->last_ttl_ms = ttl_ms;
     (void)detail, (void)dlen;
     *unread = f->no_consumer;
     if (f->early_state)
@@ -80,11 +82,12 @@ static fe_code f_publish(void *b, const char *peer, bool may_create, const char 
 }
 
 static fe_code f_route(void *b, const char *exchange, const char *key, const char *probe_queue,
-                       const char *msg_id, const char *body, size_t len, int64_t timeout_ms,
-                       bool *unread, char *detail, size_t dlen)
+                       const char *msg_id, const char *body, size_t len, int64_t ttl_ms,
+                       int64_t timeout_ms, bool *unread, char *detail, size_t dlen)
 {
     fake *f = b;
     (void)exchange, (void)key, (void)probe_queue, (void)msg_id, (void)body, (void)len;
+    f->last_ttl_ms = ttl_ms;
     (void)timeout_ms, (void)detail, (void)dlen;
     *unread = false;
     return f->publish_result;
@@ -467,8 +470,9 @@ static void test_unconfirmed_then_late_confirm_and_expiry(void **state)
     s = mb_render(x->mb, MB_SENT);
     assert_non_null(strstr(s->str, "\"state\":\"injected\""));
     g_string_free(s, TRUE);
-    /* expiry: a message with a 1 ms lifetime and no receipt */
+    /* expiry: a message with a 1 ms lifetime and no receipt (no grace) */
     x->o.message_ttl_ms = 1;
+    x->o.expire_grace_ms = 0;
     x->fk.publish_result = FE_OK;
     assert_int_equal(mb_send(x->mb, "gamma", NULL, "bye", 3, detail, sizeof detail), FE_OK);
     g_usleep(5000);
@@ -1489,6 +1493,183 @@ static void test_the_far_host_checks_requests_and_answers_through_the_outbox(voi
     g_free(trust);
 }
 
+/* ------------------------------------------------------------------ */
+/* expiry, both ends (issue 36)                                        */
+
+/* The receipt the outbox published last: its state, and its detail. */
+static void last_receipt(fx *x, char *state, size_t sn, char *detail, size_t dn)
+{
+    json_t *j;
+    g_mutex_lock(&x->fk.m);
+    j = x->fk.receipt_last ? json_loads(x->fk.receipt_last, 0, NULL) : NULL;
+    g_mutex_unlock(&x->fk.m);
+    assert_non_null(j);
+    g_strlcpy(state, json_string_value(json_object_get(j, "state")) ?: "", sn);
+    g_strlcpy(detail, json_string_value(json_object_get(j, "detail")) ?: "", dn);
+    json_decref(j);
+}
+
+/* A held message past its expiresAt: the sweeper (the tick) consumes it as
+ * expired: gone from the inbox, history says expired, the broker copy is
+ * acked, and its sender gets a receipt `expired` with beta's word. */
+static void test_a_held_message_past_expiry_is_dropped_unread(void **state)
+{
+    fx *x = *state;
+    char st[32], detail[300];
+    assert_int_equal(deliver_env(x, ID1, "beta", 0, 150, 1, false), BR_KEEP);
+    assert_int_equal(held(x), 1);
+    mb_tick(x->mb);
+    assert_int_equal(held(x), 1); /* not yet */
+    g_usleep(200 * 1000);
+    mb_start(x->mb);
+    mb_tick(x->mb);
+    assert_int_equal(held(x), 0);
+    assert_int_equal(mb_size(x->mb, MB_INBOX), 0);
+    assert_int_equal(in_history(x, "\"consumed\":\"expired\""), 1);
+    assert_int_equal(x->fk.acks->len, 1);
+    wait_until(x, &x->fk.receipts_published, 1);
+    mb_stop(x->mb);
+    last_receipt(x, st, sizeof st, detail, sizeof detail);
+    assert_string_equal(st, "expired");
+    assert_non_null(strstr(detail, "dropped unread by beta"));
+    /* its redelivery is acked unseen, never shown */
+    x->fk.st.epoch = 2;
+    assert_int_equal(deliver_env(x, ID1, "beta", 0, 150, 2, true), BR_ACK);
+    assert_int_equal(held(x), 0);
+}
+
+/* One that arrives past its expiresAt is never held or shown: acked,
+ * history says expired. */
+static void test_an_arrival_past_expiry_is_never_shown(void **state)
+{
+    fx *x = *state;
+    mb_view *v;
+    char buf[64];
+    assert_int_equal(deliver_env(x, ID1, "beta", -2000, 1000, 1, false), BR_ACK);
+    assert_int_equal(held(x), 0);
+    assert_int_equal(in_history(x, "\"consumed\":\"expired\""), 1);
+    v = mb_view_open(x->mb, 1);
+    assert_int_equal(mb_view_read(x->mb, v, buf, sizeof buf, 0), 0);
+    mb_view_close(x->mb, v);
+}
+
+/* An ack after expiresAt acks nothing: the message is consumed as expired
+ * first (ENOENT for its msgId), and `all` skips it; an inbox opened after
+ * expiresAt does not show it even before the sweeper ran. */
+static void test_an_ack_past_expiry_is_refused(void **state)
+{
+    fx *x = *state;
+    mb_view *v;
+    char buf[64];
+    assert_int_equal(deliver_env(x, ID1, "beta", 0, 100, 1, false), BR_KEEP);
+    g_usleep(150 * 1000);
+    v = mb_view_open(x->mb, 1);
+    assert_int_equal(mb_view_read(x->mb, v, buf, sizeof buf, 0), 0);
+    mb_view_close(x->mb, v);
+    assert_int_equal(ack_write(x, ID1), FE_NOT_HELD);
+    assert_int_equal(in_history(x, "\"consumed\":\"expired\""), 1);
+    assert_int_equal(in_history(x, "\"consumed\":\"acked\""), 0);
+}
+
+/* The injector's check right before typing: a claimed message past its
+ * expiresAt is consumed as expired (never typed); one not past it is not. */
+static void test_the_injector_never_types_past_expiry(void **state)
+{
+    fx *x = *state;
+    assert_int_equal(deliver_env(x, ID1, "beta", 0, 100, 1, false), BR_KEEP);
+    assert_true(mb_claim(x->mb, ID1, true));
+    assert_false(mb_expire_claimed(x->mb, ID1));
+    g_usleep(150 * 1000);
+    mb_tick(x->mb); /* the sweeper leaves a claimed one to its owner */
+    assert_int_equal(held(x), 1);
+    assert_true(mb_expire_claimed(x->mb, ID1));
+    assert_int_equal(held(x), 0);
+    assert_int_equal(in_history(x, "\"consumed\":\"expired\""), 1);
+}
+
+static char *sent_of(fx *x, const char *id)
+{
+    GString *s = mb_render(x->mb, MB_SENT);
+    gchar **lines = g_strsplit(s->str, "\n", -1);
+    char *out = NULL;
+    for (gchar **l = lines; *l && !out; l++)
+        if (strstr(*l, id))
+            out = g_strdup(*l);
+    g_strfreev(lines);
+    g_string_free(s, TRUE);
+    return out;
+}
+
+static char *first_sent_id(fx *x)
+{
+    GString *s = mb_render(x->mb, MB_SENT);
+    const char *p = strstr(s->str, "\"msgId\":\"");
+    char *id = p ? g_strndup(p + 9, 32) : NULL;
+    g_string_free(s, TRUE);
+    return id;
+}
+
+/* The sender: expired by its own clock only after expire_grace; the
+ * receiver's `expired` replaces that conclusion, and its own never
+ * replaces the receiver's word; a later injected replaces either. */
+static void test_expired_by_the_receivers_word_and_by_the_senders_clock(void **state)
+{
+    fx *x = *state;
+    char detail[256], *id, *line;
+    x->o.message_ttl_ms = 100;
+    x->o.expire_grace_ms = 200;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    /* the broker is asked to drop it at expiresAt itself */
+    assert_true(x->fk.last_ttl_ms > 0 && x->fk.last_ttl_ms <= 100);
+    id = first_sent_id(x);
+    g_usleep(150 * 1000);
+    mb_tick(x->mb); /* past expiresAt, within the grace: not yet */
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"state\":\"published"));
+    g_free(line);
+    g_usleep(200 * 1000);
+    mb_tick(x->mb);
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"state\":\"expired\""));
+    assert_non_null(strstr(line, "\"expiredBy\":\"sender\""));
+    g_free(line);
+    /* the receiver's word comes later: it replaces the conclusion */
+    assert_true(mb_sent_update(x->mb, id, "gamma", "expired", "dropped unread by gamma at T"));
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"expiredBy\":\"receiver\""));
+    assert_non_null(strstr(line, "dropped unread by gamma"));
+    g_free(line);
+    /* never the reverse: the tick does not take it back */
+    mb_tick(x->mb);
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"expiredBy\":\"receiver\""));
+    g_free(line);
+    /* and a second expired changes nothing */
+    assert_false(mb_sent_update(x->mb, id, "gamma", "expired", "again"));
+    g_free(id);
+}
+
+/* The receiver's word before the sender's own deadline: expired with its
+ * word at once; the sender's clock adds nothing afterwards. */
+static void test_the_receivers_expired_before_the_senders_deadline(void **state)
+{
+    fx *x = *state;
+    char detail[256], *id, *line;
+    x->o.message_ttl_ms = 100;
+    x->o.expire_grace_ms = 100;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    id = first_sent_id(x);
+    assert_true(mb_sent_update(x->mb, id, "gamma", "expired", "dropped unread by gamma"));
+    g_usleep(250 * 1000);
+    mb_tick(x->mb);
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"expiredBy\":\"receiver\""));
+    assert_non_null(strstr(line, "dropped unread by gamma"));
+    g_free(line);
+    /* and an own-clock expired entry moves on to injected, if that comes */
+    g_free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1547,6 +1728,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_an_agent_sends_as_itself_and_gets_its_own_receipts,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_agents_receipt_names_it, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_held_message_past_expiry_is_dropped_unread, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_an_arrival_past_expiry_is_never_shown, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_an_ack_past_expiry_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_injector_never_types_past_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expired_by_the_receivers_word_and_by_the_senders_clock,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_receivers_expired_before_the_senders_deadline,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
