@@ -521,6 +521,8 @@ static const struct opts_def opts_table[] = {
      "mailbox capacity in messages, 1..1000000000 (same fleet-wide)"},
     {"message_ttl", opts_set_duration, OFF(message_ttl_ms), NULL, "7d",
      "how long a message waits in a mailbox (same fleet-wide)"},
+    {"expires_in", opts_set_duration, OFF(expires_in_ms), NULL, "message_ttl",
+     "a message's lifetime unless its send.json says otherwise; at most message_ttl"},
     {"expire_grace", opts_set_duration, OFF(expire_grace_ms), NULL, "10s",
      "after a message's expiresAt, how long sent waits for the receiver's word before it says "
      "expired by this host's clock"},
@@ -742,6 +744,12 @@ int opts_finish(fs_opts *o, char **err)
     }
     if (opts_check_targets(o, err) < 0)
         return -1;
+    if (o->expires_in_ms > o->message_ttl_ms) {
+        *err = g_strdup_printf("expires_in: %lld ms is longer than message_ttl (%lld ms): a "
+                               "receiver would refuse such messages; choose at most message_ttl",
+                               (long long)o->expires_in_ms, (long long)o->message_ttl_ms);
+        return -1;
+    }
     if (prof_check(&o->profiles, o->inject, o->inject_commands, err) < 0)
         return -1;
     if (o->state_dir != NULL)

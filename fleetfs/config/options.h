@@ -35,6 +35,8 @@ typedef struct {
     char *queue_type; /* "classic" | "quorum" */
     long max_length;
     int64_t message_ttl_ms;
+    int64_t expires_in_ms;   /* a message's default lifetime (expiresAt - sentAt); 0:
+                                message_ttl.  At most message_ttl (opts_finish) */
     int64_t expire_grace_ms; /* after expiresAt, wait this long for the receiver's word
                                 before `sent` concludes expired by this host's clock */
     int prefetch;

@@ -59,16 +59,19 @@ static node_kind home_file(const char *s, bool lead)
         return N_TODIR;
     if (!lead && !strcmp(s, "send"))
         return N_ASEND;
+    if (!lead && !strcmp(s, "send.json"))
+        return N_ASENDJ;
     return N_NONE;
 }
 
 static node_kind peer_file(const fleet *f, gchar **c, guint n, char ref[ENV_ID_LEN + 1])
 {
     if (n == 3)
-        return !strcmp(c[2], "send")     ? N_SEND
-               : !strcmp(c[2], "status") ? N_PSTATUS
-               : !strcmp(c[2], "reply")  ? N_REPLYDIR
-                                         : N_NONE;
+        return !strcmp(c[2], "send")        ? N_SEND
+               : !strcmp(c[2], "send.json") ? N_SENDJ
+               : !strcmp(c[2], "status")    ? N_PSTATUS
+               : !strcmp(c[2], "reply")     ? N_REPLYDIR
+                                            : N_NONE;
     /* only a message this peer sent us can be answered */
     if (n == 4 && !strcmp(c[2], "reply") && mb_known_from(f->mb, c[3], c[1])) {
         g_strlcpy(ref, c[3], ENV_ID_LEN + 1);
@@ -108,9 +111,10 @@ static node_kind agent_path(const fleet *f, node *out, gchar **c, guint n)
     if (n == 2)
         return N_AGENT;
     if (!home)
-        return n == 3 && !strcmp(c[2], "send")     ? N_ASEND
-               : n == 3 && !strcmp(c[2], "status") ? N_ASTATUS
-                                                   : N_NONE;
+        return n == 3 && !strcmp(c[2], "send")        ? N_ASEND
+               : n == 3 && !strcmp(c[2], "send.json") ? N_ASENDJ
+               : n == 3 && !strcmp(c[2], "status")    ? N_ASTATUS
+                                                      : N_NONE;
     return home_path(out, c, n, false);
 }
 
@@ -153,10 +157,11 @@ void tr_resolve_node(const fleet *f, const char *path, node *out)
                                                 : N_NONE;
     } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f->ag, c[1])) {
         g_strlcpy(out->name, c[1], sizeof out->name);
-        k = n == 2                               ? N_GROUP
-            : n == 3 && !strcmp(c[2], "send")    ? N_GSEND
-            : n == 3 && !strcmp(c[2], "members") ? N_GMEMBERS
-                                                 : N_NONE;
+        k = n == 2                                 ? N_GROUP
+            : n == 3 && !strcmp(c[2], "send")      ? N_GSEND
+            : n == 3 && !strcmp(c[2], "send.json") ? N_GSENDJ
+            : n == 3 && !strcmp(c[2], "members")   ? N_GMEMBERS
+                                                   : N_NONE;
     }
     g_strfreev(c);
     out->k = k;
@@ -183,14 +188,15 @@ bool tr_is_dir(node_kind k)
 bool tr_is_writable(node_kind k)
 {
     return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
-           k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP;
+           k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP ||
+           k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ;
 }
 
 /* A write to it is a message (mb_send): writers share these files. */
 bool tr_sends_message(node_kind k)
 {
     return k == N_SEND || k == N_REPLY || k == N_HREPLY || k == N_ASEND || k == N_TO ||
-           k == N_GSEND;
+           k == N_GSEND || k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ;
 }
 
 static void list_strv(GPtrArray *out, char **names, const char *prefix)
@@ -247,7 +253,7 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
         break;
     }
     case N_PEER: {
-        static const char *const files[] = {"send", "status", "reply"};
+        static const char *const files[] = {"send", "send.json", "status", "reply"};
         list_const(out, files, G_N_ELEMENTS(files));
         break;
     }
@@ -268,10 +274,10 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
     case N_AGENT:
         if (n.home) {
             static const char *const files[] = {"inbox",  "ack",   "history", "sent", "status",
-                                                "resend", "reply", "to",      "send"};
+                                                "resend", "reply", "to",      "send", "send.json"};
             list_const(out, files, G_N_ELEMENTS(files));
         } else {
-            static const char *const files[] = {"send", "status"};
+            static const char *const files[] = {"send", "send.json", "status"};
             list_const(out, files, G_N_ELEMENTS(files));
         }
         break;
@@ -296,7 +302,7 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
         break;
     }
     case N_GROUP: {
-        static const char *const files[] = {"send", "members"};
+        static const char *const files[] = {"send", "send.json", "members"};
         list_const(out, files, G_N_ELEMENTS(files));
         break;
     }

@@ -647,6 +647,14 @@ static int node_write(const rq *r, handle *h, const char *buf, size_t size, off_
         snprintf(to, sizeof to, "%s%s", GROUP_PREFIX, h->name);
         res = mb_send(f->mb, to, NULL, buf, size, detail, sizeof detail);
         break;
+    case N_SENDJ:
+    case N_ASENDJ:
+        res = mb_send_json(f->mb, h->name, buf, size, detail, sizeof detail);
+        break;
+    case N_GSENDJ:
+        snprintf(to, sizeof to, "%s%s", GROUP_PREFIX, h->name);
+        res = mb_send_json(f->mb, to, buf, size, detail, sizeof detail);
+        break;
     case N_RESEND:
         res = mb_resend(h->home, buf, size, detail, sizeof detail);
         break;

@@ -55,6 +55,9 @@ typedef enum {
     N_HSPAWN,    /* hosts/<h>/spawn: ask h to start an agent */
     N_HSPAWNS,   /* hosts/<h>/spawns: what became of the requests to h */
     N_HSTOP,     /* hosts/<h>/stop: ask h to stop an agent */
+    N_SENDJ,     /* peers/<id>/send.json: one JSON message (body, expiresIn, replyTo) */
+    N_ASENDJ,    /* agents/<gid>/send.json */
+    N_GSENDJ,    /* groups/<g>/send.json */
 } node_kind;
 
 /* A resolved path.  name: the peer, agent gid, group or target the node is

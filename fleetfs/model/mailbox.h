@@ -174,6 +174,16 @@ char *mb_injector_words(mailbox *mb);
  * record. */
 fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
                 char *detail, size_t dlen);
+/* One write to a send.json (peers/<x>/, agents/<gid>/, groups/<g>/: `to`
+ * is x, gid or group:<g>): one JSON object {"body": TEXT, "expiresIn":
+ * DURATION, "replyTo": MSGID}, body required.  expiresIn (a duration
+ * string as in the options, or a number of seconds; 1 s to message_ttl)
+ * sets the lifetime (default expires_in, else message_ttl); replyTo must
+ * name a message `to` sent here (a group: anyone).  Anything else, an
+ * unknown key included, is FE_BAD_INPUT (EINVAL), nothing published;
+ * otherwise as mb_send. */
+fe_code mb_send_json(mailbox *mb, const char *to, const char *data, size_t len, char *detail,
+                     size_t dlen);
 /* One write to leads/<me>/resend: the msgId of an `unconfirmed` entry of
  * sent; its exact signed envelope (same msgId) is published again.  The
  * receiver's seen set keeps it to one delivery. */

@@ -27,12 +27,14 @@
  */
 #include "fleetfs/model/mb_int.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "fleetfs/base/duration.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/wire/names.h"
 
@@ -702,8 +704,10 @@ static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *js
     return res;
 }
 
-fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
-                char *detail, size_t dlen)
+/* One message: validate, wrap with a lifetime of life_ms, sign, publish,
+ * wait, record. */
+static fe_code send_one(mailbox *mb, const char *peer, const char *reply_to, const char *data,
+                        size_t len, int64_t life_ms, char *detail, size_t dlen)
 {
     envelope e;
     char *json;
@@ -712,8 +716,6 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char 
     int64_t now = env_now_ms();
 
     detail[0] = '\0';
-    if (len > 0 && data[len - 1] == '\n')
-        len--; /* echo's newline is not part of the message */
     if ((res = send_input_ok(mb, peer, data, len)) == FE_OK && reply_to && !env_id_valid(reply_to))
         res = FE_BAD_INPUT;
     if (res != FE_OK) {
@@ -730,7 +732,7 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char 
     g_strlcpy(e.from, mb->id, sizeof e.from);
     g_strlcpy(e.to, peer, sizeof e.to);
     env_time_format(now, e.sentAt);
-    env_time_format(now + mb->o->message_ttl_ms, e.expiresAt);
+    env_time_format(now + life_ms, e.expiresAt);
     if (reply_to)
         g_strlcpy(e.replyTo, reply_to, sizeof e.replyTo);
     e.body = (char *)data;
@@ -742,6 +744,108 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char 
         return FE_INTERNAL;
     res = publish_and_record(mb, &e, json, jlen, detail, dlen);
     free(json);
+    return res;
+}
+
+/* The lifetime of a message that does not choose its own. */
+static int64_t default_life(const mailbox *mb)
+{
+    return mb->o->expires_in_ms > 0 ? mb->o->expires_in_ms : mb->o->message_ttl_ms;
+}
+
+fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
+                char *detail, size_t dlen)
+{
+    if (len > 0 && data[len - 1] == '\n')
+        len--; /* echo's newline is not part of the message */
+    return send_one(mb, peer, reply_to, data, len, default_life(mb), detail, dlen);
+}
+
+/* send.json: why it is refused (detail, the log), nothing published. */
+static fe_code json_refused(const char *to, char *detail, size_t dlen, const char *fmt, ...)
+    G_GNUC_PRINTF(4, 5);
+static fe_code json_refused(const char *to, char *detail, size_t dlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, dlen, fmt, ap);
+    va_end(ap);
+    log_warn("send.json to %s: refused, nothing was sent: %s", to, detail);
+    return FE_BAD_INPUT;
+}
+
+fe_code mb_send_json(mailbox *mb, const char *to, const char *data, size_t len, char *detail,
+                     size_t dlen)
+{
+    json_error_t jerr;
+    json_t *j, *v;
+    const char *key, *body, *reply_to = NULL;
+    int64_t life = default_life(mb);
+    char who[MB_ID_MAX];
+    fe_code res;
+
+    detail[0] = '\0';
+    if (memchr(data, '\0', len))
+        return json_refused(to, detail, dlen, "a NUL byte in the JSON");
+    j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return json_refused(to, detail, dlen,
+                            "not one JSON object {\"body\": TEXT, \"expiresIn\": DURATION, "
+                            "\"replyTo\": MSGID} (%s)",
+                            j ? "not an object" : jerr.text);
+    }
+    json_object_foreach(j, key, v)
+    {
+        if (strcmp(key, "body") && strcmp(key, "expiresIn") && strcmp(key, "replyTo")) {
+            res =
+                json_refused(to, detail, dlen,
+                             "unknown key \"%.40s\" (body, expiresIn and replyTo are known)", key);
+            json_decref(j);
+            return res;
+        }
+    }
+    body = json_string_value(json_object_get(j, "body"));
+    if (!body || strlen(body) != json_string_length(json_object_get(j, "body"))) {
+        json_decref(j);
+        return json_refused(to, detail, dlen,
+                            "\"body\" (a string without NUL: the message) is required");
+    }
+    v = json_object_get(j, "expiresIn");
+    if (v) {
+        const char *s = json_string_value(v);
+        char num[32];
+        if (json_is_integer(v) && json_integer_value(v) > 0) {
+            snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+            s = num; /* a number is seconds, as in the options */
+        }
+        if (!s || parse_duration(s, &life) < 0 || life < 1000 || life > mb->o->message_ttl_ms) {
+            res = json_refused(to, detail, dlen,
+                               "\"expiresIn\" must be a duration from 1s to message_ttl "
+                               "(%lld ms), such as \"90s\", \"2m\" or a number of seconds",
+                               (long long)mb->o->message_ttl_ms);
+            json_decref(j);
+            return res;
+        }
+    }
+    v = json_object_get(j, "replyTo");
+    if (v) {
+        reply_to = json_string_value(v);
+        /* only a message that `to` sent here can be answered (a group:
+         * any message held or in history) */
+        if (!reply_to || !env_id_valid(reply_to) ||
+            !(g_str_has_prefix(to, GROUP_PREFIX) ? mb_sender_of(mb, reply_to, who, sizeof who)
+                                                 : mb_known_from(mb, reply_to, to))) {
+            res = json_refused(to, detail, dlen,
+                               "\"replyTo\" must be the msgId of a message %s sent here (held or "
+                               "in history)",
+                               g_str_has_prefix(to, GROUP_PREFIX) ? "someone" : to);
+            json_decref(j);
+            return res;
+        }
+    }
+    res = send_one(mb, to, reply_to, body, strlen(body), life, detail, dlen);
+    json_decref(j);
     return res;
 }
 

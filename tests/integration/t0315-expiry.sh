@@ -63,7 +63,7 @@ test_expect_success 'held past expiresAt with nobody reading: never shown (cat, 
     echo "shown in time" >alpha/peers/gamma/send &&
     test_absent 10 "grep -q \"shown in time\" tailed" "grep -q \"held too long\" tailed" &&
     kill $(cat tail.pid) &&
-    jq -r .msgId gamma/leads/gamma/inbox >ids && echo $(cat ids) >gamma/leads/gamma/ack &&
+    jq -r .msgId gamma/leads/gamma/inbox >ids && cat ids >gamma/leads/gamma/ack &&
     wait_for 10 "test \"\$(broker_count lead.gamma.inbox)\" = 0"
 '
 
@@ -85,7 +85,6 @@ test_expect_success 'gamma offline across the expiry: never shown when it is bac
     unmount_fleet gamma &&
     echo "while gamma is away" >alpha/peers/gamma/send &&
     id=$(last_sent_id alpha) &&
-    test "$(field alpha $id state)" = published-unread &&
     wait_for $(( $(until_expired $id) + 10 )) "test \"\$(broker_count lead.gamma.inbox)\" = 0" &&
     wait_for 10 "test \"\$(broker_count fleet.dlq)\" = $((dl0 + 1))" &&
     mount_fleet gamma peers=alpha inject=none message_ttl=6s &&
