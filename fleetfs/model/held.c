@@ -164,8 +164,8 @@ static void expired_words(const mailbox *mb, const envelope *e, char *out, size_
 {
     char now[40];
     env_time_format(env_now_ms(), now);
-    snprintf(out, n, "dropped unread by %s at %s: its expiresAt %s had passed (%s's clock)", mb->id,
-             now, e->expiresAt, mb->id);
+    snprintf(out, n, "dropped unread by %s at %s (its clock): past its expiresAt %s", mb->id, now,
+             e->expiresAt);
 }
 
 br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, const char *body,
@@ -247,7 +247,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     if (expired_now(&e)) {
         /* past its expiresAt by this clock (within the skew accept_lifetime
          * allows): consumed unread, never shown */
-        char now[40], detail[200];
+        char now[40], detail[256];
         env_time_format(env_now_ms(), now);
         expired_words(mb, &e, detail, sizeof detail);
         history_add_locked(mb, &e, now, "expired", detail);
@@ -559,7 +559,7 @@ bool held_expire(mailbox *mb)
     g_mutex_lock(mb->lock);
     for (GList *l = mb->held.head, *next; l; l = next) {
         held_msg *m = l->data;
-        char detail[200];
+        char detail[256];
         bool ack;
         ack_item it;
         next = l->next;
@@ -595,7 +595,7 @@ bool mb_expire_claimed(mailbox *mb, const char *msg_id)
 {
     held_msg *m;
     ack_item it;
-    char detail[200];
+    char detail[256];
     br_status st;
 
     mb->h->br.status(mb->h->br.b, mb->box, &st);

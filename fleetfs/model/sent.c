@@ -378,7 +378,9 @@ static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const ch
             return false;
         g_hash_table_replace(se->recipients, g_strdup(from), g_strdup(state));
         group_state_locked(se);
-        g_strlcpy(se->expired_by, "receiver", sizeof se->expired_by);
+        /* every recipient's own expired made the entry expired */
+        if (!se->expired_by[0] && !strcmp(se->state, "expired"))
+            g_strlcpy(se->expired_by, "receiver", sizeof se->expired_by);
         snprintf(se->detail, sizeof se->detail, "%s: %s%s%s", from, state,
                  detail && *detail ? ": " : "", detail ? detail : "");
         se->state_at = env_now_ms();
