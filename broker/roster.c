@@ -53,7 +53,10 @@ struct ro_conn {
     GMutex lock; /* guards up to the marker */
     ro_status st;
     bool stop, leaving, kicked;
-    gint64 stop_at;   /* monotonic µs of the stop request */
+    gint64 stop_at;                   /* monotonic µs of the stop request */
+    char **want_groups, **want_leads; /* ro_hear's, sorted */
+    bool want_dirty;
+    GPtrArray *asks;  /* leads to ask for a heartbeat */
     int sockfd;       /* while connected, else -1: ro_stop may shut it down */
     bool finished;    /* roster_main returned */
     bool left_behind; /* did not end in time: never freed */
@@ -65,8 +68,22 @@ struct ro_conn {
     unsigned uri_index;
     int64_t next_attempt_ms, backoff_ms;
     int64_t next_beat_ms, last_beat_ms;
-    char shown[300]; /* host:port of the current URI, no credentials */
+    char shown[300];    /* host:port of the current URI, no credentials */
+    char host[128];     /* the host word */
+    char qname[128];    /* our queue, while connected */
+    GHashTable *bound;  /* binding key -> 1, on our queue now */
+    char **groups;      /* the groups our key carries (ro_hear's) */
+    GHashTable *gone;   /* group just left -> monotonic ms until it leaves the key */
+    int64_t last_iv_ms; /* the interval of our last heartbeat */
+    bool fallback;      /* a scoped binding was refused: roster.# from now on */
 };
+
+static gint ro_cmp_str(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int sync_bindings(ro_conn *r, char *why, size_t n);
 
 static int64_t now_ms(void)
 {
@@ -274,6 +291,102 @@ static int declare_exchange(ro_conn *r, char *why, size_t n)
     return -1;
 }
 
+static bool scoped(ro_conn *r)
+{
+    return r->cfg.scoped && !r->fallback;
+}
+
+/* The bindings our queue should have now: roster.#, or (scoped) our own
+ * key, our ask key, our groups and the leads ro_hear named. */
+static GHashTable *wanted_bindings(ro_conn *r)
+{
+    GHashTable *w = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    char k[300];
+
+    if (!scoped(r)) {
+        g_hash_table_add(w, g_strdup(TOPO_ROSTER_BINDING));
+        return w;
+    }
+    topo_roster_bind_lead(r->cfg.coord_id, k, sizeof k);
+    g_hash_table_add(w, g_strdup(k));
+    topo_roster_ask_key(r->cfg.coord_id, k, sizeof k);
+    g_hash_table_add(w, g_strdup(k));
+    g_mutex_lock(&r->lock);
+    for (char **g = r->want_groups; g && *g; g++) {
+        topo_roster_bind_group(*g, k, sizeof k);
+        g_hash_table_add(w, g_strdup(k));
+    }
+    for (char **l = r->want_leads; l && *l; l++) {
+        topo_roster_bind_lead(*l, k, sizeof k);
+        g_hash_table_add(w, g_strdup(k));
+    }
+    g_mutex_unlock(&r->lock);
+    return w;
+}
+
+static void set_bindings_count(ro_conn *r)
+{
+    g_mutex_lock(&r->lock);
+    r->st.bindings = g_hash_table_size(r->bound);
+    r->st.fallback = r->fallback;
+    g_mutex_unlock(&r->lock);
+}
+
+/* Bind what is wanted and not bound, unbind what is bound and no longer
+ * wanted.  A refused scoped binding (403: a per-host login whose topic
+ * permissions predate fleet_view=groups) turns us to roster.# for the
+ * life of this mount, said once; the caller then starts over. */
+static int sync_bindings(ro_conn *r, char *why, size_t n)
+{
+    GHashTable *w = wanted_bindings(r);
+    GHashTableIter it;
+    gpointer k;
+    GPtrArray *extra = g_ptr_array_new_with_free_func(g_free);
+    amqp_bytes_t q = amqp_cstring_bytes(r->qname);
+    int rc = 0;
+
+    g_hash_table_iter_init(&it, w);
+    while (rc == 0 && g_hash_table_iter_next(&it, &k, NULL)) {
+        if (g_hash_table_contains(r->bound, k))
+            continue;
+        if (!amqp_queue_bind(r->amqp, RO_CH, q, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
+                             amqp_cstring_bytes(k), amqp_empty_table)) {
+            char what[400];
+            snprintf(what, sizeof what, "cannot bind the roster queue with %s", (char *)k);
+            rpc_words(r, what, why, n);
+            if (scoped(r) && channel_refused(r) == 403) {
+                r->fallback = true;
+                log_warn("presence: the broker refused the fleet_view=groups binding %s (403: "
+                         "this login's topic permissions on " TOPO_ROSTER_EXCHANGE " predate "
+                         "it; an operator renews them with scripts/broker host add); hearing "
+                         "the whole fleet (roster.#) instead, as fleet_view=all does",
+                         (char *)k);
+            }
+            rc = -1;
+            break;
+        }
+        g_hash_table_add(r->bound, g_strdup(k));
+    }
+    g_hash_table_iter_init(&it, r->bound);
+    while (rc == 0 && g_hash_table_iter_next(&it, &k, NULL))
+        if (!g_hash_table_contains(w, k))
+            g_ptr_array_add(extra, g_strdup(k));
+    for (guint i = 0; rc == 0 && i < extra->len; i++) {
+        const char *key = extra->pdata[i];
+        if (!amqp_queue_unbind(r->amqp, RO_CH, q, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
+                               amqp_cstring_bytes(key), amqp_empty_table)) {
+            rpc_words(r, "cannot unbind the roster queue", why, n);
+            rc = -1;
+            break;
+        }
+        g_hash_table_remove(r->bound, key);
+    }
+    g_ptr_array_unref(extra);
+    g_hash_table_destroy(w);
+    set_bindings_count(r);
+    return rc;
+}
+
 /* Exchange, our queue (roster.<coord_id>.<random>, so that a per-host
  * login can be allowed exactly its own), its binding, the consumer. */
 static int setup(ro_conn *r, char *why, size_t n)
@@ -301,9 +414,13 @@ static int setup(ro_conn *r, char *why, size_t n)
         return -1;
     }
     qname = amqp_bytes_malloc_dup(q->queue);
-    if (!amqp_queue_bind(r->amqp, RO_CH, qname, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
-                         amqp_cstring_bytes(TOPO_ROSTER_BINDING), amqp_empty_table) ||
-        !amqp_basic_consume(r->amqp, RO_CH, qname, amqp_empty_bytes, 0, 1, 1, amqp_empty_table)) {
+    bytes_str(qname, r->qname, sizeof r->qname);
+    g_hash_table_remove_all(r->bound);
+    if (sync_bindings(r, why, n) < 0) {
+        amqp_bytes_free(qname);
+        return -1;
+    }
+    if (!amqp_basic_consume(r->amqp, RO_CH, qname, amqp_empty_bytes, 0, 1, 1, amqp_empty_table)) {
         amqp_bytes_free(qname);
         rpc_words(r, "cannot bind or consume the roster queue", why, n);
         return -1;
@@ -344,6 +461,102 @@ static void try_connect(ro_conn *r)
     drop(r, why);
 }
 
+/* Our heartbeat's keys (scoped): our groups, and those left less than
+ * three intervals ago, so that their members hear that we left. */
+static GPtrArray *heartbeat_keys(ro_conn *r)
+{
+    GPtrArray *g = g_ptr_array_new_with_free_func(g_free), *keys;
+    GHashTableIter it;
+    gpointer k, v;
+    int64_t now = now_ms();
+
+    for (char **p = r->groups; p && *p; p++)
+        g_ptr_array_add(g, g_strdup(*p));
+    g_hash_table_iter_init(&it, r->gone);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        if (now >= *(int64_t *)v)
+            g_hash_table_iter_remove(&it);
+        else if (!r->groups || !g_strv_contains((const char *const *)r->groups, k))
+            g_ptr_array_add(g, g_strdup(k));
+    }
+    g_ptr_array_sort(g, (GCompareFunc)ro_cmp_str);
+    g_ptr_array_add(g, NULL);
+    keys = topo_roster_keys(r->host, (const char *const *)g->pdata, r->cfg.coord_id);
+    g_ptr_array_unref(g);
+    return keys;
+}
+
+/* A heartbeat request: bound first (sync_bindings ran), so the answer
+ * reaches us. */
+static void publish_ask(ro_conn *r, const char *lead)
+{
+    amqp_basic_properties_t p;
+    char exp[32], key[128];
+    char *body = g_strdup_printf("{\"v\":1,\"type\":\"heartbeat-request\",\"from\":\"%s\"}",
+                                 r->cfg.coord_id);
+    int rc;
+
+    memset(&p, 0, sizeof p);
+    snprintf(exp, sizeof exp, "%lld",
+             (long long)(r->last_iv_ms > 0 ? r->last_iv_ms : r->cfg.interval_ms));
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+               AMQP_BASIC_EXPIRATION_FLAG | AMQP_BASIC_TYPE_FLAG;
+    p.content_type = amqp_cstring_bytes("application/json");
+    p.delivery_mode = 1;
+    p.expiration = amqp_cstring_bytes(exp);
+    p.type = amqp_cstring_bytes("heartbeat-request");
+    topo_roster_ask_key(lead, key, sizeof key);
+    rc = amqp_basic_publish(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
+                            amqp_cstring_bytes(key), 0, 0, &p, amqp_cstring_bytes(body));
+    g_free(body);
+    if (rc != AMQP_STATUS_OK) {
+        drop(r, amqp_error_string2(rc));
+        return;
+    }
+    g_mutex_lock(&r->lock);
+    r->st.asks_out++;
+    g_mutex_unlock(&r->lock);
+}
+
+/* ro_hear's lists changed: new groups for our key (the ones left stay
+ * three intervals), new bindings; then the asks. */
+static void apply_wants(ro_conn *r)
+{
+    bool dirty;
+    char **groups = NULL;
+    GPtrArray *asks;
+    char why[512];
+
+    g_mutex_lock(&r->lock);
+    dirty = r->want_dirty;
+    r->want_dirty = false;
+    if (dirty)
+        groups = g_strdupv(r->want_groups);
+    asks = r->asks;
+    r->asks = g_ptr_array_new_with_free_func(g_free);
+    g_mutex_unlock(&r->lock);
+    if (dirty) {
+        int64_t until = now_ms() + 3 * (r->last_iv_ms > 0 ? r->last_iv_ms : r->cfg.interval_ms);
+        for (char **p = r->groups; p && *p; p++)
+            if (!groups || !g_strv_contains((const char *const *)groups, *p)) {
+                int64_t *u = g_new(int64_t, 1);
+                *u = until;
+                g_hash_table_replace(r->gone, g_strdup(*p), u);
+            }
+        for (char **p = groups; p && *p; p++)
+            g_hash_table_remove(r->gone, *p);
+        g_strfreev(r->groups);
+        r->groups = groups;
+        if (r->connected && sync_bindings(r, why, sizeof why) < 0) {
+            log_warn("presence: %s; reconnecting the roster", why);
+            drop(r, why);
+        }
+    }
+    for (guint i = 0; r->connected && scoped(r) && i < asks->len; i++)
+        publish_ask(r, asks->pdata[i]);
+    g_ptr_array_unref(asks);
+}
+
 static void publish(ro_conn *r, bool leaving)
 {
     amqp_basic_properties_t p;
@@ -370,9 +583,20 @@ static void publish(ro_conn *r, bool leaving)
     p.delivery_mode = 1; /* non-persistent: presence is soft state */
     p.expiration = amqp_cstring_bytes(exp);
     p.type = amqp_cstring_bytes("heartbeat");
-    rc = amqp_basic_publish(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
-                            amqp_cstring_bytes(r->rkey), 0, 0, &p,
-                            (amqp_bytes_t){.len = len, .bytes = body});
+    r->last_iv_ms = iv;
+    if (scoped(r)) {
+        GPtrArray *keys = heartbeat_keys(r);
+        rc = AMQP_STATUS_OK;
+        for (guint i = 0; rc == AMQP_STATUS_OK && i < keys->len; i++)
+            rc = amqp_basic_publish(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
+                                    amqp_cstring_bytes(keys->pdata[i]), 0, 0, &p,
+                                    (amqp_bytes_t){.len = len, .bytes = body});
+        g_ptr_array_unref(keys);
+    } else {
+        rc = amqp_basic_publish(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
+                                amqp_cstring_bytes(r->rkey), 0, 0, &p,
+                                (amqp_bytes_t){.len = len, .bytes = body});
+    }
     free(body);
     if (rc != AMQP_STATUS_OK) {
         drop(r, amqp_error_string2(rc));
@@ -425,11 +649,23 @@ static void read_all(ro_conn *r)
         rep = amqp_consume_message(r->amqp, &env, &zero, 0);
         if (rep.reply_type == AMQP_RESPONSE_NORMAL) {
             char rk[256];
+            bool ask;
             bytes_str(env.routing_key, rk, sizeof rk);
+            ask = g_str_has_prefix(rk, TOPO_ROSTER_ASK_PREFIX);
             g_mutex_lock(&r->lock);
-            r->st.received++;
+            if (ask)
+                r->st.asks_in++;
+            else
+                r->st.received++;
             g_mutex_unlock(&r->lock);
-            r->cb.received(r->cb.ud, rk, env.message.body.bytes, env.message.body.len);
+            if (ask) {
+                /* a lead started listening to us: our next heartbeat now,
+                 * at most one a second however many ask */
+                if (r->next_beat_ms > r->last_beat_ms + RO_KICK_MIN_MS)
+                    r->next_beat_ms = MAX(now_ms(), r->last_beat_ms + RO_KICK_MIN_MS);
+            } else {
+                r->cb.received(r->cb.ud, rk, env.message.body.bytes, env.message.body.len);
+            }
             amqp_destroy_envelope(&env);
             continue;
         }
@@ -485,6 +721,8 @@ static gpointer roster_main(gpointer data)
         g_mutex_unlock(&r->lock);
         if (kicked && r->next_beat_ms > r->last_beat_ms + RO_KICK_MIN_MS)
             r->next_beat_ms = MAX(now, r->last_beat_ms + RO_KICK_MIN_MS);
+        if (r->connected)
+            apply_wants(r);
         if (r->connected && now_ms() >= r->next_beat_ms)
             publish(r, false);
         until = r->connected ? r->next_beat_ms : r->next_attempt_ms;
@@ -538,7 +776,13 @@ ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb)
     r->cfg.uri_env = g_strdup(cfg->uri_env);
     r->cb = *cb;
     sanitize_host(r->cfg.host, host, sizeof host);
+    g_strlcpy(r->host, host, sizeof r->host);
     topo_roster_key(host, r->cfg.coord_id, r->rkey, sizeof r->rkey);
+    r->bound = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    r->gone = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    r->asks = g_ptr_array_new_with_free_func(g_free);
+    r->want_groups = g_new0(char *, 1);
+    r->want_leads = g_new0(char *, 1);
     r->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     g_mutex_init(&r->lock);
     g_cond_init(&r->done_cv);
@@ -644,7 +888,62 @@ void ro_free(ro_conn *r)
     g_free((char *)r->cfg.coord_id);
     g_free((char *)r->cfg.host);
     g_free((char *)r->cfg.uri_env);
+    g_hash_table_destroy(r->bound);
+    g_hash_table_destroy(r->gone);
+    g_ptr_array_unref(r->asks);
+    g_strfreev(r->want_groups);
+    g_strfreev(r->want_leads);
+    g_strfreev(r->groups);
     g_free(r);
+}
+
+static char **sorted_copy(const char *const *v, const char *skip)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (; v && *v; v++)
+        if ((!skip || strcmp(*v, skip) != 0) &&
+            !g_ptr_array_find_with_equal_func(out, *v, g_str_equal, NULL))
+            g_ptr_array_add(out, g_strdup(*v));
+    g_ptr_array_sort(out, (GCompareFunc)ro_cmp_str);
+    g_ptr_array_add(out, NULL);
+    return (char **)g_ptr_array_free(out, FALSE);
+}
+
+void ro_hear(ro_conn *r, const char *const *groups, const char *const *leads)
+{
+    char **g, **l;
+    bool same;
+    if (!r)
+        return;
+    g = sorted_copy(groups, "all");
+    l = sorted_copy(leads, r->cfg.coord_id);
+    g_mutex_lock(&r->lock);
+    same = g_strv_equal((const char *const *)g, (const char *const *)r->want_groups) &&
+           g_strv_equal((const char *const *)l, (const char *const *)r->want_leads);
+    if (!same) {
+        g_strfreev(r->want_groups);
+        g_strfreev(r->want_leads);
+        r->want_groups = g;
+        r->want_leads = l;
+        r->want_dirty = true;
+    }
+    g_mutex_unlock(&r->lock);
+    if (same) {
+        g_strfreev(g);
+        g_strfreev(l);
+        return;
+    }
+    wake(r);
+}
+
+void ro_ask(ro_conn *r, const char *lead)
+{
+    if (!r || !r->cfg.scoped || !lead || strcmp(lead, r->cfg.coord_id) == 0)
+        return;
+    g_mutex_lock(&r->lock);
+    g_ptr_array_add(r->asks, g_strdup(lead));
+    g_mutex_unlock(&r->lock);
+    wake(r);
 }
 
 void ro_get_status(ro_conn *r, ro_status *st)

@@ -9,8 +9,9 @@
  * On every connection the thread declares the topic exchange `fleet.roster`
  * (non-durable: presence is soft state; when the login may not declare it,
  * or an operator made it durable, the one there is used), one exclusive
- * auto-delete queue roster.<coord_id>.<random> bound to `roster.#`, and consumes it without
- * acks.  Every interval it asks its owner for a heartbeat body (the owner
+ * auto-delete queue roster.<coord_id>.<random> bound to `roster.#` (or, scoped, to our own
+ * key, our ask key, our groups and the leads ro_hear names: doc/protocol.md section 11),
+ * and consumes it without acks.  Every interval it asks its owner for a heartbeat body (the owner
  * signs it) and publishes it with routing key roster.<host>.<coord_id>,
  * non-persistent, with an AMQP expiration of ttl_ms.  Each delivery's raw
  * body goes to the owner's `received` callback; this layer never parses
@@ -40,6 +41,9 @@ typedef struct {
     int64_t ttl_ms;       /* AMQP expiration of each heartbeat (scaled when the
                              heartbeat callback announces a longer interval) */
     const char *uri_env;  /* the variable the URIs came from, for messages (br_config's) */
+    bool scoped;          /* fleet_view=groups: bind only what ro_hear names (and our
+                             own key and ask key), publish with our groups in the key,
+                             answer heartbeat requests; false: roster.# */
 } ro_config;
 
 typedef struct {
@@ -60,6 +64,9 @@ typedef struct {
     int64_t since_ms; /* monotonic ms of the last change */
     char reason[256]; /* why not up, or "" */
     uint64_t published, received;
+    uint64_t asks_in, asks_out; /* heartbeat requests received, published */
+    unsigned bindings;          /* our queue's bindings now */
+    bool fallback;              /* scoped, but the broker refused a binding: roster.# */
 } ro_status;
 
 ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb);
@@ -75,5 +82,14 @@ void ro_stop_begin(ro_conn *r, bool leaving);
 void ro_stop(ro_conn *r, bool leaving);
 void ro_free(ro_conn *r);
 void ro_get_status(ro_conn *r, ro_status *st);
+/* Scoped (cfg.scoped): whom to hear from now on.  groups (not "all") also
+ * go into our heartbeats' routing key (a group just left stays in it for
+ * three intervals, so its members hear that we left); leads are bound by
+ * coord_id (ours is always).  Both NULL-terminated, valid names (wire/names.h),
+ * copied.  Any thread; the roster thread binds and unbinds. */
+void ro_hear(ro_conn *r, const char *const *groups, const char *const *leads);
+/* Scoped: ask lead for its next heartbeat now (after binding what
+ * ro_hear said, so its answer reaches us).  Any thread. */
+void ro_ask(ro_conn *r, const char *lead);
 
 #endif

@@ -8,6 +8,7 @@
 #include "broker/topology.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include <glib.h>
 
@@ -64,6 +65,53 @@ amqp_table_t topo_roster_args(amqp_table_entry_t *entries)
 void topo_roster_key(const char *host, const char *coord_id, char *out, size_t n)
 {
     snprintf(out, n, "roster.%s.%s", host && host[0] ? host : "_", coord_id);
+}
+
+static size_t key_len(const char *host, const char *const *groups, size_t from, size_t to,
+                      const char *coord_id)
+{
+    size_t len = strlen("roster.") + strlen(host) + 1 + strlen(coord_id);
+    for (size_t i = from; i < to; i++)
+        len += strlen(TOPO_ROSTER_GROUP_WORD) + strlen(groups[i]) + 1;
+    return len;
+}
+
+GPtrArray *topo_roster_keys(const char *host, const char *const *groups, const char *coord_id)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+    size_t n = groups ? g_strv_length((gchar **)groups) : 0, i = 0;
+
+    if (!host || !host[0] || key_len(host, groups, 0, n, coord_id) > TOPO_ROSTER_KEY_MAX)
+        host = "_";
+    do {
+        GString *k = g_string_new("roster.");
+        size_t j = i;
+        g_string_append(k, host);
+        /* as many groups as fit, at least one (a group name is short) */
+        while (j < n &&
+               (j == i || key_len(host, groups, i, j + 1, coord_id) <= TOPO_ROSTER_KEY_MAX))
+            j++;
+        for (; i < j; i++)
+            g_string_append_printf(k, ".%s%s", TOPO_ROSTER_GROUP_WORD, groups[i]);
+        g_string_append_printf(k, ".%s", coord_id);
+        g_ptr_array_add(out, g_string_free(k, FALSE));
+    } while (i < n);
+    return out;
+}
+
+void topo_roster_bind_lead(const char *coord_id, char *out, size_t n)
+{
+    snprintf(out, n, "roster.#.%s", coord_id);
+}
+
+void topo_roster_bind_group(const char *group, char *out, size_t n)
+{
+    snprintf(out, n, "roster.#.%s%s.#", TOPO_ROSTER_GROUP_WORD, group);
+}
+
+void topo_roster_ask_key(const char *coord_id, char *out, size_t n)
+{
+    snprintf(out, n, "%s%s", TOPO_ROSTER_ASK_PREFIX, coord_id);
 }
 
 void topo_consumer_queue(bool inbox, const char *id, char *out, size_t n)

@@ -8,6 +8,7 @@
 #define FLEETFS_BROKER_TOPOLOGY_H
 
 #include <amqp.h>
+#include <glib.h>
 
 #include "broker/conn.h"
 
@@ -42,6 +43,24 @@ amqp_table_t topo_roster_args(amqp_table_entry_t *entries);
 void topo_roster_queue(const char *coord_id, char *out, size_t n);
 /* "roster.<host>.<coord_id>" ("_" for an empty host). */
 void topo_roster_key(const char *host, const char *coord_id, char *out, size_t n);
+
+/* fleet_view=groups (doc/protocol.md section 11): a heartbeat's key carries
+ * one "g=<group>" word per group of its host, between the host word and the
+ * coord_id; a host binds what it needs instead of roster.#. */
+#define TOPO_ROSTER_GROUP_WORD "g="
+#define TOPO_ROSTER_KEY_MAX 255 /* an AMQP short string */
+/* The keys one heartbeat is published under (g_ptr_array_unref; one unless
+ * the groups do not fit one key): "roster.<host>.g=<g1>...<coord_id>",
+ * host "_" when empty or when the groups would not fit with it. */
+GPtrArray *topo_roster_keys(const char *host, const char *const *groups, const char *coord_id);
+/* "roster.#.<coord_id>": every heartbeat of that lead. */
+void topo_roster_bind_lead(const char *coord_id, char *out, size_t n);
+/* "roster.#.g=<group>.#": every heartbeat of a member of group. */
+void topo_roster_bind_group(const char *group, char *out, size_t n);
+/* "ask.<coord_id>": a request for that lead's next heartbeat now; never
+ * matches roster.#. */
+#define TOPO_ROSTER_ASK_PREFIX "ask."
+void topo_roster_ask_key(const char *coord_id, char *out, size_t n);
 
 /* "lead.<id>.inbox" or "lead.<id>.receipts". */
 void topo_consumer_queue(bool inbox, const char *id, char *out, size_t n);

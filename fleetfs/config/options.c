@@ -479,6 +479,17 @@ static int opts_set_heartbeat_rate(fs_opts *o, const struct opts_def *d, const c
     return 0;
 }
 
+static int opts_set_fleet_view(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    if (strcmp(value, "all") == 0)
+        o->fleet_view_all = true;
+    else if (strcmp(value, "groups") == 0)
+        o->fleet_view_all = false;
+    else
+        return opts_fail(err, d, "all or groups", value);
+    return 0;
+}
+
 static int opts_set_discovery(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
     if (strcmp(value, "on") == 0 || strcmp(value, "1") == 0 || strcmp(value, "true") == 0)
@@ -565,6 +576,9 @@ static const struct opts_def opts_table[] = {
      "on: peers/ also lists leads heard from; off: only the configured peers"},
     {"discovery_ttl", opts_set_duration, OFF(discovery_ttl_ms), NULL, "10m",
      "a discovered lead silent this long leaves peers/ (configured ones never do)"},
+    {"fleet_view", opts_set_fleet_view, 0, NULL, "all",
+     "all: hear every lead's heartbeat; groups: only our groups', our peers' and the leads we "
+     "address (doc/presence.md)"},
     /* agents and groups (SPEC section 10) */
     {"agents", opts_set_agents, 0, NULL, "none",
      "local agents, names " OPTS_AGENT_FORM " separated by ':' (and [agent NAME] sections)"},
@@ -684,6 +698,7 @@ void opts_init(fs_opts *o)
     o->heartbeat_rate = 200;
     o->discovery = true;
     o->discovery_ttl_ms = 10 * 60 * 1000;
+    o->fleet_view_all = true;
     o->groups = g_new0(char *, 1);
     o->spawn_ttl_ms = 60 * 1000;
     o->spawn_grace_ms = 330 * 1000;

@@ -59,6 +59,8 @@ typedef struct {
                                  interval grows with the fleet); 0: fixed */
     bool discovery;           /* peers/ also lists leads heard from */
     int64_t discovery_ttl_ms; /* a silent discovered lead leaves peers/ */
+    bool fleet_view_all;      /* fleet_view=all: hear every heartbeat (roster.#);
+                                 false (groups): our groups, peers and addressed leads */
     /* agents and groups (SPEC section 10, doc/agents.md) */
     fs_agent *agents; /* n_agents of them, in the order first given */
     size_t n_agents;

@@ -31,6 +31,31 @@ bool tr_outsider(const rq *r)
     return r->cx->uid != r->f->uid && r->cx->uid != 0;
 }
 
+/* fleet_view=groups: a lead we do not hear is still reachable by name.
+ * Its mailbox is probed (one passive declare, bounded by probe_timeout);
+ * when it is there the lead is addressed: listed in peers/, its heartbeats
+ * bound, and asked for one now (doc/presence.md).  An absent mailbox is
+ * not probed again for 2 s. */
+static bool address_by_name(const fleet *f, const char *name)
+{
+    char queue[128];
+    br_probe p;
+
+    if (!pr_scoped(f->pr) || !f->opts->discovery || !strcmp(name, f->opts->coord_id) ||
+        pr_absent_recent(f->pr, name))
+        return false;
+    br_inbox_queue(name, queue, sizeof queue);
+    memset(&p, 0, sizeof p);
+    if (br_probe_queue(f->br, queue, 1000, f->opts->probe_timeout_ms, &p) != FE_OK || !p.valid ||
+        !p.present) {
+        if (p.valid && !p.present)
+            pr_absent(f->pr, name);
+        return false;
+    }
+    pr_address(f->pr, name);
+    return pr_is_peer(f->pr, name);
+}
+
 bool fleet_is_peer(const fleet *f, const char *name)
 {
     if (!name_valid(name))
@@ -39,7 +64,9 @@ bool fleet_is_peer(const fleet *f, const char *name)
         if (strcmp(*p, name) == 0)
             return true;
     /* presence: a discovered lead is a peer while it is listed */
-    return f->pr && pr_is_peer(f->pr, name);
+    if (!f->pr || pr_is_peer(f->pr, name))
+        return f->pr != NULL;
+    return address_by_name(f, name);
 }
 
 /* The files of a home (the lead's or a local agent's). */

@@ -79,6 +79,16 @@ static void presence_root_lines(GString *s, fleet *f)
     g_string_append_printf(s, "presence: %s\nrejected_heartbeat: %llu\nrejected_agents: %llu\n", w,
                            (unsigned long long)pr_rejected(f->pr),
                            (unsigned long long)pr_rejected_agents(f->pr));
+    pr_view_words(f->pr, w, sizeof w);
+    g_string_append_printf(s, "fleet_view: %s\n", w);
+    if (f->ro) {
+        ro_status rs;
+        ro_get_status(f->ro, &rs);
+        if (rs.fallback)
+            g_string_append(s, "fleet_view_note: the broker refused a fleet_view=groups "
+                               "binding (this login's permissions predate it), so this host "
+                               "hears the whole fleet (see the log)\n");
+    }
 }
 
 static void presence_peer_lines(GString *s, fleet *f, const char *peer)

@@ -172,7 +172,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
                      size_t len)
 {
     envelope e;
-    char why[300];
+    char why[300], sender[ADDR_MAX_LEN + 1];
     const char *reason;
     bool verified;
     held_msg *m;
@@ -263,8 +263,11 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
         return BR_ACK;
     }
     accept_record_locked(mb, e.msgId, SEEN_DELIVERED, 0);
+    g_strlcpy(sender, e.from, sizeof sender);
     held_add_locked(mb, &e, gen, tag, redelivered || st == SEEN_DELIVERED || st == SEEN_LEGACY);
     g_mutex_unlock(mb->lock);
+    if (mb->hooks.heard_from)
+        mb->hooks.heard_from(mb->hooks.ud, sender);
     mb_changed(mb, mb->inbox_path);
     mb_changed(mb, mb->lead_status_path);
     mb_changed(mb, "status");

@@ -44,6 +44,9 @@ typedef struct {
     /* the ids presence knows in group g (g_strfreev); may be NULL.  Called
      * unlocked. */
     char **(*group_members)(void *ud, const char *g);
+    /* a message from `from` (a verified id) was taken into a mailbox; may be
+     * NULL.  Called unlocked. */
+    void (*heard_from)(void *ud, const char *from);
     void *ud;
 } mb_hooks;
 

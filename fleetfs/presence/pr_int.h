@@ -43,8 +43,10 @@ typedef struct {
     int64_t sent_ms;     /* its sentAt (wall ms): later ones must be newer */
     int64_t interval_ms; /* the sender's */
     bool left;
-    bool listed;    /* in peers/ (announced to directory watchers) */
-    pr_state shown; /* what watchers were last told */
+    bool addressed;         /* fleet_view=groups: sent to, heard from or looked up */
+    int64_t addressed_mono; /* when last (monotonic ms) */
+    bool listed;            /* in peers/ (announced to directory watchers) */
+    pr_state shown;         /* what watchers were last told */
     char host[256], version[64], agent[256], started_at[40], last_at[40];
     /* the agents extension of its last believed heartbeat */
     bool ext;
@@ -86,6 +88,7 @@ struct presence {
     GHashTable *snap_agents; /* gid -> description, as watchers last saw it */
     GHashTable *snap_groups; /* group -> members, likewise */
     int64_t interval_ms;     /* our last heartbeat's (pri_interval_locked) */
+    GHashTable *absent;      /* fleet_view=groups: id -> monotonic ms its mailbox was absent */
 };
 
 typedef struct {
@@ -111,5 +114,7 @@ char **pri_sorted_copy(char **v);
 char **pri_sorted_copy_free(char **v);
 pr_state pri_state_of(const pr_lead *l, int64_t now);
 bool pri_strv_same(char **a, char **b);
+bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now);
+bool pri_addressed_locked(presence *pr, const pr_lead *l, int64_t now);
 
 #endif

@@ -119,6 +119,7 @@ presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char
     pr->local_agents = g_ptr_array_new_with_free_func(pri_agent_free);
     pr->local_groups = g_new0(char *, 1);
     pr->logged = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    pr->absent = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     pr->link_since = pri_mono_ms();
     if (!o->insecure) {
         pr->key = sig_load_secret(o->key, err);
@@ -161,6 +162,7 @@ void pr_free(presence *pr)
     g_hash_table_destroy(pr->logged_agents);
     g_hash_table_destroy(pr->snap_agents);
     g_hash_table_destroy(pr->snap_groups);
+    g_hash_table_destroy(pr->absent);
     g_ptr_array_unref(pr->local_agents);
     g_strfreev(pr->local_groups);
     g_free(pr->local_key);

@@ -44,6 +44,10 @@ typedef struct {
     void (*changed)(void *ud, const char *relpath);
     /* dir/name appeared (added) or went away: directory watchers */
     void (*entry)(void *ud, const char *dir, const char *name, bool added);
+    /* fleet_view=groups: whom to hear may have changed (pr_hear_lists);
+     * ask: a lead addressed for the first time, to be asked for its
+     * heartbeat now (NULL: none).  May be NULL. */
+    void (*hear)(void *ud, const char *ask);
     void *ud;
 } pr_hooks;
 
@@ -96,6 +100,30 @@ const char *pr_state_name(pr_state s);
  * why then says "peer not live (its host beta: stale 40s)" or "peer not
  * live (its host beta does not list it)". Anything else (a group) is -1. */
 int pr_liveness(presence *pr, const char *peer, char *why, size_t n);
+
+/* ---- whom we hear (fleet_view, doc/presence.md) --------------------------
+ *
+ * With fleet_view=groups this host hears the members of its groups (the
+ * lead's and its local agents'), its configured peers, the leads it
+ * addressed within discovery_ttl, and itself.  A lead outside all of them
+ * is dropped from the table at the next pr_tick (logged "out of view"),
+ * never shown stale: we no longer listen to it. */
+/* fleet_view=groups */
+bool pr_scoped(presence *pr);
+/* What to bind (ro_hear): our groups (not "all") and the leads (configured
+ * peers, addressed ones; not us).  g_strfreev both. */
+void pr_hear_lists(presence *pr, char ***groups, char ***leads);
+/* Scoped: we send to, had a message from, or looked up lead id (a coord_id,
+ * or a gid: its host): it is heard (and, with discovery on, listed in
+ * peers/) for discovery_ttl from now.  The first time, the hear hook is
+ * told to ask it for a heartbeat.  Not scoped, or id is us: nothing. */
+void pr_address(presence *pr, const char *id);
+/* A lookup of an unknown peers/<id> probed and found no mailbox: not worth
+ * probing again for 2 s (pr_absent_recent). */
+void pr_absent(presence *pr, const char *id);
+bool pr_absent_recent(presence *pr, const char *id);
+/* "groups (2 groups, 3 leads addressed or configured)" or "all" */
+void pr_view_words(presence *pr, char *out, size_t n);
 
 uint64_t pr_rejected(presence *pr);
 /* Our roster link is up. */

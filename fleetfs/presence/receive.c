@@ -32,6 +32,8 @@ static bool listed_now(presence *pr, const pr_lead *l, int64_t now)
         return false;
     if (l->configured)
         return true;
+    if (pr->o->discovery && pri_addressed_locked(pr, l, now))
+        return true;
     return pr->o->discovery && l->heard && now - l->heard_mono < pr->o->discovery_ttl_ms;
 }
 
@@ -337,7 +339,7 @@ bool pr_tick(presence *pr, const char *agent_words)
     GHashTableIter it;
     gpointer v;
     int64_t now = pri_mono_ms();
-    bool agent_changed;
+    bool agent_changed, hear_changed = false;
 
     g_mutex_lock(&pr->lock);
     agent_changed = pr->agent_sent && agent_words && strcmp(pr->agent_sent, agent_words) != 0;
@@ -357,7 +359,26 @@ bool pr_tick(presence *pr, const char *agent_words)
         if (!l->self && l->heard && (l->ext || l->agents) &&
             now - l->heard_mono >= pr->o->discovery_ttl_ms)
             drop_ext_locked(l, now);
-        if (!l->self && !l->configured && now - l->heard_mono >= pr->o->discovery_ttl_ms) {
+        if (l->addressed && !pri_addressed_locked(pr, l, now)) {
+            l->addressed = false; /* discovery_ttl since the last message to or from it */
+            hear_changed = true;
+        }
+        if (!l->self && !l->configured && l->heard && !pri_in_view_locked(pr, l, now)) {
+            /* fleet_view=groups: we no longer listen to it (it left our
+             * groups, or we left its): gone from our view, not stale */
+            if (l->listed)
+                pri_note(notes, 2, "peers", l->id);
+            log_info("presence: %s out of view (fleet_view=groups: it shares no group with us "
+                     "and is neither a configured peer nor addressed); dropped from peers/ and "
+                     "hosts/",
+                     l->id);
+            pri_note(notes, 0, "roster", NULL);
+            pri_note(notes, 2, "hosts", l->id);
+            g_hash_table_iter_remove(&it);
+            continue;
+        }
+        if (!l->self && !l->configured && !pri_addressed_locked(pr, l, now) &&
+            now - l->heard_mono >= pr->o->discovery_ttl_ms) {
             /* a discovered lead silent for discovery_ttl is forgotten */
             if (l->listed) {
                 pri_note(notes, 2, "peers", l->id);
@@ -371,5 +392,7 @@ bool pr_tick(presence *pr, const char *agent_words)
     pri_snap_diff_locked(pr, notes, now);
     g_mutex_unlock(&pr->lock);
     pri_deliver_notes(pr, notes);
+    if (hear_changed && pr->hooks.hear)
+        pr->hooks.hear(pr->hooks.ud, NULL);
     return agent_changed;
 }

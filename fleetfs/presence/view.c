@@ -142,8 +142,16 @@ static int lead_liveness(presence *pr, const char *id, char *words, size_t n)
     int64_t now = pri_mono_ms();
     char age[32];
 
+    pr_lead *l;
+
     g_mutex_lock(&pr->lock);
     settled = pr->link_up && now - pr->link_since >= PR_STALE_AFTER * pr->o->heartbeat_ms;
+    /* fleet_view=groups: a lead addressed just now was not listened to
+     * before; give its heartbeat (asked for) three intervals to come */
+    l = g_hash_table_lookup(pr->leads, id);
+    if (l && !l->heard && l->addressed &&
+        now - l->addressed_mono < PR_STALE_AFTER * pr->o->heartbeat_ms)
+        settled = false;
     g_mutex_unlock(&pr->lock);
     if (!pr_get(pr, id, &i))
         i.state = PR_NEVER;

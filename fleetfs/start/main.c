@@ -162,7 +162,39 @@ static void hook_entry(void *ud, const char *dir, const char *name, bool added)
 static int hook_peer_live(void *ud, const char *peer, char *why, size_t n)
 {
     fleet *f = ud;
-    return f->pr ? pr_liveness(f->pr, peer, why, n) : -1;
+    if (!f->pr)
+        return -1;
+    pr_address(f->pr, peer); /* fleet_view=groups: we send to it, so we hear it */
+    return pr_liveness(f->pr, peer, why, n);
+}
+
+static void hook_heard_from(void *ud, const char *from)
+{
+    fleet *f = ud;
+    if (f->pr)
+        pr_address(f->pr, from); /* fleet_view=groups: it writes to us, so we hear it */
+}
+
+/* fleet_view=groups: tell the roster thread whom to hear (it binds and
+ * unbinds only what changed), and ask a newly addressed lead for its
+ * heartbeat. */
+static void push_hear(fleet *f, const char *ask)
+{
+    char **groups, **leads;
+    ro_conn *ro = g_atomic_pointer_get(&f->ro);
+    if (!f->pr || !ro || !pr_scoped(f->pr))
+        return;
+    pr_hear_lists(f->pr, &groups, &leads);
+    ro_hear(ro, (const char *const *)groups, (const char *const *)leads);
+    g_strfreev(groups);
+    g_strfreev(leads);
+    if (ask)
+        ro_ask(ro, ask);
+}
+
+static void hook_hear(void *ud, const char *ask)
+{
+    push_hear(ud, ask);
 }
 
 static char **hook_group_members(void *ud, const char *g)
@@ -197,7 +229,7 @@ static void ro_changed(void *ud, bool up)
 /* The presence table and the roster thread, without its thread yet. */
 static int presence_new(fleet *f, char **err)
 {
-    pr_hooks ph = {.changed = hook_changed, .entry = hook_entry, .ud = f};
+    pr_hooks ph = {.changed = hook_changed, .entry = hook_entry, .hear = hook_hear, .ud = f};
     ro_callbacks rc = {
         .heartbeat = ro_heartbeat, .received = ro_received, .changed = ro_changed, .ud = f};
     ro_config cfg;
@@ -217,8 +249,10 @@ static int presence_new(fleet *f, char **err)
     cfg.interval_ms = f->opts->heartbeat_ms;
     cfg.ttl_ms = 3 * f->opts->heartbeat_ms;
     cfg.uri_env = f->opts->broker_uri_env;
-    f->ro = ro_new(&cfg, &rc);
+    cfg.scoped = pr_scoped(f->pr);
+    g_atomic_pointer_set(&f->ro, ro_new(&cfg, &rc));
     g_strfreev(uris);
+    push_hear(f, NULL);
     return 0;
 }
 
@@ -390,6 +424,7 @@ static void each_second(void *ud)
         if (pr_tick(f->pr, w))
             ro_kick(f->ro);
         g_free(w);
+        push_hear(f, NULL); /* our groups may have changed (agents); cheap when not */
     }
 }
 
@@ -697,6 +732,7 @@ int main(int argc, char **argv)
                           .arrived = hook_arrived,
                           .peer_live = hook_peer_live,
                           .group_members = hook_group_members,
+                          .heard_from = hook_heard_from,
                           .ud = &f};
         char *err = NULL;
         mb_broker seam;

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fleetfs/presence/scope.c — whom this host hears with fleet_view=groups
+ * (doc/presence.md, doc/scaling.md step 2): its groups, its configured
+ * peers, the leads it addressed within discovery_ttl, itself.  The lists
+ * for the roster thread's bindings, the addressed leads, and which heard
+ * leads are still in view.
+ * The table and its rules: presence.h, pr_int.h.
+ */
+#include "fleetfs/presence/pr_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "fleetfs/base/log.h"
+#include "fleetfs/wire/names.h"
+
+#define PR_ABSENT_MS 2000 /* an absent mailbox is not probed again this soon */
+#define PR_ABSENT_MAX 1024
+
+bool pr_scoped(presence *pr)
+{
+    return !pr->o->fleet_view_all;
+}
+
+/* Our groups: the lead's and every local agent's, into set. */
+static void our_groups_locked(presence *pr, GHashTable *set)
+{
+    for (char **g = pr->local_groups; g && *g; g++)
+        g_hash_table_add(set, *g);
+    for (guint i = 0; i < pr->local_agents->len; i++) {
+        pr_agent *a = pr->local_agents->pdata[i];
+        for (char **g = a->groups; g && *g; g++)
+            g_hash_table_add(set, *g);
+    }
+    g_hash_table_remove(set, GROUP_ALL);
+}
+
+bool pri_addressed_locked(presence *pr, const pr_lead *l, int64_t now)
+{
+    return l->addressed && now - l->addressed_mono < pr->o->discovery_ttl_ms;
+}
+
+/* l still heard with fleet_view=groups: ourselves, a configured peer, an
+ * addressed lead, or one whose last heartbeat shares a group with us (its
+ * lead's groups or its agents'). */
+bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now)
+{
+    GHashTable *ours;
+    bool shares = false;
+
+    if (!pr_scoped(pr) || l->self || l->configured || pri_addressed_locked(pr, l, now))
+        return true;
+    ours = g_hash_table_new(g_str_hash, g_str_equal);
+    our_groups_locked(pr, ours);
+    for (char **g = l->groups; !shares && g && *g; g++)
+        shares = g_hash_table_contains(ours, *g);
+    for (guint i = 0; !shares && l->agents && i < l->agents->len; i++) {
+        pr_agent *a = l->agents->pdata[i];
+        for (char **g = a->groups; !shares && g && *g; g++)
+            shares = g_hash_table_contains(ours, *g);
+    }
+    g_hash_table_destroy(ours);
+    return shares;
+}
+
+void pr_hear_lists(presence *pr, char ***groups, char ***leads)
+{
+    GHashTable *set = g_hash_table_new(g_str_hash, g_str_equal);
+    GPtrArray *g = g_ptr_array_new(), *l = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer k, v;
+    int64_t now = pri_mono_ms();
+
+    g_mutex_lock(&pr->lock);
+    our_groups_locked(pr, set);
+    g_hash_table_iter_init(&it, set);
+    while (g_hash_table_iter_next(&it, &k, NULL))
+        g_ptr_array_add(g, g_strdup(k));
+    g_hash_table_iter_init(&it, pr->leads);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        pr_lead *ld = v;
+        if (!ld->self && (ld->configured || pri_addressed_locked(pr, ld, now)))
+            g_ptr_array_add(l, g_strdup(ld->id));
+    }
+    g_mutex_unlock(&pr->lock);
+    g_hash_table_destroy(set);
+    g_ptr_array_sort(g, pri_cmp_str_ptr);
+    g_ptr_array_sort(l, pri_cmp_str_ptr);
+    g_ptr_array_add(g, NULL);
+    g_ptr_array_add(l, NULL);
+    *groups = (char **)g_ptr_array_free(g, FALSE);
+    *leads = (char **)g_ptr_array_free(l, FALSE);
+}
+
+void pr_address(presence *pr, const char *id)
+{
+    char host[NAME_MAX_LEN + 1];
+    GArray *notes;
+    pr_lead *l;
+    bool first = false;
+    int64_t now = pri_mono_ms();
+
+    if (!pr_scoped(pr) || !id || !id_host(id, host) || strcmp(host, pr->o->coord_id) == 0)
+        return;
+    notes = g_array_new(FALSE, TRUE, sizeof(pr_note));
+    g_mutex_lock(&pr->lock);
+    l = g_hash_table_lookup(pr->leads, host);
+    if (!l) {
+        l = pri_lead_new(pr, host);
+        pri_note(notes, 1, "hosts", l->id);
+        pri_note(notes, 0, "roster", NULL);
+    }
+    first = !pri_addressed_locked(pr, l, now) && !l->configured;
+    l->addressed = true;
+    l->addressed_mono = now;
+    g_hash_table_remove(pr->absent, host);
+    if (!l->listed && pr->o->discovery) {
+        l->listed = true;
+        pri_note(notes, 1, "peers", l->id);
+        log_info("presence: lead %s addressed (fleet_view=groups): now in peers/, its "
+                 "heartbeats heard for discovery_ttl after the last message to or from it",
+                 l->id);
+    }
+    g_mutex_unlock(&pr->lock);
+    pri_deliver_notes(pr, notes);
+    if (first && pr->hooks.hear)
+        pr->hooks.hear(pr->hooks.ud, host);
+}
+
+void pr_absent(presence *pr, const char *id)
+{
+    int64_t *at = g_new(int64_t, 1);
+    *at = pri_mono_ms();
+    g_mutex_lock(&pr->lock);
+    if (g_hash_table_size(pr->absent) >= PR_ABSENT_MAX)
+        g_hash_table_remove_all(pr->absent);
+    g_hash_table_replace(pr->absent, g_strdup(id), at);
+    g_mutex_unlock(&pr->lock);
+}
+
+bool pr_absent_recent(presence *pr, const char *id)
+{
+    int64_t *at;
+    bool recent;
+    g_mutex_lock(&pr->lock);
+    at = g_hash_table_lookup(pr->absent, id);
+    recent = at && pri_mono_ms() - *at < PR_ABSENT_MS;
+    g_mutex_unlock(&pr->lock);
+    return recent;
+}
+
+void pr_view_words(presence *pr, char *out, size_t n)
+{
+    char **g, **l;
+    if (!pr_scoped(pr)) {
+        snprintf(out, n, "all (every lead's heartbeat)");
+        return;
+    }
+    pr_hear_lists(pr, &g, &l);
+    snprintf(out, n,
+             "groups (hearing %u group(s), %u lead(s) configured or addressed, and "
+             "the members of those groups)",
+             g_strv_length(g), g_strv_length(l));
+    g_strfreev(g);
+    g_strfreev(l);
+}
