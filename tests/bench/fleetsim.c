@@ -6,6 +6,12 @@
  *                                   like a daemon's (exclusive, auto-delete,
  *                                   x-max-length, bound to fleet.roster with
  *                                   roster.#) and a no-ack consumer on it
+ *   fleetsim URI groups N SECONDS G like roster, but each queue bound the way
+ *                                   fleet_view=groups binds (doc/protocol.md
+ *                                   section 11): queue i to its group
+ *                                   roster.#.g=g<i/G>.#, its own heartbeats
+ *                                   roster.#.bench<i> and ask.bench<i>, the
+ *                                   names hbpub --flood --group-size G uses
  *   fleetsim URI canary N SECONDS   N idle publishing connections, each
  *                                   publishing the empty unroutable keep-alive
  *                                   message every 1.5 s (broker/conn.c's
@@ -47,7 +53,7 @@ static amqp_connection_state_t sim_connect(const char *uri)
     return c;
 }
 
-static void sim_roster_queue(amqp_connection_state_t c, unsigned long i)
+static void sim_roster_queue(amqp_connection_state_t c, unsigned long i, unsigned long group)
 {
     amqp_table_entry_t e[1];
     amqp_table_t args = {1, e};
@@ -61,9 +67,21 @@ static void sim_roster_queue(amqp_connection_state_t c, unsigned long i)
     bn_check_rpc(c, "exchange.declare fleet.roster");
     amqp_queue_declare(c, 1, amqp_cstring_bytes(name), 0, 0, 1, 1, args);
     bn_check_rpc(c, "queue.declare (roster)");
-    amqp_queue_bind(c, 1, amqp_cstring_bytes(name), amqp_cstring_bytes("fleet.roster"),
-                    amqp_cstring_bytes("roster.#"), amqp_empty_table);
-    bn_check_rpc(c, "queue.bind");
+    if (group == 0) {
+        amqp_queue_bind(c, 1, amqp_cstring_bytes(name), amqp_cstring_bytes("fleet.roster"),
+                        amqp_cstring_bytes("roster.#"), amqp_empty_table);
+        bn_check_rpc(c, "queue.bind");
+    } else {
+        char keys[3][96];
+        snprintf(keys[0], sizeof keys[0], "roster.#.g=g%lu.#", i / group);
+        snprintf(keys[1], sizeof keys[1], "roster.#.bench%03lu", i);
+        snprintf(keys[2], sizeof keys[2], "ask.bench%03lu", i);
+        for (int k = 0; k < 3; k++) {
+            amqp_queue_bind(c, 1, amqp_cstring_bytes(name), amqp_cstring_bytes("fleet.roster"),
+                            amqp_cstring_bytes(keys[k]), amqp_empty_table);
+            bn_check_rpc(c, "queue.bind");
+        }
+    }
     amqp_basic_consume(c, 1, amqp_cstring_bytes(name), amqp_empty_bytes, 0, 1, 1, amqp_empty_table);
     bn_check_rpc(c, "basic.consume");
 }
@@ -94,17 +112,19 @@ int main(int argc, char **argv)
     static amqp_connection_state_t c[SIM_MAX];
     static struct pollfd pfd[SIM_MAX];
     static double next[SIM_MAX];
-    unsigned long n, deliveries = 0, publishes = 0;
+    unsigned long n, deliveries = 0, publishes = 0, group = 0;
     double secs, t0, end;
     bool roster;
 
-    if (argc != 5) {
-        fprintf(stderr, "usage: fleetsim URI roster|canary N SECONDS\n");
+    if (argc != 5 && !(argc == 6 && strcmp(argv[2], "groups") == 0)) {
+        fprintf(stderr, "usage: fleetsim URI roster|canary N SECONDS, or URI groups N SECONDS G\n");
         return 2;
     }
-    roster = strcmp(argv[2], "roster") == 0;
+    roster = strcmp(argv[2], "roster") == 0 || strcmp(argv[2], "groups") == 0;
     if (!roster && strcmp(argv[2], "canary") != 0)
-        bn_die("mode is roster or canary");
+        bn_die("mode is roster, groups or canary");
+    if (argc == 6 && (group = strtoul(argv[5], NULL, 10)) < 1)
+        bn_die("G is at least 1");
     n = strtoul(argv[3], NULL, 10);
     secs = strtod(argv[4], NULL);
     if (n < 1 || n > SIM_MAX)
@@ -113,7 +133,7 @@ int main(int argc, char **argv)
     for (unsigned long i = 0; i < n; i++) {
         c[i] = sim_connect(argv[1]);
         if (roster)
-            sim_roster_queue(c[i], i);
+            sim_roster_queue(c[i], i, group);
         pfd[i] = (struct pollfd){.fd = amqp_get_sockfd(c[i]), .events = POLLIN};
     }
     t0 = bn_now();

@@ -8,6 +8,7 @@
  *             [--agents GID[:GID...]] [--tamper-agents]
  *   hbpub URI --body STR --routing-key RK
  *   hbpub URI --flood N --key-dir DIR --trust DIR [--interval MS] [--seconds S]
+ *             [--group-size G]
  *
  * One heartbeat: built like fleetfs builds its own, signed with --key
  * unless none is given (unsigned); --tamper changes the agent words after
@@ -22,7 +23,10 @@
  * --key-dir (made on first use, the public half copied to --trust as
  * <name>.pub), each heartbeating every --interval (default 5000 ms) for
  * --seconds (default 60), spread evenly over the interval, all from this
- * one process and connection.  Exit 0 ok, 2 on usage or connection errors.
+ * one process and connection.  --group-size G: lead i is in group g<i/G>
+ * (the agents extension with that lead group and no agent), published the
+ * way fleet_view=groups publishes, roster.hbpub.g=g<i/G>.bench<i>
+ * (doc/protocol.md section 11).  Exit 0 ok, 2 on usage or connection errors.
  */
 #include <glib.h>
 #include <stdio.h>
@@ -38,7 +42,7 @@
 
 typedef struct {
     const char *uri, *from, *key, *agent, *rk, *body, *key_dir, *trust, *agents;
-    long sent_offset, interval, flood, seconds;
+    long sent_offset, interval, flood, seconds, group_size;
     bool tamper, leaving, tamper_agents;
 } hb_args;
 
@@ -115,7 +119,7 @@ static void hb_agents(env_heartbeat *h, const char *list)
 }
 
 static char *hb_make(const char *from, const sig_key *k, const hb_args *a, int64_t started,
-                     size_t *len)
+                     size_t *len, const char *group)
 {
     env_heartbeat h;
     int64_t now = env_now_ms() + (int64_t)a->sent_offset * 1000;
@@ -133,6 +137,14 @@ static char *hb_make(const char *from, const sig_key *k, const hb_args *a, int64
     h.leaving = a->leaving;
     if (a->agents)
         hb_agents(&h, a->agents);
+    if (group && !a->agents) {
+        h.ext = true;
+        h.groups = calloc(2, sizeof(char *));
+        h.agents = calloc(1, sizeof(env_hb_agent));
+        if (!h.groups || !h.agents || !(h.groups[0] = strdup(group)))
+            die("out of memory");
+        h.n_groups = 1;
+    }
     if (k && sig_sign_hb(k, &h) < 0)
         die("cannot sign");
     if (a->tamper)
@@ -186,14 +198,19 @@ static int flood(const hb_args *a)
     while (g_get_monotonic_time() < end) {
         int64_t round = g_get_monotonic_time();
         for (long i = 0; i < a->flood; i++) {
-            char rk[96];
+            char rk[96], group[32];
             size_t len;
-            char *body = hb_make(names[i], keys[i], a, started, &len);
+            char *body;
+            snprintf(group, sizeof group, "g%ld", a->group_size > 0 ? i / a->group_size : 0);
+            body = hb_make(names[i], keys[i], a, started, &len, a->group_size > 0 ? group : NULL);
             int64_t due = round + (int64_t)a->interval * 1000 * i / a->flood;
             int64_t wait = due - g_get_monotonic_time();
             if (wait > 0)
                 g_usleep((gulong)wait);
-            snprintf(rk, sizeof rk, "roster.hbpub.%s", names[i]);
+            if (a->group_size > 0)
+                snprintf(rk, sizeof rk, "roster.hbpub.g=%s.%s", group, names[i]);
+            else
+                snprintf(rk, sizeof rk, "roster.hbpub.%s", names[i]);
             hb_publish(c, rk, body, len, 3 * a->interval);
             free(body);
             sent++;
@@ -248,6 +265,8 @@ int main(int argc, char **argv)
             a.interval = v ? atol(v) : 0;
         else if (!strcmp(o, "--flood"))
             a.flood = v ? atol(v) : 0;
+        else if (!strcmp(o, "--group-size"))
+            a.group_size = v ? atol(v) : 0;
         else if (!strcmp(o, "--seconds"))
             a.seconds = v ? atol(v) : 0;
         else if (!strcmp(o, "--agents"))
@@ -286,7 +305,7 @@ int main(int argc, char **argv)
             die("--from is needed");
         if (a.key && !(k = sig_load_secret(a.key, &err)))
             die(err);
-        body = hb_make(a.from, k, &a, env_now_ms(), &len);
+        body = hb_make(a.from, k, &a, env_now_ms(), &len, NULL);
         if (!body)
             die("cannot encode");
         snprintf(rk, sizeof rk, "roster.hbpub.%s", a.from);
