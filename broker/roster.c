@@ -358,7 +358,7 @@ static int sync_bindings(ro_conn *r, char *why, size_t n)
                 r->fallback = true;
                 log_warn("presence: the broker refused the fleet_view=groups binding %s (403: "
                          "this login's topic permissions on " TOPO_ROSTER_EXCHANGE " predate "
-                         "it; an operator renews them with scripts/broker host add); hearing "
+                         "it; an operator renews them with scripts/broker host update); hearing "
                          "the whole fleet (roster.#) instead, as fleet_view=all does",
                          (char *)k);
             }

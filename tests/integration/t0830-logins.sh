@@ -322,6 +322,38 @@ test_expect_success 'host passwd: the new password logs in, the old one no longe
     grep -q "login refused" err
 '
 
+# alpha's roster queue's binding keys, per the broker
+roster_bindings() {
+    rmqctl list_bindings -q source_name destination_name routing_key |
+        awk -F'\t' '$1 == "fleet.roster" && index($2, "roster.alpha.") == 1 { print $3 }' | sort
+}
+test_expect_success 'fleet_view=groups on a host add login: its scoped bindings are allowed' '
+    unmount_fleet alpha &&
+    mount_as alpha peers=beta:gamma:delta fleet_view=groups groups=ops &&
+    wait_for 10 "grep -q \"^presence: connected\" alpha/status" &&
+    wait_for 10 "roster_bindings | grep -qx \"roster.#.g=ops.#\"" &&
+    roster_bindings >got &&
+    printf "%s\n" ask.alpha "roster.#.alpha" "roster.#.beta" "roster.#.delta" "roster.#.g=ops.#" "roster.#.gamma" | sort >want &&
+    test_cmp want got &&
+    ! grep -q "fleet_view_note" alpha/status &&
+    ! grep -q "refused the fleet_view=groups binding" alpha.log
+'
+
+test_expect_success 'a login with the topic permissions from before fleet_view: roster.# and a note; host update renews them' '
+    unmount_fleet alpha &&
+    rmqctl set_topic_permissions alpha fleet.roster "^roster\\.[A-Za-z0-9_-]+\\.alpha\$" "^roster\\.#\$" &&
+    mount_as alpha peers=beta:gamma:delta fleet_view=groups groups=ops &&
+    wait_for 10 "grep -q \"^fleet_view_note: the broker refused\" alpha/status" &&
+    grep -q "refused the fleet_view=groups binding" alpha.log &&
+    wait_for 10 "test \"\$(roster_bindings)\" = \"roster.#\"" &&
+    wait_for 10 "grep -q \"^presence: live\" alpha/peers/beta/status" &&
+    unmount_fleet alpha &&
+    "$FLEET_ROOT/scripts/broker" host update alpha --dir "$BROKER_DIR" 2>update.err &&
+    mount_as alpha peers=beta:gamma:delta &&
+    wait_for 10 "test \"\$(roster_bindings)\" = \"roster.#\"" &&
+    ! grep -q "fleet_view_note" alpha/status
+'
+
 test_expect_success 'host remove: login and queues gone, beta is cut off, alpha gets ENXIO for beta' '
     "$FLEET_ROOT/scripts/broker" host remove beta --dir "$BROKER_DIR" 2>remove.err &&
     ! queues | grep -q "^lead\.beta\." &&
