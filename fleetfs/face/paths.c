@@ -63,10 +63,18 @@ bool fleet_is_peer(const fleet *f, const char *name)
     for (char **p = f->opts->peers; p && *p; p++)
         if (strcmp(*p, name) == 0)
             return true;
-    /* presence: a discovered lead is a peer while it is listed */
-    if (!f->pr || pr_is_peer(f->pr, name))
-        return f->pr != NULL;
-    return address_by_name(f, name);
+    /* presence: a discovered (or addressed) lead is a peer while it is listed */
+    return f->pr && pr_is_peer(f->pr, name);
+}
+
+bool tr_address_peer(const fleet *f, const char *path)
+{
+    gchar **c = g_strsplit(path + 1, "/", 3);
+    bool ok = false;
+    if (f->pr && c[0] && c[1] && !strcmp(c[0], "peers") && name_valid(c[1]))
+        ok = address_by_name(f, c[1]);
+    g_strfreev(c);
+    return ok;
 }
 
 /* The files of a home (the lead's or a local agent's). */

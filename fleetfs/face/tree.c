@@ -259,6 +259,11 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
 
     *pretended = false;
     tr_resolve_node(f, path, &n);
+    /* fleet_view=groups: a lead is reachable by name though we do not hear
+     * it; never for the poker, whose lookups are announcements */
+    if (n.k == N_NONE && !nt_is_self(g_atomic_pointer_get(&f->nt), r->cx->pid) &&
+        tr_address_peer(f, path))
+        tr_resolve_node(f, path, &n);
     /* presence: the poker announcing peers/<id> (agents/<gid>, groups/<g>)
      * coming or going */
     if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_HOST || n.k == N_NONE) {

@@ -81,6 +81,10 @@ typedef struct {
 void tr_resolve_node(const fleet *f, const char *path, node *out);
 node_kind tr_resolve(const fleet *f, const char *path);
 bool tr_is_dir(node_kind k);
+/* fleet_view=groups: path is peers/<id>[/...] for a lead not heard whose
+ * mailbox exists: it is addressed now (listed, bound, asked for its
+ * heartbeat), so path resolves.  false: nothing changed. */
+bool tr_address_peer(const fleet *f, const char *path);
 bool tr_is_writable(node_kind k);
 bool tr_sends_message(node_kind k);
 void tr_node_clear(node *n);

@@ -115,6 +115,7 @@ char **pri_sorted_copy_free(char **v);
 pr_state pri_state_of(const pr_lead *l, int64_t now);
 bool pri_strv_same(char **a, char **b);
 bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now);
+bool pri_hb_in_view_locked(presence *pr, const env_heartbeat *h);
 bool pri_addressed_locked(presence *pr, const pr_lead *l, int64_t now);
 
 #endif

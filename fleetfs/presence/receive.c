@@ -275,6 +275,15 @@ void pr_received(presence *pr, const char *routing_key, const char *body, size_t
         return;
     }
     l = g_hash_table_lookup(pr->leads, h.from);
+    if (!l && !pri_hb_in_view_locked(pr, &h)) {
+        /* fleet_view=groups: not ours to hear (it is leaving a group of
+         * ours, or we left it) */
+        pr->ignored++;
+        g_mutex_unlock(&pr->lock);
+        pri_deliver_notes(pr, notes);
+        env_hb_free(&h);
+        return;
+    }
     if (!l) {
         l = pri_lead_new(pr, h.from);
         pri_note(notes, 1, "hosts", l->id);

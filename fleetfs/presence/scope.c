@@ -63,6 +63,29 @@ bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now)
     return shares;
 }
 
+/* A heartbeat from a lead not in the table: worth taking with
+ * fleet_view=groups only when it shares a group with us (a lead leaving our
+ * group keeps the group in its key for three intervals: its heartbeats
+ * after the one that said so are not news).  Configured and addressed
+ * leads are always in the table. */
+bool pri_hb_in_view_locked(presence *pr, const env_heartbeat *h)
+{
+    GHashTable *ours;
+    bool shares = false;
+
+    if (!pr_scoped(pr))
+        return true;
+    ours = g_hash_table_new(g_str_hash, g_str_equal);
+    our_groups_locked(pr, ours);
+    for (size_t i = 0; !shares && h->groups && h->groups[i]; i++)
+        shares = g_hash_table_contains(ours, h->groups[i]);
+    for (size_t i = 0; !shares && i < h->n_agents; i++)
+        for (char **g = h->agents[i].groups; !shares && g && *g; g++)
+            shares = g_hash_table_contains(ours, *g);
+    g_hash_table_destroy(ours);
+    return shares;
+}
+
 void pr_hear_lists(presence *pr, char ***groups, char ***leads)
 {
     GHashTable *set = g_hash_table_new(g_str_hash, g_str_equal);

@@ -111,6 +111,28 @@ test_expect_success 'e1 joins group ga: a1 and a2 hear it within two intervals; 
     presence_of a2 e1 | grep -q "^left ("
 '
 
+# presence of ID in MOUNT's roster (no lookup of peers/ID, which would address it)
+roster_presence() { jq -r "select(.coord_id == \"$2\") | .presence" "$1/roster"; }
+test_expect_success 'f1 is in gx only through its agent w5: g1 (gx) hears it; when w5 retires, each drops out of the other'"'"'s view, never stale' '
+    printf "[agent w5]\ngroups = gx\n" >w5.conf &&
+    mount_fleet f1 inject=none $HB $V config=$TEST_DIR/w5.conf &&
+    mount_fleet g1 groups=gx inject=none $HB $V &&
+    wait_for 5 "test \"\$(roster_presence g1 f1)\" = live && test \"\$(roster_presence f1 g1)\" = live" &&
+    test_eq "peers_of g1" "$(peers_of g1)" "f1 " &&
+    test_eq "peers_of f1" "$(peers_of f1)" "g1 " &&
+    rmdir f1/agents/w5@f1 &&
+    wait_for 5 "test -z \"\$(roster_presence g1 f1)\" && test -z \"\$(roster_presence f1 g1)\"" &&
+    test_eq "peers_of g1" "$(peers_of g1)" "" &&
+    grep -q "presence: f1 out of view" g1.log &&
+    grep -q "presence: g1 out of view" f1.log &&
+    ! grep -q "f1 is stale" g1.log &&
+    sleep 4 &&
+    ! grep -q "f1 is stale" g1.log &&
+    test_eq "peers_of g1" "$(peers_of g1)" "" &&
+    test_eq "f1 discovered at g1" "$(grep -c "discovered lead f1" g1.log)" 1 &&
+    unmount_fleet f1 && unmount_fleet g1
+'
+
 test_expect_success 'the broker counts: a scoped host gets the heartbeats of its group and peers, a fleet_view=all one all 40' '
     mkdir -p hbkeys &&
     { "$HBPUB" "$URI" --flood 34 --key-dir hbkeys --trust trust --interval 1000 --seconds 60 >hb.out 2>&1 & } &&
