@@ -9,6 +9,8 @@
  *   view.c       reading: peers, roster, a lead's liveness, the link
  *   groups.c     agents and groups (SPEC section 10) and hosts (section 11):
  *                the local set, the snapshots and their diff
+ *   scope.c      whom we hear with fleet_view=groups: the lists to bind, the
+ *                addressed leads, which heard leads are still in view
  * Every function here that ends in _locked wants pr->lock held.
  */
 #ifndef FLEETFS_PR_INT_H
