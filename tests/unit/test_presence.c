@@ -1114,6 +1114,70 @@ static void test_heartbeat_sheds_what_does_not_fit(void **state)
     free(js);
 }
 
+/* gamma's heartbeat: lead groups (':'-separated), one agent w0@gamma in
+ * agent_groups, sent offset_ms from now */
+static void deliver_gamma_in(fx *f, const char *lead_groups, const char *agent_groups,
+                             int64_t offset_ms)
+{
+    env_heartbeat h = hb_of("gamma", offset_ms);
+    hb_add_agents(&h, lead_groups, 1, "gamma", "ready: idle", agent_groups);
+    deliver(f, &h, f->kg, NULL);
+    env_hb_free(&h);
+}
+
+/* fleet_view=groups (doc/presence.md): what to bind; a lead heard through a
+ * shared group drops out of view (not stale) when it shares none; its later
+ * heartbeats are not taken; addressing it brings it back, bound, and a send
+ * does not call it away while its asked-for heartbeat is due. */
+static void test_scoped_view(void **state)
+{
+    fx *f = *state;
+    const char *const ops[] = {"ops", NULL};
+    char **g, **l, why[120];
+
+    f->o.fleet_view_all = false;
+    assert_true(pr_scoped(f->pr));
+    assert_true(pr_set_local(f->pr, ops, NULL, 0));
+    pr_hear_lists(f->pr, &g, &l);
+    strv_is(g, "ops");
+    strv_is(l, "beta"); /* the configured peer; never us */
+
+    /* gamma in ops through its agent: heard */
+    deliver_gamma_in(f, "qa", "ops", 0);
+    assert_true(pr_is_peer(f->pr, "gamma"));
+    pr_tick(f->pr, NULL);
+    assert_true(pr_is_peer(f->pr, "gamma"));
+
+    /* its agent leaves ops: out of view at the next tick, never stale */
+    clear_notes(f);
+    deliver_gamma_in(f, "qa", "build", 100);
+    pr_tick(f->pr, NULL);
+    assert_false(pr_is_peer(f->pr, "gamma"));
+    assert_false(pr_is_host(f->pr, "gamma"));
+    assert_true(noted(f, "-peers/gamma"));
+    /* its key still carries ops for a while: those heartbeats are not news */
+    clear_notes(f);
+    deliver_gamma_in(f, "qa", "build", 200);
+    assert_false(pr_is_host(f->pr, "gamma"));
+    assert_false(noted(f, "+peers/gamma"));
+
+    /* we write to it: addressed, listed, bound; not called away yet */
+    pr_address(f->pr, "w0@gamma");
+    assert_true(pr_is_peer(f->pr, "gamma"));
+    pr_hear_lists(f->pr, &g, &l);
+    strv_is(l, "beta gamma");
+    pr_link(f->pr, true);
+    assert_int_equal(pr_liveness(f->pr, "gamma", why, sizeof why), -1);
+    deliver_gamma_in(f, "qa", "build", 300);
+    assert_int_equal(pr_liveness(f->pr, "gamma", why, sizeof why), 1);
+    pr_tick(f->pr, NULL);
+    assert_true(pr_is_peer(f->pr, "gamma")); /* addressed: in view */
+    pr_address(f->pr, "alpha");              /* ourselves: nothing */
+    pr_hear_lists(f->pr, &g, &l);
+    strv_is(l, "beta gamma");
+    strv_is(g, "ops");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1144,6 +1208,7 @@ int main(void)
                                         fx_teardown),
         cmocka_unit_test_setup_teardown(test_liveness_of_agents, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_interval_grows_with_the_fleet, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_scoped_view, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
