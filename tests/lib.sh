@@ -74,13 +74,22 @@
 #                                      (list_queues -q [-p V] with name, messages, consumers...
 #                                      columns and eval EXPR are
 #                                      answered by the broker's fleetctl node, which the
-#                                      first such call starts: tests/tools/fleetctl.erl)
+#                                      first such call starts: tests/tools/fleetctl.erl);
+#                                      on LavinMQ (BROKER_KIND=lavinmq) `scripts/broker ctl`
+#                                      answers the same commands, same output, from its
+#                                      HTTP API (scripts/broker-lavinmq); eval fails there
+#   broker_kind                        rabbitmq or lavinmq: the broker in use
 #   new_vhost NAME                     create vhost NAME with full rights for guest; prints nothing
 #   broker_uri [VHOST]                 print amqp://guest:guest@127.0.0.1:PORT/<vhost, url-encoded>
 #   cluster_start_own [N]              an N-node cluster (default 3) in $TEST_DIR/cluster, used
 #                                      from then on (FLEET_BROKER_URI lists every node)
 #   cluster_kill I, cluster_stop_node I, cluster_start_node I, cluster_ctl I ARGS...,
 #   cluster_running I                  node I of that cluster (1-based)
+#
+# The broker: FLEET_BROKER_KIND=lavinmq (tests/integration/run passes it on)
+# makes the shared broker and every broker_start_own a private LavinMQ
+# (scripts/broker --kind lavinmq); a file that cannot run there is listed in
+# tests/lavinmq-exclusions with its reason.
 #
 # Variables: FLEET_ROOT (repository), TEST_NAME, TEST_DIR, FLEETFS (the daemon
 # binary: $FLEET_ROOT/${FLEETFS_BUILD:-build}/fleetfs unless already set), and
@@ -545,6 +554,11 @@ broker_restart() {
   broker_load
 }
 
+broker_kind() {
+  [[ -n ${BROKER_DIR:-} ]] || broker_load 2>/dev/null
+  echo "${BROKER_KIND:-rabbitmq}"
+}
+
 rmqctl() {
   [[ -n ${BROKER_DIR:-} ]] || broker_load || {
     echo "rmqctl: no broker in use (call broker_use_shared or broker_start_own)" >&2
@@ -552,7 +566,9 @@ rmqctl() {
   }
   local rc
   # the two questions asked most, through the broker's fleetctl node
-  if [[ $1 == list_queues ]] && _fleetctl_columns "${@:2}"; then
+  if [[ ${BROKER_KIND:-rabbitmq} == lavinmq ]]; then
+    : # no Erlang node: scripts/broker ctl asks LavinMQ's HTTP API
+  elif [[ $1 == list_queues ]] && _fleetctl_columns "${@:2}"; then
     _fleetctl "queues $_fleetctl_q"; rc=$?
     [[ $rc -eq 99 ]] || return "$rc"
   elif [[ $# -eq 2 && $1 == eval ]]; then
@@ -636,7 +652,8 @@ _fleetctl_start() {
 
 new_vhost() {
   local vh=$1 out rc b='<<"' e='">>'
-  if [[ $vh =~ ^[A-Za-z0-9._-]+$ ]] && { [[ -n ${BROKER_DIR:-} ]] || broker_load; }; then
+  if [[ $vh =~ ^[A-Za-z0-9._-]+$ ]] && { [[ -n ${BROKER_DIR:-} ]] || broker_load; } &&
+      [[ ${BROKER_KIND:-rabbitmq} != lavinmq ]]; then
     # both steps in one fleetctl round trip (rabbitmqctl: two VMs booted)
     out=$(_fleetctl "eval"$'\n'"ok = rabbit_vhost:add($b$vh$e, ${b}fleetfs-test$e),
         rabbit_auth_backend_internal:set_permissions(${b}guest$e, $b$vh$e, $b.*$e, $b.*$e,
