@@ -46,6 +46,7 @@
 #include <amqp.h>
 
 #include "broker/conn_int.h"
+#include "broker/quirks.h"
 #include "broker/topology.h"
 #include "fleetfs/base/log.h"
 
@@ -410,9 +411,9 @@ static br_cons consumer_failure(br_conn *c, const br_slot *s, int code, bool dec
 {
     if (declaring && code == 406) {
         snprintf(why, n,
-                 "configuration mismatch on %s: %s; every fleetfs must use the same "
+                 "configuration mismatch on %s: %s%s; every fleetfs must use the same "
                  "max_length, message_ttl and queue_type",
-                 s->queue, text);
+                 s->queue, text, br_mismatch_hint(text));
         return BR_CONS_MISMATCH;
     }
     if (!declaring && code == 403 && is_lead(s)) {

@@ -27,6 +27,7 @@
 
 #include "broker/conn_int.h"
 #include "broker/explain.h"
+#include "broker/quirks.h"
 #include "broker/topology.h"
 #include "broker/uri.h"
 #include "fleetfs/base/log.h"
@@ -469,6 +470,7 @@ static void server_info(br_conn *c, attempt *a)
     snprintf(c->st.server, sizeof c->st.server, "%s %s%s%s", product[0] ? product : "AMQP broker",
              version, cluster[0] ? ", cluster " : "", cluster);
     c->st.heartbeat_s = amqp_get_heartbeat(c->amqp);
+    br_queue_type_made(product, c->cfg.queue_type, c->st.queue_type, sizeof c->st.queue_type);
     g_mutex_unlock(&c->lock);
 }
 
