@@ -79,8 +79,13 @@
 #                                      answers the same commands, same output, from its
 #                                      HTTP API (scripts/broker-lavinmq); eval fails there
 #   broker_kind                        rabbitmq or lavinmq: the broker in use
+#   lavinmq_skip KEY DESC              on LavinMQ, when tests/lavinmq-exclusions lists KEY
+#                                      (FILE-ID.N, e.g. t0375.9: one test of a file), the test
+#                                      DESC is a planned skip with the list's reason; status 0
+#                                      then, else 1: `lavinmq_skip t0375.9 DESC || test_expect_success DESC ...`
 #   new_vhost NAME                     create vhost NAME with full rights for guest; prints nothing
 #   broker_uri [VHOST]                 print amqp://guest:guest@127.0.0.1:PORT/<vhost, url-encoded>
+#                                      (BROKER_HOST instead of 127.0.0.1: a LavinMQ with --bind)
 #   cluster_start_own [N]              an N-node cluster (default 3) in $TEST_DIR/cluster, used
 #                                      from then on (FLEET_BROKER_URI lists every node)
 #   cluster_kill I, cluster_stop_node I, cluster_start_node I, cluster_ctl I ARGS...,
@@ -559,6 +564,15 @@ broker_kind() {
   echo "${BROKER_KIND:-rabbitmq}"
 }
 
+lavinmq_skip() {
+  local key=$1 desc=$2 why
+  [[ $(broker_kind) == lavinmq ]] || return 1
+  why=$(sed -n "s/^${key//./\\.}[[:space:]]\{1,\}//p" "$FLEET_ROOT/tests/lavinmq-exclusions" | head -n 1)
+  [[ -n $why ]] || return 1
+  test_skip_planned "$desc" "not on LavinMQ: $why"
+  return 0
+}
+
 rmqctl() {
   [[ -n ${BROKER_DIR:-} ]] || broker_load || {
     echo "rmqctl: no broker in use (call broker_use_shared or broker_start_own)" >&2
@@ -678,7 +692,7 @@ broker_uri() {
       *) enc+=$(printf '%%%02X' "'$c") ;;
     esac
   done
-  echo "amqp://guest:guest@127.0.0.1:$BROKER_PORT/$enc"
+  echo "amqp://guest:guest@${BROKER_HOST:-127.0.0.1}:$BROKER_PORT/$enc"
 }
 
 # broker_start_own_tls CERTDIR: like broker_start_own, with a TLS listener
