@@ -555,6 +555,13 @@ static int slot_bind(br_conn *c, br_slot *s)
             return -1;
         if (rc == 0)
             continue;
+        if (rc == 403 && s->box == BR_BOX_CONTROL) {
+            /* a login that may not configure fleet.control although its
+             * declare of it was answered: LavinMQ answers a redeclare that
+             * changes nothing without checking rights (broker/quirks.h) */
+            br_control_not_bindable(c);
+            return 0;
+        }
         snprintf(why, sizeof why, "cannot bind %s to %s with key %s: %d %s%s", s->queue,
                  s->exchange, *k, rc, text,
                  rc == 404   ? " (the exchange is missing: fleetfs-broker host add makes it)"

@@ -20,6 +20,11 @@ bool br_is_lavinmq(const char *product);
  * x-queue-type; not replicated)". */
 void br_queue_type_made(const char *product, const char *asked, char *out, size_t n);
 
+/* LavinMQ (1.0.1) answers a declare of an exchange or queue that exists as
+ * declared with ok without checking the login's configure rights: such an
+ * answer proves nothing about them there (a bind that needs them is
+ * refused later, 403; boxes.c takes that as the declare's refusal). */
+
 /* After a 406 on a queue declare: "" when the broker's text names the
  * argument that differs (RabbitMQ: "inequivalent arg 'x-max-length'"),
  * else a sentence saying how to find it (LavinMQ's text names none). */
