@@ -172,12 +172,15 @@ SUBST      := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g
 
 # scripts/broker is installed as fleetfs-broker, the operator's command for
 # the hosts' broker logins (`fleetfs-broker host add NAME`, fleetfs-broker(1));
-# it finds the fleetfs installed beside it.
+# it finds the fleetfs installed beside it, and its LavinMQ half
+# (scripts/broker-lavinmq, sourced) in ../lib/fleetfs/.
+FLEETLIBDIR ?= $(PREFIX)/lib/fleetfs
 install: $(B)/fleetfs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
-	    $(DESTDIR)$(SYSTEMD_SYSTEM_DIR) $(DESTDIR)$(SYSTEMD_USER_DIR)
+	    $(DESTDIR)$(SYSTEMD_SYSTEM_DIR) $(DESTDIR)$(SYSTEMD_USER_DIR) $(DESTDIR)$(FLEETLIBDIR)
 	install -m 0755 $(B)/fleetfs $(DESTDIR)$(BINDIR)/fleetfs
 	install -m 0755 scripts/broker $(DESTDIR)$(BINDIR)/fleetfs-broker
+	install -m 0644 scripts/broker-lavinmq $(DESTDIR)$(FLEETLIBDIR)/broker-lavinmq
 	install -m 0644 $(MANS) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 	$(foreach u,$(UNITS_SYSTEM),$(SUBST) scripts/systemd/$(u).in >$(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/$(u) && \
@@ -189,6 +192,8 @@ install: $(B)/fleetfs
 # fleetfs's own); shared directories such as bin/ stay.
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/fleetfs $(DESTDIR)$(BINDIR)/fleetfs-broker
+	rm -f $(DESTDIR)$(FLEETLIBDIR)/broker-lavinmq
+	-rmdir $(DESTDIR)$(FLEETLIBDIR)
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANS)))
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
 	-rmdir $(DESTDIR)$(DOCDIR)

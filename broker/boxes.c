@@ -46,6 +46,7 @@
 #include <amqp.h>
 
 #include "broker/conn_int.h"
+#include "broker/quirks.h"
 #include "broker/topology.h"
 #include "fleetfs/base/log.h"
 
@@ -410,9 +411,9 @@ static br_cons consumer_failure(br_conn *c, const br_slot *s, int code, bool dec
 {
     if (declaring && code == 406) {
         snprintf(why, n,
-                 "configuration mismatch on %s: %s; every fleetfs must use the same "
+                 "configuration mismatch on %s: %s%s; every fleetfs must use the same "
                  "max_length, message_ttl and queue_type",
-                 s->queue, text);
+                 s->queue, text, br_mismatch_hint(text));
         return BR_CONS_MISMATCH;
     }
     if (!declaring && code == 403 && is_lead(s)) {
@@ -554,6 +555,13 @@ static int slot_bind(br_conn *c, br_slot *s)
             return -1;
         if (rc == 0)
             continue;
+        if (rc == 403 && s->box == BR_BOX_CONTROL) {
+            /* a login that may not configure fleet.control although its
+             * declare of it was answered: LavinMQ answers a redeclare that
+             * changes nothing without checking rights (broker/quirks.h) */
+            br_control_not_bindable(c);
+            return 0;
+        }
         snprintf(why, sizeof why, "cannot bind %s to %s with key %s: %d %s%s", s->queue,
                  s->exchange, *k, rc, text,
                  rc == 404   ? " (the exchange is missing: fleetfs-broker host add makes it)"

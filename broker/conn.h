@@ -183,6 +183,8 @@ typedef struct {
      * the broker says it is ("RabbitMQ 3.10.8, cluster rabbit@h1") */
     char node[300];
     char server[256];
+    /* the queue type the broker makes for ours (broker/quirks.h) */
+    char queue_type[96];
     int heartbeat_s; /* negotiated AMQP heartbeat, 0: none */
     /* The publishing connection is blocked by a resource alarm of the
      * broker (connection.blocked, with the broker's reason): sends fail at

@@ -305,6 +305,9 @@ void br_kick_sibling(br_conn *c, const char *why);
 int br_open_channel(br_conn *c, amqp_channel_t ch);
 /* set up what lives on a new connection: fleet.msg (where the login may) */
 void br_setup_exchanges(br_conn *c);
+/* This login may not bind control.<me> to fleet.control: from now on it
+ * is not tried, and that is said once (info, with what makes the binding) */
+void br_control_not_bindable(br_conn *c);
 int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t n);
 int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p);
 /* What the answer to a queue.declare of queue says, into p (at_ms and

@@ -21,6 +21,7 @@
 #include <amqp_tcp_socket.h>
 
 #include "broker/explain.h"
+#include "broker/quirks.h"
 #include "broker/topology.h"
 #include "broker/uri.h"
 
@@ -38,8 +39,12 @@ static int dc_failed(amqp_connection_state_t a, const char *what, char *why, siz
         amqp_channel_close_t *m = rep.reply.decoded;
         amqp_channel_close_ok_t ok = {0};
         code = m->reply_code;
-        snprintf(why, n, "%s: %d %.*s", what, code, (int)m->reply_text.len,
+        char text[256];
+        snprintf(text, sizeof text, "%.*s", (int)m->reply_text.len,
                  (const char *)m->reply_text.bytes);
+        snprintf(why, n, "%s: %d %s%s", what, code, text,
+                 code == 406 && strncmp(what, "declare queue", 13) == 0 ? br_mismatch_hint(text)
+                                                                        : "");
         if (amqp_send_method(a, DC_CH, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
             !amqp_channel_open(a, DC_CH))
             code = 0;
@@ -125,7 +130,8 @@ static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const cha
     return 0;
 }
 
-int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n)
+int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n, char *made,
+                    size_t mn)
 {
     struct amqp_connection_info info;
     struct timeval tv = {5, 0};
@@ -188,6 +194,18 @@ int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n)
         goto out;
     }
     rc = dc_objects(a, cfg, name, why, n);
+    if (made && mn) {
+        amqp_table_t *t = amqp_get_server_properties(a);
+        char product[64] = "";
+        for (int i = 0; t && i < t->num_entries; i++) {
+            amqp_table_entry_t *e = &t->entries[i];
+            if (e->value.kind == AMQP_FIELD_KIND_UTF8 && e->key.len == 7 &&
+                memcmp(e->key.bytes, "product", 7) == 0)
+                snprintf(product, sizeof product, "%.*s", (int)e->value.value.bytes.len,
+                         (const char *)e->value.value.bytes.bytes);
+        }
+        br_queue_type_made(product, cfg->queue_type, made, mn);
+    }
     amqp_channel_close(a, DC_CH, AMQP_REPLY_SUCCESS);
     amqp_connection_close(a, AMQP_REPLY_SUCCESS);
 out:

@@ -24,7 +24,9 @@
  * per-host login cannot make them again after a broker restart); then declares
  * lead.<name>.inbox and lead.<name>.receipts with the fleet's arguments
  * (an existing queue with other arguments is an error, 406).  Returns 0,
- * or -1 with why (no password in it). */
-int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n);
+ * or -1 with why (no password in it).  made (when not NULL): the queue
+ * type the broker really made (broker/quirks.h: LavinMQ ignores quorum). */
+int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n, char *made,
+                    size_t mn);
 
 #endif

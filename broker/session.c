@@ -27,6 +27,7 @@
 
 #include "broker/conn_int.h"
 #include "broker/explain.h"
+#include "broker/quirks.h"
 #include "broker/topology.h"
 #include "broker/uri.h"
 #include "fleetfs/base/log.h"
@@ -261,13 +262,20 @@ void br_setup_exchanges(br_conn *c)
     if (rc < 0)
         return;
     c->control_bindable = rc == 1;
-    if (rc == 0 && there && !c->control_unbound_said) {
-        c->control_unbound_said = true;
-        log_info("broker: this login may not configure %s, so control.%s is not bound to it "
-                 "here: requests to start agents on %s reach it only once an operator has run "
-                 "`fleetfs declare %s` (fleetfs-broker host add does), which binds it",
-                 BR_EXCHANGE_CONTROL, c->cfg.coord_id, c->cfg.coord_id, c->cfg.coord_id);
-    }
+    if (rc == 0 && there)
+        br_control_not_bindable(c);
+}
+
+void br_control_not_bindable(br_conn *c)
+{
+    c->control_bindable = false;
+    if (c->control_unbound_said)
+        return;
+    c->control_unbound_said = true;
+    log_info("broker: this login may not configure %s, so control.%s is not bound to it "
+             "here: requests to start agents on %s reach it only once an operator has run "
+             "`fleetfs declare %s` (fleetfs-broker host add does), which binds it",
+             BR_EXCHANGE_CONTROL, c->cfg.coord_id, c->cfg.coord_id, c->cfg.coord_id);
 }
 
 /* One connection attempt to one URI.  Owned by br_connect; `buf` holds the
@@ -469,6 +477,7 @@ static void server_info(br_conn *c, attempt *a)
     snprintf(c->st.server, sizeof c->st.server, "%s %s%s%s", product[0] ? product : "AMQP broker",
              version, cluster[0] ? ", cluster " : "", cluster);
     c->st.heartbeat_s = amqp_get_heartbeat(c->amqp);
+    br_queue_type_made(product, c->cfg.queue_type, c->st.queue_type, sizeof c->st.queue_type);
     g_mutex_unlock(&c->lock);
 }
 

@@ -74,13 +74,27 @@
 #                                      (list_queues -q [-p V] with name, messages, consumers...
 #                                      columns and eval EXPR are
 #                                      answered by the broker's fleetctl node, which the
-#                                      first such call starts: tests/tools/fleetctl.erl)
+#                                      first such call starts: tests/tools/fleetctl.erl);
+#                                      on LavinMQ (BROKER_KIND=lavinmq) `scripts/broker ctl`
+#                                      answers the same commands, same output, from its
+#                                      HTTP API (scripts/broker-lavinmq); eval fails there
+#   broker_kind                        rabbitmq or lavinmq: the broker in use
+#   lavinmq_skip KEY DESC              on LavinMQ, when tests/lavinmq-exclusions lists KEY
+#                                      (FILE-ID.N, e.g. t0375.9: one test of a file), the test
+#                                      DESC is a planned skip with the list's reason; status 0
+#                                      then, else 1: `lavinmq_skip t0375.9 DESC || test_expect_success DESC ...`
 #   new_vhost NAME                     create vhost NAME with full rights for guest; prints nothing
 #   broker_uri [VHOST]                 print amqp://guest:guest@127.0.0.1:PORT/<vhost, url-encoded>
+#                                      (BROKER_HOST instead of 127.0.0.1: a LavinMQ with --bind)
 #   cluster_start_own [N]              an N-node cluster (default 3) in $TEST_DIR/cluster, used
 #                                      from then on (FLEET_BROKER_URI lists every node)
 #   cluster_kill I, cluster_stop_node I, cluster_start_node I, cluster_ctl I ARGS...,
 #   cluster_running I                  node I of that cluster (1-based)
+#
+# The broker: FLEET_BROKER_KIND=lavinmq (tests/integration/run passes it on)
+# makes the shared broker and every broker_start_own a private LavinMQ
+# (scripts/broker --kind lavinmq); a file that cannot run there is listed in
+# tests/lavinmq-exclusions with its reason.
 #
 # Variables: FLEET_ROOT (repository), TEST_NAME, TEST_DIR, FLEETFS (the daemon
 # binary: $FLEET_ROOT/${FLEETFS_BUILD:-build}/fleetfs unless already set), and
@@ -545,6 +559,20 @@ broker_restart() {
   broker_load
 }
 
+broker_kind() {
+  [[ -n ${BROKER_DIR:-} ]] || broker_load 2>/dev/null
+  echo "${BROKER_KIND:-rabbitmq}"
+}
+
+lavinmq_skip() {
+  local key=$1 desc=$2 why
+  [[ $(broker_kind) == lavinmq ]] || return 1
+  why=$(sed -n "s/^${key//./\\.}[[:space:]]\{1,\}//p" "$FLEET_ROOT/tests/lavinmq-exclusions" | head -n 1)
+  [[ -n $why ]] || return 1
+  test_skip_planned "$desc" "not on LavinMQ: $why"
+  return 0
+}
+
 rmqctl() {
   [[ -n ${BROKER_DIR:-} ]] || broker_load || {
     echo "rmqctl: no broker in use (call broker_use_shared or broker_start_own)" >&2
@@ -552,7 +580,9 @@ rmqctl() {
   }
   local rc
   # the two questions asked most, through the broker's fleetctl node
-  if [[ $1 == list_queues ]] && _fleetctl_columns "${@:2}"; then
+  if [[ ${BROKER_KIND:-rabbitmq} == lavinmq ]]; then
+    : # no Erlang node: scripts/broker ctl asks LavinMQ's HTTP API
+  elif [[ $1 == list_queues ]] && _fleetctl_columns "${@:2}"; then
     _fleetctl "queues $_fleetctl_q"; rc=$?
     [[ $rc -eq 99 ]] || return "$rc"
   elif [[ $# -eq 2 && $1 == eval ]]; then
@@ -636,7 +666,8 @@ _fleetctl_start() {
 
 new_vhost() {
   local vh=$1 out rc b='<<"' e='">>'
-  if [[ $vh =~ ^[A-Za-z0-9._-]+$ ]] && { [[ -n ${BROKER_DIR:-} ]] || broker_load; }; then
+  if [[ $vh =~ ^[A-Za-z0-9._-]+$ ]] && { [[ -n ${BROKER_DIR:-} ]] || broker_load; } &&
+      [[ ${BROKER_KIND:-rabbitmq} != lavinmq ]]; then
     # both steps in one fleetctl round trip (rabbitmqctl: two VMs booted)
     out=$(_fleetctl "eval"$'\n'"ok = rabbit_vhost:add($b$vh$e, ${b}fleetfs-test$e),
         rabbit_auth_backend_internal:set_permissions(${b}guest$e, $b$vh$e, $b.*$e, $b.*$e,
@@ -661,7 +692,7 @@ broker_uri() {
       *) enc+=$(printf '%%%02X' "'$c") ;;
     esac
   done
-  echo "amqp://guest:guest@127.0.0.1:$BROKER_PORT/$enc"
+  echo "amqp://guest:guest@${BROKER_HOST:-127.0.0.1}:$BROKER_PORT/$enc"
 }
 
 # broker_start_own_tls CERTDIR: like broker_start_own, with a TLS listener

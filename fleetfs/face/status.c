@@ -302,8 +302,8 @@ GString *st_root(fleet *f)
                                "trying the default\n",
                                f->opts->broker_uri_env);
     if (st.link == BR_CONNECTED && st.node[0])
-        g_string_append_printf(s, "broker_node: %s (%s; heartbeat %d s)\n", st.node, st.server,
-                               st.heartbeat_s);
+        g_string_append_printf(s, "broker_node: %s (%s; heartbeat %d s)\nqueue_type: %s\n", st.node,
+                               st.server, st.heartbeat_s, st.queue_type);
     else
         g_string_append_printf(s, "broker_node: none (not connected)\n");
     g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(st.consumer, st.link),

@@ -29,8 +29,11 @@
  *     (the broker redelivers only on another channel): `replayed`.  On
  *     another generation a flagged copy may be our own ack lost with a
  *     channel, so it is acked quietly (a laundered replay is dropped the
- *     same way: not shown, not typed, not dead-lettered); an unflagged one
- *     is `replayed`;
+ *     same way: not shown, not typed, not dead-lettered); so is the first
+ *     copy on another generation, flagged or not, of one whose ack could
+ *     not be sent at all (no connection: ACK_NOT_SENT; the broker still
+ *     holds it, and LavinMQ forgets the flag across its own restart); any
+ *     other unflagged one is `replayed`;
  *   - delivered before and never consumed (held when fleetfs stopped, or
  *     forgotten by the tick): ours coming back, shown again whatever the
  *     flag says (LavinMQ forgets the flag across its own restart);
@@ -55,6 +58,12 @@
 
 #include "fleetfs/base/log.h"
 #include "fleetfs/wire/names.h"
+
+/* The mark (seen set) of a consumed msgId whose broker ack could not be
+ * sent (no connection): the broker still holds its copy and redelivers
+ * it, with or without the `redelivered` flag.  In memory only, as marks
+ * are. */
+#define ACK_NOT_SENT UINT64_MAX
 
 static void held_free(held_msg *m)
 {
@@ -226,6 +235,19 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     }
     st = accept_seen_locked(mb, e.msgId, &acked_on);
     if (st == SEEN_CONSUMED) {
+        if (acked_on == ACK_NOT_SENT && gen != ACK_NOT_SENT) {
+            accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
+            g_mutex_unlock(mb->lock);
+            log_info("inbox: %s was already consumed and its ack could not be sent (no "
+                     "connection): this is the broker's copy coming back%s; acking it without "
+                     "showing it",
+                     e.msgId,
+                     redelivered ? ""
+                                 : " (without the redelivered flag, as LavinMQ "
+                                   "sends it after its own restart)");
+            env_free(&e);
+            return BR_ACK;
+        }
         if (redelivered && acked_on != gen) {
             accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
             g_mutex_unlock(mb->lock);
@@ -323,6 +345,16 @@ static void ack_broker(mailbox *mb, const ack_item *items, guint n)
         fe_code r = mb->h->br.ack(mb->h->br.b, mb->box, items[i].gen, items[i].tag, left);
         if (r != FE_OK && !failed++)
             first = r;
+        if (r == FE_NOT_CONNECTED) {
+            /* never sent: the broker's copy comes back (see ACK_NOT_SENT);
+             * unless a redelivery was already acked on a newer channel */
+            uint64_t mark = 0;
+            g_mutex_lock(mb->lock);
+            if (accept_seen_locked(mb, items[i].msg_id, &mark) == SEEN_CONSUMED &&
+                mark == items[i].gen)
+                accept_record_locked(mb, items[i].msg_id, SEEN_CONSUMED, ACK_NOT_SENT);
+            g_mutex_unlock(mb->lock);
+        }
     }
     if (failed)
         log_warn("ack: %u of %u broker acks did not go through (%s); those messages are "

@@ -56,7 +56,7 @@ int hc_declare_main(int argc, char **argv)
     fs_opts o;
     br_config cfg;
     const char *env;
-    char why[768];
+    char why[768], made[96];
     int rc = 2;
 
     opts_init(&o);
@@ -75,13 +75,13 @@ int hc_declare_main(int argc, char **argv)
     cfg.message_ttl_ms = o.message_ttl_ms;
     cfg.ca = o.ca;
     cfg.uri_env = o.broker_uri_env;
-    rc = br_declare_host(&cfg, argv[2], why, sizeof why) < 0 ? 1 : 0;
+    rc = br_declare_host(&cfg, argv[2], why, sizeof why, made, sizeof made) < 0 ? 1 : 0;
     if (rc)
         fprintf(stderr, "fleetfs declare: %s\n", why);
     else
         printf("declared lead.%s.inbox, lead.%s.receipts and control.%s (%s); fleet.dlx, "
                "fleet.dlq, fleet.roster, fleet.msg and fleet.control are there\n",
-               argv[2], argv[2], argv[2], o.queue_type ? o.queue_type : "classic");
+               argv[2], argv[2], argv[2], made);
     g_strfreev(cfg.uris);
 done:
     opts_free(&o);

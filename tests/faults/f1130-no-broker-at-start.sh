@@ -8,7 +8,10 @@
 . "$FLEET_ROOT/tests/fleet.sh"
 . "$FLEET_ROOT/tests/faults/faults.sh"
 port_free() { [[ -z $(ss -Hltn "sport = :$1" 2>/dev/null) ]]; }
-pick() { local p; for _ in $(seq 50); do p=$((40000 + RANDOM % 20000)); port_free $p && { echo $p; return; }; done; return 1; }
+# below Linux's ephemeral ports (32768 and up): a port there that is free
+# now can be the local end of anybody's outgoing connection when the
+# broker is started on it later (seen: LavinMQ could not bind P2)
+pick() { local p; for _ in $(seq 50); do p=$((31000 + RANDOM % 1700)); port_free $p && { echo $p; return; }; done; return 1; }
 P1=$(pick) && P2=$(pick) && P3=$(pick) || { echo "# no free ports" >&2; exit 1; }
 URIS="amqp://guest:guest@127.0.0.1:$P1/%2f,amqp://guest:guest@127.0.0.1:$P2/%2f,amqp://guest:guest@127.0.0.1:$P3/%2f"
 

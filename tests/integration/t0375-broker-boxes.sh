@@ -59,8 +59,11 @@ bodies() { awk -v b="$2" '$1 == b' "$TEST_DIR/$1.dlv" | cut -d" " -f5- | sort; }
 epoch_of() { ask "$1" status "$2" | sed -n "s/.*epoch=\([0-9]*\).*/\1/p"; }
 queue_row() { rmqctl list_queues -q -p $FLEET_VHOST name messages messages_unacknowledged consumers | awk -v q="$1" '$1 == q { print $2, $3, $4 }'; }
 conn_pid() {
+    # client_properties as rabbitmqctl prints them (Erlang terms), or as
+    # JSON (LavinMQ, scripts/broker-lavinmq)
     rmqctl list_connections -q pid client_properties |
-        grep -F "{\"connection_name\",\"fleetfs $1@boxtry\"}" | cut -f1
+        grep -F -e "{\"connection_name\",\"fleetfs $1@boxtry\"}" \
+            -e "\"connection_name\":\"fleetfs $1@boxtry\"" | cut -f1
 }
 
 test_expect_success 'box 0 and two agent boxes consume, each bound to fleet.msg with its keys' '
@@ -201,6 +204,7 @@ test_expect_success 'no ghost: a stream through removals that keep the box, each
 # the broker's close do not count, so a message may come twice, but a
 # second copy is always the broker's redelivery (flagged), nothing is lost,
 # and no ack of ours ever hits a tag of the wrong channel.
+lavinmq_skip t0375.9 'no ghost: the broker closes the box channel under a stream; nothing lost or mistaken' ||
 test_expect_success 'no ghost: the broker closes the box channel under a stream; nothing lost or mistaken' '
     expect alpha ok mode 3 slow &&
     start sender &&

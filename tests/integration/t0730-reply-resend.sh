@@ -107,6 +107,7 @@ test_expect_success 'delivered although unconfirmed: the resent copy is refused,
     pid=$(cat "$TEST_DIR/.harness/pid.alpha") &&
     at_exit "kill -CONT $pid 2>/dev/null; true" &&
     kill -STOP $pid &&
+    wait_for 10 "! ps -L -o stat= -p $pid | grep -qv \"^[TZ]\"" &&
     broker_thaw &&
     test $failed = 1 &&
     grep -q "Connection timed out" err &&

@@ -86,6 +86,28 @@ test_expect_success 'a message from alpha, its bytes captured on the way, is typ
 # often the captured text was typed), so each fails on its own.
 M1TEXT="captured on the way"
 
+# LavinMQ refuses basic.get on a queue that has an exclusive consumer (403
+# "in exclusive use"; RabbitMQ serves it), so there nobody can take the
+# replay from beta's mailbox and give it back flagged: that is its answer
+if [[ $(broker_kind) == lavinmq ]]; then
+test_expect_success 'on LavinMQ a replay cannot be flagged: basic.get on the mailbox beta consumes is refused (403); the copy is refused as a replay, never typed' '
+    d0=$(dlq) &&
+    pane_is working &&
+    echo "held one" >alpha/peers/beta/send &&
+    wait_for 10 "grep -q \"held one\" beta/leads/beta/inbox" &&
+    "$RAWPUB" "$URI" $Q --body-file m1.json >/dev/null &&
+    wait_for 10 "test \"\$(inbox)\" = 2" &&
+    test_must_fail "$RAWPUB" "$URI" $Q --get-requeue >got.json 2>err &&
+    cat err &&
+    grep -q "basic.get on $Q refused: 403 ACCESS_REFUSED.*exclusive use" err &&
+    test ! -s got.json &&
+    pane_is idle &&
+    wait_for 10 "test \"\$(inbox)\" = 0" &&
+    wait_for 10 "test \"\$(dlq)\" = $((d0 + 1))" &&
+    test "$(typed "held one")" = 1 &&
+    test "$(rejected replayed)" = 1
+'
+else
 test_expect_success 'replayed with the redelivered flag, on the channel that acked it: refused, never typed' '
     d0=$(dlq) && p0=$(prompts) && t0=$(typed "$M1TEXT") &&
     watch_inbox seen3 &&
@@ -100,6 +122,7 @@ test_expect_success 'replayed with the redelivered flag, on the channel that ack
     read_until seen3 "after three" && grep -q "held one" seen3 && ! grep -q "$(cat m1)" seen3 &&
     grep -q "rejected $(cat m1) from alpha (replayed: consumed here, and acked on this very consumer channel" beta.log
 '
+fi
 
 test_expect_success 'sent from the future: refused (bad-lifetime), never typed' '
     d0=$(dlq) &&
@@ -126,6 +149,7 @@ test_expect_success '1000 misaddressed messages signed by alpha: all refused, fe
     grep -q "more than 10 refusals of alpha.s messages within 60 s: further ones get no receipt" beta.log
 '
 
+lavinmq_skip t0750.6 'replayed with the flag after a forced reset of beta'"'"'s consumer channel: never shown, never typed' ||
 test_expect_success 'replayed with the flag after a forced reset of beta'"'"'s consumer channel: never shown, never typed' '
     d0=$(dlq) && p0=$(prompts) && t0=$(typed "$M1TEXT") && c0=$(consumed_log) &&
     watch_inbox seen6 &&
@@ -164,8 +188,9 @@ test_expect_success "gamma, trusted, floods beta's receipt queue with $FLOOD sig
 # for each to start a turn (the fake pane stays idle), so it can still be
 # typed after a short flood (a clean-clone ASan run saw it typed in the
 # middle of this step: the count below up by one, the replay refused)
+# (on LavinMQ step 6 does not run, so there is no "after six" to wait for)
 test_expect_success 'then the captured message, replayed: refused, never typed' '
-    wait_for 20 "test \$(typed \"after six\") -ge 1" &&
+    { test "$(broker_kind)" = lavinmq || wait_for 20 "test \$(typed \"after six\") -ge 1"; } &&
     d0=$(dlq) && p0=$(prompts) && t0=$(typed "$M1TEXT") && r0=$(rejected replayed) &&
     watch_inbox seen8 &&
     "$RAWPUB" "$URI" $Q --body-file m1.json >/dev/null &&

@@ -22,6 +22,7 @@ test_expect_success 'make install DESTDIR=... puts each file in its place' '
     {
         echo ./usr/local/bin/fleetfs
         echo ./usr/local/bin/fleetfs-broker
+        echo ./usr/local/lib/fleetfs/broker-lavinmq
         echo ./usr/local/share/doc/fleetfs/LICENSE
         echo ./usr/local/share/man/man1/fleetfs-broker.1
         echo ./usr/local/lib/systemd/system/fleetfs@.service
@@ -70,7 +71,10 @@ test_expect_success 'the installed fleetfs-broker: --help says its name; host ad
         --dir "$BROKER_DIR" --vhost $FLEET_VHOST >instb.login 2>instb.add; echo $? >instb.rc) &&
     cat instb.add && test "$(cat instb.rc)" = 0 &&
     grep -q "^FLEET_BROKER_URI=amqp://instb:[A-Za-z0-9_-]\{20,\}@127.0.0.1:$BROKER_PORT/$FLEET_VHOST$" instb.login &&
-    n=$(broker_count lead.instb.inbox) && test "$n" = 0
+    n=$(broker_count lead.instb.inbox) && test "$n" = 0 &&
+    (unset LAVINMQ_API && test_must_fail "$D/usr/local/bin/fleetfs-broker" host add lv \
+        --broker 127.0.0.1:1 --kind lavinmq) 2>lv.err &&
+    cat lv.err && grep -q "set LAVINMQ_API=" lv.err
 '
 
 test_expect_success 'the installed fleetfs mounts and sends' '

@@ -34,7 +34,7 @@ test_expect_success 'make deb builds the package, lintian-clean of errors' '
 
 test_expect_success 'it holds the daemon, the man page, both units and the docs' '
     dpkg-deb -c "b/$DEB" | awk "{ print \$6 }" >contents &&
-    for f in ./usr/bin/fleetfs ./usr/bin/fleetfs-broker ./usr/share/man/man1/fleetfs.1.gz \
+    for f in ./usr/bin/fleetfs ./usr/bin/fleetfs-broker ./usr/lib/fleetfs/broker-lavinmq ./usr/share/man/man1/fleetfs.1.gz \
         ./usr/share/man/man1/fleetfs-broker.1.gz \
         ./usr/lib/systemd/system/fleetfs@.service ./usr/lib/systemd/user/fleetfs.service \
         ./usr/share/doc/fleetfs/operations.md ./usr/share/doc/fleetfs/agents.md \

@@ -190,6 +190,7 @@ recv_of() {
         awk -F'\t' -v vh="$FLEET_VHOST" -v n="\"fleetfs $1@" \
             '$1 == vh && index($2, n) && !index($2, "(publishing)") && !index($2, " roster\"") { print $3 }'
 }
+lavinmq_skip t1000.15 'leads discovered but not configured cost the broker few mailbox probes' ||
 test_expect_success 'leads discovered but not configured cost the broker few mailbox probes' '
     mount_fleet sigma peers=alpha inject=none $HB &&
     mkdir -p hbkeys &&

@@ -14,6 +14,7 @@
  *     get Q                  basic.get without ack (read on Q); leaves it in place
  *     consume Q              basic.consume (read on Q)
  *     bind Q EXCHANGE KEY    queue.bind (write on Q, read on EXCHANGE)
+ *     unbind Q EXCHANGE KEY  queue.unbind (the same rights)
  *     delete-exchange X      exchange.delete (configure on X)
  *     declare-exchange X T   active exchange.declare, type T, durable
  *     probe-exchange X       passive exchange.declare
@@ -150,6 +151,9 @@ static int at_op(amqp_connection_state_t c, int argc, char **argv)
     } else if (!strcmp(op, "bind") && argc >= 6) {
         amqp_queue_bind(c, 1, amqp_cstring_bytes(argv[3]), amqp_cstring_bytes(argv[4]),
                         amqp_cstring_bytes(argv[5]), amqp_empty_table);
+    } else if (!strcmp(op, "unbind") && argc >= 6) {
+        amqp_queue_unbind(c, 1, amqp_cstring_bytes(argv[3]), amqp_cstring_bytes(argv[4]),
+                          amqp_cstring_bytes(argv[5]), amqp_empty_table);
     } else if (!strcmp(op, "delete-exchange")) {
         amqp_exchange_delete(c, 1, amqp_cstring_bytes(argv[3]), 0);
     } else if ((!strcmp(op, "declare-exchange") && argc >= 5) || !strcmp(op, "probe-exchange")) {

@@ -70,10 +70,21 @@ static amqp_connection_state_t hb_connect(const char *uri)
         die("login refused");
     if (!amqp_channel_open(c, 1))
         die("cannot open a channel");
-    /* the same declaration fleetfs makes (idempotent) */
+    /* the same declaration fleetfs makes (idempotent); an exchange made
+     * otherwise by the operator (durable, scripts/broker host add), or a
+     * login that may not declare it, then checks it is there (passive) */
     if (!amqp_exchange_declare(c, 1, amqp_cstring_bytes("fleet.roster"),
-                               amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table))
-        die("cannot declare fleet.roster");
+                               amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table)) {
+        amqp_rpc_reply_t r = amqp_get_rpc_reply(c);
+        amqp_channel_close_ok_t ok = {0};
+        if (r.reply_type != AMQP_RESPONSE_SERVER_EXCEPTION ||
+            r.reply.id != AMQP_CHANNEL_CLOSE_METHOD ||
+            amqp_send_method(c, 1, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
+            !amqp_channel_open(c, 1) ||
+            !amqp_exchange_declare(c, 1, amqp_cstring_bytes("fleet.roster"),
+                                   amqp_cstring_bytes("topic"), 1, 0, 0, 0, amqp_empty_table))
+            die("cannot declare fleet.roster");
+    }
     g_free(buf);
     return c;
 }

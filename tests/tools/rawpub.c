@@ -490,6 +490,11 @@ static bool rp_get(amqp_connection_state_t c, const rp_args *a, amqp_message_t *
 {
     amqp_rpc_reply_t r = amqp_basic_get(c, 2, amqp_cstring_bytes(a->queue), 0);
 
+    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        amqp_channel_close_t *cl = r.reply.decoded;
+        rp_die(RP_USAGE, "basic.get on %s refused: %d %.*s", a->queue, cl->reply_code,
+               (int)cl->reply_text.len, (const char *)cl->reply_text.bytes);
+    }
     if (r.reply_type != AMQP_RESPONSE_NORMAL)
         rp_die(RP_USAGE, "basic.get on %s refused", a->queue);
     if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD)

@@ -900,6 +900,30 @@ static void test_replay_with_the_flag_is_refused(void **state)
     assert_int_equal(held(x), 0);
 }
 
+/* A message typed while the link is down (its ack cannot be sent) comes
+ * back once the broker is there again, from LavinMQ without the flag (it
+ * forgets it across its own restart): acked quietly once, not refused as a
+ * replay; a second copy on that channel is one.  An ack that went out
+ * (FE_OK) leaves an unflagged copy on a later channel a replay, as above. */
+static void test_consumed_while_down_comes_back_without_the_flag(void **state)
+{
+    fx *x = *state;
+    envelope e;
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_true(mb_next_for_injection(x->mb, &e));
+    env_free(&e);
+    assert_true(mb_claim(x->mb, ID1, true));
+    x->fk.ack_result = FE_NOT_CONNECTED;
+    assert_int_equal(mb_consume(x->mb, ID1, "injected", "typed"), FE_OK);
+    x->fk.ack_result = FE_OK;
+    x->fk.st.epoch = 2;
+    assert_int_equal(deliver(x, ID1, 2, 1, false), BR_ACK);
+    assert_int_equal(deliver(x, ID1, 2, 2, false), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed"), 1);
+    assert_int_equal(held(x), 0);
+    assert_int_equal(in_history(x, ID1), 1);
+}
+
 /* A message held (never consumed) when fleetfs stopped comes back after
  * the restart without the flag (LavinMQ forgets it across its own
  * restart; a shovel or a re-publish loses it): shown again, marked
@@ -1716,6 +1740,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refusals_neither_flush_consumed_nor_flood, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_replay_with_the_flag_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_consumed_while_down_comes_back_without_the_flag, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_unconsumed_comes_back_without_the_flag, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_receipt_flood_leaves_messages_alone, setup, teardown),
