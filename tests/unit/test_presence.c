@@ -1166,6 +1166,7 @@ static void test_scoped_view(void **state)
     assert_true(pr_is_peer(f->pr, "gamma"));
     pr_hear_lists(f->pr, &g, &l);
     strv_is(l, "beta gamma");
+    g_strfreev(g); /* strv_is frees what it is given; g is not looked at here */
     pr_link(f->pr, true);
     assert_int_equal(pr_liveness(f->pr, "gamma", why, sizeof why), -1);
     deliver_gamma_in(f, "qa", "build", 300);
