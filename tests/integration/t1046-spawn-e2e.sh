@@ -12,6 +12,7 @@ case ${FLEETFS_BUILD:-build} in *san*) test_skip_all --planned "plain run only: 
 command -v tmux >/dev/null || test_skip_all "tmux is not installed"
 . "$FLEET_ROOT/tests/fleet.sh"
 . "$FLEET_ROOT/tests/netns.sh"
+. "$FLEET_ROOT/tests/spawn.sh"
 netns_require
 netns_setup || { echo "# netns_setup failed" >&2; exit 1; }
 FLEET_VHOST=t1046
@@ -22,11 +23,6 @@ FAKE_HERDR=$BIN/fake-herdr
 
 tmux_private
 
-# the state of the last request of alpha to H named N (spawn or stop)
-state() { jq -r --arg n "$2" --arg r "${3:-spawn}" 'select(.name == $n and .request == $r) | .state' "alpha/hosts/$1/spawns" | tail -n1; }
-detail() { jq -r --arg n "$2" --arg r "${3:-spawn}" 'select(.name == $n and .request == $r) | .detail' "alpha/hosts/$1/spawns" | tail -n1; }
-marked() { tmux list-windows -a -F '#{@fleetfs_spawn}' | grep -c . || true; }
-briefs() { grep -c "fleet brief from alpha" "$TEST_DIR/typed.$1" 2>/dev/null || true; }
 hpanes() { jq '.panes | length' "$TEST_DIR/gamma.herdr.json"; }
 
 test_expect_success 'alpha (the lead), beta (tmux, a worker profile) and gamma (herdr) on their own links' '
@@ -51,48 +47,37 @@ test_expect_success 'alpha (the lead), beta (tmux, a worker profile) and gamma (
 '
 
 test_expect_success 'tmux: beta starts w1, ready; listed on alpha; the brief typed once' '
-    echo "{\"profile\":\"worker\",\"name\":\"w1\",\"brief\":\"count the tests in t/\"}" >alpha/hosts/beta/spawn &&
-    test "$(state beta w1)" = requested &&
-    wait_for 30 "test \"\$(state beta w1)\" != requested" &&
-    test "$(state beta w1)" = ready &&
-    test "$(jq -r "select(.name == \"w1\") | .gid" alpha/hosts/beta/spawns)" = w1@beta &&
-    test $(marked) = 1 &&
-    tmux list-panes -a -F "#{pane_title}" | grep -qx w1 &&
-    wait_for 15 "test -d alpha/agents/w1@beta" &&
-    wait_for 10 "grep -q \"^agents: w1@beta$\" alpha/hosts/beta/status" &&
-    wait_for 10 "grep -q \"count the tests in t/\" typed.w1" &&
-    test $(briefs w1) = 1
+    spawn_tmux_ready beta worker w1 "count the tests in t/" typed.w1 &&
+    test $(spawn_marked) = 1 &&
+    wait_for 10 "grep -q \"^agents: w1@beta$\" alpha/hosts/beta/status"
 '
 
 test_expect_success 'a message from alpha is typed into w1 after its brief' '
     echo "and the lint warnings" >alpha/agents/w1@beta/send &&
     wait_for 15 "grep -q \"and the lint warnings\" typed.w1" &&
     grep -q "fleet message from alpha" typed.w1 &&
-    test $(briefs w1) = 1
+    test $(spawn_briefs typed.w1) = 1
 '
 
 test_expect_success 'a refusal comes back with its reason: an unknown profile, a dir outside dir_root' '
     echo "{\"profile\":\"nosuch\",\"name\":\"w2\"}" >alpha/hosts/beta/spawn &&
     echo "{\"profile\":\"worker\",\"name\":\"w3\",\"dir\":\"/etc\"}" >alpha/hosts/beta/spawn &&
-    wait_for 20 "test \"\$(state beta w2)\" = refused && test \"\$(state beta w3)\" = refused" &&
-    detail beta w2 | grep -qi "profile" &&
-    detail beta w3 | grep -q "dir" &&
-    test $(marked) = 1 && test ! -d alpha/agents/w2@beta
+    wait_for 20 "test \"\$(spawn_state beta w2)\" = refused && test \"\$(spawn_state beta w3)\" = refused" &&
+    spawn_detail beta w2 | grep -qi "profile" &&
+    spawn_detail beta w3 | grep -q "dir" &&
+    test $(spawn_marked) = 1 && test ! -d alpha/agents/w2@beta
 '
 
 test_expect_success 'stop: the pane closed, and presence on alpha says w1 left' '
-    echo w1@beta >alpha/hosts/beta/stop &&
-    wait_for 20 "test \"\$(state beta w1 stop)\" = stopped" &&
-    test $(marked) = 0 &&
-    ! tmux list-panes -a -F "#{pane_title}" | grep -qx w1 &&
-    wait_for 15 "test ! -d alpha/agents/w1@beta" &&
+    spawn_tmux_stop beta w1 &&
+    test $(spawn_marked) = 0 &&
     wait_for 10 "grep -q \"^agents: none$\" alpha/hosts/beta/status"
 '
 
 test_expect_success 'herdr: gamma starts r1 (agent.start with its kind), the brief prompted once, a message, stop' '
     echo "{\"profile\":\"reviewer\",\"name\":\"r1\",\"brief\":\"review the parser\"}" >alpha/hosts/gamma/spawn &&
-    wait_for 30 "test \"\$(state gamma r1)\" != requested" &&
-    test "$(state gamma r1)" = ready &&
+    wait_for 30 "test \"\$(spawn_state gamma r1)\" != requested" &&
+    test "$(spawn_state gamma r1)" = ready &&
     test $(hpanes) = 1 &&
     jq -e ".panes[0].name == \"r1\"" gamma.herdr.json >/dev/null &&
     jq -ce "select(.name == \"r1\") | .kind == \"claude\"" gamma.prompts.starts >/dev/null &&
@@ -102,7 +87,7 @@ test_expect_success 'herdr: gamma starts r1 (agent.start with its kind), the bri
     wait_for 15 "jq -r .text gamma.prompts | grep -q \"and the lexer\"" &&
     test $(jq -r .text gamma.prompts | grep -c "review the parser") = 1 &&
     echo r1@gamma >alpha/hosts/gamma/stop &&
-    wait_for 20 "test \"\$(state gamma r1 stop)\" = stopped" &&
+    wait_for 20 "test \"\$(spawn_state gamma r1 stop)\" = stopped" &&
     test $(hpanes) = 0 &&
     wait_for 15 "test ! -d alpha/agents/r1@gamma"
 '

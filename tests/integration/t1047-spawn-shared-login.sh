@@ -11,6 +11,7 @@
 # agent (tests/tools/fake-agent) records as typed into it.
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
+. "$FLEET_ROOT/tests/spawn.sh"
 command -v tmux >/dev/null || test_skip_all "tmux is not installed"
 broker_use_shared
 FLEET_VHOST=t1047
@@ -20,10 +21,6 @@ case ${FLEETFS_BUILD:-build} in /*) AGENT=$FLEETFS_BUILD/tools/fake-agent ;; esa
 
 tmux_private
 
-# the state of the last request of alpha to beta named N (spawn or stop)
-state() { jq -r --arg n "$1" --arg r "${2:-spawn}" 'select(.name == $n and .request == $r) | .state' alpha/hosts/beta/spawns | tail -n1; }
-marked() { tmux list-windows -a -F '#{@fleetfs_spawn}' | grep -c . || true; }
-briefs() { grep -c "fleet brief from alpha" "$TEST_DIR/typed.w1" 2>/dev/null || true; }
 bindings() { rmqctl list_bindings -q -p $FLEET_VHOST source_name destination_name routing_key; }
 
 test_expect_success 'alpha and beta on one login, nothing declared: beta binds its own control queue' '
@@ -53,30 +50,19 @@ test_expect_success 'a spawn to a host whose control queue nobody made: ENXIO, a
 '
 
 test_expect_success 'alpha spawns w1 on beta: ready, its pane marked, the brief typed once' '
-    echo "{\"profile\":\"worker\",\"name\":\"w1\",\"brief\":\"count the tests in t/\"}" >alpha/hosts/beta/spawn &&
-    test "$(state w1)" = requested &&
-    wait_for 30 "test \"\$(state w1)\" != requested" &&
-    test "$(state w1)" = ready &&
-    test "$(jq -r "select(.name == \"w1\") | .gid" alpha/hosts/beta/spawns)" = w1@beta &&
-    test $(marked) = 1 &&
-    tmux list-panes -a -F "#{pane_title}" | grep -qx w1 &&
-    wait_for 15 "test -d alpha/agents/w1@beta" &&
-    wait_for 10 "grep -q \"count the tests in t/\" typed.w1" &&
-    test $(briefs) = 1
+    spawn_tmux_ready beta worker w1 "count the tests in t/" typed.w1 &&
+    test $(spawn_marked) = 1
 '
 
 test_expect_success 'a message from alpha reaches w1 after its brief' '
     echo "and the lint warnings" >alpha/agents/w1@beta/send &&
     wait_for 15 "grep -q \"and the lint warnings\" typed.w1" &&
-    test $(briefs) = 1
+    test $(spawn_briefs typed.w1) = 1
 '
 
 test_expect_success 'stop: the pane closed, w1 gone from alpha'"'"'s agents' '
-    echo w1@beta >alpha/hosts/beta/stop &&
-    wait_for 20 "test \"\$(state w1 stop)\" = stopped" &&
-    test $(marked) = 0 &&
-    ! tmux list-panes -a -F "#{pane_title}" | grep -qx w1 &&
-    wait_for 15 "test ! -d alpha/agents/w1@beta"
+    spawn_tmux_stop beta w1 &&
+    test $(spawn_marked) = 0
 '
 
 test_done
