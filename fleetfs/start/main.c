@@ -403,12 +403,6 @@ static void stop_step(const char *step)
     g_mutex_unlock(&stopw.m);
 }
 
-/* Shutdown, producers before consumers: the injector (it consumes and
- * acks), the receipts outbox, the broker thread (it delivers into the
- * mailbox and, through it, kicks the injector and the notifier; stopping
- * it also closes the connection, so a remount is not refused as a second
- * consumer), then the mount and the notifier.  Nothing is freed until
- * every thread that could reach it has ended. */
 /* Once a second, on the notifier's thread (nt_start), before it compares
  * the status files: the model's timers, what our heartbeat says of the
  * agents, the control requests nobody answered, presence's staleness. */
@@ -428,6 +422,12 @@ static void each_second(void *ud)
     }
 }
 
+/* Shutdown, producers before consumers: the injector (it consumes and
+ * acks), the receipts outbox, the broker thread (it delivers into the
+ * mailbox and, through it, kicks the injector and the notifier; stopping
+ * it also closes the connection, so a remount is not refused as a second
+ * consumer), then the mount and the notifier.  Nothing is freed until
+ * every thread that could reach it has ended. */
 static void stop_all(fleet *f, struct fuse_session *se)
 {
     GThread *watch;
