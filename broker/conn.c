@@ -124,8 +124,14 @@ static gpointer watchdog_main(gpointer data)
             continue;
         g_mutex_unlock(&c->lock);
         watch_one(c);
-        if (c->pub)
+        if (c->pub) {
             watch_one(c->pub);
+            /* the backstop of send_timeout: a publishing thread that is
+             * turning its loop tells each deadline itself, at once; one
+             * that is not (stuck in a send(2) until watch_one's kick) is
+             * told for here, a second late at most */
+            br_timed_tick(c->pub, WATCHDOG_TICK_MS);
+        }
         g_mutex_lock(&c->lock);
     }
     g_mutex_unlock(&c->lock);
@@ -192,21 +198,104 @@ static void late_answer(br_conn *c, br_req *r)
     }
 }
 
+/* r leaves the timer list (if it is in it): its ref is dropped. */
+static void timed_remove(br_conn *c, br_req *r)
+{
+    bool was;
+    g_mutex_lock(&c->timed_lock);
+    was = r->timed_link != NULL;
+    if (was)
+        g_queue_delete_link(&c->timed, r->timed_link);
+    r->timed_link = NULL;
+    g_mutex_unlock(&c->timed_lock);
+    if (was)
+        br_req_unref(r);
+}
+
+void br_timed_add(br_conn *c, br_req *r)
+{
+    GList *l;
+    g_atomic_int_inc(&r->refs); /* the list's */
+    g_mutex_lock(&c->timed_lock);
+    /* by deadline: one mount's sends share one timeout, so this is the tail */
+    for (l = c->timed.tail; l && ((br_req *)l->data)->deadline_ms > r->deadline_ms; l = l->prev)
+        ;
+    if (l) {
+        g_queue_insert_after(&c->timed, l, r);
+        r->timed_link = l->next;
+    } else {
+        g_queue_push_head(&c->timed, r);
+        r->timed_link = c->timed.head;
+    }
+    g_mutex_unlock(&c->timed_lock);
+}
+
+int64_t br_timed_tick(br_conn *c, int64_t late_ms)
+{
+    int64_t now = br_now_ms(), next = -1;
+    GQueue due = G_QUEUE_INIT;
+    br_req *r;
+    g_mutex_lock(&c->timed_lock);
+    while ((r = g_queue_peek_head(&c->timed)) && r->deadline_ms + late_ms <= now) {
+        g_queue_pop_head(&c->timed);
+        r->timed_link = NULL;
+        g_queue_push_tail(&due, r); /* with the list's ref */
+    }
+    if ((r = g_queue_peek_head(&c->timed)))
+        next = MAX(r->deadline_ms - now, 0);
+    g_mutex_unlock(&c->timed_lock);
+    while ((r = g_queue_pop_head(&due))) {
+        bool tell;
+        char detail[300];
+        g_mutex_lock(&r->m);
+        tell = !r->told;
+        if (tell) {
+            r->told = true;
+            r->abandoned = true; /* its real outcome goes to late_confirm */
+        }
+        g_mutex_unlock(&r->m);
+        if (tell) {
+            snprintf(detail, sizeof detail,
+                     "no confirm from the broker within %lld ms; the message may still arrive "
+                     "(sent records it if it does)",
+                     (long long)r->timeout_ms);
+            log_warn("publish %s to %s: no confirm within %lld ms; state unknown%s", r->msg_id,
+                     r->peer, (long long)r->timeout_ms,
+                     late_ms ? " (told by the watchdog: the publishing thread is stuck)" : "");
+            r->done_cb(r->done_ud, FE_TIMEOUT, false, detail);
+        }
+        br_req_unref(r);
+    }
+    return next;
+}
+
 /* Broker thread: finish a request and drop the thread's reference. */
 void br_req_complete(br_conn *c, br_req *r, fe_code result, const char *detail)
 {
-    bool abandoned;
+    bool abandoned, tell = false;
     g_mutex_lock(&r->m);
     r->result = result;
     if (detail && !r->detail[0])
         g_strlcpy(r->detail, detail, sizeof r->detail);
     r->done = true;
+    if (r->done_cb && !r->told)
+        tell = r->told = true;
     abandoned = r->abandoned;
     g_mutex_unlock(&r->m);
-    /* after the unlock: a waiter woken under the lock would wake only to
-     * wait for it (two more futex calls and a switch per request); r
-     * lives until this thread's reference goes, below */
-    g_cond_signal(&r->cv);
+    if (r->done_cb) {
+        /* answered here, on this thread: no waiting thread to wake */
+        timed_remove(c, r);
+        if (tell) {
+            if (result == FE_TIMEOUT)
+                log_warn("publish %s to %s: state unknown: %s", r->msg_id, r->peer, r->detail);
+            r->done_cb(r->done_ud, result, r->unread, r->detail);
+        }
+    } else {
+        /* after the unlock: a waiter woken under the lock would wake only
+         * to wait for it (two more futex calls and a switch per request);
+         * r lives until this thread's reference goes, below */
+        g_cond_signal(&r->cv);
+    }
     if (abandoned)
         late_answer(c, r);
     br_req_unref(r);
@@ -484,6 +573,8 @@ static void do_probe(br_conn *c, br_req *r)
 
 static void handle_request(br_conn *c, br_req *r)
 {
+    if (r->done_cb) /* its deadline is this thread's to keep from now on */
+        br_timed_add(c, r);
     if (r->kind == RQ_STOP) {
         c->stopping = true;
         br_req_complete(c, r, FE_OK, NULL);
@@ -557,6 +648,12 @@ static gpointer broker_main(gpointer data)
             timeout = 0;
         if (!c->connected)
             timeout = (int)CLAMP(c->next_attempt_ms - now, 0, 200);
+        /* the next asynchronous publish's deadline (send_timeout) */
+        if (c->publisher) {
+            int64_t next = br_timed_tick(c, 0);
+            if (next >= 0 && next < timeout)
+                timeout = (int)next;
+        }
 
         pfd[0] = (struct pollfd){.fd = c->wakefd, .events = POLLIN};
         if (c->connected) {
@@ -576,6 +673,8 @@ static gpointer broker_main(gpointer data)
             br_probes_tick(c);
         if (c->connected)
             br_check_silence(c);
+        if (c->publisher)
+            br_timed_tick(c, 0);
     }
     br_close_connection(c);
     while ((r = g_async_queue_try_pop(c->requests)))
@@ -616,6 +715,8 @@ static br_conn *conn_new(const br_config *cfg, const br_callbacks *cb)
     c->requests = g_async_queue_new();
     c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     g_mutex_init(&c->lock);
+    g_mutex_init(&c->timed_lock);
+    g_queue_init(&c->timed);
     g_cond_init(&c->first_cv);
     g_cond_init(&c->state_cv);
     c->sockfd = -1;
@@ -778,7 +879,13 @@ static void free_one(br_conn *c)
     stop_one(c);
     /* a request that slipped in after br_stop's drain: every thread that
      * could wait for it has ended, so only our reference is left */
-    while ((r = g_async_queue_try_pop(c->requests)))
+    while ((r = g_async_queue_try_pop(c->requests))) {
+        if (r->done_cb) /* its caller waits for no reference: it is told */
+            br_req_complete(c, r, FE_NOT_CONNECTED, "fleetfs is shutting down");
+        else
+            br_req_unref(r);
+    }
+    while ((r = g_queue_pop_head(&c->timed))) /* told already, or never will be */
         br_req_unref(r);
     g_async_queue_unref(c->requests);
     close(c->wakefd);
@@ -789,6 +896,7 @@ static void free_one(br_conn *c)
     br_slots_free(c);
     g_strfreev((char **)c->cfg.lead_bind_keys);
     g_mutex_clear(&c->lock);
+    g_mutex_clear(&c->timed_lock);
     g_cond_clear(&c->first_cv);
     g_cond_clear(&c->state_cv);
     g_strfreev(c->cfg.uris);

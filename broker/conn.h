@@ -233,6 +233,32 @@ fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *ms
                    const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms, bool *unread,
                    char *detail, size_t dlen);
 
+/* The asynchronous publish (SPEC section 6, revised): the caller hands
+ * over bytes ready to publish and does not wait.  done is told the outcome
+ * exactly once: the confirm's (FE_OK, with unread and detail as
+ * br_publish gives them; FE_FULL, FE_NO_MAILBOX, ...), FE_NOT_CONNECTED
+ * when nothing went out, or FE_TIMEOUT at timeout_ms after the call when
+ * no answer came by then (the state is unknown; late_confirm tells the
+ * real outcome when it comes, as for a br_publish that gave up).  done runs
+ * on the publishing connection's thread, which owns the connection: it
+ * must not call br_* synchronously (it may record and reply; the write is
+ * answered from there).  Only if that thread is itself stuck (a send(2)
+ * the broker does not read, which the watchdog breaks after STUCK_MS) does
+ * the watchdog thread tell the FE_TIMEOUT instead, within about a second
+ * of the deadline, so no caller waits much past timeout_ms.
+ * Returns FE_OK when handed over (done may have run already when it
+ * returns); anything else (FE_NOT_CONNECTED, FE_BLOCKED, FE_BAD_INPUT):
+ * nothing was sent and done is never called. */
+typedef void (*br_publish_done)(void *ud, fe_code result, bool unread, const char *detail);
+fe_code br_publish_start(br_conn *c, const char *peer, bool may_create, const char *msg_id,
+                         const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                         br_publish_done done, void *ud, char *detail, size_t dlen);
+/* br_publish_route (below) without the wait, as br_publish_start. */
+fe_code br_publish_route_start(br_conn *c, const char *exchange, const char *key,
+                               const char *probe_queue, const char *msg_id, const char *body,
+                               size_t len, int64_t ttl_ms, int64_t timeout_ms, br_publish_done done,
+                               void *ud, char *detail, size_t dlen);
+
 /* Publish a receipt to lead.<peer>.receipts (declared when absent) and
  * wait for the broker's confirm: the receipts outbox keeps an entry until
  * this says FE_OK. */

@@ -176,6 +176,17 @@ typedef struct br_req {
     bool reject; /* ack: basic.reject (no requeue: to the dead-letter queue) instead */
     /* probe */
     br_probe probe;
+    /* an asynchronous publish (br_publish_start): done is told once (told,
+     * under m), by br_req_complete or, at deadline_ms, by the timer
+     * (br_timed_tick), which then leaves the request abandoned: its real
+     * outcome goes to late_confirm.  timed_link: its place in the
+     * connection's `timed` list (under timed_lock; the list holds a ref). */
+    br_publish_done done_cb;
+    void *done_ud;
+    int64_t deadline_ms;
+    int64_t timeout_ms;
+    bool told;
+    GList *timed_link;
 } br_req;
 
 /* A probe channel: the passive declare of `queue` in flight on it ("" :
@@ -224,6 +235,11 @@ struct br_conn {
     /* broker thread writes, the watchdog reads: a turn of the loop or
      * anything read from the broker */
     _Atomic int64_t progress_ms;
+    /* asynchronous publishes not told yet, by deadline (br_req.timed_link):
+     * the broker thread adds and removes them and tells each at its
+     * deadline; the watchdog tells those of a stuck thread */
+    GMutex timed_lock;
+    GQueue timed;
 
     /* ---- broker thread only ---- */
     amqp_connection_state_t amqp;
@@ -399,6 +415,14 @@ bool br_probe_publish_waiting(br_conn *c, const char *queue);
 bool br_probe_frame(br_conn *c, const amqp_frame_t *f);
 /* Waiters whose time is up leave (each turn of the loop). */
 void br_probes_tick(br_conn *c);
+
+/* conn.c: asynchronous publishes (br_publish_start).  br_timed_add: r is
+ * in the broker thread's hands now (its deadline is watched).
+ * br_timed_tick: tell FE_TIMEOUT to every one whose deadline is at least
+ * late_ms past (the broker thread: 0; the watchdog: its backstop); returns
+ * the ms until the next deadline, or -1 when none waits. */
+void br_timed_add(br_conn *c, br_req *r);
+int64_t br_timed_tick(br_conn *c, int64_t late_ms);
 
 /* conn.c: a publish whose probe answered (or did not in time: p->valid
  * false) goes on. */

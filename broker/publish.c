@@ -85,42 +85,75 @@ static fe_code publish_wait(br_conn *c, br_req *r, const char *where, const char
     return res;
 }
 
-fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
-                   const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms, bool *unread,
-                   char *detail, size_t dlen)
+/* Hand a publish to the broker thread without waiting (br_publish_start):
+ * the thread keeps its deadline and tells done. */
+static fe_code publish_hand(br_conn *c, br_req *r, const char *body, size_t len, int64_t timeout_ms,
+                            br_publish_done done, void *ud)
+{
+    r->body = g_memdup2(body, len);
+    r->len = len;
+    r->done_cb = done;
+    r->done_ud = ud;
+    r->timeout_ms = timeout_ms;
+    r->deadline_ms = br_now_ms() + timeout_ms;
+    r->refs = 1; /* the broker thread's alone: nobody here waits on it */
+    br_req_submit(c, r);
+    return FE_OK;
+}
+
+/* A publish to peer's mailbox, or NULL and *res (nothing sent). */
+static br_req *inbox_req(br_conn **c, const char *peer, bool may_create, const char *msg_id,
+                         int64_t ttl_ms, fe_code *res, char *detail, size_t dlen)
 {
     br_req *r;
-    fe_code res;
-
-    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
-        return res;
+    if ((*res = pub_ready(*c, c, detail, dlen)) != FE_OK)
+        return NULL;
     r = br_req_new(RQ_PUBLISH);
     g_strlcpy(r->peer, peer, sizeof r->peer);
     br_inbox_queue(peer, r->queue, sizeof r->queue);
     g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
     r->may_create = may_create;
     r->ttl_ms = ttl_ms;
+    return r;
+}
+
+fe_code br_publish(br_conn *c, const char *peer, bool may_create, const char *msg_id,
+                   const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms, bool *unread,
+                   char *detail, size_t dlen)
+{
+    fe_code res;
+    br_req *r = inbox_req(&c, peer, may_create, msg_id, ttl_ms, &res, detail, dlen);
+    if (!r)
+        return res;
     return publish_wait(c, r, peer, body, len, timeout_ms, unread, detail, dlen);
 }
 
-fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, const char *probe_queue,
-                         const char *msg_id, const char *body, size_t len, int64_t ttl_ms,
-                         int64_t timeout_ms, bool *unread, char *detail, size_t dlen)
+fe_code br_publish_start(br_conn *c, const char *peer, bool may_create, const char *msg_id,
+                         const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                         br_publish_done done, void *ud, char *detail, size_t dlen)
 {
-    char where[2 * BR_QUEUE_MAX + 8];
-    br_req *r;
     fe_code res;
+    br_req *r = inbox_req(&c, peer, may_create, msg_id, ttl_ms, &res, detail, dlen);
+    if (!r)
+        return res;
+    return publish_hand(c, r, body, len, timeout_ms, done, ud);
+}
 
-    if (unread)
-        *unread = false;
+/* A publish to exchange with key, or NULL and *res (nothing sent). */
+static br_req *route_req(br_conn **c, const char *exchange, const char *key,
+                         const char *probe_queue, const char *msg_id, int64_t ttl_ms, fe_code *res,
+                         char *detail, size_t dlen)
+{
+    br_req *r;
     if (!exchange || !exchange[0] || strlen(exchange) >= BR_QUEUE_MAX || !key ||
         strlen(key) >= BR_QUEUE_MAX || (probe_queue && strlen(probe_queue) >= BR_QUEUE_MAX)) {
         if (detail)
             snprintf(detail, dlen, "bad exchange, routing key or queue name");
-        return FE_BAD_INPUT;
+        *res = FE_BAD_INPUT;
+        return NULL;
     }
-    if ((res = pub_ready(c, &c, detail, dlen)) != FE_OK)
-        return res;
+    if ((*res = pub_ready(*c, c, detail, dlen)) != FE_OK)
+        return NULL;
     r = br_req_new(RQ_PUBLISH);
     g_strlcpy(r->peer, key, sizeof r->peer);
     g_strlcpy(r->exchange, exchange, sizeof r->exchange);
@@ -128,8 +161,36 @@ fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, cons
     g_strlcpy(r->queue, probe_queue ? probe_queue : "", sizeof r->queue);
     g_strlcpy(r->msg_id, msg_id, sizeof r->msg_id);
     r->ttl_ms = ttl_ms;
+    return r;
+}
+
+fe_code br_publish_route(br_conn *c, const char *exchange, const char *key, const char *probe_queue,
+                         const char *msg_id, const char *body, size_t len, int64_t ttl_ms,
+                         int64_t timeout_ms, bool *unread, char *detail, size_t dlen)
+{
+    char where[2 * BR_QUEUE_MAX + 8];
+    fe_code res;
+    br_req *r;
+
+    if (unread)
+        *unread = false;
+    r = route_req(&c, exchange, key, probe_queue, msg_id, ttl_ms, &res, detail, dlen);
+    if (!r)
+        return res;
     snprintf(where, sizeof where, "%s key %s", exchange, key);
     return publish_wait(c, r, where, body, len, timeout_ms, unread, detail, dlen);
+}
+
+fe_code br_publish_route_start(br_conn *c, const char *exchange, const char *key,
+                               const char *probe_queue, const char *msg_id, const char *body,
+                               size_t len, int64_t ttl_ms, int64_t timeout_ms, br_publish_done done,
+                               void *ud, char *detail, size_t dlen)
+{
+    fe_code res;
+    br_req *r = route_req(&c, exchange, key, probe_queue, msg_id, ttl_ms, &res, detail, dlen);
+    if (!r)
+        return res;
+    return publish_hand(c, r, body, len, timeout_ms, done, ud);
 }
 
 fe_code br_publish_receipt(br_conn *c, const char *peer, const char *msg_id, const char *body,

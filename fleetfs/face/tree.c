@@ -32,9 +32,14 @@
  *
  * Readable files are snapshots taken at open(); the inbox is a view that
  * keeps growing (mailbox.c).  No handler here waits on the broker except
- * send/ack writes (bounded by send_timeout) and status opens (bounded by
- * probe_timeout).  Nothing here sends a notification: the notifier thread
- * does, outside any FUSE handler.
+ * ack writes (bounded by send_timeout) and status opens (bounded by
+ * probe_timeout).  A write that sends a message is signed and encoded by
+ * the handler, handed to the broker's publishing thread, and answered by
+ * that thread once the confirm came and `sent` has its line, or with
+ * ETIMEDOUT at send_timeout (sent_answered): the handler returns at once,
+ * and no FUSE thread waits for the broker (SPEC section 6, revised).
+ * Nothing here sends a notification: the notifier thread does, outside any
+ * FUSE handler.
  */
 #include "fleetfs/face/tree_int.h"
 
@@ -611,11 +616,39 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     g_free(buf);
 }
 
-/* One write(2) is one message (max_write, ll_init).  size or -errno. */
-static int node_write(const rq *r, handle *h, const char *buf, size_t size, off_t off, int flags)
+/* A write to a file one sends messages to, handed over: answered by
+ * whoever learns its outcome (sent_answered), not by the handler. */
+typedef struct {
+    fuse_req_t req;
+    size_t size;
+} pending_write;
+
+/* node_write's "answered later" */
+#define WRITE_PENDING INT_MIN
+
+/* The outcome of a send (mb_send_done): on the broker's publishing thread,
+ * once the confirm (or send_timeout) came and its `sent` line is recorded;
+ * the low-level API lets any thread reply to a request.  No FUSE thread
+ * waited for it. */
+static void sent_answered(void *ud, fe_code res, const char *detail)
+{
+    pending_write *w = ud;
+    (void)detail; /* logged by the model */
+    if (res == FE_OK)
+        fuse_reply_write(w->req, w->size);
+    else
+        fuse_reply_err(w->req, fe_errno(res));
+    g_free(w);
+}
+
+/* One write(2) is one message (max_write, ll_init).  size, -errno, or
+ * WRITE_PENDING: a message handed to the broker, req answered later. */
+static int node_write(const rq *r, fuse_req_t req, handle *h, const char *buf, size_t size,
+                      off_t off, int flags)
 {
     fleet *f = r->f;
     char detail[512], to[ADDR_MAX_LEN + 16];
+    pending_write *w = NULL;
     fe_code res;
 
     /* A message file has no position (FOPEN_STREAM, fuseopen.h): every
@@ -635,33 +668,41 @@ static int node_write(const rq *r, handle *h, const char *buf, size_t size, off_
                  h->name, (long long)off, size);
         return -EMSGSIZE;
     }
+    if (tr_sends_message(h->kind) || h->kind == N_RESEND) {
+        w = g_new0(pending_write, 1);
+        w->req = req;
+        w->size = size;
+    }
     switch (h->kind) {
     case N_SEND:
     case N_REPLY:
     case N_ASEND:
-        res = mb_send(f->mb, h->name, h->kind == N_REPLY ? h->ref : NULL, buf, size, detail,
-                      sizeof detail);
+        res = mb_send_start(f->mb, h->name, h->kind == N_REPLY ? h->ref : NULL, buf, size,
+                            sent_answered, w, detail, sizeof detail);
         break;
     case N_HREPLY:
-        res = mb_send(h->home, h->name, h->ref, buf, size, detail, sizeof detail);
+        res = mb_send_start(h->home, h->name, h->ref, buf, size, sent_answered, w, detail,
+                            sizeof detail);
         break;
     case N_TO:
-        res = mb_send(h->home, h->name, NULL, buf, size, detail, sizeof detail);
+        res = mb_send_start(h->home, h->name, NULL, buf, size, sent_answered, w, detail,
+                            sizeof detail);
         break;
     case N_GSEND:
         snprintf(to, sizeof to, "%s%s", GROUP_PREFIX, h->name);
-        res = mb_send(f->mb, to, NULL, buf, size, detail, sizeof detail);
+        res = mb_send_start(f->mb, to, NULL, buf, size, sent_answered, w, detail, sizeof detail);
         break;
     case N_SENDJ:
     case N_ASENDJ:
-        res = mb_send_json(f->mb, h->name, buf, size, detail, sizeof detail);
+        res =
+            mb_send_json_start(f->mb, h->name, buf, size, sent_answered, w, detail, sizeof detail);
         break;
     case N_GSENDJ:
         snprintf(to, sizeof to, "%s%s", GROUP_PREFIX, h->name);
-        res = mb_send_json(f->mb, to, buf, size, detail, sizeof detail);
+        res = mb_send_json_start(f->mb, to, buf, size, sent_answered, w, detail, sizeof detail);
         break;
     case N_RESEND:
-        res = mb_resend(h->home, buf, size, detail, sizeof detail);
+        res = mb_resend_start(h->home, buf, size, sent_answered, w, detail, sizeof detail);
         break;
     case N_ACK:
         res = mb_ack(h->home, buf, size, detail, sizeof detail);
@@ -675,8 +716,12 @@ static int node_write(const rq *r, handle *h, const char *buf, size_t size, off_
         return e ? -e : (int)size;
     }
     default:
+        g_free(w);
         return -EBADF;
     }
+    if (w && res == FE_OK) /* w is sent_answered's now (maybe freed already) */
+        return WRITE_PENDING;
+    g_free(w);
     return res == FE_OK ? (int)size : -fe_errno(res);
 }
 
@@ -684,8 +729,10 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
                      struct fuse_file_info *fi)
 {
     rq r = rq_of(req);
-    int n = node_write(&r, (handle *)(uintptr_t)fi->fh, buf, size, off, fi->flags);
+    int n = node_write(&r, req, (handle *)(uintptr_t)fi->fh, buf, size, off, fi->flags);
     (void)ino;
+    if (n == WRITE_PENDING)
+        return; /* the broker's publishing thread answers it */
     if (n < 0)
         fuse_reply_err(req, -n);
     else

@@ -5,7 +5,7 @@
  * held message are described in mb_int.h.
  *
  * Threads: mb_deliver, mb_receipt and mb_late_confirm run on the broker
- * thread; the receipts outbox has its own thread (mb_start / mb_stop); the
+ * thread, and so do the outcomes of sends (mb_send_done); the receipts outbox has its own thread (mb_start / mb_stop); the
  * rest run on FUSE threads, the injector and the notifier.  No function
  * here holds the lock while it waits on the broker.
  */
@@ -171,6 +171,25 @@ bool mb_expire_claimed(mailbox *mb, const char *msg_id);
 /* What the injector is doing, in words (status files); g_free the copy. */
 void mb_set_injector(mailbox *mb, const char *words);
 char *mb_injector_words(mailbox *mb);
+
+/* A send's outcome, as mb_send returns it (res, and detail for the log):
+ * told once, after its `sent` line is recorded, on the thread that
+ * learnt it: the broker's publishing thread (the confirm, or its
+ * send_timeout timer), or the caller's own when known at once. */
+typedef void (*mb_send_done)(void *ud, fe_code res, const char *detail);
+/* The sends without the wait (SPEC section 6, revised): the caller's
+ * thread validates, signs and encodes, and hands the bytes over.  FE_OK:
+ * done is told the outcome once (maybe before this returns); anything
+ * else is the outcome, known at once (refused, nothing published; or,
+ * with a broker seam that cannot publish without waiting, what the
+ * publish said), and done is not told.  Otherwise as mb_send, mb_send_json
+ * and mb_resend below, which are these with a wait for done. */
+fe_code mb_send_start(mailbox *mb, const char *peer, const char *reply_to, const char *data,
+                      size_t len, mb_send_done done, void *ud, char *detail, size_t dlen);
+fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t len,
+                           mb_send_done done, void *ud, char *detail, size_t dlen);
+fe_code mb_resend_start(mailbox *mb, const char *data, size_t len, mb_send_done done, void *ud,
+                        char *detail, size_t dlen);
 
 /* One write to peers/<peer>/send (reply_to NULL) or to
  * peers/<peer>/reply/<reply_to>: validate, wrap, sign, publish, wait,

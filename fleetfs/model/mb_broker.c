@@ -44,6 +44,23 @@ static fe_code route_real(void *b, const char *exchange, const char *key, const 
                             unread, detail, dlen);
 }
 
+static fe_code pub_start_real(void *b, const char *peer, bool may_create, const char *msg_id,
+                              const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                              br_publish_done done, void *ud, char *detail, size_t dlen)
+{
+    return br_publish_start(b, peer, may_create, msg_id, body, len, ttl_ms, timeout_ms, done, ud,
+                            detail, dlen);
+}
+
+static fe_code route_start_real(void *b, const char *exchange, const char *key,
+                                const char *probe_queue, const char *msg_id, const char *body,
+                                size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                                br_publish_done done, void *ud, char *detail, size_t dlen)
+{
+    return br_publish_route_start(b, exchange, key, probe_queue, msg_id, body, len, ttl_ms,
+                                  timeout_ms, done, ud, detail, dlen);
+}
+
 static fe_code rcpt_real(void *b, const char *peer, const char *msg_id, const char *body,
                          size_t len, int64_t timeout_ms, char *detail, size_t dlen)
 {
@@ -80,6 +97,8 @@ mb_broker mb_broker_of(br_conn *c)
                        .status = st_real,
                        .publish = pub_real,
                        .publish_route = route_real,
+                       .publish_start = pub_start_real,
+                       .publish_route_start = route_start_real,
                        .publish_receipt = rcpt_real,
                        .ack = ack_real,
                        .box_add = box_add_real,

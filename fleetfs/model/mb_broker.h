@@ -33,6 +33,18 @@ typedef struct {
                              const char *probe_queue, const char *msg_id, const char *body,
                              size_t len, int64_t ttl_ms, int64_t timeout_ms, bool *unread,
                              char *detail, size_t dlen);
+    /* publish and publish_route without the wait (br_publish_start): FE_OK
+     * and done told once, later, on the publishing thread (the outcome, or
+     * FE_TIMEOUT at timeout_ms); anything else at once, nothing sent, done
+     * never told.  May be NULL (the unit tests' fake): the model then calls
+     * publish / publish_route and tells done itself. */
+    fe_code (*publish_start)(void *b, const char *peer, bool may_create, const char *msg_id,
+                             const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                             br_publish_done done, void *ud, char *detail, size_t dlen);
+    fe_code (*publish_route_start)(void *b, const char *exchange, const char *key,
+                                   const char *probe_queue, const char *msg_id, const char *body,
+                                   size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                                   br_publish_done done, void *ud, char *detail, size_t dlen);
     fe_code (*publish_receipt)(void *b, const char *peer, const char *msg_id, const char *body,
                                size_t len, int64_t timeout_ms, char *detail, size_t dlen);
     /* ack one delivery of consumer generation gen of box */

@@ -630,65 +630,45 @@ static char **group_members(mailbox *mb, const char *g)
     return out;
 }
 
-/* Hand json to the broker by e->to's route (SPEC 10): a lead's mailbox
- * through the default exchange (as ever), an agent's through fleet.msg
- * with its gid, a group through fleet.msg with broadcast.<g>: one
- * publish, the broker copies it to every member. */
-static fe_code route_publish(mailbox *mb, const envelope *e, const char *json, size_t jlen,
-                             bool *unread, char *detail, size_t dlen)
+/* A send on its way (SPEC section 6, revised): signed and encoded by the
+ * writer's thread, its outcome recorded and told by whichever thread gets
+ * it, the publishing thread when the broker seam publishes without
+ * waiting. */
+typedef struct {
+    mailbox *mb; /* a ref */
+    envelope e;  /* the header; body NULL (the writer's buffer is gone) */
+    char *json;  /* the signed envelope, kept while unconfirmed */
+    size_t jlen;
+    char **members; /* a broadcast's, as presence knew them at send time */
+    mb_send_done done;
+    void *ud;
+} send_job;
+
+static void job_free(send_job *j)
 {
-    addr a;
-    char key[ADDR_MAX_LEN + 16], queue[ADDR_MAX_LEN + 16];
-    int64_t exp, ttl = 0;
-    if (!addr_parse(e->to, &a))
-        return FE_NO_PEER;
-    /* the AMQP per-message expiration: what is left of its lifetime, so
-     * the broker drops it itself at expiresAt (at least 1 ms: 0 would mean
-     * "deliver now or drop") */
-    if (env_time_parse(e->expiresAt, &exp) == 0)
-        ttl = MAX(exp - env_now_ms(), 1);
-    if (a.kind == ADDR_LEAD)
-        return mb->h->br.publish(mb->h->br.b, e->to, is_configured_peer(mb, e->to), e->msgId, json,
-                                 jlen, ttl, mb->o->send_timeout_ms, unread, detail, dlen);
-    if (!mb->h->br.publish_route) {
-        snprintf(detail, dlen, "this broker seam cannot route to agents or groups");
-        return FE_INTERNAL;
-    }
-    if (a.kind == ADDR_AGENT) {
-        snprintf(queue, sizeof queue, "agent.%s.inbox", e->to);
-        return mb->h->br.publish_route(mb->h->br.b, MB_EXCHANGE_MSG, e->to, queue, e->msgId, json,
-                                       jlen, ttl, mb->o->send_timeout_ms, unread, detail, dlen);
-    }
-    snprintf(key, sizeof key, "broadcast.%s", a.name);
-    return mb->h->br.publish_route(mb->h->br.b, MB_EXCHANGE_MSG, key, NULL, e->msgId, json, jlen,
-                                   ttl, mb->o->send_timeout_ms, unread, detail, dlen);
+    mb_unref(j->mb);
+    free(j->json);
+    g_strfreev(j->members);
+    g_free(j);
 }
 
-/* Publish json (e's envelope) and record the outcome.  While it waits,
- * e's msgId is in `inflight`, where what overtakes the record waits. */
-static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *json, size_t jlen,
-                                  char *detail, size_t dlen)
+/* The outcome res of j's publish: record it in sent (published, unread,
+ * unconfirmed), apply what overtook it, log.  detail may be rewritten. */
+static void send_settle(send_job *j, fe_code res, bool unread, char *detail, size_t dlen)
 {
-    bool unread = false;
-    fe_code res;
-    char **members = g_str_has_prefix(e->to, GROUP_PREFIX)
-                         ? group_members(mb, e->to + strlen(GROUP_PREFIX))
-                         : NULL;
-    g_mutex_lock(mb->lock);
-    g_hash_table_insert(mb->inflight, g_strdup(e->msgId), NULL);
-    g_mutex_unlock(mb->lock);
-    res = route_publish(mb, e, json, jlen, &unread, detail, dlen);
+    mailbox *mb = j->mb;
+    const envelope *e = &j->e;
     if (res == FE_OK)
-        send_published(mb, e, json, unread, detail, members);
+        send_published(mb, e, j->json, unread, detail, j->members);
     else if (res == FE_TIMEOUT)
-        sent_record(mb, e, json, "unconfirmed",
+        sent_record(mb, e, j->json, "unconfirmed",
                     detail[0] ? detail
                               : "no confirm within send_timeout (the write returned ETIMEDOUT); "
                                 "the broker may still take it; write its msgId to resend to "
                                 "publish the same message again",
-                    members);
+                    j->members);
     apply_early_receipt(mb, e->msgId);
-    if (res == FE_NO_MAILBOX && members)
+    if (res == FE_NO_MAILBOX && j->members)
         snprintf(detail, dlen, "no member of %s has a mailbox bound to it: nothing was sent",
                  e->to);
     else if (res == FE_NO_MAILBOX && strchr(e->to, '@'))
@@ -696,20 +676,122 @@ static fe_code publish_and_record(mailbox *mb, const envelope *e, const char *js
                  "no mailbox is bound to %s on %s: no such agent (ls agents/), or "
                  "it was retired; nothing was sent",
                  e->to, MB_EXCHANGE_MSG);
-    if (res == FE_NO_MAILBOX && (members || strchr(e->to, '@')))
+    if (res == FE_NO_MAILBOX && (j->members || strchr(e->to, '@')))
         /* the lead's hint (start its fleetfs, host add) does not fit here */
         log_warn("send %s to %s: %s: %s", e->msgId, e->to, fe_name(res), detail);
     else if (res != FE_OK)
         log_warn("send %s to %s: %s (%s)%s%s", e->msgId, e->to, fe_name(res), fe_hint(res),
                  detail[0] ? ": " : "", detail);
-    g_strfreev(members);
+}
+
+/* The broker seam's answer to a publish handed over (br_publish_done): on
+ * the publishing thread, which records the `sent` line and tells the
+ * writer itself: no hand-off back. */
+static void send_answered(void *ud, fe_code res, bool unread, const char *bdetail)
+{
+    send_job *j = ud;
+    char detail[512];
+    g_strlcpy(detail, bdetail ? bdetail : "", sizeof detail);
+    send_settle(j, res, unread, detail, sizeof detail);
+    j->done(j->ud, res, detail);
+    job_free(j);
+}
+
+/* Hand j's envelope to the broker by its route (SPEC 10): a lead's mailbox
+ * through the default exchange (as ever), an agent's through fleet.msg
+ * with its gid, a group through fleet.msg with broadcast.<g>: one
+ * publish, the broker copies it to every member.  *handed: the seam took
+ * it without waiting (send_answered is told, maybe already; j is not
+ * ours any more); else the result is the outcome (or a refusal). */
+static fe_code route_publish(send_job *j, bool *handed, bool *unread, char *detail, size_t dlen)
+{
+    mailbox *mb = j->mb;
+    const envelope *e = &j->e;
+    const mb_broker *br = &mb->h->br;
+    int64_t timeout = mb->o->send_timeout_ms, exp, ttl = 0;
+    char key[ADDR_MAX_LEN + 16], queue[ADDR_MAX_LEN + 16];
+    const char *probe = NULL;
+    addr a;
+    fe_code res;
+
+    *handed = false;
+    if (!addr_parse(e->to, &a))
+        return FE_NO_PEER;
+    /* the AMQP per-message expiration: what is left of its lifetime, so
+     * the broker drops it itself at expiresAt (at least 1 ms: 0 would mean
+     * "deliver now or drop") */
+    if (env_time_parse(e->expiresAt, &exp) == 0)
+        ttl = MAX(exp - env_now_ms(), 1);
+    if (a.kind == ADDR_LEAD) {
+        bool create = is_configured_peer(mb, e->to);
+        if (!br->publish_start)
+            return br->publish(br->b, e->to, create, e->msgId, j->json, j->jlen, ttl, timeout,
+                               unread, detail, dlen);
+        res = br->publish_start(br->b, e->to, create, e->msgId, j->json, j->jlen, ttl, timeout,
+                                send_answered, j, detail, dlen);
+        *handed = res == FE_OK;
+        return res;
+    }
+    if (!br->publish_route) {
+        snprintf(detail, dlen, "this broker seam cannot route to agents or groups");
+        return FE_INTERNAL;
+    }
+    if (a.kind == ADDR_AGENT) {
+        snprintf(queue, sizeof queue, "agent.%s.inbox", e->to);
+        g_strlcpy(key, e->to, sizeof key);
+        probe = queue;
+    } else {
+        snprintf(key, sizeof key, "broadcast.%s", a.name);
+    }
+    if (!br->publish_route_start)
+        return br->publish_route(br->b, MB_EXCHANGE_MSG, key, probe, e->msgId, j->json, j->jlen,
+                                 ttl, timeout, unread, detail, dlen);
+    res = br->publish_route_start(br->b, MB_EXCHANGE_MSG, key, probe, e->msgId, j->json, j->jlen,
+                                  ttl, timeout, send_answered, j, detail, dlen);
+    *handed = res == FE_OK;
     return res;
 }
 
-/* One message: validate, wrap with a lifetime of life_ms, sign, publish,
- * wait, record. */
+/* Publish json (e's envelope, json malloc'd: taken) for mb and record the
+ * outcome.  While it waits, e's msgId is in `inflight`, where what
+ * overtakes the record waits.  FE_OK: done is told (now or later, once);
+ * anything else is the outcome, known at once, and done is not told. */
+static fe_code send_go(mailbox *mb, const envelope *e, char *json, size_t jlen, mb_send_done done,
+                       void *ud, char *detail, size_t dlen)
+{
+    send_job *j = g_new0(send_job, 1);
+    bool unread = false, handed;
+    fe_code res;
+
+    j->mb = mb_ref(mb);
+    j->e = *e;
+    j->e.body = NULL; /* the writer's (or the decoder's): not ours */
+    j->e.body_len = 0;
+    j->json = json;
+    j->jlen = jlen;
+    j->members = g_str_has_prefix(e->to, GROUP_PREFIX)
+                     ? group_members(mb, e->to + strlen(GROUP_PREFIX))
+                     : NULL;
+    j->done = done;
+    j->ud = ud;
+    g_mutex_lock(mb->lock);
+    g_hash_table_insert(mb->inflight, g_strdup(e->msgId), NULL);
+    g_mutex_unlock(mb->lock);
+    res = route_publish(j, &handed, &unread, detail, dlen);
+    if (handed)
+        return FE_OK;
+    send_settle(j, res, unread, detail, dlen);
+    if (res == FE_OK)
+        done(ud, res, detail);
+    job_free(j);
+    return res;
+}
+
+/* One message: validate, wrap with a lifetime of life_ms, sign and encode
+ * (on the caller's thread), hand over; send_go's results. */
 static fe_code send_one(mailbox *mb, const char *peer, const char *reply_to, const char *data,
-                        size_t len, int64_t life_ms, char *detail, size_t dlen)
+                        size_t len, int64_t life_ms, mb_send_done done, void *ud, char *detail,
+                        size_t dlen)
 {
     envelope e;
     char *json;
@@ -744,9 +826,7 @@ static fe_code send_one(mailbox *mb, const char *peer, const char *reply_to, con
     json = env_encode(&e, &jlen);
     if (!json)
         return FE_INTERNAL;
-    res = publish_and_record(mb, &e, json, jlen, detail, dlen);
-    free(json);
-    return res;
+    return send_go(mb, &e, json, jlen, done, ud, detail, dlen);
 }
 
 /* The lifetime of a message that does not choose its own. */
@@ -755,12 +835,67 @@ static int64_t default_life(const mailbox *mb)
     return mb->o->expires_in_ms > 0 ? mb->o->expires_in_ms : mb->o->message_ttl_ms;
 }
 
-fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
-                char *detail, size_t dlen)
+fe_code mb_send_start(mailbox *mb, const char *peer, const char *reply_to, const char *data,
+                      size_t len, mb_send_done done, void *ud, char *detail, size_t dlen)
 {
     if (len > 0 && data[len - 1] == '\n')
         len--; /* echo's newline is not part of the message */
-    return send_one(mb, peer, reply_to, data, len, default_life(mb), detail, dlen);
+    return send_one(mb, peer, reply_to, data, len, default_life(mb), done, ud, detail, dlen);
+}
+
+/* The blocking forms wait for done on a condition of their own. */
+typedef struct {
+    GMutex m;
+    GCond cv;
+    bool done;
+    fe_code res;
+    char detail[512];
+} send_wait;
+
+static void send_wait_done(void *ud, fe_code res, const char *detail)
+{
+    send_wait *w = ud;
+    g_mutex_lock(&w->m);
+    w->res = res;
+    g_strlcpy(w->detail, detail ? detail : "", sizeof w->detail);
+    w->done = true;
+    g_cond_signal(&w->cv); /* under the lock: w lives on the waiter's stack */
+    g_mutex_unlock(&w->m);
+}
+
+static void send_wait_init(send_wait *w)
+{
+    memset(w, 0, sizeof *w);
+    g_mutex_init(&w->m);
+    g_cond_init(&w->cv);
+}
+
+/* started: what the _start call returned.  done is always told (the
+ * publishing thread's timer tells FE_TIMEOUT at send_timeout). */
+static fe_code send_wait_end(send_wait *w, fe_code started, char *detail, size_t dlen)
+{
+    fe_code res = started;
+    if (started == FE_OK) {
+        g_mutex_lock(&w->m);
+        while (!w->done)
+            g_cond_wait(&w->cv, &w->m);
+        g_mutex_unlock(&w->m);
+        res = w->res;
+        g_strlcpy(detail, w->detail, dlen);
+    }
+    g_mutex_clear(&w->m);
+    g_cond_clear(&w->cv);
+    return res;
+}
+
+fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
+                char *detail, size_t dlen)
+{
+    send_wait w;
+    send_wait_init(&w);
+    return send_wait_end(
+        &w, mb_send_start(mb, peer, reply_to, data, len, send_wait_done, &w, detail, dlen), detail,
+        dlen);
 }
 
 /* send.json: why it is refused (detail, the log), nothing published. */
@@ -776,8 +911,8 @@ static fe_code json_refused(const char *to, char *detail, size_t dlen, const cha
     return FE_BAD_INPUT;
 }
 
-fe_code mb_send_json(mailbox *mb, const char *to, const char *data, size_t len, char *detail,
-                     size_t dlen)
+fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t len,
+                           mb_send_done done, void *ud, char *detail, size_t dlen)
 {
     json_error_t jerr;
     json_t *j, *v;
@@ -846,12 +981,22 @@ fe_code mb_send_json(mailbox *mb, const char *to, const char *data, size_t len, 
             return res;
         }
     }
-    res = send_one(mb, to, reply_to, body, strlen(body), life, detail, dlen);
+    res = send_one(mb, to, reply_to, body, strlen(body), life, done, ud, detail, dlen);
     json_decref(j);
     return res;
 }
 
-fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen)
+fe_code mb_send_json(mailbox *mb, const char *to, const char *data, size_t len, char *detail,
+                     size_t dlen)
+{
+    send_wait w;
+    send_wait_init(&w);
+    return send_wait_end(
+        &w, mb_send_json_start(mb, to, data, len, send_wait_done, &w, detail, dlen), detail, dlen);
+}
+
+fe_code mb_resend_start(mailbox *mb, const char *data, size_t len, mb_send_done done, void *ud,
+                        char *detail, size_t dlen)
 {
     char id[ENV_ID_LEN + 1];
     char *json = NULL;
@@ -879,7 +1024,7 @@ fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_
     g_mutex_lock(mb->lock);
     se = sent_find(mb, id);
     if (se && se->env)
-        json = g_strdup(se->env);
+        json = strdup(se->env);
     else if (se)
         snprintf(detail, dlen, "%s is %s, not unconfirmed: there is nothing to resend", id,
                  se->state);
@@ -891,15 +1036,22 @@ fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_
         return se ? FE_BAD_INPUT : FE_NOT_HELD;
     }
     if (env_decode(json, strlen(json), SIZE_MAX, &e, why, sizeof why) < 0) {
-        g_free(json);
+        free(json);
         snprintf(detail, dlen, "the kept envelope of %s does not decode: %s", id, why);
         return FE_INTERNAL;
     }
     log_info("resend: publishing %s to %s again (same msgId and signature)", id, e.to);
-    res = publish_and_record(mb, &e, json, strlen(json), detail, dlen);
+    res = send_go(mb, &e, json, strlen(json), done, ud, detail, dlen);
     env_free(&e);
-    g_free(json);
     return res;
+}
+
+fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen)
+{
+    send_wait w;
+    send_wait_init(&w);
+    return send_wait_end(&w, mb_resend_start(mb, data, len, send_wait_done, &w, detail, dlen),
+                         detail, dlen);
 }
 
 void mb_late_confirm(mailbox *any, const char *msg_id, fe_code res, bool unread)
