@@ -510,11 +510,15 @@ void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
         br_req_complete(c, r, FE_BLOCKED, "the broker blocks publishing (resource alarm)");
         return;
     }
-    if (p.valid && !p.present && r->may_create) {
-        if (br_declare_queue(c, r->queue, false, &p) < 0) {
-            br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
-            return;
-        }
+    if (p.valid && !p.present && r->may_create && !r->create_asked) {
+        /* made on a probe channel without waiting here: the publish goes
+         * on with the declare's answer (br_probe_create) */
+        r->create_asked = true;
+        br_probe_create(c, r, PROBE_PUBLISH_WAIT_MS);
+        return;
+    }
+    if (r->create_asked) {
+        r->create_asked = false; /* said once */
         if (!p.present && p.err == FE_ACCESS)
             br_never_added(c, r);
         else if (!p.present)

@@ -165,6 +165,7 @@ typedef struct br_req {
      * the probe answers before the confirm (br_probe_frame) */
     bool unprobed;
     bool returned;
+    bool create_asked; /* br_probe_create was asked for its queue */
     uint64_t pub_tag;
     /* ack, box add/remove */
     unsigned box;
@@ -403,6 +404,11 @@ void br_probes_lost(br_conn *c, const char *why);
  * comes, or the wait is over, an RQ_PROBE is completed with it and an
  * RQ_PUBLISH goes on in br_publish_probed. */
 void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms);
+/* br_probe_ask with a declare that creates r->queue (the mailbox
+ * arguments) instead of a passive one: a configured peer's mailbox made
+ * before the first publish to it, without holding this thread.  Its
+ * answer goes to br_publish_probed like a probe's (r->create_asked). */
+void br_probe_create(br_conn *c, br_req *r, int64_t wait_ms);
 /* A passive declare of queue that nobody waits for (the consumer's gate,
  * boxes.c): true when it went out or one is already out, false when every
  * probe channel is busy.  Its answer is settled as any probe's and told

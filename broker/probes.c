@@ -36,6 +36,7 @@
 #include <amqp.h>
 
 #include "broker/conn_int.h"
+#include "broker/topology.h"
 #include "fleetfs/base/log.h"
 
 static bool is_probe_channel(amqp_channel_t ch)
@@ -172,15 +173,17 @@ static br_probe_chan *free_chan(br_conn *c, int *busy)
     return free_pc;
 }
 
-/* The passive declare of queue on pc (free). */
-static void send_on(br_conn *c, br_probe_chan *pc, const char *queue)
+/* The passive declare of queue on pc (free); create: a declare that makes
+ * it, with the mailbox arguments, instead. */
+static void send_on(br_conn *c, br_probe_chan *pc, const char *queue, bool create)
 {
+    amqp_table_entry_t entries[TOPO_MAILBOX_ARGS];
     amqp_queue_declare_t m;
     memset(&m, 0, sizeof m);
     m.queue = amqp_cstring_bytes(queue);
-    m.passive = 1;
+    m.passive = !create;
     m.durable = 1;
-    m.arguments = amqp_empty_table;
+    m.arguments = create ? topo_mailbox_args(&c->cfg, entries) : amqp_empty_table;
     g_strlcpy(pc->queue, queue, sizeof pc->queue);
     pc->sent_ms = br_now_ms();
     pc->warned = false;
@@ -210,7 +213,28 @@ void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms)
     /* joined first: a send that fails drops the connection, which tells
      * every waiter */
     join(pc, r, wait_ms);
-    send_on(c, pc, r->queue);
+    send_on(c, pc, r->queue, false);
+}
+
+void br_probe_create(br_conn *c, br_req *r, int64_t wait_ms)
+{
+    br_probe_chan *pc = chan_of(c, r->queue);
+    int busy;
+    if (pc) { /* a declare of it is out already: its answer will do */
+        join(pc, r, wait_ms);
+        return;
+    }
+    if (!(pc = free_chan(c, &busy))) {
+        br_probe p = {.at_ms = br_now_ms(), .err = FE_TIMEOUT};
+        snprintf(p.detail, sizeof p.detail,
+                 "not created: the broker has not answered this connection's last %d declares "
+                 "(their queues do not answer)",
+                 busy);
+        finish(c, r, &p);
+        return;
+    }
+    join(pc, r, wait_ms);
+    send_on(c, pc, r->queue, true);
 }
 
 bool br_probe_send(br_conn *c, const char *queue)
@@ -221,7 +245,7 @@ bool br_probe_send(br_conn *c, const char *queue)
         return true;
     if (!(pc = free_chan(c, &busy)))
         return false;
-    send_on(c, pc, queue);
+    send_on(c, pc, queue, false);
     return true;
 }
 
@@ -290,21 +314,28 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
     p.at_ms = pc->sent_ms;
     if (f->payload.method.id == AMQP_QUEUE_DECLARE_OK_METHOD) {
         ok = f->payload.method.decoded;
+    } else if (f->payload.method.id == AMQP_CHANNEL_OPEN_OK_METHOD) {
+        pc->open = true; /* reopened after a close (below): free for the next probe */
+        return true;
     } else if (f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
         const amqp_channel_close_t *m = f->payload.method.decoded;
         amqp_channel_close_ok_t close_ok = {0};
-        /* read before the channel is opened again: that call may reuse
-         * the memory m lives in */
+        amqp_channel_open_t open = {.out_of_band = amqp_empty_bytes};
         code = m->reply_code;
         br_bytes_to_str(m->reply_text, p.detail, sizeof p.detail);
+        /* close-ok, and the channel.open sent without waiting for its
+         * open-ok (the frame above): a reopen never holds this thread,
+         * nor the publish that waited for this answer (a 404 is the usual
+         * answer for a peer that never started).  The channel takes no
+         * probe until it is open again. */
         pc->open = false;
         if (amqp_send_method(c->amqp, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) !=
                 AMQP_STATUS_OK ||
-            br_open_channel(c, f->channel) < 0) {
+            amqp_send_method(c->amqp, f->channel, AMQP_CHANNEL_OPEN_METHOD, &open) !=
+                AMQP_STATUS_OK) {
             br_drop_connection(c, "cannot reopen a probe channel");
             return true;
         }
-        pc->open = true;
     } else {
         return true; /* nothing else is asked on these channels */
     }
