@@ -68,8 +68,12 @@ struct notifier {
     GThread *thread;
     GAsyncQueue *q;
     pid_t poker;   /* the child that makes the truncates */
-    GMutex fdlock; /* guards poker_fd against nt_stop's close (any thread writes) */
+    GMutex fdlock; /* guards poker_fd against nt_stop's close (any thread writes), and poked */
     int poker_fd;  /* its pipe (non-blocking): NUL-terminated relative paths */
+    /* inbox paths handed to the poker whose truncate has not reached the
+     * tree yet (nt_poked) -> when (mono us): an arrival meanwhile needs
+     * no poke of its own (POKE_PENDING_US) */
+    GHashTable *poked;
     gint stopping;
     GHashTable *digests; /* status relpath -> last content */
     guint cursor;        /* next peer to compare (and probe, if configured) */
@@ -98,19 +102,47 @@ static void push_wake(notifier *nt)
     g_async_queue_push(nt->q, g_new0(nt_item, 1));
 }
 
-/* Hand relpath to the poker from the calling thread: true when done,
- * false when the pipe is full or gone (then the notifier does it). */
+/* An inbox poke still pending after this long is written again (a
+ * truncate that never reached the tree: the poker was slow, or the path
+ * went away under it). */
+#define POKE_PENDING_US 500000
+
+/* Hand relpath (an inbox) to the poker from the calling thread: true when
+ * done, false when the pipe is full or gone (then the notifier does it).
+ * While an earlier poke of it is pending (its truncate has not reached the
+ * tree), nothing is written: that truncate comes after this arrival was
+ * added, so the IN_MODIFY it makes wakes readers who then find both.  A
+ * burst of arrivals costs one write(2) and one truncate per run, not per
+ * message (issue 32: two of the consuming thread's four system calls per
+ * arrival were its seen-set line and this write). */
 static bool poke_now(notifier *nt, const char *relpath)
 {
     size_t len = strlen(relpath) + 1;
     ssize_t n = -1;
+    gint64 now = g_get_monotonic_time(), *at;
     if (len > PIPE_BUF)
         return false;
     g_mutex_lock(&nt->fdlock);
+    at = g_hash_table_lookup(nt->poked, relpath);
+    if (at && now - *at < POKE_PENDING_US) {
+        g_mutex_unlock(&nt->fdlock);
+        return true;
+    }
     if (nt->poker_fd >= 0)
         n = write(nt->poker_fd, relpath, len);
+    if (n == (ssize_t)len)
+        g_hash_table_replace(nt->poked, g_strdup(relpath), g_memdup2(&now, sizeof now));
     g_mutex_unlock(&nt->fdlock);
     return n == (ssize_t)len;
+}
+
+void nt_poked(notifier *nt, const char *relpath)
+{
+    if (!nt)
+        return;
+    g_mutex_lock(&nt->fdlock);
+    g_hash_table_remove(nt->poked, relpath);
+    g_mutex_unlock(&nt->fdlock);
 }
 
 /* A batched path (sent, history, status) joins `later`; only the first
@@ -542,6 +574,7 @@ notifier *nt_start(fleet *f, nt_tick_fn each_second, void *ud)
     g_mutex_init(&nt->llock);
     nt->later = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_mutex_init(&nt->fdlock);
+    nt->poked = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     nt->poker_fd = -1;
     nt->poker = poker_start(f->mountpoint, &nt->poker_fd);
     if (nt->poker < 0)
@@ -581,6 +614,7 @@ void nt_stop(notifier *nt)
     g_hash_table_destroy(nt->digests);
     g_hash_table_destroy(nt->warned);
     g_hash_table_destroy(nt->pending);
+    g_hash_table_destroy(nt->poked);
     g_mutex_clear(&nt->plock);
     g_hash_table_destroy(nt->later);
     g_mutex_clear(&nt->llock);

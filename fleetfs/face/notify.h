@@ -43,6 +43,9 @@ void nt_changed(notifier *nt, const char *relpath);
 void nt_poll_wake(notifier *nt, struct fuse_pollhandle *ph);
 /* tid is the notifier's poker: a truncate from it is a notification. */
 bool nt_is_self(notifier *nt, pid_t tid);
+/* The poker's truncate of relpath reached the tree (before its answer,
+ * which makes the IN_MODIFY): an inbox arrival from now on pokes again. */
+void nt_poked(notifier *nt, const char *relpath);
 
 /* dir/name appeared or went (peers/<id>): directory watchers get IN_CREATE
  * / IN_DELETE through a real mkdir / rmdir by the poker, IN_ATTRIB on dir

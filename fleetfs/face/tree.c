@@ -755,8 +755,10 @@ static int node_truncate(const rq *r, const char *path)
     if (tr_outsider(r))
         return -EACCES;
     /* the notifier's own poke: the event is all it wanted */
-    if (nt_is_self(g_atomic_pointer_get(&f->nt), r->cx->pid))
+    if (nt_is_self(g_atomic_pointer_get(&f->nt), r->cx->pid)) {
+        nt_poked(g_atomic_pointer_get(&f->nt), path + 1);
         return 0;
+    }
     /* `echo x > send` opens with O_TRUNC: nothing to truncate, fine */
     if (tr_is_writable(k))
         return 0;
