@@ -7,7 +7,11 @@
  * wait on the request's own condition variable with their own deadline.  A
  * caller that gives up (FE_TIMEOUT) leaves the request to the thread, which
  * still carries it out and reports the real outcome through late_confirm
- * or late_ack.  session.c connects, declares and consumes; frames.c reads
+ * or late_ack.  A send (br_publish_start) is not waited for: the thread
+ * keeps its deadline (`timed`, br_timed_tick) and tells its outcome to the
+ * caller's callback itself, on the confirm or at the deadline; the
+ * watchdog tells a deadline only when this thread is stuck in a send(2).
+ * session.c connects, declares and consumes; frames.c reads
  * what the broker sends unasked; publish.c is the caller's side of a
  * publish and of a probe.  See conn_int.h for who owns what.
  *

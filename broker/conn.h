@@ -6,8 +6,10 @@
  * ack, probe) and waits on a completion with its own deadline; a caller
  * that gives up (FE_TIMEOUT) leaves the request to the broker thread, which
  * still carries it out and tells the owner the real outcome (late_confirm,
- * late_ack).  Deliveries come back through br_callbacks, on the broker
- * thread.  broker/ includes nothing from fleetfs/ but log.h and errors.h
+ * late_ack).  A send does not wait at all (br_publish_start): the thread
+ * tells its outcome to a callback, on the confirm or at its deadline, and
+ * the callback answers the writer from there (SPEC section 6, revised).
+ * Deliveries come back through br_callbacks, on the broker thread.  broker/ includes nothing from fleetfs/ but log.h and errors.h
  * (make check).
  *
  * Two connections, each owned by its own broker thread: br_new makes the
