@@ -54,6 +54,11 @@ typedef struct {
     bool late_ok;            /* the broker confirms just after the write timed out */
     bool no_consumer;        /* the probe at publish saw 0 consumers */
     int64_t last_ttl_ms;     /* the expiration the last publish asked for */
+    /* publish_start (when the seam has it): the publish handed over, its
+     * outcome not told yet */
+    br_publish_done pending_done;
+    void *pending_ud;
+    char pending_id[ENV_ID_LEN + 1];
 } fake;
 
 static void f_status(void *b, unsigned box, br_status *st)
@@ -90,6 +95,25 @@ static fe_code f_route(void *b, const char *exchange, const char *key, const cha
     f->last_ttl_ms = ttl_ms;
     (void)timeout_ms, (void)detail, (void)dlen;
     *unread = false;
+    return f->publish_result;
+}
+
+/* The seam's publish without the wait: keep what is to be told, as the
+ * publishing thread keeps a publish until its confirm. */
+static fe_code f_publish_start(void *b, const char *peer, bool may_create, const char *msg_id,
+                               const char *body, size_t len, int64_t ttl_ms, int64_t timeout_ms,
+                               br_publish_done done, void *ud, char *detail, size_t dlen)
+{
+    fake *f = b;
+    (void)peer, (void)may_create, (void)body, (void)len, (void)ttl_ms, (void)timeout_ms;
+    (void)detail, (void)dlen;
+    g_mutex_lock(&f->m);
+    if (f->publish_result == FE_OK) {
+        f->pending_done = done;
+        f->pending_ud = ud;
+        g_strlcpy(f->pending_id, msg_id, sizeof f->pending_id);
+    }
+    g_mutex_unlock(&f->m);
     return f->publish_result;
 }
 
@@ -480,6 +504,113 @@ static void test_unconfirmed_then_late_confirm_and_expiry(void **state)
     s = mb_render(x->mb, MB_SENT);
     assert_non_null(strstr(s->str, "\"state\":\"expired\""));
     g_string_free(s, TRUE);
+}
+
+/* The state of msg_id in mb's sent, into out ("" when it has no entry). */
+static void sent_state_of(mailbox *mb, const char *msg_id, char *out, size_t n)
+{
+    GString *s = mb_render(mb, MB_SENT);
+    const char *line = strstr(s->str, msg_id), *st;
+    out[0] = '\0';
+    if (line && (st = strstr(line, "\"state\":\""))) {
+        st += strlen("\"state\":\"");
+        g_strlcpy(out, st, MIN(n, (size_t)(strchr(st, '"') - st) + 1));
+    }
+    g_string_free(s, TRUE);
+}
+
+/* What the writer's reply sees when it is made: the result, and the state
+ * of the message in sent at that moment. */
+typedef struct {
+    mailbox *mb;
+    const char *msg_id;
+    int told;
+    fe_code res;
+    char state[32];
+} writer_seen;
+
+static void writer_told(void *ud, fe_code res, const char *detail)
+{
+    writer_seen *w = ud;
+    (void)detail;
+    w->told++;
+    w->res = res;
+    sent_state_of(w->mb, w->msg_id, w->state, sizeof w->state);
+}
+
+typedef struct {
+    fake *f;
+    fe_code res;
+} answer_job;
+
+/* The broker's answer, told on a thread of its own (the publishing thread) */
+static gpointer answer_main(gpointer p)
+{
+    answer_job *a = p;
+    a->f->pending_done(a->f->pending_ud, a->res, true, "");
+    return NULL;
+}
+
+static void answer_from_another_thread(fake *f, fe_code res)
+{
+    answer_job a = {f, res};
+    g_thread_join(g_thread_new("pub", answer_main, &a));
+}
+
+/* SPEC section 6, revised: a send is handed over and answered later by the
+ * thread that learns its outcome, after its sent line (with whatever
+ * overtook the confirm); a timeout is answered unconfirmed and the late
+ * confirm still moves it on. */
+static void test_a_send_is_answered_by_the_publishing_thread_after_its_sent_line(void **state)
+{
+    fx *x = *state;
+    char detail[256], st[32];
+    writer_seen w = {0};
+    mb_free(x->mb); /* the seam is copied at mb_new */
+    x->seam.publish_start = f_publish_start;
+    x->mb = open_mb(x);
+    w.mb = x->mb;
+    w.msg_id = x->fk.pending_id;
+
+    assert_int_equal(
+        mb_send_start(x->mb, "gamma", NULL, "hi\n", 3, writer_told, &w, detail, sizeof detail),
+        FE_OK);
+    assert_int_equal(w.told, 0); /* handed over, not answered */
+    assert_true(env_id_valid(x->fk.pending_id));
+    sent_state_of(x->mb, x->fk.pending_id, st, sizeof st);
+    assert_string_equal(st, ""); /* no entry before the outcome */
+    /* the peer's receipt comes before the confirm: kept */
+    assert_true(mb_sent_update(x->mb, x->fk.pending_id, "gamma", "injected", "typed"));
+    answer_from_another_thread(&x->fk, FE_OK);
+    assert_int_equal(w.told, 1);
+    assert_int_equal(w.res, FE_OK);
+    assert_string_equal(w.state, "injected"); /* recorded, receipt applied, then answered */
+
+    /* no confirm by send_timeout: answered ETIMEDOUT with the entry unconfirmed */
+    w.told = 0;
+    assert_int_equal(
+        mb_send_start(x->mb, "gamma", NULL, "two", 3, writer_told, &w, detail, sizeof detail),
+        FE_OK);
+    answer_from_another_thread(&x->fk, FE_TIMEOUT);
+    assert_int_equal(w.told, 1);
+    assert_int_equal(w.res, FE_TIMEOUT);
+    assert_string_equal(w.state, "unconfirmed");
+    mb_late_confirm(x->mb, x->fk.pending_id, FE_OK, true);
+    sent_state_of(x->mb, x->fk.pending_id, st, sizeof st);
+    assert_string_equal(st, "published-unread");
+
+    /* refused at once (the seam says nothing went out): the result, no answer later */
+    w.told = 0;
+    x->fk.publish_result = FE_NOT_CONNECTED;
+    assert_int_equal(
+        mb_send_start(x->mb, "gamma", NULL, "three", 5, writer_told, &w, detail, sizeof detail),
+        FE_NOT_CONNECTED);
+    assert_int_equal(w.told, 0);
+    /* and the blocking form is the same send with a wait */
+    x->fk.publish_result = FE_OK;
+    x->fk.pending_done = NULL;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "\xff", 1, detail, sizeof detail), FE_BAD_UTF8);
+    assert_null(x->fk.pending_done);
 }
 
 static void test_a_receipt_that_overtakes_the_confirm_is_applied(void **state)
@@ -1713,6 +1844,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_unconfirmed_then_late_confirm_and_expiry, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_send_is_answered_by_the_publishing_thread_after_its_sent_line, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_receipt_that_overtakes_the_confirm_is_applied, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_resend_never_moves_sent_back, setup, teardown),
