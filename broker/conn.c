@@ -437,40 +437,7 @@ static void br_never_added(br_conn *c, br_req *r)
     }
 }
 
-/* A routed publish's exchange exists (passive declare, once per
- * connection): publishing to a missing one would close the publish channel
- * (404) with every publish in flight on it.  False: r is completed. */
-static bool exchange_present(br_conn *c, br_req *r)
-{
-    char key[BR_QUEUE_MAX + 16], text[256];
-    int code;
-    snprintf(key, sizeof key, "exchange:%s", r->exchange);
-    if (g_hash_table_contains(c->declared, key))
-        return true;
-    if (amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(r->exchange),
-                              amqp_cstring_bytes("topic"), 1, 0, 0, 0, amqp_empty_table)) {
-        g_hash_table_add(c->declared, g_strdup(key));
-        return true;
-    }
-    if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
-        br_drop_connection(c, text);
-        br_req_complete(c, r, FE_NOT_CONNECTED, "connection lost");
-        return false;
-    }
-    snprintf(r->detail, sizeof r->detail,
-             "exchange %s does not exist (%d %s): nothing was sent; a mount whose login may "
-             "configure makes it, else an operator runs `fleetfs declare <host>` "
-             "(fleetfs-broker host add)",
-             r->exchange, code, text);
-    br_req_complete(c, r,
-                    code == 404   ? FE_NO_MAILBOX
-                    : code == 403 ? FE_ACCESS
-                                  : FE_INTERNAL,
-                    NULL);
-    return false;
-}
-
-static void do_publish(br_conn *c, br_req *r)
+void br_publish_go(br_conn *c, br_req *r)
 {
     br_probe p = {0};
     bool ask = false;
@@ -479,8 +446,18 @@ static void do_publish(br_conn *c, br_req *r)
         br_req_complete(c, r, FE_BLOCKED, "the broker blocks publishing (resource alarm)");
         return;
     }
-    if (r->exchange[0] && !exchange_present(c, r))
-        return;
+    if (r->exchange[0]) {
+        /* a routed publish's exchange exists (once per connection):
+         * publishing to a missing one would close the publish channel
+         * (404) with every publish in flight on it.  Asked without
+         * waiting; the publish goes on with the answer (probes.c). */
+        char key[BR_QUEUE_MAX + 16];
+        snprintf(key, sizeof key, "exchange:%s", r->exchange);
+        if (!g_hash_table_contains(c->declared, key)) {
+            br_exchange_ask(c, r);
+            return;
+        }
+    }
     /* the owner's cache holds this connection's probes and the status
      * files' fresh ones (on the consuming connection): the newer decides.
      * A receipt needs no `unread`, and is published without asking first
@@ -602,7 +579,7 @@ static void handle_request(br_conn *c, br_req *r)
     }
     switch (r->kind) {
     case RQ_PUBLISH:
-        do_publish(c, r);
+        br_publish_go(c, r);
         break;
     case RQ_ACK:
         br_do_ack(c, r);

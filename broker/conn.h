@@ -22,8 +22,11 @@
  * (box 0: exclusive, manual ack, qos prefetch), 3 probe (passive declares,
  * and the bindings of every box; a 404 closes it and it is reopened after
  * close-ok, see BROKER-FACTS.md), 4 consume the own receipt queue
- * (exclusive), 5 the publishing connection's canary, and from 8 up one
- * channel per further box (the lowest number free when it is added).  A
+ * (exclusive), 5 the publishing connection's canary, 6 the ping (probes.c),
+ * 7 the passive declare of a routed publish's exchange (asked without
+ * waiting, once per connection, probes.c), 8 to 15 the passive declares
+ * of queues (probes.c), and from 16 up one channel per further box (the
+ * lowest number free when it is added).  A
  * channel the broker closes is reopened alone (close-ok first); the
  * connection is only dropped when the connection fails, or sends nothing
  * for two heartbeat intervals.

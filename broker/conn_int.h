@@ -39,6 +39,7 @@ enum {
     CH_RCPT = 4,
     CH_CANARY = 5,
     CH_PING = 6,
+    CH_XCHECK = 7, /* the passive declare of a routed publish's exchange (probes.c) */
     CH_PROBE_FIRST = 8,
     CH_BOX_FIRST = CH_PROBE_FIRST + PROBE_CHANNELS
 };
@@ -264,6 +265,14 @@ struct br_conn {
                                   * probed, and made, before the next receipt to them */
     br_probe_chan probing[PROBE_CHANNELS]; /* probes.c */
     int64_t ping_sent_ms;                  /* a ping on CH_PING is out since; 0: none */
+    /* a routed publish's exchange asked on CH_XCHECK (probes.c): its name
+     * while the passive declare is out (""), since when, whether the
+     * channel is open (it is reopened without waiting after a 404), and
+     * the publishes waiting for the answer (br_req*, in order) */
+    char xcheck[BR_QUEUE_MAX];
+    int64_t xsent_ms;
+    bool xopen;
+    GQueue xwaiters;
     /* this login may configure fleet.control (its declare succeeded on
      * this connection): the control queue is bound to it here, as the
      * mount's own mailbox is made here; else that binding is `fleetfs
@@ -409,6 +418,12 @@ void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms);
  * before the first publish to it, without holding this thread.  Its
  * answer goes to br_publish_probed like a probe's (r->create_asked). */
 void br_probe_create(br_conn *c, br_req *r, int64_t wait_ms);
+/* r, a routed publish, waits for a passive declare of r->exchange on
+ * CH_XCHECK (sent now, or joined when one is out): when the broker answers
+ * that it exists, the publish goes on (br_publish_go); a 404 (or 403)
+ * completes it FE_NO_MAILBOX (FE_ACCESS), nothing sent.  The thread never
+ * waits for the answer. */
+void br_exchange_ask(br_conn *c, br_req *r);
 /* A passive declare of queue that nobody waits for (the consumer's gate,
  * boxes.c): true when it went out or one is already out, false when every
  * probe channel is busy.  Its answer is settled as any probe's and told
@@ -430,6 +445,8 @@ void br_probes_tick(br_conn *c);
 void br_timed_add(br_conn *c, br_req *r);
 int64_t br_timed_tick(br_conn *c, int64_t late_ms);
 
+/* conn.c: a publish request (again, after its exchange was found) */
+void br_publish_go(br_conn *c, br_req *r);
 /* conn.c: a publish whose probe answered (or did not in time: p->valid
  * false) goes on. */
 void br_publish_probed(br_conn *c, br_req *r, const br_probe *p);

@@ -48,12 +48,14 @@ void br_probes_init(br_conn *c)
 {
     for (int i = 0; i < PROBE_CHANNELS; i++)
         g_queue_init(&c->probing[i].waiters);
+    g_queue_init(&c->xwaiters);
 }
 
 /* After the thread ended: whatever still waits (nothing, as the
  * connection was closed) has only the thread's reference left. */
 void br_probes_free(br_conn *c)
 {
+    br_req *r;
     for (int i = 0; i < PROBE_CHANNELS; i++) {
         br_probe_waiter *w;
         while ((w = g_queue_pop_head(&c->probing[i].waiters))) {
@@ -61,12 +63,18 @@ void br_probes_free(br_conn *c)
             g_free(w);
         }
     }
+    while ((r = g_queue_pop_head(&c->xwaiters)))
+        br_req_unref(r);
 }
 
 int br_probes_open(br_conn *c)
 {
     c->ping_sent_ms = 0;
     if (br_open_channel(c, CH_PING) < 0)
+        return -1;
+    c->xcheck[0] = '\0';
+    c->xopen = br_open_channel(c, CH_XCHECK) == 0;
+    if (!c->xopen)
         return -1;
     for (int i = 0; i < PROBE_CHANNELS; i++) {
         br_probe_chan *pc = &c->probing[i];
@@ -117,6 +125,11 @@ static void finish_all(br_conn *c, GQueue *q, const br_probe *p)
 
 void br_probes_lost(br_conn *c, const char *why)
 {
+    br_req *r;
+    while ((r = g_queue_pop_head(&c->xwaiters)))
+        lost_one(c, r, why);
+    c->xcheck[0] = '\0';
+    c->xopen = false;
     for (int i = 0; i < PROBE_CHANNELS; i++) {
         br_probe_chan *pc = &c->probing[i];
         br_probe_waiter *w;
@@ -237,6 +250,101 @@ void br_probe_create(br_conn *c, br_req *r, int64_t wait_ms)
     send_on(c, pc, r->queue, true);
 }
 
+/* The passive declare of the first waiter's exchange, when none is out
+ * and the channel is open. */
+static void xcheck_next(br_conn *c)
+{
+    br_req *r = g_queue_peek_head(&c->xwaiters);
+    amqp_exchange_declare_t m;
+    if (!r || c->xcheck[0] || !c->xopen)
+        return;
+    memset(&m, 0, sizeof m);
+    m.exchange = amqp_cstring_bytes(r->exchange);
+    m.type = amqp_cstring_bytes("topic");
+    m.passive = 1;
+    m.durable = 1;
+    m.arguments = amqp_empty_table;
+    g_strlcpy(c->xcheck, r->exchange, sizeof c->xcheck);
+    c->xsent_ms = br_now_ms();
+    if (amqp_send_method(c->amqp, CH_XCHECK, AMQP_EXCHANGE_DECLARE_METHOD, &m) != AMQP_STATUS_OK)
+        br_drop_connection(c, "cannot send a passive declare of an exchange");
+}
+
+void br_exchange_ask(br_conn *c, br_req *r)
+{
+    g_queue_push_tail(&c->xwaiters, r);
+    xcheck_next(c);
+}
+
+/* The answer about c->xcheck: code 0 (it exists) or the broker's code and
+ * text.  Its waiters go on (or fail); waiters for another exchange ask
+ * again, in order. */
+static void xcheck_answered(br_conn *c, int code, const char *text)
+{
+    GQueue q = G_QUEUE_INIT;
+    char name[BR_QUEUE_MAX], key[BR_QUEUE_MAX + 16];
+    br_req *r;
+    g_strlcpy(name, c->xcheck, sizeof name);
+    c->xcheck[0] = '\0';
+    if (code == 0) {
+        snprintf(key, sizeof key, "exchange:%s", name);
+        g_hash_table_add(c->declared, g_strdup(key));
+    }
+    while ((r = g_queue_pop_head(&c->xwaiters)))
+        g_queue_push_tail(&q, r);
+    while ((r = g_queue_pop_head(&q))) {
+        if (!c->connected) {
+            lost_one(c, r, "the connection was lost");
+        } else if (strcmp(r->exchange, name) != 0) {
+            br_exchange_ask(c, r);
+        } else if (code == 0) {
+            br_publish_go(c, r);
+        } else {
+            snprintf(r->detail, sizeof r->detail,
+                     "exchange %s does not exist (%d %s): nothing was sent; a mount whose login "
+                     "may configure makes it, else an operator runs `fleetfs declare <host>` "
+                     "(fleetfs-broker host add)",
+                     name, code, text);
+            br_req_complete(c, r,
+                            code == 404   ? FE_NO_MAILBOX
+                            : code == 403 ? FE_ACCESS
+                                          : FE_INTERNAL,
+                            NULL);
+        }
+    }
+    xcheck_next(c);
+}
+
+/* A frame on CH_XCHECK: the declare's answer, or the channel's close and
+ * reopen (sent without waiting for its open-ok). */
+static void xcheck_frame(br_conn *c, const amqp_frame_t *f)
+{
+    if (f->payload.method.id == AMQP_EXCHANGE_DECLARE_OK_METHOD) {
+        if (c->xcheck[0])
+            xcheck_answered(c, 0, "");
+    } else if (f->payload.method.id == AMQP_CHANNEL_OPEN_OK_METHOD) {
+        c->xopen = true;
+        xcheck_next(c);
+    } else if (f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        const amqp_channel_close_t *m = f->payload.method.decoded;
+        amqp_channel_close_ok_t close_ok = {0};
+        amqp_channel_open_t open = {.out_of_band = amqp_empty_bytes};
+        char text[256];
+        int code = m->reply_code;
+        br_bytes_to_str(m->reply_text, text, sizeof text);
+        c->xopen = false;
+        if (amqp_send_method(c->amqp, CH_XCHECK, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) !=
+                AMQP_STATUS_OK ||
+            amqp_send_method(c->amqp, CH_XCHECK, AMQP_CHANNEL_OPEN_METHOD, &open) !=
+                AMQP_STATUS_OK) {
+            br_drop_connection(c, "cannot reopen the exchange check's channel");
+            return;
+        }
+        if (c->xcheck[0])
+            xcheck_answered(c, code ? code : 500, text);
+    }
+}
+
 bool br_probe_send(br_conn *c, const char *queue)
 {
     br_probe_chan *pc;
@@ -307,6 +415,10 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
         ping_frame(c, f);
         return true;
     }
+    if (f->frame_type == AMQP_FRAME_METHOD && f->channel == CH_XCHECK) {
+        xcheck_frame(c, f);
+        return true;
+    }
     if (f->frame_type != AMQP_FRAME_METHOD || !is_probe_channel(f->channel))
         return false;
     pc = &c->probing[f->channel - CH_PROBE_FIRST];
@@ -365,6 +477,8 @@ static void ping_tick(br_conn *c, int64_t now)
     for (int i = 0; i < PROBE_CHANNELS; i++)
         if (c->probing[i].queue[0] && (!oldest || c->probing[i].sent_ms < oldest))
             oldest = c->probing[i].sent_ms;
+    if (c->xcheck[0] && (!oldest || c->xsent_ms < oldest))
+        oldest = c->xsent_ms;
     if (!oldest || now - oldest < PING_AFTER_MS || now - c->last_recv_ms < PING_AFTER_MS)
         return;
     memset(&m, 0, sizeof m);
