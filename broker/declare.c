@@ -20,6 +20,7 @@
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 
+#include "broker/death.h"
 #include "broker/explain.h"
 #include "broker/quirks.h"
 #include "broker/topology.h"
@@ -105,6 +106,30 @@ static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const cha
                          amqp_cstring_bytes(""), amqp_empty_table)) {
         dc_failed(a, "bind " TOPO_DLQ " to " TOPO_DLX, why, n);
         return -1;
+    }
+    /* the dead letters' way home (broker/death.h): fleet.dead bound to
+     * fleet.dlx, and lead.<name>.dead bound to it by its sender header */
+    if (dc_exchange(a, BR_EXCHANGE_DEAD, "headers", why, n) < 0)
+        return -1;
+    if (!amqp_exchange_bind(a, DC_CH, amqp_cstring_bytes(BR_EXCHANGE_DEAD),
+                            amqp_cstring_bytes(TOPO_DLX), amqp_cstring_bytes(""),
+                            amqp_empty_table)) {
+        dc_failed(a, "bind " BR_EXCHANGE_DEAD " to " TOPO_DLX, why, n);
+        return -1;
+    }
+    br_dead_queue(name, q, sizeof q);
+    if (dc_queue(a, q, false, topo_dlq_args(cfg, dlq), why, n) < 0)
+        return -1;
+    {
+        amqp_table_entry_t h[2];
+        if (!amqp_queue_bind(a, DC_CH, amqp_cstring_bytes(q), amqp_cstring_bytes(BR_EXCHANGE_DEAD),
+                             amqp_cstring_bytes(name), topo_dead_binding(name, h))) {
+            char what[160];
+            snprintf(what, sizeof what, "bind %s to " BR_EXCHANGE_DEAD " by header %s=%s", q,
+                     BR_HEADER_HOST, name);
+            dc_failed(a, what, why, n);
+            return -1;
+        }
     }
     if (dc_exchange(a, TOPO_ROSTER_EXCHANGE, "topic", why, n) < 0 ||
         dc_exchange(a, BR_EXCHANGE_MSG, "topic", why, n) < 0 ||

@@ -21,7 +21,10 @@
 /* Connects to cfg->uris[0] (vhost cfg->vhost when set, CA cfg->ca) and
  * makes, when missing, fleet.dlx (fanout, durable), fleet.dlq (durable,
  * capped) bound to it, fleet.roster and fleet.msg (topic, durable: a
- * per-host login cannot make them again after a broker restart); then declares
+ * per-host login cannot make them again after a broker restart), fleet.dead
+ * (headers, durable) bound to fleet.dlx, and lead.<name>.dead (capped like
+ * fleet.dlq) bound to fleet.dead by the header fleet-host = name (the
+ * dead letters of name's messages, broker/death.h); then declares
  * lead.<name>.inbox and lead.<name>.receipts with the fleet's arguments
  * (an existing queue with other arguments is an error, 406).  Returns 0,
  * or -1 with why (no password in it).  made (when not NULL): the queue

@@ -330,12 +330,14 @@ GString *st_root(fleet *f)
     g_string_append_printf(s,
                            "sent: %llu\nreceived: %llu\nheld: %u\ninjected: %llu\nacked: %llu\n"
                            "rejected: %llu\ndead_lettered: %llu\nreceipts_waiting: %llu\n"
-                           "receipts_dropped: %llu\n",
+                           "receipts_dropped: %llu\ndead_letters_home: %llu\n"
+                           "dead_letters_foreign: %llu\n",
                            (unsigned long long)n.sent, (unsigned long long)n.received, held,
                            (unsigned long long)n.injected, (unsigned long long)n.acked,
                            (unsigned long long)n.rejected, (unsigned long long)n.dead_lettered,
                            (unsigned long long)n.receipts_pending,
-                           (unsigned long long)n.receipts_dropped);
+                           (unsigned long long)n.receipts_dropped, (unsigned long long)n.dead_home,
+                           (unsigned long long)n.dead_foreign);
     rej = mb_render_rejections(f->mb);
     g_string_append(s, rej->str);
     g_string_free(rej, TRUE);

@@ -79,9 +79,10 @@ int hc_declare_main(int argc, char **argv)
     if (rc)
         fprintf(stderr, "fleetfs declare: %s\n", why);
     else
-        printf("declared lead.%s.inbox, lead.%s.receipts and control.%s (%s); fleet.dlx, "
-               "fleet.dlq, fleet.roster, fleet.msg and fleet.control are there\n",
-               argv[2], argv[2], argv[2], made);
+        printf("declared lead.%s.inbox, lead.%s.receipts, control.%s and lead.%s.dead (%s); "
+               "fleet.dlx, fleet.dlq, fleet.dead, fleet.roster, fleet.msg and fleet.control are "
+               "there\n",
+               argv[2], argv[2], argv[2], argv[2], made);
     g_strfreev(cfg.uris);
 done:
     opts_free(&o);
