@@ -16,6 +16,8 @@
 
 #include <stddef.h>
 
+#include <amqp.h>
+
 #include "broker/conn.h"
 
 /* Connects to cfg->uris[0] (vhost cfg->vhost when set, CA cfg->ca) and
@@ -31,5 +33,13 @@
  * type the broker really made (broker/quirks.h: LavinMQ ignores quorum). */
 int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n, char *made,
                     size_t mn);
+
+/* The operator's one synchronous connection (also `fleetfs dlq`, dlq.h):
+ * connected and logged in to cfg->uris[0] (cfg->vhost, cfg->ca), with
+ * channel 1 open; NULL with why (no password in it).  product (may be
+ * NULL): the broker's product name.  br_operator_close closes it. */
+amqp_connection_state_t br_operator_connect(const br_config *cfg, char *why, size_t n,
+                                            char *product, size_t pn);
+void br_operator_close(amqp_connection_state_t a);
 
 #endif

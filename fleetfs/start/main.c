@@ -688,6 +688,8 @@ int main(int argc, char **argv)
         return mcp_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "declare"))
         return hc_declare_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "dlq"))
+        return hc_dlq_main(argc, argv);
     /* a closed pipe (the notifier's poker gone) is an error, not a death */
     signal(SIGPIPE, SIG_IGN);
     /* past a file size limit (ulimit -f, LimitFSIZE=) a write fails EFBIG
