@@ -50,6 +50,13 @@ status_of() { sed -n "s/^$2: //p" "$1/status"; }
 into_dlx() { amqp-publish -u "$URI" -e fleet.dlx -r x -p -H "fleet-host: alpha" -b "$(cat "$1")"; }
 # count Q [VHOST]: the broker's count of messages in Q
 count() { FLEET_VHOST=${2:-/} broker_count "$1"; }
+# refused URI OP ARG...: the broker refused it with 403 (tests/tools/amqptry)
+refused() {
+    local out rc
+    out=$("$BIN/tools/amqptry" "$@") && { echo "NOT refused: ${*:2} -> $out" >&2; return 1; }
+    rc=$?
+    [[ $rc == 3 && $out == "refused 403"* ]] || { echo "${*:2} -> $out" >&2; return 1; }
+}
 # dlq ARGS: fleetfs dlq on the guest login of vhost /
 dlq() { FLEET_BROKER_URI=$URI "$FLEETFS" dlq "$@"; }
 
@@ -121,6 +128,30 @@ test_expect_success 'a receiver'"'"'s rejection (beta does not trust alpha: no r
     wait_for 5 "dead_lettered alpha/leads/alpha/sent $id \"rejected by the reader of lead.beta.inbox\"" &&
     grep -q "unknown-key" beta.log &&
     echo $id >rejected.id
+'
+
+test_expect_success 'per-host logins (fleetfs-broker host add): kilo'"'"'s dead letter comes home on its own login' '
+    for h in kilo lima; do
+        "$FLEET_ROOT/scripts/broker" host add $h --dir "$BROKER_DIR" >$h.login 2>$h.add || { cat $h.add; return 1; }
+    done &&
+    grep -q "lead.kilo.dead" kilo.add &&
+    export LOGIN_kilo="$(sed -n "s/^FLEET_BROKER_URI=//p" kilo.login)" &&
+    mount_fleet kilo broker_uri_env=LOGIN_kilo peers=lima inject=none &&
+    wait_for 10 "grep -q \"consuming lead.kilo.dead\" kilo.log" &&
+    echo "{\"body\":\"lima never reads\",\"expiresIn\":\"2s\"}" >kilo/peers/lima/send.json &&
+    sent=kilo/leads/kilo/sent && id=$(last_sent_id kilo) &&
+    wait_for $(( $(until_expired $sent $id) + 5 )) "dead_lettered $sent $id \"expired in lead.lima.inbox\"" &&
+    wait_for 10 "n=\$(count lead.kilo.dead) && test \"\$n\" = 0"
+'
+
+test_expect_success 'least privilege: kilo reads its own lead.kilo.dead only, binds nothing to fleet.dead, may not read fleet.dlq' '
+    LOGIN_kilo=$(sed -n "s/^FLEET_BROKER_URI=//p" kilo.login) &&
+    refused "$LOGIN_kilo" get lead.lima.dead &&
+    refused "$LOGIN_kilo" bind lead.kilo.dead fleet.dead kilo &&
+    refused "$LOGIN_kilo" get fleet.dlq &&
+    { FLEET_BROKER_URI=$LOGIN_kilo "$FLEETFS" dlq list >out 2>err; test $? = 1; } &&
+    grep -q "403 ACCESS_REFUSED" err &&
+    unmount_fleet kilo
 '
 
 test_expect_success 'fleetfs dlq list and show: every dead letter, as the broker counts them; they stay' '
