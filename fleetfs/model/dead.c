@@ -24,9 +24,9 @@
  * in its detail, by sent.c's rules: it replaces the states the sender
  * concludes alone (unconfirmed, published, published-unread, expired by its
  * own clock), never a receipt's; a receipt that comes later (the receiver
- * handled a copy, e.g. one the operator redrove) replaces it.  A receipt of
- * ours that died is told in the log (its message's sender learns nothing
- * from it).  Anything else changes nothing: counted (dead_foreign in the
+ * handled a copy, e.g. one the operator redrove) replaces it.  A receipt or a
+ * control envelope (signed by us alike) that died is told in the log (its
+ * message's sender learns nothing from it).  Anything else changes nothing: counted (dead_foreign in the
  * root status) and logged, one line each within a budget (DEAD_LOG_BURST,
  * then one per DEAD_LOG_EVERY_MS), so a flood of forged copies cannot fill
  * the log.  Every delivery is acked: lead.<me>.dead is this host's alone.
@@ -98,6 +98,34 @@ static bool signed_by_us(mailbox *lead, envelope *e)
     return same;
 }
 
+/* A control envelope of ours (a spawn or stop request to another host, or
+ * an answer to one) that died: told in the log; its requester learns its
+ * fate by spawn_ttl.  False when it is not a control envelope of ours. */
+static bool control_of_ours(mailbox *lead, const struct br_death *d, const char *body, size_t len)
+{
+    ctl_env c;
+    char why[200], sig[sizeof c.sig], words[400];
+    bool ours = false;
+    if (ctl_decode(body, len, lead->o->max_message, &c, why, sizeof why) < 0)
+        return false;
+    g_mutex_lock(lead->lock);
+    if (!strcmp(c.from, lead->o->coord_id) && lead->h->key) {
+        memcpy(sig, c.sig, sizeof sig);
+        ours = sig[0] && ctl_sign(lead->h->key, &c) == 0 && strcmp(sig, c.sig) == 0;
+    }
+    if (ours)
+        lead->n.dead_home++;
+    g_mutex_unlock(lead->lock);
+    if (ours) {
+        br_death_words(d, words, sizeof words);
+        mb_changed(lead, "status");
+        log_warn("dead letters: our control %s %s to %s was dead-lettered: %s", c.type, c.msgId,
+                 c.to, words);
+    }
+    ctl_free(&c);
+    return ours;
+}
+
 br_action mb_dead_letter(mailbox *lead, const struct br_death *d, const char *body, size_t len)
 {
     envelope e;
@@ -108,6 +136,8 @@ br_action mb_dead_letter(mailbox *lead, const struct br_death *d, const char *bo
     br_death_words(d, words, sizeof words);
     if (env_decode(body, len, lead->o->max_message, &e, why, sizeof why) < 0) {
         char w[360];
+        if (control_of_ours(lead, d, body, len))
+            return BR_ACK;
         snprintf(w, sizeof w, "not an envelope (%s)", why);
         foreign(lead, d, d->msg_id, w);
         return BR_ACK;
