@@ -87,8 +87,11 @@ void br_do_box_add(br_conn *c, br_req *r)
         g_ptr_array_add(c->slots, s);
         g_mutex_unlock(&c->lock);
         char b[32];
-        log_info("broker: %s: %s on channel %u%s%s", br_slot_what(s, b, sizeof b), r->queue, ch,
-                 s->keys[0] ? ", bound to " : "", s->keys[0] ? s->exchange : "");
+        /* the own dead letters' queue: its consume line says it (and a
+         * per-host login never binds it itself) */
+        if (r->box != BR_BOX_DEAD)
+            log_info("broker: %s: %s on channel %u%s%s", br_slot_what(s, b, sizeof b), r->queue, ch,
+                     s->keys[0] ? ", bound to " : "", s->keys[0] ? s->exchange : "");
     }
     c->consumer_retry_ms = br_now_ms();
     br_req_complete(c, r, FE_OK, NULL);
