@@ -706,7 +706,9 @@ static int setup_boxes(br_conn *c, int64_t now)
         s->refused_since_ms = 0;
         s->retry_ms = 0;
         br_slot_state(c, s, BR_CONS_OK, "");
-        {
+        /* the own dead letters' queue: status says it (dead_letters: ok);
+         * its refusals are logged like any box's */
+        if (s->box != BR_BOX_DEAD) {
             char b[32];
             log_info("broker: consuming %s (%s, exclusive, prefetch %d)", s->queue,
                      br_slot_what(s, b, sizeof b), c->cfg.prefetch);

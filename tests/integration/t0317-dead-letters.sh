@@ -64,6 +64,7 @@ test_expect_success 'vhost t0317ttl: shorty (message_ttl=4s, agent w1) mounted; 
     new_vhost t0317ttl &&
     FLEET_VHOST=t0317ttl mount_fleet shorty peers=nobody inject=none agents=w1 message_ttl=4s &&
     wait_for 10 "grep -q \"^consumer: ok\" shorty/status" &&
+    wait_for 10 "grep -qx \"dead_letters: ok\" shorty/status" &&
     wait_for 10 "n=\$(count lead.shorty.dead t0317ttl) && test \"\$n\" = 0"
 '
 
@@ -137,7 +138,7 @@ test_expect_success 'per-host logins (fleetfs-broker host add): kilo'"'"'s dead 
     grep -q "lead.kilo.dead" kilo.add &&
     export LOGIN_kilo="$(sed -n "s/^FLEET_BROKER_URI=//p" kilo.login)" &&
     mount_fleet kilo broker_uri_env=LOGIN_kilo peers=lima inject=none &&
-    wait_for 10 "grep -q \"consuming lead.kilo.dead\" kilo.log" &&
+    wait_for 10 "grep -qx \"dead_letters: ok\" kilo/status" &&
     echo "{\"body\":\"lima never reads\",\"expiresIn\":\"2s\"}" >kilo/peers/lima/send.json &&
     sent=kilo/leads/kilo/sent && id=$(last_sent_id kilo) &&
     wait_for $(( $(until_expired $sent $id) + 5 )) "dead_lettered $sent $id \"expired in lead.lima.inbox\"" &&
