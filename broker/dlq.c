@@ -33,10 +33,15 @@ static int dq_failed(amqp_connection_state_t a, amqp_channel_t ch, const char *w
         snprintf(text, sizeof text, "%.*s", (int)m->reply_text.len,
                  (const char *)m->reply_text.bytes);
         amqp_send_method(a, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+        /* the walk's channel open again, so that closing it at the end is
+         * an ordinary close, not one of a closed channel (a connection
+         * error) */
+        if (ch == DQ_GET_CH)
+            amqp_channel_open(a, ch);
         snprintf(why, n, "%s: %d %s%s", what, code, text,
                  code == 403   ? " (this broker login may not: fleetfs dlq is the operator's, with "
-                                 "read and write on fleet.dlq and, to redrive, write on the "
-                                 "default exchange; a host's own login has neither)"
+                                 "read on fleet.dlq and, to redrive, write on the default "
+                                 "exchange; a host's own login may not read fleet.dlq)"
                  : code == 404 ? " (no fleet.dlq: it is made by the first mount on a login that "
                                  "may configure, or by fleetfs-broker host add)"
                                : "");
