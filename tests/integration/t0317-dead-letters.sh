@@ -6,7 +6,9 @@
 # t0317ttl, where every mount has message_ttl=4s: the sender's `sent` says
 # dead-lettered, "expired in lead.nobody.inbox", within 5 s of its
 # expiresAt, long before its own clock would conclude expired, and stays
-# so past expire_grace), the same for a local agent's message, and a
+# so past expire_grace), the same for a local agent's message, for a
+# message to an agent whose host is down (it died in agent.w1@member.inbox)
+# and for a broadcast member's copy (that recipient's state), and a
 # receiver's rejection that sends no receipt (beta does not trust alpha's
 # key: "rejected by the reader of lead.beta.inbox"). Copies that are not
 # alpha's — another lead's message, one forged under alpha's name — put
@@ -46,6 +48,8 @@ dead_lettered() {
     test "$(sent_of "$1" "$2" state)" = dead-lettered && sent_of "$1" "$2" detail | grep -q "$3"
 }
 status_of() { sed -n "s/^$2: //p" "$1/status"; }
+# recipient_of FILE MSGID ID: the state of recipient ID in a broadcast's sent entry
+recipient_of() { jq -r --arg id "$2" --arg r "$3" 'select(.msgId == $id) | .recipients[$r] // empty' "$1"; }
 # into_dlx FILE: FILE's bytes published into fleet.dlx with alpha's header
 into_dlx() { amqp-publish -u "$URI" -e fleet.dlx -r x -p -H "fleet-host: alpha" -b "$(cat "$1")"; }
 # count Q [VHOST]: the broker's count of messages in Q
@@ -84,6 +88,19 @@ test_expect_success 'a local agent'"'"'s message alike: w1@shorty'"'"'s sent say
     echo "w1 to nobody" >shorty/agents/w1@shorty/to/nobody &&
     sent=shorty/agents/w1@shorty/sent && id=$(jq -r .msgId $sent | tail -n1) &&
     wait_for $(( $(until_expired $sent $id) + 5 )) "dead_lettered $sent $id \"expired in lead.nobody.inbox\"" &&
+    wait_for 10 "n=\$(count lead.shorty.dead t0317ttl) && test \"\$n\" = 0"
+'
+
+test_expect_success 'an agent'"'"'s mailbox and a broadcast member whose host is down: each dead letter comes home to its recipient'"'"'s entry' '
+    FLEET_VHOST=t0317ttl mount_fleet member peers=shorty inject=none agents=w1 groups=ops message_ttl=4s &&
+    wait_for 15 "test -d shorty/agents/w1@member && test -e shorty/groups/ops/send" &&
+    unmount_fleet member &&
+    echo "to w1, who is away" >shorty/agents/w1@member/send &&
+    sent=shorty/leads/shorty/sent && id=$(last_sent_id shorty) &&
+    echo "to ops, whose member is away" >shorty/groups/ops/send &&
+    gid=$(last_sent_id shorty) &&
+    wait_for $(( $(until_expired $sent $gid) + 5 )) "dead_lettered $sent $id \"expired in agent.w1@member.inbox\" && test \"\$(recipient_of $sent $gid member)\" = dead-lettered" &&
+    test "$(sent_of $sent $gid state)" = dead-lettered &&
     wait_for 10 "n=\$(count lead.shorty.dead t0317ttl) && test \"\$n\" = 0"
 '
 
