@@ -160,6 +160,8 @@ const char *br_slot_what(const br_slot *s, char *buf, size_t n)
 {
     if (s->box == BR_BOX_CONTROL)
         return "the control queue";
+    if (s->box == BR_BOX_DEAD)
+        return "the dead letters of this host";
     snprintf(buf, n, "box %u", s->box);
     return buf;
 }
@@ -381,8 +383,12 @@ static int slot_consume(br_conn *c, br_slot *s, char *text, size_t n, bool *decl
     s->gate_since_ms = 0;
     s->gate_asked = s->gate_ok = s->gate_warned = false;
     snprintf(tag, sizeof tag, "fleetfs.%s", s->queue);
+    /* the own dead-letter queue is capped like fleet.dlq, with no
+     * dead-letter exchange of its own (a dead letter of it would come
+     * back to it) */
     if (!amqp_queue_declare(c->amqp, s->ch, amqp_cstring_bytes(s->queue), 0, 1, 0, 0,
-                            topo_mailbox_args(&c->cfg, entries)))
+                            s->box == BR_BOX_DEAD ? topo_dlq_args(&c->cfg, entries)
+                                                  : topo_mailbox_args(&c->cfg, entries)))
         goto fail;
     s->declared = true;
     *declaring = false;
@@ -527,8 +533,12 @@ int br_bind_one(br_conn *c, const br_slot *s, const char *key, bool bind, char *
     int code;
     amqp_bytes_t q = amqp_cstring_bytes(s->queue), x = amqp_cstring_bytes(s->exchange),
                  k = amqp_cstring_bytes(key);
-    if (bind ? amqp_queue_bind(c->amqp, CH_PROBE, q, x, k, amqp_empty_table) != NULL
-             : amqp_queue_unbind(c->amqp, CH_PROBE, q, x, k, amqp_empty_table) != NULL)
+    amqp_table_entry_t h[2];
+    amqp_table_t args = amqp_empty_table;
+    if (s->box == BR_BOX_DEAD) /* fleet.dead is a headers exchange */
+        args = topo_dead_binding(key, h);
+    if (bind ? amqp_queue_bind(c->amqp, CH_PROBE, q, x, k, args) != NULL
+             : amqp_queue_unbind(c->amqp, CH_PROBE, q, x, k, args) != NULL)
         return 0;
     if (br_rpc_failure(c, CH_PROBE, &code, text, n) < 0)
         return -1;
@@ -560,6 +570,10 @@ static int slot_bind(br_conn *c, br_slot *s)
              * declare of it was answered: LavinMQ answers a redeclare that
              * changes nothing without checking rights (broker/quirks.h) */
             br_control_not_bindable(c);
+            return 0;
+        }
+        if (rc == 403 && s->box == BR_BOX_DEAD) {
+            br_dead_not_bindable(c, text);
             return 0;
         }
         snprintf(why, sizeof why, "cannot bind %s to %s with key %s: %d %s%s", s->queue,
@@ -692,7 +706,9 @@ static int setup_boxes(br_conn *c, int64_t now)
         s->refused_since_ms = 0;
         s->retry_ms = 0;
         br_slot_state(c, s, BR_CONS_OK, "");
-        {
+        /* the own dead letters' queue: status says it (dead_letters: ok);
+         * its refusals are logged like any box's */
+        if (s->box != BR_BOX_DEAD) {
             char b[32];
             log_info("broker: consuming %s (%s, exclusive, prefetch %d)", s->queue,
                      br_slot_what(s, b, sizeof b), c->cfg.prefetch);
@@ -706,7 +722,8 @@ static int setup_boxes(br_conn *c, int64_t now)
  * declare` made it, session.c) */
 static bool wants_bind(const br_conn *c, const br_slot *s)
 {
-    return s->exchange[0] && !s->bound && (s->box != BR_BOX_CONTROL || c->control_bindable);
+    return s->exchange[0] && !s->bound && (s->box != BR_BOX_CONTROL || c->control_bindable) &&
+           (s->box != BR_BOX_DEAD || c->dead_bindable);
 }
 
 /* When the next round is due: the earliest time of a slot with something

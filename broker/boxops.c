@@ -25,6 +25,7 @@
 #include <amqp.h>
 
 #include "broker/conn_int.h"
+#include "broker/death.h"
 #include "fleetfs/base/log.h"
 
 /* ------------------------------------------------------------------ */
@@ -86,8 +87,11 @@ void br_do_box_add(br_conn *c, br_req *r)
         g_ptr_array_add(c->slots, s);
         g_mutex_unlock(&c->lock);
         char b[32];
-        log_info("broker: %s: %s on channel %u%s%s", br_slot_what(s, b, sizeof b), r->queue, ch,
-                 s->keys[0] ? ", bound to " : "", s->keys[0] ? s->exchange : "");
+        /* the own dead letters' queue: its consume line says it (and a
+         * per-host login never binds it itself) */
+        if (r->box != BR_BOX_DEAD)
+            log_info("broker: %s: %s on channel %u%s%s", br_slot_what(s, b, sizeof b), r->queue, ch,
+                     s->keys[0] ? ", bound to " : "", s->keys[0] ? s->exchange : "");
     }
     c->consumer_retry_ms = br_now_ms();
     br_req_complete(c, r, FE_OK, NULL);
@@ -394,6 +398,38 @@ int br_control_consume(br_conn *c)
     br_req_submit(c, r);
     br_req_unref(r); /* nobody waits: the broker thread finishes it */
     return 0;
+}
+
+int br_dead_consume(br_conn *c)
+{
+    br_req *r;
+
+    if (!c->cb.dead || c->publisher) {
+        errno = EINVAL;
+        return -1;
+    }
+    r = br_req_new(RQ_BOX_ADD);
+    r->box = BR_BOX_DEAD;
+    br_dead_queue(c->cfg.coord_id, r->queue, sizeof r->queue);
+    /* bound by BR_HEADER_HOST where this login may (dead_bindable) */
+    g_strlcpy(r->exchange, BR_EXCHANGE_DEAD, sizeof r->exchange);
+    g_strfreev(r->keys);
+    r->keys = g_new0(char *, 2);
+    r->keys[0] = g_strdup(c->cfg.coord_id);
+    br_req_submit(c, r);
+    br_req_unref(r); /* nobody waits: the broker thread finishes it */
+    return 0;
+}
+
+bool br_dead_status(br_conn *c, br_box_status *out)
+{
+    br_slot *s;
+    g_mutex_lock(&c->lock);
+    s = br_slot_by_box(c, BR_BOX_DEAD);
+    if (s)
+        *out = s->st;
+    g_mutex_unlock(&c->lock);
+    return s != NULL;
 }
 
 bool br_control_status(br_conn *c, br_box_status *out)

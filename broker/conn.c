@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "broker/conn_int.h"
+#include "broker/death.h"
 #include "broker/topology.h"
 #include "fleetfs/base/log.h"
 
@@ -483,6 +484,7 @@ void br_publish_go(br_conn *c, br_req *r)
 void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
 {
     amqp_basic_properties_t props;
+    amqp_table_entry_t host_hdr;
     br_probe p = *probe;
     char expiration[24];
     int rc;
@@ -520,6 +522,14 @@ void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
     props.delivery_mode = 2;
     props.message_id = amqp_cstring_bytes(r->msg_id);
     props.type = amqp_cstring_bytes(r->receipt ? "receipt" : "coord");
+    /* the sender's host: kept by the broker when it dead-letters the
+     * message, which fleet.dead routes home by it (broker/death.h) */
+    host_hdr.key = amqp_cstring_bytes(BR_HEADER_HOST);
+    host_hdr.value.kind = AMQP_FIELD_KIND_UTF8;
+    host_hdr.value.value.bytes = amqp_cstring_bytes(c->cfg.coord_id ? c->cfg.coord_id : "");
+    props._flags |= AMQP_BASIC_HEADERS_FLAG;
+    props.headers.num_entries = 1;
+    props.headers.entries = &host_hdr;
     if (r->ttl_ms > 0) {
         /* the broker drops it itself once it waited this long */
         snprintf(expiration, sizeof expiration, "%lld", (long long)r->ttl_ms);

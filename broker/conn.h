@@ -58,6 +58,7 @@
 #include "fleetfs/base/errors.h"
 
 typedef struct br_conn br_conn;
+struct br_death; /* broker/death.h */
 
 /* The longest message id the broker layer carries (AMQP message_id). */
 #define BR_MSG_ID_MAX 64
@@ -128,6 +129,13 @@ typedef struct {
      * call back into br_* synchronously; BR_KEEP until the owner decided. */
     br_action (*control)(void *ud, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
                          size_t len);
+    /* On the broker thread, for every delivery on the own dead-letter queue
+     * lead.<coord_id>.dead (br_dead_consume): a message this host sent
+     * (BR_HEADER_HOST says so) that the broker dead-lettered, with what its
+     * x-death says (broker/death.h).  BR_ACK or BR_REJECT (the queue has no
+     * dead-letter exchange: both only remove it); BR_KEEP is taken as ack.
+     * Must not call back into br_* synchronously. */
+    br_action (*dead)(void *ud, const struct br_death *d, const char *body, size_t len);
     /* Connection or consumer state changed (status files). */
     void (*changed)(void *ud);
     /* A publish whose writer gave up (br_publish returned FE_TIMEOUT) got
@@ -415,6 +423,24 @@ bool br_control_status(br_conn *c, br_box_status *out);
  * channel is gone: the broker redelivers it, flagged redelivered);
  * FE_TIMEOUT: the broker thread still carries it out, nobody is told. */
 fe_code br_ack_control(br_conn *c, uint64_t epoch, uint64_t tag, bool reject, int64_t timeout_ms);
+
+/* ---- the own dead-letter queue (doc/protocol.md section 4) -------------
+ * lead.<coord_id>.dead: the dead letters of messages this host sent,
+ * routed home from fleet.dlx through the headers exchange fleet.dead by
+ * their BR_HEADER_HOST (broker/death.h).  Declared with fleet.dlq's
+ * arguments (capped, no dead-letter exchange of its own), consumed
+ * exclusively on a channel of its own like a box, paused with the boxes
+ * while the receipt queue cannot be consumed.  Its binding to fleet.dead
+ * (key <coord_id>, x-match all, BR_HEADER_HOST = <coord_id>) is made here
+ * where this login may configure fleet.dead (a shared login: fleet.dead and
+ * its binding to fleet.dlx are made at connect as fleet.dlx is), else it
+ * is the operator's (`fleetfs declare`); said once.  Deliveries go to the
+ * dead callback. */
+/* Start consuming it (now and after every reconnect): 0, or -1 with
+ * errno EINVAL (no dead callback, the publishing connection). */
+int br_dead_consume(br_conn *c);
+/* Its consumer's state; false until br_dead_consume. */
+bool br_dead_status(br_conn *c, br_box_status *out);
 
 const char *br_link_name(br_link l);
 

@@ -61,6 +61,8 @@ enum {
 /* The slot of the own control queue (br_control_consume; not a box a
  * caller can name either). */
 #define BR_BOX_CONTROL (UINT32_MAX - 1)
+/* The slot of the own dead-letter queue (br_dead_consume). */
+#define BR_BOX_DEAD (UINT32_MAX - 2)
 
 /* One consumer on its own channel: a box (a mailbox the owner reads) or the
  * own receipt queue.  Fields up to the marker are the broker thread's;
@@ -279,6 +281,11 @@ struct br_conn {
      * declare`'s (said once: control_unbound_said) */
     bool control_bindable;
     bool control_unbound_said;
+    /* this login made fleet.dead and bound it to fleet.dlx on this
+     * connection: lead.<me>.dead is bound to it here, else by `fleetfs
+     * declare` (said once: dead_unbound_said) */
+    bool dead_bindable;
+    bool dead_unbound_said;
 };
 
 /* The word a log line about the connection itself starts with:
@@ -334,6 +341,8 @@ void br_setup_exchanges(br_conn *c);
 /* This login may not bind control.<me> to fleet.control: from now on it
  * is not tried, and that is said once (info, with what makes the binding) */
 void br_control_not_bindable(br_conn *c);
+/* The same for lead.<me>.dead and fleet.dead */
+void br_dead_not_bindable(br_conn *c, const char *why);
 int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t n);
 int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p);
 /* What the answer to a queue.declare of queue says, into p (at_ms and

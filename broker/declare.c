@@ -20,6 +20,7 @@
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 
+#include "broker/death.h"
 #include "broker/explain.h"
 #include "broker/quirks.h"
 #include "broker/topology.h"
@@ -106,6 +107,30 @@ static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const cha
         dc_failed(a, "bind " TOPO_DLQ " to " TOPO_DLX, why, n);
         return -1;
     }
+    /* the dead letters' way home (broker/death.h): fleet.dead bound to
+     * fleet.dlx, and lead.<name>.dead bound to it by its sender header */
+    if (dc_exchange(a, BR_EXCHANGE_DEAD, "headers", why, n) < 0)
+        return -1;
+    if (!amqp_exchange_bind(a, DC_CH, amqp_cstring_bytes(BR_EXCHANGE_DEAD),
+                            amqp_cstring_bytes(TOPO_DLX), amqp_cstring_bytes(""),
+                            amqp_empty_table)) {
+        dc_failed(a, "bind " BR_EXCHANGE_DEAD " to " TOPO_DLX, why, n);
+        return -1;
+    }
+    br_dead_queue(name, q, sizeof q);
+    if (dc_queue(a, q, false, topo_dlq_args(cfg, dlq), why, n) < 0)
+        return -1;
+    {
+        amqp_table_entry_t h[2];
+        if (!amqp_queue_bind(a, DC_CH, amqp_cstring_bytes(q), amqp_cstring_bytes(BR_EXCHANGE_DEAD),
+                             amqp_cstring_bytes(name), topo_dead_binding(name, h))) {
+            char what[160];
+            snprintf(what, sizeof what, "bind %s to " BR_EXCHANGE_DEAD " by header %s=%s", q,
+                     BR_HEADER_HOST, name);
+            dc_failed(a, what, why, n);
+            return -1;
+        }
+    }
     if (dc_exchange(a, TOPO_ROSTER_EXCHANGE, "topic", why, n) < 0 ||
         dc_exchange(a, BR_EXCHANGE_MSG, "topic", why, n) < 0 ||
         dc_exchange(a, BR_EXCHANGE_CONTROL, "direct", why, n) < 0)
@@ -130,8 +155,8 @@ static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const cha
     return 0;
 }
 
-int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n, char *made,
-                    size_t mn)
+amqp_connection_state_t br_operator_connect(const br_config *cfg, char *why, size_t n,
+                                            char *product, size_t pn)
 {
     struct amqp_connection_info info;
     struct timeval tv = {5, 0};
@@ -140,11 +165,13 @@ int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n,
     amqp_socket_t *sock;
     amqp_rpc_reply_t rep;
     br_where w;
-    int rc = -1, s;
+    int s;
 
+    if (product && pn)
+        product[0] = '\0';
     if (!cfg->uris || !cfg->uris[0]) {
         snprintf(why, n, "no broker URI");
-        return -1;
+        return NULL;
     }
     buf = g_strdup(cfg->uris[0]);
     shown = br_uri_redact(cfg->uris[0]);
@@ -152,7 +179,7 @@ int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n,
     amqp_default_connection_info(&info);
     if (amqp_parse_url(buf, &info) != AMQP_STATUS_OK) {
         snprintf(why, n, "cannot parse broker URI %s", shown);
-        goto out;
+        goto fail;
     }
     w = (br_where){.shown = shown,
                    .host = info.host,
@@ -163,54 +190,78 @@ int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n,
                    .uri_env = cfg->uri_env};
     if (info.ssl && !cfg->ca) {
         snprintf(why, n, "%s: amqps:// needs -o ca=FILE", shown);
-        goto out;
+        goto fail;
     }
     sock = info.ssl ? amqp_ssl_socket_new(a) : amqp_tcp_socket_new(a);
     if (sock && info.ssl) {
         if (amqp_ssl_socket_set_cacert(sock, cfg->ca) != AMQP_STATUS_OK) {
             snprintf(why, n, "cannot load CA file %s", cfg->ca);
-            goto out;
+            goto fail;
         }
         amqp_ssl_socket_set_verify_peer(sock, 1);
         amqp_ssl_socket_set_verify_hostname(sock, 1);
     }
     if (!sock) {
         snprintf(why, n, "cannot create a socket");
-        goto out;
+        goto fail;
     }
     s = amqp_socket_open_noblock(sock, info.host, info.port, &tv);
     if (s != AMQP_STATUS_OK) {
         br_explain_open(&w, s, why, n);
-        goto out;
+        goto fail;
     }
     amqp_set_rpc_timeout(a, &tv);
     rep = amqp_login(a, w.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password);
     if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
         br_explain_login_reply(&w, rep, why, n);
-        goto out;
+        goto fail;
     }
     if (!amqp_channel_open(a, DC_CH)) {
         dc_failed(a, "open a channel", why, n);
-        goto out;
+        amqp_connection_close(a, AMQP_REPLY_SUCCESS);
+        goto fail;
     }
-    rc = dc_objects(a, cfg, name, why, n);
-    if (made && mn) {
+    if (product && pn) {
         amqp_table_t *t = amqp_get_server_properties(a);
-        char product[64] = "";
         for (int i = 0; t && i < t->num_entries; i++) {
             amqp_table_entry_t *e = &t->entries[i];
             if (e->value.kind == AMQP_FIELD_KIND_UTF8 && e->key.len == 7 &&
                 memcmp(e->key.bytes, "product", 7) == 0)
-                snprintf(product, sizeof product, "%.*s", (int)e->value.value.bytes.len,
+                snprintf(product, pn, "%.*s", (int)e->value.value.bytes.len,
                          (const char *)e->value.value.bytes.bytes);
         }
-        br_queue_type_made(product, cfg->queue_type, made, mn);
     }
-    amqp_channel_close(a, DC_CH, AMQP_REPLY_SUCCESS);
-    amqp_connection_close(a, AMQP_REPLY_SUCCESS);
-out:
+    g_free(shown);
+    g_free(buf);
+    return a;
+fail:
     amqp_destroy_connection(a);
     g_free(shown);
     g_free(buf);
+    return NULL;
+}
+
+void br_operator_close(amqp_connection_state_t a)
+{
+    if (!a)
+        return;
+    amqp_channel_close(a, DC_CH, AMQP_REPLY_SUCCESS);
+    amqp_connection_close(a, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(a);
+}
+
+int br_declare_host(const br_config *cfg, const char *name, char *why, size_t n, char *made,
+                    size_t mn)
+{
+    char product[64];
+    int rc;
+    amqp_connection_state_t a = br_operator_connect(cfg, why, n, product, sizeof product);
+
+    if (!a)
+        return -1;
+    rc = dc_objects(a, cfg, name, why, n);
+    if (made && mn)
+        br_queue_type_made(product, cfg->queue_type, made, mn);
+    br_operator_close(a);
     return rc;
 }

@@ -15,6 +15,7 @@
 #include <amqp.h>
 
 #include "broker/conn_int.h"
+#include "broker/death.h"
 #include "fleetfs/base/log.h"
 
 /* ------------------------------------------------------------------ */
@@ -140,7 +141,13 @@ static void on_deliver(br_conn *c, amqp_channel_t ch, amqp_basic_deliver_t *d)
     if (s->box == BR_BOX_RECEIPTS)
         act = c->cb.receipt ? c->cb.receipt(c->cb.ud, redelivered, msg.body.bytes, msg.body.len)
                             : BR_ACK;
-    else if (s->box == BR_BOX_CONTROL)
+    else if (s->box == BR_BOX_DEAD) {
+        br_death death;
+        br_death_parse(&msg.properties, &death);
+        act = c->cb.dead ? c->cb.dead(c->cb.ud, &death, msg.body.bytes, msg.body.len) : BR_ACK;
+        if (act == BR_KEEP) /* nobody to hold it for: the owner decided already */
+            act = BR_ACK;
+    } else if (s->box == BR_BOX_CONTROL)
         act = c->cb.control ? c->cb.control(c->cb.ud, s->epoch, tag, redelivered, msg.body.bytes,
                                             msg.body.len)
                             : BR_KEEP;

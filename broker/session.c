@@ -26,6 +26,7 @@
 #include <amqp_tcp_socket.h>
 
 #include "broker/conn_int.h"
+#include "broker/death.h"
 #include "broker/explain.h"
 #include "broker/quirks.h"
 #include "broker/topology.h"
@@ -167,6 +168,53 @@ static int dead_letters_present(br_conn *c, bool *present)
     return 0;
 }
 
+/* fleet.dead (headers, durable), bound to fleet.dlx, which routes every
+ * dead letter by its sender's BR_HEADER_HOST to that host's
+ * lead.<host>.dead (broker/death.h).  A login that may configure makes
+ * both, and binds its own lead.<me>.dead (boxes.c); a per-host login may
+ * not: `fleetfs declare` made them.  Returns -1 when the connection died. */
+static int setup_dead_home(br_conn *c)
+{
+    int code;
+    char text[256];
+
+    if (amqp_exchange_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(BR_EXCHANGE_DEAD),
+                              amqp_cstring_bytes("headers"), 0, 1, 0, 0, amqp_empty_table) &&
+        amqp_exchange_bind(c->amqp, CH_PROBE, amqp_cstring_bytes(BR_EXCHANGE_DEAD),
+                           amqp_cstring_bytes(TOPO_DLX), amqp_cstring_bytes(""),
+                           amqp_empty_table)) {
+        c->dead_bindable = true;
+        c->dead_unbound_said = false;
+        c->consumer_retry_ms = br_now_ms(); /* bind lead.<me>.dead in the next round */
+        return 0;
+    }
+    if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
+        br_drop_connection(c, text);
+        return -1;
+    }
+    if (code != 403 && code != 404) {
+        log_warn("broker: cannot declare %s or bind it to %s (%d %s): dead letters of this "
+                 "host's messages do not come home until it can (they stay in %s)",
+                 BR_EXCHANGE_DEAD, TOPO_DLX, code, text, TOPO_DLQ);
+        return 0;
+    }
+    br_dead_not_bindable(c, text);
+    return 0;
+}
+
+void br_dead_not_bindable(br_conn *c, const char *why)
+{
+    c->dead_bindable = false;
+    if (c->dead_unbound_said)
+        return;
+    c->dead_unbound_said = true;
+    log_info("broker: this login may not configure %s (%s), so lead.%s.dead is not bound to it "
+             "here: dead letters of %s's messages come home only once an operator has run "
+             "`fleetfs declare %s` (fleetfs-broker host add, or host update for a host added "
+             "before this), which binds it",
+             BR_EXCHANGE_DEAD, why, c->cfg.coord_id, c->cfg.coord_id, c->cfg.coord_id);
+}
+
 static void setup_dead_letters(br_conn *c)
 {
     amqp_table_entry_t e[TOPO_DLQ_ARGS];
@@ -180,13 +228,18 @@ static void setup_dead_letters(br_conn *c)
         !amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLQ), 0, 1, 0, 0, args) ||
         !amqp_queue_bind(c->amqp, CH_PROBE, amqp_cstring_bytes(TOPO_DLQ),
                          amqp_cstring_bytes(TOPO_DLX), amqp_cstring_bytes(""), amqp_empty_table)) {
+        c->dead_bindable = false;
         if (br_rpc_failure(c, CH_PROBE, &code, text, sizeof text) < 0) {
             br_drop_connection(c, text);
             return;
         }
         if (code == 403) {
-            if (dead_letters_present(c, &present) < 0 || present)
+            if (dead_letters_present(c, &present) < 0)
                 return;
+            if (present) {
+                br_dead_not_bindable(c, "403 ACCESS_REFUSED");
+                return;
+            }
         }
         /* optional: the connection and the consumers carry on */
         log_warn("broker: cannot declare %s/%s (%d %s); poison messages may be dropped, not "
@@ -200,6 +253,8 @@ static void setup_dead_letters(br_conn *c)
                  : code == 403 ? "they are missing and this login may not make them: an operator "
                                  "runs fleetfs-broker host add, which makes them"
                                : "give this user configure rights on them");
+    } else {
+        setup_dead_home(c);
     }
 }
 
@@ -254,6 +309,7 @@ void br_setup_exchanges(br_conn *c)
     int rc;
     if (c->publisher)
         return;
+    c->dead_bindable = false; /* until setup_dead_letters made fleet.dead here */
     if (declare_exchange(c, BR_EXCHANGE_MSG, "topic", &there,
                          "agent mailboxes and broadcasts cannot be bound") < 0)
         return;

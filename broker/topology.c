@@ -7,6 +7,8 @@
  */
 #include "broker/topology.h"
 
+#include "broker/death.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +51,16 @@ amqp_table_t topo_dlq_args(const br_config *cfg, amqp_table_entry_t *entries)
     entries[0] = entry_i64("x-max-length", TOPO_DLQ_MAX_LENGTH);
     entries[1] = entry_str("x-queue-type", cfg->queue_type ? cfg->queue_type : "classic");
     t.num_entries = TOPO_DLQ_ARGS;
+    t.entries = entries;
+    return t;
+}
+
+amqp_table_t topo_dead_binding(const char *host, amqp_table_entry_t *entries)
+{
+    amqp_table_t t;
+    entries[0] = entry_str("x-match", "all");
+    entries[1] = entry_str(BR_HEADER_HOST, host);
+    t.num_entries = 2;
     t.entries = entries;
     return t;
 }

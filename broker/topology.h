@@ -25,6 +25,9 @@ amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries
  * (quorum on a cluster, so that it survives the loss of a node like the
  * mailboxes do).  entries must hold TOPO_DLQ_ARGS. */
 #define TOPO_DLQ_ARGS 2
+/* The binding of lead.<host>.dead to fleet.dead (headers): x-match all,
+ * BR_HEADER_HOST = host.  entries must hold 2. */
+amqp_table_t topo_dead_binding(const char *host, amqp_table_entry_t *entries);
 amqp_table_t topo_dlq_args(const br_config *cfg, amqp_table_entry_t *entries);
 
 /* Presence (broker/roster.c): the topic exchange, the binding every

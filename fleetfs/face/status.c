@@ -61,6 +61,18 @@ static void control_line(GString *s, fleet *f, const br_status *st)
                            b.reason[0] ? ": " : "", b.reason);
 }
 
+/* lead.<me>.dead: where the dead letters of this host's messages come home */
+static void dead_line(GString *s, fleet *f, const br_status *st)
+{
+    br_box_status b;
+    if (!br_dead_status(f->br, &b)) {
+        g_string_append(s, "dead_letters: starting\n");
+        return;
+    }
+    g_string_append_printf(s, "dead_letters: %s%s%s\n", cons_words(b.consumer, st->link),
+                           b.reason[0] ? ": " : "", b.reason);
+}
+
 static void injector_line(GString *s, fleet *f)
 {
     char *w = mb_injector_words(f->mb);
@@ -309,6 +321,7 @@ GString *st_root(fleet *f)
     g_string_append_printf(s, "consumer: %s%s%s\n", cons_words(st.consumer, st.link),
                            st.consumer_reason[0] ? ": " : "", st.consumer_reason);
     control_line(s, f, &st);
+    dead_line(s, f, &st);
     {
         char *w = mb_security_words(f->mb);
         g_string_append_printf(s, "signing: %s\n", f->opts->insecure ? "off" : w);
@@ -330,12 +343,14 @@ GString *st_root(fleet *f)
     g_string_append_printf(s,
                            "sent: %llu\nreceived: %llu\nheld: %u\ninjected: %llu\nacked: %llu\n"
                            "rejected: %llu\ndead_lettered: %llu\nreceipts_waiting: %llu\n"
-                           "receipts_dropped: %llu\n",
+                           "receipts_dropped: %llu\ndead_letters_home: %llu\n"
+                           "dead_letters_foreign: %llu\n",
                            (unsigned long long)n.sent, (unsigned long long)n.received, held,
                            (unsigned long long)n.injected, (unsigned long long)n.acked,
                            (unsigned long long)n.rejected, (unsigned long long)n.dead_lettered,
                            (unsigned long long)n.receipts_pending,
-                           (unsigned long long)n.receipts_dropped);
+                           (unsigned long long)n.receipts_dropped, (unsigned long long)n.dead_home,
+                           (unsigned long long)n.dead_foreign);
     rej = mb_render_rejections(f->mb);
     g_string_append(s, rej->str);
     g_string_free(rej, TRUE);

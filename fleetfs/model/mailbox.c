@@ -109,6 +109,7 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
     h->refusals = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     h->receipt_logs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     h->send_logs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    h->dead_logs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     g_ptr_array_add(h->entities,
                     entity_new(h, o->coord_id, o->coord_id, true, o->state_dir, NULL, 0));
     return h->entities->pdata[0];
@@ -325,6 +326,7 @@ void mb_free(mailbox *lead)
     g_hash_table_destroy(h->refusals);
     g_hash_table_destroy(h->receipt_logs);
     g_hash_table_destroy(h->send_logs);
+    g_hash_table_destroy(h->dead_logs);
     g_mutex_clear(&h->lock);
     g_free(h);
 }
@@ -438,6 +440,8 @@ void mb_counters_total(mailbox *any, mb_counters *out, unsigned *held)
         out->rejected += mb->n.rejected;
         out->dead_lettered += mb->n.dead_lettered;
         out->expired += mb->n.expired;
+        out->dead_home += mb->n.dead_home;
+        out->dead_foreign += mb->n.dead_foreign;
         if (held)
             *held += mb->held.length;
     }

@@ -55,6 +55,8 @@ typedef struct {
     uint64_t expired;          /* consumed unread: past expiresAt here (held.c) */
     uint64_t receipts_pending; /* in the outbox, not yet confirmed by the broker */
     uint64_t receipts_dropped; /* given up: expired, over the per-peer bound, refused */
+    uint64_t dead_home;        /* dead letters of our own messages that came home (dead.c) */
+    uint64_t dead_foreign;     /* copies in lead.<me>.dead that were not ours: changed nothing */
 } mb_counters;
 
 typedef enum { MB_INBOX, MB_SENT, MB_HISTORY, MB__FILES } mb_file;
@@ -120,6 +122,16 @@ void mb_free(mailbox *mb);
 br_action mb_deliver(mailbox *mb, uint64_t epoch, uint64_t tag, bool redelivered, const char *body,
                      size_t len);
 void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread);
+
+/* broker callback for lead.<me>.dead (broker/death.h): a message this
+ * host sent that the broker dead-lettered, with what its x-death says.
+ * Only an envelope from one of this host's entities, carrying this host's
+ * own signature (ed25519 is deterministic: signed again with our key it
+ * must give the same sig), whose msgId is in that entity's sent, moves
+ * that entry to `dead-lettered` (sent.c's rules); anything else changes
+ * nothing, and is counted (dead_foreign) and logged (within a budget).
+ * Always BR_ACK: the queue is ours alone, and what it held is told. */
+br_action mb_dead_letter(mailbox *lead, const struct br_death *d, const char *body, size_t len);
 
 /* broker callback for lead.<me>.receipts; redelivered: the broker's flag */
 br_action mb_receipt(mailbox *mb, bool redelivered, const char *body, size_t len);

@@ -10,6 +10,7 @@
  *   history.c   history (and which msgIds it names, for replies)
  *   views.c     open inbox readers (tail -f) and poll
  *   receipts.c  receipts in (lead.<me>.receipts) and out (the durable outbox)
+ *   dead.c      dead letters of our own messages, home (lead.<me>.dead)
  *
  * One lock (mailbox.lock) guards everything in struct mailbox.  Functions
  * named *_locked expect it held.  No function holds it while it waits on
@@ -120,6 +121,7 @@ struct mb_host {
     mb_outbox *outbox;
     GHashTable *receipt_logs;        /* peer -> rate budget of "nothing to update" lines */
     GHashTable *send_logs;           /* peer and kind -> budget of published-unread lines */
+    GHashTable *dead_logs;           /* "foreign" -> budget of dead.c's lines about copies */
     mb_control_answer_fn control_fn; /* `spawned` answers (mb_set_control_answers) */
     void *control_ud;
     uint64_t receipts_rejected;

@@ -269,10 +269,10 @@ static void sent_changed_locked(mailbox *mb, sent_entry *se)
 /* How far along a delivery state is; a receipt never moves one back. */
 static int state_rank(const char *state)
 {
-    static const char *order[] = {"unconfirmed", "published", "published-unread",
-                                  "expired",     "injected",  "confirmed",
-                                  "acked",       "uncertain", "rejected"};
-    static const int rank[] = {0, 1, 1, 2, 3, 4, 4, 4, 4};
+    static const char *order[] = {
+        "unconfirmed", "published", "published-unread", "expired",  "injected",
+        "confirmed",   "acked",     "uncertain",        "rejected", "dead-lettered"};
+    static const int rank[] = {0, 1, 1, 2, 3, 4, 4, 4, 4, 2};
     for (size_t i = 0; i < G_N_ELEMENTS(order); i++)
         if (strcmp(order[i], state) == 0)
             return rank[i];
@@ -369,12 +369,25 @@ static void group_state_locked(sent_entry *se)
         g_strlcpy(se->state, least, sizeof se->state);
 }
 
+/* The exceptions to "only forward" among the states of rank 2: the
+ * broker's word (dead-lettered) replaces the sender's own conclusion
+ * (expired by its clock), and the receiver's word (any receipt: it handled
+ * a copy, e.g. one the operator redrove) replaces the broker's. */
+static bool replaces(const char *was, const char *was_by, const char *state)
+{
+    if (!strcmp(was, "expired") && !strcmp(was_by, "sender"))
+        return !strcmp(state, "expired") || !strcmp(state, "dead-lettered");
+    if (!strcmp(was, "dead-lettered"))
+        return strcmp(state, "dead-lettered") != 0 && state_rank(state) >= 2;
+    return false;
+}
+
 static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const char *state,
                          const char *detail)
 {
     if (se->recipients) {
         const char *was = g_hash_table_lookup(se->recipients, from);
-        if (was && state_rank(state) <= state_rank(was))
+        if (was && state_rank(state) <= state_rank(was) && !replaces(was, "", state))
             return false;
         g_hash_table_replace(se->recipients, g_strdup(from), g_strdup(state));
         group_state_locked(se);
@@ -389,10 +402,9 @@ static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const ch
     }
     if (strcmp(se->to, from) != 0)
         return false;
-    /* the receiver's word replaces the sender's own conclusion */
-    if (state_rank(state) <= state_rank(se->state) &&
-        !(!strcmp(state, "expired") && !strcmp(se->state, "expired") &&
-          !strcmp(se->expired_by, "sender")))
+    /* the receiver's word replaces the sender's own conclusion, and the
+     * broker's; the broker's replaces the sender's (replaces) */
+    if (state_rank(state) <= state_rank(se->state) && !replaces(se->state, se->expired_by, state))
         return false;
     g_strlcpy(se->expired_by, "receiver", sizeof se->expired_by);
     g_strlcpy(se->state, state, sizeof se->state);

@@ -62,6 +62,7 @@ void cl_usage(FILE *to)
             "       fleetfs mcp [MOUNTPOINT] [--as GID]   (an MCP server on stdio; fleetfs mcp "
             "--help)\n"
             "       fleetfs declare NAME [-o opt[,opt...]]   (run by fleetfs-broker host add)\n"
+            "       fleetfs dlq list | show ID | redrive ID | purge [-o opt[,opt...]]\n"
             "       fleetfs --help | --version\n"
             "\n"
             "Mounts the fleet's lead mailboxes (queues on an AMQP broker) as files.\n"

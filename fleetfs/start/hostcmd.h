@@ -9,4 +9,10 @@
  * unreachable, 2 usage. */
 int hc_declare_main(int argc, char **argv);
 
+/* argv[1] is "dlq": `fleetfs dlq list | show ID | redrive ID | purge [-o
+ * opt,...]` (broker/dlq.h).  Exit status: 0 done, 1 the broker refused or
+ * is unreachable, 2 usage, 3 no such dead letter, 4 not redriven (the
+ * broker did not take the copy; the letter stays). */
+int hc_dlq_main(int argc, char **argv);
+
 #endif

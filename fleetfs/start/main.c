@@ -85,6 +85,13 @@ static br_action cb_receipt(void *ud, bool redelivered, const char *body, size_t
     return mb_receipt(f->mb, redelivered, body, len);
 }
 
+/* lead.<me>.dead: dead letters of this host's messages (model/dead.c). */
+static br_action cb_dead(void *ud, const struct br_death *d, const char *body, size_t len)
+{
+    fleet *f = ud;
+    return mb_dead_letter(f->mb, d, body, len);
+}
+
 /* control.<me>: handed to the control service's thread (spawnd.c). */
 static br_action cb_control(void *ud, uint64_t epoch, uint64_t tag, bool redelivered,
                             const char *body, size_t len)
@@ -271,6 +278,7 @@ static br_conn *broker_new(fleet *f)
     br_callbacks cb = {.deliver_box = cb_deliver,
                        .receipt = cb_receipt,
                        .control = cb_control,
+                       .dead = cb_dead,
                        .changed = cb_changed,
                        .late_confirm = cb_late,
                        .ud = f};
@@ -292,6 +300,10 @@ static br_conn *broker_new(fleet *f)
     bc.takeover_grace_ms = f->opts->takeover_grace_ms;
     bc.uri_env = f->opts->broker_uri_env;
     c = br_new(&bc, &cb);
+    if (c && br_dead_consume(c) < 0) /* cannot fail with the callback set: said if it does */
+        log_err("broker: cannot consume lead.%s.dead: dead letters of this host's messages do "
+                "not come home",
+                f->opts->coord_id);
     g_strfreev(uris);
     g_strfreev(keys);
     return c;
@@ -676,6 +688,8 @@ int main(int argc, char **argv)
         return mcp_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "declare"))
         return hc_declare_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "dlq"))
+        return hc_dlq_main(argc, argv);
     /* a closed pipe (the notifier's poker gone) is an error, not a death */
     signal(SIGPIPE, SIG_IGN);
     /* past a file size limit (ulimit -f, LimitFSIZE=) a write fails EFBIG

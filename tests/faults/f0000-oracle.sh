@@ -10,12 +10,14 @@
 # more of them than faults, an uncertain the test's logs do not show in
 # flight at a kill, a body with trailing junk, a second copy whose ack
 # failed, a late duplicate, typed twice, acked twice, a stray, a missing
-# mailbox queue or failed broker query, tags r1/r10), it must say NOT OK;
+# mailbox queue or failed broker query, tags r1/r10; a dead letter of the
+# sender left in its lead.<host>.dead, that queue missing, a sent entry
+# dead-lettered beyond what fleet.dlq holds), it must say NOT OK;
 # fed a clean run it must pass. No broker and no mount: rabbitmqctl's answer is stubbed.
 # Runs in seconds (the first file of tests/faults/run).
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/faults/faults.sh"
-QUEUES=$'lead.beta.inbox 0\nfleet.dlq 0'
+QUEUES=$'lead.beta.inbox 0\nfleet.dlq 0\nlead.alpha.dead 0'
 FAULT_SETTLE_S=0
 FAULT_LATE_S=0
 broker_queues() { printf '%s\n' "$QUEUES"; }
@@ -182,7 +184,17 @@ test_expect_success 'a successful write after the fault never consumed' '
 test_expect_success 'the mailbox queue missing; the broker query failing' '
     clean && QUEUES="fleet.dlq 0" && caught "lead.beta.inbox in the broker holds missing" &&
     broker_queues() { return 1; } && caught "queue counts could not be read"; rc=$?
-    broker_queues() { printf "%s\n" "$QUEUES"; }; QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 0"); return $rc
+    broker_queues() { printf "%s\n" "$QUEUES"; }; QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 0\nlead.alpha.dead 0"); return $rc
+'
+# --- dead letters home (issue 36 part 3): the sender takes its own
+test_expect_success 'dead letters home: one left in lead.alpha.dead, that queue missing, a sent entry dead-lettered beyond fleet.dlq' '
+    clean && QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 0\nlead.alpha.dead 1") &&
+    caught "lead.alpha.dead in the broker holds 1" &&
+    QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 0") && caught "lead.alpha.dead in the broker holds missing" &&
+    QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 0\nlead.alpha.dead 0") &&
+    mkdir -p alpha/leads/alpha && echo "{\"msgId\":\"x\",\"state\":\"dead-lettered\"}" >alpha/leads/alpha/sent &&
+    caught "1 of alpha.s sent entries say dead-lettered, but fleet.dlq holds 0"; rc=$?
+    rm -f alpha/leads/alpha/sent; return $rc
 '
 test_expect_success 'streams r1 and r10: neither counts the other'"'"'s messages' '
     clean && printf "1 ok\n2 ok\n" >Tr1.writes && printf "1 ok\n2 ok\n" >Tr10.writes && echo alpha >Tr1.from && echo alpha >Tr10.from &&

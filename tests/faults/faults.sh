@@ -577,12 +577,20 @@ reconcile() {
   _observed "$tag" "$to" >"$TEST_DIR/$tag.observed"
   dl=$(awk '$1 == "fleet.dlq" { print $2 }' <<<"$q")
   from=$(cat "$TEST_DIR/$tag.from" 2>/dev/null)
+  # the dead letters' way home (doc/protocol.md section 4): after the
+  # settle window the sender's host has taken every dead letter of its own
+  # out of lead.<host>.dead (a missing queue or a failed query fails), and
+  # no entry of its sent says dead-lettered beyond what fleet.dlq (the
+  # broker's own record of every dead letter) holds
+  home=$(broker_queues 2>/dev/null | awk -v q="lead.${from#*@}.dead" '$1 == q { print $2 }')
+  dlsent=$(jq -r 'select(.state == "dead-lettered") | .msgId' "$(_home "$from")/sent" 2>/dev/null | wc -l)
   rt=$(_status_rejected "$to") rf=$(_status_rejected "$from")
   if [[ $rt =~ ^[0-9]+$ && $rf =~ ^[0-9]+$ ]]; then r=$((rt + rf)); else r="missing ($to: ${rt:-?}, $from: ${rf:-?})"; fi
   [[ -s $TEST_DIR/$tag.after ]] || echo "0 none" >"$TEST_DIR/$tag.after"
   [[ -f $TEST_DIR/$tag.resent ]] || : >"$TEST_DIR/$tag.resent"
   awk -v min_ok="$min_ok" -v unc_max="$unc" -v left="${left:-missing}" -v dl="${dl:-missing}" -v faults="$faults" \
-    -v dlq_want="$dlq" -v rej="${r:-missing}" -v rej_want="$rej" -v to="$to" -v from="$from" -v box="$(_box "$to")" '
+    -v dlq_want="$dlq" -v rej="${r:-missing}" -v rej_want="$rej" -v to="$to" -v from="$from" -v box="$(_box "$to")" \
+    -v home="${home:-missing}" -v dlsent="$dlsent" '
     FILENAME ~ /\.observed1$/ { if ($2 != "reshown") first[$1]++; next }
     FILENAME ~ /\.observed$/ {
       if ($2 == "reshown") { reshown++; next }
@@ -643,8 +651,8 @@ reconcile() {
       }
       s = ""
       for (e in by) s = s (s == "" ? "" : ", ") e " " by[e]
-      printf "sent-ok %d, failed %d (%s), delivered %d (acked %d, typed %d), duplicates %d, lost %d, uncertain %d, arrived after ETIMEDOUT %d, resent after ETIMEDOUT %d, left in mailbox %s, dead letters %s; after the fault %d ok\n",
-        ok, failed, (s == "" ? "none" : s), delivered, acked, typed, dup + reshown, lost, unc, late, resend_ok, left, dl, after_n
+      printf "sent-ok %d, failed %d (%s), delivered %d (acked %d, typed %d), duplicates %d, lost %d, uncertain %d, arrived after ETIMEDOUT %d, resent after ETIMEDOUT %d, left in mailbox %s, dead letters %s; after the fault %d ok; dead letters home: %s waiting, %d sent dead-lettered\n",
+        ok, failed, (s == "" ? "none" : s), delivered, acked, typed, dup + reshown, lost, unc, late, resend_ok, left, dl, after_n, home, dlsent
       fail = 0
       if (min_ok == "") min_ok = int((writes - nafter) / 2)
       if (ok < min_ok) { printf "NOT OK: only %d successful writes of the stream'"'"'s %d (at least %d wanted; after_fault'"'"'s %d are judged apart)\n", ok, writes - nafter, min_ok, after_n; fail = 1 }
@@ -660,6 +668,9 @@ reconcile() {
       if (after_bad || after_lost) { printf "NOT OK: after the fault %d write(s) failed and %d were not consumed\n", after_bad, after_lost; fail = 1 }
       if (left != "0") { printf "NOT OK: %s in the broker holds %s (want 0)\n", box, left; fail = 1 }
       if (dl != dlq_want) { printf "NOT OK: fleet.dlq holds %s (want %d)\n", dl, dlq_want; fail = 1 }
+      hq = "lead." (index(from, "@") ? substr(from, index(from, "@") + 1) : from) ".dead"
+      if (home != "0") { printf "NOT OK: %s in the broker holds %s (want 0: the sender takes its own dead letters home)\n", hq, home; fail = 1 }
+      if (dl ~ /^[0-9]+$/ && dlsent + 0 > dl + 0) { printf "NOT OK: %d of %s'"'"'s sent entries say dead-lettered, but fleet.dlq holds %s\n", dlsent, from, dl; fail = 1 }
       if (rej != rej_want) { printf "NOT OK: %s and %s status say rejected: %s in all (want %d)\n", to, from, rej, rej_want; fail = 1 }
       exit fail
     }' "$TEST_DIR/$tag.observed1" "$TEST_DIR/$tag.observed" "$TEST_DIR/$tag.uncertain" "$TEST_DIR/$tag.ackcut" "$TEST_DIR/$tag.after" \

@@ -163,14 +163,14 @@ test_expect_success 'acked through the ack file: the sender sees acked, nothing 
     test $(prompts) = 11 && jq -r .text "$HERDR_LOG" | tail -n1 | grep -qx "sent after the acked one"
 '
 
-test_expect_success 'no receipt before expiresAt: the sender sees expired' '
+test_expect_success 'no reader before expiresAt: the sender sees the broker'"'"'s word (dead-lettered: expired, its dead letter came home)' '
     new_vhost t0700short &&
     FLEET_VHOST=t0700short mount_fleet shorty peers=nobody message_ttl=2s expire_grace=1s inject=none &&
     echo "anyone?" >shorty/peers/nobody/send &&
     id=$(tail -n1 shorty/leads/shorty/sent | jq -r .msgId) &&
     test "$(jq -r .state shorty/leads/shorty/sent)" = published-unread &&
-    wait_for 10 "test \"\$(jq -r .state shorty/leads/shorty/sent)\" = expired" &&
-    jq -r .detail shorty/leads/shorty/sent | grep -q "no receipt" &&
+    wait_for 10 "test \"\$(jq -r .state shorty/leads/shorty/sent)\" = dead-lettered" &&
+    jq -r .detail shorty/leads/shorty/sent | grep -q "expired in lead.nobody.inbox" &&
     unmount_fleet shorty
 '
 

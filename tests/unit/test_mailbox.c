@@ -25,6 +25,7 @@
 #include <glib/gstdio.h>
 #include <jansson.h>
 
+#include "broker/death.h"
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/model/mb_int.h" /* REFUSAL_BURST, REFUSAL_EVERY_MS */
 #include "fleetfs/config/options.h"
@@ -54,6 +55,7 @@ typedef struct {
     bool late_ok;            /* the broker confirms just after the write timed out */
     bool no_consumer;        /* the probe at publish saw 0 consumers */
     int64_t last_ttl_ms;     /* the expiration the last publish asked for */
+    char *last_body;         /* the body of the last publish (g_free) */
     /* publish_start (when the seam has it): the publish handed over, its
      * outcome not told yet */
     br_publish_done pending_done;
@@ -75,8 +77,10 @@ static fe_code f_publish(void *b, const char *peer, bool may_create, const char 
                          bool *unread, char *detail, size_t dlen)
 {
     fake *f = b;
-    (void)may_create, (void)body, (void)len, (void)timeout_ms;
+    (void)may_create, (void)timeout_ms;
     f->last_ttl_ms = ttl_ms;
+    g_free(f->last_body);
+    f->last_body = g_strndup(body, len);
     (void)detail, (void)dlen;
     *unread = f->no_consumer;
     if (f->early_state)
@@ -206,6 +210,7 @@ static int teardown(void **state)
     opts_free(&x->o);
     g_array_free(x->fk.acks, TRUE);
     g_free(x->fk.receipt_last);
+    g_free(x->fk.last_body);
     g_mutex_clear(&x->fk.m);
     char *cmd = g_strdup_printf("rm -rf '%s'", x->dir);
     assert_int_equal(system(cmd), 0);
@@ -1825,10 +1830,99 @@ static void test_the_receivers_expired_before_the_senders_deadline(void **state)
     g_free(id);
 }
 
+/* Dead letters home (model/dead.c): a dead letter of our own message moves
+ * its entry to dead-lettered with the broker's reason; a second one, the
+ * sender's clock and a late confirm never move it back; a receipt (the
+ * receiver handled a redriven copy) replaces it; a copy that died in
+ * another mailbox than its `to`'s, or from another host, changes nothing
+ * and is counted.  And the broker's word replaces the sender's own expired. */
+static void test_dead_letters_home(void **state)
+{
+    fx *x = *state;
+    char detail[256], *id, *line, *body;
+    struct br_death d;
+    mb_counters n;
+    x->o.message_ttl_ms = 100;
+    x->o.expire_grace_ms = 100;
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    id = first_sent_id(x);
+    body = g_strdup(x->fk.last_body);
+    memset(&d, 0, sizeof d);
+    g_strlcpy(d.reason, "expired", sizeof d.reason);
+    g_strlcpy(d.queue, "lead.delta.inbox", sizeof d.queue);
+    /* died in another's mailbox: not this entry's copy */
+    assert_int_equal(mb_dead_letter(x->mb, &d, body, strlen(body)), BR_ACK);
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"state\":\"published\""));
+    g_free(line);
+    g_strlcpy(d.queue, "lead.gamma.inbox", sizeof d.queue);
+    assert_int_equal(mb_dead_letter(x->mb, &d, body, strlen(body)), BR_ACK);
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"state\":\"dead-lettered\""));
+    assert_non_null(strstr(line, "expired in lead.gamma.inbox"));
+    g_free(line);
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.dead_home, 1);
+    assert_int_equal(n.dead_foreign, 1);
+    /* neither the sender's clock nor a late confirm nor a second dead
+     * letter moves it */
+    g_usleep(250 * 1000);
+    mb_tick(x->mb);
+    mb_late_confirm(x->mb, id, FE_OK, false);
+    g_strlcpy(d.reason, "rejected", sizeof d.reason);
+    assert_int_equal(mb_dead_letter(x->mb, &d, body, strlen(body)), BR_ACK);
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"state\":\"dead-lettered\""));
+    assert_non_null(strstr(line, "expired in lead.gamma.inbox"));
+    g_free(line);
+    /* the receiver took a redriven copy: its receipt replaces it */
+    assert_true(mb_sent_update(x->mb, id, "gamma", "acked", "consumed through the ack file"));
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"state\":\"acked\""));
+    g_free(line);
+    /* not from this host: counted, nothing else */
+    {
+        const char *other = "{\"v\":1,\"type\":\"coord\",\"msgId\":"
+                            "\"0123456789abcdef0123456789abcdef\",\"from\":\"gamma\","
+                            "\"to\":\"beta\",\"sentAt\":\"2026-12-04T10:00:00.000Z\","
+                            "\"expiresAt\":\"2026-12-04T10:01:00.000Z\",\"body\":\"x\"}";
+        assert_int_equal(mb_dead_letter(x->mb, &d, other, strlen(other)), BR_ACK);
+        assert_int_equal(mb_dead_letter(x->mb, &d, "not json", 8), BR_ACK);
+    }
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.dead_foreign, 3);
+    g_free(body);
+    g_free(id);
+    /* the broker's word replaces the sender's own conclusion */
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "ho", 2, detail, sizeof detail), FE_OK);
+    body = g_strdup(x->fk.last_body);
+    g_usleep(250 * 1000);
+    mb_tick(x->mb);
+    {
+        envelope e;
+        char why[128];
+        assert_int_equal(env_decode(body, strlen(body), 65536, &e, why, sizeof why), 0);
+        id = g_strdup(e.msgId);
+        env_free(&e);
+    }
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"expiredBy\":\"sender\""));
+    g_free(line);
+    g_strlcpy(d.reason, "expired", sizeof d.reason);
+    assert_int_equal(mb_dead_letter(x->mb, &d, body, strlen(body)), BR_ACK);
+    line = sent_of(x, id);
+    assert_non_null(strstr(line, "\"state\":\"dead-lettered\""));
+    assert_null(strstr(line, "expiredBy"));
+    g_free(line);
+    g_free(body);
+    g_free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_arrival_and_duplicate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dead_letters_home, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_the_far_host_checks_requests_and_answers_through_the_outbox, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redelivery_on_new_generation_is_not_a_duplicate, setup,
