@@ -24,6 +24,7 @@
 
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/sign.h"
+#include "fleetfs/wire/trustwatch.h"
 
 #define ID1 "0123456789abcdef0123456789abcdef"
 #define ID2 "fedcba9876543210fedcba9876543210"
@@ -794,6 +795,68 @@ static void test_trust_follows_the_directory(void **state)
     g_free(gamma);
 }
 
+/* The stamp by an inotify watch (trustwatch.h) misses nothing the full
+ * stamp saw: a key rewritten in place (same name, same size), a mode made
+ * lax, a key added and removed, each noticed at once (force); a .pub that
+ * is a symlink turns the watch off for the directory (a change to its
+ * target is not an event here) and the change behind it is still seen. */
+static void test_trust_watch_misses_nothing(void **state)
+{
+    struct fx *f = *state;
+    char *err = NULL, *beta = g_build_filename(f->trust, "beta.pub", NULL);
+    char *text = NULL, *p, *outside, *link;
+    int64_t stamp, checked = 0;
+    bool local;
+
+    stamp = sig_trust_stamp(f->trust);
+    assert_int_not_equal(stamp, -1);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 0);
+    local = tw_watching(f->trust); /* on ext4, tmpfs and the like */
+
+    /* beta.pub rewritten in place with alpha's key: same size, new key */
+    p = g_strdup_printf("%s.pub", f->alpha);
+    assert_true(g_file_get_contents(p, &text, NULL, NULL));
+    g_free(p);
+    {
+        int fd = open(beta, O_WRONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, text, strlen(text), 0), (ssize_t)strlen(text));
+        close(fd);
+    }
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 1);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 0);
+
+    /* a lax mode: the key is skipped */
+    assert_int_equal(chmod(beta, 0666), 0);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 1);
+    assert_false(sig_trust_has(f->t, "beta"));
+    assert_int_equal(tw_watching(f->trust), local);
+
+    /* a symlinked .pub: its target changes without an event here */
+    outside = fx_path(f, "gamma-outside.pub");
+    put_file(outside, "", 0644);
+    link = g_build_filename(f->trust, "gamma.pub", NULL);
+    assert_int_equal(symlink(outside, link), 0);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 1);
+    assert_false(sig_trust_has(f->t, "gamma"));
+    assert_false(tw_watching(f->trust));
+    put_file(outside, text, 0644);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 1);
+    assert_true(sig_trust_has(f->t, "gamma"));
+
+    /* the symlink gone: the watch again where it can be */
+    assert_int_equal(g_remove(link), 0);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 1);
+    assert_false(sig_trust_has(f->t, "gamma"));
+    (void)sig_trust_stamp(f->trust);
+    assert_int_equal(tw_watching(f->trust), local);
+    assert_int_equal(sig_trust_refresh(&f->t, f->trust, false, &stamp, &checked, true, &err), 0);
+    g_free(link);
+    g_free(outside);
+    g_free(text);
+    g_free(beta);
+}
+
 static void test_result_names(void **state)
 {
     (void)state;
@@ -818,6 +881,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_agent_ids_sign_with_their_host_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trust_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trust_follows_the_directory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trust_watch_misses_nothing, setup, teardown),
         cmocka_unit_test(test_result_names),
     };
 
