@@ -99,6 +99,25 @@ test_expect_success 'fleet_view=all lists everyone' '
     bindings_of w1 >got && echo "roster.#" >want && test_cmp want got
 '
 
+# presence of ID in MOUNT's roster (no lookup of peers/ID, which would address it)
+roster_presence() { jq -r "select(.coord_id == \"$2\") | .presence" "$1/roster"; }
+# A fleetfs before fleet_view is, for presence, what a fleet_view=all host
+# is on the wire: it publishes the plain key roster.<host>.<id>, binds
+# roster.# and nothing else (so a heartbeat request to ask.<id> reaches
+# nobody and is never answered). So w1 stands in for one here, in every
+# run; the upgrade tests below run the real older build when given.
+test_expect_success 'mixed fleet: a host on the old wire (w1) hears the scoped ones; a scoped host (d1) that never heard it finds it on a first send' '
+    live w1 b1 && live w1 d1 &&
+    ! peers_of d1 | grep -qw w1 &&
+    test "$(roster_presence d1 w1)" = "" &&
+    ! bindings_of w1 | grep -q "^ask\." &&
+    echo "hello w1, from a scoped host" >d1/peers/w1/send &&
+    wait_for 3 "live d1 w1" &&
+    bindings_of d1 | grep -qx "roster.#.w1" &&
+    wait_for 5 "grep -q \"hello w1, from a scoped host\" w1/leads/w1/inbox" &&
+    grep -q "lead w1 addressed" d1.log
+'
+
 test_expect_success 'e1 joins group ga: a1 and a2 hear it within two intervals; it leaves cleanly' '
     t0=$(now_ms) &&
     mount_fleet e1 groups=ga:ge inject=none $HB $V &&
@@ -111,8 +130,6 @@ test_expect_success 'e1 joins group ga: a1 and a2 hear it within two intervals; 
     presence_of a2 e1 | grep -q "^left ("
 '
 
-# presence of ID in MOUNT's roster (no lookup of peers/ID, which would address it)
-roster_presence() { jq -r "select(.coord_id == \"$2\") | .presence" "$1/roster"; }
 test_expect_success 'f1 is in gx only through its agent w5: g1 (gx) hears it; when w5 retires, each drops out of the other'"'"'s view, never stale' '
     printf "[agent w5]\ngroups = gx\n" >w5.conf &&
     mount_fleet f1 inject=none $HB $V config=$TEST_DIR/w5.conf &&
