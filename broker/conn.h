@@ -122,8 +122,9 @@ typedef struct {
     br_action (*deliver_box)(void *ud, unsigned box, uint64_t epoch, uint64_t tag, bool redelivered,
                              const char *body, size_t len);
     /* On the broker thread, for every receipt on lead.<coord_id>.receipts
-     * (redelivered: the broker's flag, set on a copy it delivered before). */
-    br_action (*receipt)(void *ud, bool redelivered, const char *body, size_t len);
+     * (epoch: of the channel it arrived on, where BR_ACK acks it at once;
+     * redelivered: the broker's flag, set on a copy it delivered before). */
+    br_action (*receipt)(void *ud, uint64_t epoch, bool redelivered, const char *body, size_t len);
     /* On the broker thread, for every delivery on the own control queue
      * (br_control_consume): epoch and tag for br_ack_control.  Must not
      * call back into br_* synchronously; BR_KEEP until the owner decided. */

@@ -139,8 +139,9 @@ static void on_deliver(br_conn *c, amqp_channel_t ch, amqp_basic_deliver_t *d)
         return;
     }
     if (s->box == BR_BOX_RECEIPTS)
-        act = c->cb.receipt ? c->cb.receipt(c->cb.ud, redelivered, msg.body.bytes, msg.body.len)
-                            : BR_ACK;
+        act = c->cb.receipt
+                  ? c->cb.receipt(c->cb.ud, s->epoch, redelivered, msg.body.bytes, msg.body.len)
+                  : BR_ACK;
     else if (s->box == BR_BOX_DEAD) {
         br_death death;
         br_death_parse(&msg.properties, &death);

@@ -17,6 +17,21 @@
  * consumed.  A seen set that cannot be written is not silent: status shows
  * it, and the log says so once per failure streak.
  *
+ * Acks in doubt.  AMQP never confirms an ack: a broker that dies right
+ * after one went out may never have read it, and gives the message back
+ * after its restart (LavinMQ without the `redelivered` flag, which it
+ * forgets across its restart).  A broker holds at most `prefetch`
+ * unacknowledged messages of one consumer, so the acks it can have missed
+ * are among the last `prefetch` that went out on that consumer channel.
+ * So each entity keeps the msgIds of its last prefetch + DOUBT_SLACK acks
+ * of the current channel (and the host those of its receipt queue); once
+ * a delivery or an ack shows a newer channel, those still marked with the
+ * old one become ACK_IN_DOUBT, and the first copy of each on a later
+ * channel, flagged or not, is acked without being shown or applied (a
+ * second copy there is a replay).  What this gives up: a replay of one of
+ * those few msgIds, arriving first on the next channel, is dropped
+ * unseen instead of dead-lettered; nothing consumed is ever shown again.
+ *
  * Refusals of a verified sender's messages get a history line and a
  * receipt (held.c) only within a per-sender budget: REFUSAL_BURST, then
  * one per REFUSAL_EVERY_MS; beyond it they are still dead-lettered and
@@ -120,6 +135,7 @@ void accept_close(mb_host *h)
     sig_key_free(h->key);
     sig_trust_free(h->trust);
     seen_close(h->receipts_seen);
+    accept_doubt_free(&h->receipt_doubt);
 }
 
 void accept_trust_fresh_locked(mailbox *mb, bool force)
@@ -245,14 +261,71 @@ void accept_record_locked(mailbox *mb, const char *msg_id, seen_state st, uint64
         seen_written_locked(mb, r, msg_id);
 }
 
-bool accept_receipt_seen_locked(mailbox *mb, const char *msg_id)
+bool accept_receipt_seen_locked(mailbox *mb, const char *msg_id, uint64_t gen, bool redelivered,
+                                bool *again)
 {
+    seen_set *s = mb->h->receipts_seen;
+    ack_doubt *d = &mb->h->receipt_doubt;
+    uint64_t mark = 0;
     int r;
-    if (seen_get(mb->h->receipts_seen, msg_id, NULL) != SEEN_NONE)
+    *again = false;
+    accept_doubt_roll_locked(s, d, gen);
+    if (seen_get(s, msg_id, &mark) != SEEN_NONE) {
+        /* flagged: the broker's copy coming back (a receipt cannot be
+         * shown twice, only applied twice); unflagged: ours only when its
+         * ack went out right before its channel ended, once */
+        if (!redelivered && !(mark == ACK_IN_DOUBT && gen != ACK_IN_DOUBT))
+            return true;
+        *again = true;
+        seen_put(s, msg_id, SEEN_CONSUMED, gen);
+        accept_doubt_note_locked(mb, s, d, msg_id, gen);
         return true;
-    r = seen_put(mb->h->receipts_seen, msg_id, SEEN_CONSUMED, 0);
+    }
+    r = seen_put(s, msg_id, SEEN_CONSUMED, gen);
     seen_written_locked(mb, r, msg_id);
+    accept_doubt_note_locked(mb, s, d, msg_id, gen);
     return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* acks the broker may not have taken                                  */
+
+void accept_doubt_roll_locked(seen_set *s, ack_doubt *d, uint64_t gen)
+{
+    char *id;
+    uint64_t mark;
+    if (gen <= d->gen)
+        return;
+    while ((id = g_queue_pop_head(&d->ids))) {
+        if (seen_get(s, id, &mark) == SEEN_CONSUMED && mark == d->gen)
+            seen_put(s, id, SEEN_CONSUMED, ACK_IN_DOUBT); /* the same state: memory only */
+        g_free(id);
+    }
+    d->gen = gen;
+}
+
+void accept_doubt_note_locked(mailbox *mb, seen_set *s, ack_doubt *d, const char *msg_id,
+                              uint64_t gen)
+{
+    guint cap = (guint)MAX(mb->o->prefetch, 1) + DOUBT_SLACK;
+    uint64_t mark;
+    accept_doubt_roll_locked(s, d, gen);
+    if (gen < d->gen) {
+        /* its channel has ended already (a redelivery came on a newer one
+         * while this ack was on its way) */
+        if (seen_get(s, msg_id, &mark) == SEEN_CONSUMED && mark == gen)
+            seen_put(s, msg_id, SEEN_CONSUMED, ACK_IN_DOUBT);
+        return;
+    }
+    g_queue_push_tail(&d->ids, g_strdup(msg_id));
+    while (d->ids.length > cap)
+        g_free(g_queue_pop_head(&d->ids));
+}
+
+void accept_doubt_free(ack_doubt *d)
+{
+    g_queue_clear_full(&d->ids, g_free);
+    d->gen = 0;
 }
 
 typedef struct {

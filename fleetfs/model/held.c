@@ -32,8 +32,11 @@
  *     same way: not shown, not typed, not dead-lettered); so is the first
  *     copy on another generation, flagged or not, of one whose ack could
  *     not be sent at all (no connection: ACK_NOT_SENT; the broker still
- *     holds it, and LavinMQ forgets the flag across its own restart); any
- *     other unflagged one is `replayed`;
+ *     holds it, and LavinMQ forgets the flag across its own restart), or
+ *     went out among the last of a channel that then ended (ACK_IN_DOUBT,
+ *     accept.c: a broker killed with the ack unread gives the message
+ *     back, LavinMQ without the flag); any other unflagged one is
+ *     `replayed`, and so is a second copy on that generation;
  *   - delivered before and never consumed (held when fleetfs stopped, or
  *     forgotten by the tick): ours coming back, shown again whatever the
  *     flag says (LavinMQ forgets the flag across its own restart);
@@ -58,12 +61,6 @@
 
 #include "fleetfs/base/log.h"
 #include "fleetfs/wire/names.h"
-
-/* The mark (seen set) of a consumed msgId whose broker ack could not be
- * sent (no connection): the broker still holds its copy and redelivers
- * it, with or without the `redelivered` flag.  In memory only, as marks
- * are. */
-#define ACK_NOT_SENT UINT64_MAX
 
 static void held_free(held_msg *m)
 {
@@ -201,6 +198,9 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
         return BR_REJECT;
     }
     g_mutex_lock(mb->lock);
+    /* a delivery on a newer channel: the acks that went out last on the
+     * old one may never have reached the broker */
+    accept_doubt_roll_locked(mb->seen, &mb->doubt, gen);
     reason = accept_check_locked(mb, &e, &verified, why, sizeof why);
     if (reason) {
         /* history and a receipt only for what a verified sender sent us
@@ -235,13 +235,17 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     }
     st = accept_seen_locked(mb, e.msgId, &acked_on);
     if (st == SEEN_CONSUMED) {
-        if (acked_on == ACK_NOT_SENT && gen != ACK_NOT_SENT) {
+        if ((acked_on == ACK_NOT_SENT || acked_on == ACK_IN_DOUBT) && gen != acked_on) {
             accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
+            accept_doubt_note_locked(mb, mb->seen, &mb->doubt, e.msgId, gen);
             g_mutex_unlock(mb->lock);
-            log_info("inbox: %s was already consumed and its ack could not be sent (no "
-                     "connection): this is the broker's copy coming back%s; acking it without "
-                     "showing it",
+            log_info("inbox: %s was already consumed and its ack %s: this is the broker's copy "
+                     "coming back%s; acking it without showing it",
                      e.msgId,
+                     acked_on == ACK_NOT_SENT
+                         ? "could not be sent (no connection)"
+                         : "went out just before its consumer channel ended (the broker may "
+                           "never have taken it)",
                      redelivered ? ""
                                  : " (without the redelivered flag, as LavinMQ "
                                    "sends it after its own restart)");
@@ -250,6 +254,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
         }
         if (redelivered && acked_on != gen) {
             accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
+            accept_doubt_note_locked(mb, mb->seen, &mb->doubt, e.msgId, gen);
             g_mutex_unlock(mb->lock);
             log_info("inbox: %s was already consumed (its ack was lost with a connection or "
                      "channel, or this is a replay); acking it without showing it",
@@ -275,6 +280,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
         history_add_locked(mb, &e, now, "expired", detail);
         outbox_queue_locked(mb, &e, "expired", detail);
         accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
+        accept_doubt_note_locked(mb, mb->seen, &mb->doubt, e.msgId, gen);
         mb->n.expired++;
         g_mutex_unlock(mb->lock);
         log_info("inbox: %s from %s arrived past its expiresAt %s: dropped unread, not shown "
@@ -343,18 +349,21 @@ static void ack_broker(mailbox *mb, const ack_item *items, guint n)
     for (guint i = 0; i < n; i++) {
         int64_t left = MAX(deadline - g_get_monotonic_time() / 1000, 0);
         fe_code r = mb->h->br.ack(mb->h->br.b, mb->box, items[i].gen, items[i].tag, left);
+        uint64_t mark = 0;
         if (r != FE_OK && !failed++)
             first = r;
-        if (r == FE_NOT_CONNECTED) {
+        g_mutex_lock(mb->lock);
+        if (r != FE_NOT_CONNECTED) {
+            /* sent, or handed over (FE_TIMEOUT: late_ack): among the last
+             * acks of its channel, in doubt if that channel ends now */
+            accept_doubt_note_locked(mb, mb->seen, &mb->doubt, items[i].msg_id, items[i].gen);
+        } else if (accept_seen_locked(mb, items[i].msg_id, &mark) == SEEN_CONSUMED &&
+                   mark == items[i].gen) {
             /* never sent: the broker's copy comes back (see ACK_NOT_SENT);
              * unless a redelivery was already acked on a newer channel */
-            uint64_t mark = 0;
-            g_mutex_lock(mb->lock);
-            if (accept_seen_locked(mb, items[i].msg_id, &mark) == SEEN_CONSUMED &&
-                mark == items[i].gen)
-                accept_record_locked(mb, items[i].msg_id, SEEN_CONSUMED, ACK_NOT_SENT);
-            g_mutex_unlock(mb->lock);
+            accept_record_locked(mb, items[i].msg_id, SEEN_CONSUMED, ACK_NOT_SENT);
         }
+        g_mutex_unlock(mb->lock);
     }
     if (failed)
         log_warn("ack: %u of %u broker acks did not go through (%s); those messages are "
@@ -610,6 +619,8 @@ bool held_expire(mailbox *mb)
         it = consume_locked(mb, m, "expired", detail);
         if (ack)
             g_array_append_val(acks, it);
+        else /* its copy is still the broker's: it comes back, flagged or not */
+            accept_record_locked(mb, it.msg_id, SEEN_CONSUMED, ACK_NOT_SENT);
     }
     g_mutex_unlock(mb->lock);
     n = words->len;
@@ -645,6 +656,8 @@ bool mb_expire_claimed(mailbox *mb, const char *msg_id)
              "unread, its sender is told it expired",
              m->env.msgId, m->env.from, m->env.expiresAt);
     it = consume_locked(mb, m, "expired", detail);
+    if (!acks_ok(&st) || it.gen != st.epoch) /* no ack: the broker's copy comes back */
+        accept_record_locked(mb, it.msg_id, SEEN_CONSUMED, ACK_NOT_SENT);
     g_mutex_unlock(mb->lock);
     if (acks_ok(&st) && it.gen == st.epoch)
         ack_broker(mb, &it, 1);

@@ -88,6 +88,7 @@ static void entity_free(mailbox *mb)
     sent_close(mb);
     history_close(mb);
     seen_close(mb->seen);
+    accept_doubt_free(&mb->doubt);
     g_hash_table_destroy(mb->held_ids);
     g_hash_table_destroy(mb->sent_ids);
     g_hash_table_destroy(mb->consumed);

@@ -133,8 +133,9 @@ void mb_late_confirm(mailbox *mb, const char *msg_id, fe_code res, bool unread);
  * Always BR_ACK: the queue is ours alone, and what it held is told. */
 br_action mb_dead_letter(mailbox *lead, const struct br_death *d, const char *body, size_t len);
 
-/* broker callback for lead.<me>.receipts; redelivered: the broker's flag */
-br_action mb_receipt(mailbox *mb, bool redelivered, const char *body, size_t len);
+/* broker callback for lead.<me>.receipts; epoch: the generation of its
+ * consumer channel (BR_ACK acks it there); redelivered: the broker's flag */
+br_action mb_receipt(mailbox *mb, uint64_t epoch, bool redelivered, const char *body, size_t len);
 /* The control plane's answers (`spawned`, SPEC section 11) come on the
  * receipt queue too.  mb_receipt hands one to fn, on the broker thread,
  * only once it is checked: it decodes (wire/control.h), ctl_accept passes

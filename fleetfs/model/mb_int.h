@@ -86,6 +86,28 @@ typedef struct {
     size_t line_len;
 } held_msg;
 
+/* Marks (store/seen.h) of a consumed msgId whose broker copy may still be
+ * in its queue, so that its first copy on a later consumer generation,
+ * flagged redelivered or not, is the broker's own and is acked without
+ * being shown or dead-lettered (held.c, receipts.c).  Any other mark is
+ * the generation the ack went out on (0: unknown, after a restart). */
+#define ACK_NOT_SENT UINT64_MAX       /* the ack could not be sent at all */
+#define ACK_IN_DOUBT (UINT64_MAX - 1) /* sent; its channel ended before it was surely taken */
+/* A broker holds at most `prefetch` unacked messages of one consumer, so
+ * the acks it never took when a channel ended are among the last
+ * `prefetch` that went out on it; the acks of two threads (the ack file,
+ * the injector) may pass each other on the way to the broker thread, one
+ * in flight each: DOUBT_SLACK covers them. */
+#define DOUBT_SLACK 64
+
+/* accept.c: the msgIds whose acks went out last on one consumer
+ * generation (the newest `prefetch` + DOUBT_SLACK); when a newer one is
+ * seen, those still marked with it become ACK_IN_DOUBT */
+typedef struct {
+    uint64_t gen; /* the generation they went out on; 0: none yet */
+    GQueue ids;   /* char*, oldest first */
+} ack_doubt;
+
 typedef struct mb_outbox mb_outbox;
 typedef struct mb_host mb_host;
 
@@ -114,6 +136,7 @@ struct mb_host {
     int64_t trust_loaded;    /* the directory's sig_trust_stamp when it was read */
     int64_t trust_checked;   /* monotonic ms of the last look at it */
     seen_set *receipts_seen; /* receipts applied (their own msgIds) */
+    ack_doubt receipt_doubt; /* the last receipts acked, on their consumer generation */
     char seen_err[200];      /* why a seen set could not be written, or "" */
     GHashTable *refusals;    /* sender -> rate budget of refusal receipts (accept.c) */
 
@@ -174,7 +197,8 @@ struct mailbox {
     bool history_warned; /* the last write failed and was logged */
 
     /* accept.c */
-    seen_set *seen; /* messages: what became of each msgId in this mailbox */
+    seen_set *seen;  /* messages: what became of each msgId in this mailbox */
+    ack_doubt doubt; /* the last messages whose acks went out, on their generation */
 
     /* mailbox.c */
     mb_counters n;
@@ -229,9 +253,25 @@ int rate_take_locked(GHashTable *budgets, const char *key, int burst, int every_
 /* Whether a refusal of sender's message may get a receipt and a history
  * line now (REFUSAL_BURST, then one per REFUSAL_EVERY_MS). */
 bool accept_refusal_allowed_locked(mailbox *mb, const char *sender);
-/* The receipts' own set: true when receipt msgId was applied before;
- * else records it. */
-bool accept_receipt_seen_locked(mailbox *mb, const char *msg_id);
+/* The receipts' own set (receipts and control answers, consumed on
+ * generation gen of the receipt queue): true when msgId was applied
+ * before, and then *again says whether this copy is the broker's own
+ * coming back (flagged redelivered, or the first copy on a later
+ * generation of one whose ack is in doubt): ack it, do not apply it;
+ * false when it is new, and then it is recorded as applied.  Every copy
+ * acked (new or *again) is noted (accept_doubt_note_locked). */
+bool accept_receipt_seen_locked(mailbox *mb, const char *msg_id, uint64_t gen, bool redelivered,
+                                bool *again);
+/* A broker ack of msgId goes out on generation gen (messages: mb->seen and
+ * mb->doubt; receipts: the host's): kept among the last ones of gen.  Once
+ * a later generation is seen (here or in accept_doubt_roll_locked), those
+ * still marked with their own generation in the seen set are marked
+ * ACK_IN_DOUBT: the broker may not have taken their acks. */
+void accept_doubt_note_locked(mailbox *mb, seen_set *s, ack_doubt *d, const char *msg_id,
+                              uint64_t gen);
+/* Generation gen is in use: d's acks of an older one are in doubt now. */
+void accept_doubt_roll_locked(seen_set *s, ack_doubt *d, uint64_t gen);
+void accept_doubt_free(ack_doubt *d);
 void accept_close(mb_host *h);
 /* An entity's own seen set (state_dir/seen), seeded from its history. */
 int accept_open_entity(mailbox *mb, char **err);

@@ -621,8 +621,9 @@ void outbox_free(mb_host *h)
  * valid but its ref names nothing this lead sent to its sender; *again: it
  * was applied before and the broker redelivered it (ack it, do not apply
  * it). */
-static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, bool redelivered,
-                                          bool *unknown, bool *again, char *why, size_t n)
+static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, uint64_t epoch,
+                                          bool redelivered, bool *unknown, bool *again, char *why,
+                                          size_t n)
 {
     const char *r;
     *unknown = false;
@@ -640,11 +641,7 @@ static const char *receipt_refusal_locked(mailbox *mb, const envelope *e, bool r
         *unknown = true;
         return NULL;
     }
-    if (accept_receipt_seen_locked(mb, e->msgId)) {
-        if (redelivered) {
-            *again = true;
-            return NULL;
-        }
+    if (accept_receipt_seen_locked(mb, e->msgId, epoch, redelivered, again) && !*again) {
         snprintf(why, n, "receipt msgId %s was received before", e->msgId);
         return "replayed-receipt";
     }
@@ -693,12 +690,13 @@ int mb_sign_control(mailbox *lead, ctl_env *e)
 
 /* A `spawned` answer (ctl decoded into c): checked, then handed to the
  * hook outside the lock. */
-static br_action control_answer(mailbox *lead, bool redelivered, ctl_env *c)
+static br_action control_answer(mailbox *lead, uint64_t epoch, bool redelivered, ctl_env *c)
 {
     char why[300] = "";
     const char *reason = NULL;
     mb_control_answer_fn fn;
     void *ud;
+    bool again = false;
     g_mutex_lock(lead->lock);
     accept_trust_fresh_locked(lead, false);
     fn = lead->h->control_fn;
@@ -713,11 +711,12 @@ static br_action control_answer(mailbox *lead, bool redelivered, ctl_env *c)
         reason = "bad-receipt";
     } else if (ctl_accept(c, lead->h->trust, lead->o->coord_id, env_now_ms(), why, sizeof why) < 0)
         reason = "bad-receipt";
-    else if (accept_receipt_seen_locked(lead, c->msgId)) {
-        if (redelivered) {
+    else if (accept_receipt_seen_locked(lead, c->msgId, epoch, redelivered, &again)) {
+        if (again) {
             g_mutex_unlock(lead->lock);
-            log_info("control: %s's answer %s came again, redelivered by the broker; acked, "
-                     "applied once already",
+            log_info("control: %s's answer %s came again, the broker's own copy (redelivered, "
+                     "or its ack went out just before the channel ended); acked, applied once "
+                     "already",
                      c->from, c->msgId);
             return BR_ACK;
         }
@@ -739,7 +738,7 @@ static br_action control_answer(mailbox *lead, bool redelivered, ctl_env *c)
     return BR_ACK;
 }
 
-br_action mb_receipt(mailbox *lead, bool redelivered, const char *body, size_t len)
+br_action mb_receipt(mailbox *lead, uint64_t epoch, bool redelivered, const char *body, size_t len)
 {
     envelope e;
     char why[300] = "";
@@ -752,7 +751,7 @@ br_action mb_receipt(mailbox *lead, bool redelivered, const char *body, size_t l
         char cwhy[200];
         if (ctl_decode(body, len, lead->o->max_message, &c, cwhy, sizeof cwhy) == 0) {
             if (!strcmp(c.type, CTL_TYPE_SPAWNED)) {
-                br_action a = control_answer(lead, redelivered, &c);
+                br_action a = control_answer(lead, epoch, redelivered, &c);
                 ctl_free(&c);
                 return a;
             }
@@ -767,7 +766,8 @@ br_action mb_receipt(mailbox *lead, bool redelivered, const char *body, size_t l
     }
     g_mutex_lock(lead->lock);
     if (!reason)
-        reason = receipt_refusal_locked(mb, &e, redelivered, &unknown, &again, why, sizeof why);
+        reason =
+            receipt_refusal_locked(mb, &e, epoch, redelivered, &unknown, &again, why, sizeof why);
     if (reason)
         mb_count_rejection_locked(mb ? mb : lead, reason);
     g_mutex_unlock(lead->lock);
@@ -783,9 +783,12 @@ br_action mb_receipt(mailbox *lead, bool redelivered, const char *body, size_t l
         return BR_REJECT;
     }
     if (again) {
-        log_info("receipts: %s's receipt %s about %s came again, redelivered by the broker (its "
-                 "ack was lost with the connection); acked, applied once already",
-                 e.from, e.msgId, e.ref);
+        log_info("receipts: %s's receipt %s about %s came again, the broker's own copy (its ack "
+                 "was lost with the connection%s); acked, applied once already",
+                 e.from, e.msgId, e.ref,
+                 redelivered ? ""
+                             : ": without the redelivered flag, as LavinMQ sends it after its "
+                               "own restart");
     } else if (unknown ||
                !mb_sent_update(mb, e.ref, env_receipt_recipient(&e), e.state, e.detail)) {
         receipt_changed_nothing(mb, &e, unknown);

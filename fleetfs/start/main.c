@@ -79,10 +79,11 @@ static void hook_arrived(void *ud)
     inj_kick(g_atomic_pointer_get(&f->inj));
 }
 
-static br_action cb_receipt(void *ud, bool redelivered, const char *body, size_t len)
+static br_action cb_receipt(void *ud, uint64_t epoch, bool redelivered, const char *body,
+                            size_t len)
 {
     fleet *f = ud;
-    return mb_receipt(f->mb, redelivered, body, len);
+    return mb_receipt(f->mb, epoch, redelivered, body, len);
 }
 
 /* lead.<me>.dead: dead letters of this host's messages (model/dead.c). */

@@ -301,7 +301,7 @@ static br_action receipt_as(fx *x, bool redelivered, const char *id, const char 
 {
     size_t len;
     char *json = envelope_json(id, "gamma", "beta", ref, sent_in, life, &len);
-    br_action a = mb_receipt(x->mb, redelivered, json, len);
+    br_action a = mb_receipt(x->mb, x->fk.st.epoch, redelivered, json, len);
     free(json);
     return a;
 }
@@ -334,6 +334,19 @@ static unsigned in_history(fx *x, const char *needle)
 
 #define ID1 "11111111111111111111111111111111"
 #define ID2 "22222222222222222222222222222222"
+
+/* prefetch + DOUBT_SLACK other messages delivered and acked on gen: the
+ * acks that went out before them on gen are no longer the last ones, so
+ * the broker surely took them (it holds at most prefetch unacked) */
+static void ack_past_doubt(fx *x, uint64_t gen, unsigned base)
+{
+    char id[ENV_ID_LEN + 1], detail[256];
+    for (int i = 0; i < x->o.prefetch + DOUBT_SLACK; i++) {
+        snprintf(id, sizeof id, "%032x", base + (unsigned)i);
+        assert_int_equal(deliver(x, id, gen, 1000 + (uint64_t)i, false), BR_KEEP);
+        assert_int_equal(mb_ack(x->mb, id, strlen(id), detail, sizeof detail), FE_OK);
+    }
+}
 
 /* ------------------------------------------------------------------ */
 
@@ -1008,8 +1021,10 @@ static void test_refusals_neither_flush_consumed_nor_flood(void **state)
 /* The redelivered flag launders nothing: a copy of a consumed message on
  * the consumer channel its ack went out on is a replay (the broker only
  * redelivers on another channel), flag or not; on a later channel an
- * unflagged copy is a replay, and a flagged one is acked quietly once (it
- * may be our own lost ack), a second one on that channel refused. */
+ * unflagged copy is a replay (once the broker surely took the ack: more
+ * than prefetch acks went out after it), and a flagged one is acked
+ * quietly once (it may be our own lost ack), a second one on that channel
+ * refused. */
 static void test_replay_with_the_flag_is_refused(void **state)
 {
     fx *x = *state;
@@ -1018,6 +1033,7 @@ static void test_replay_with_the_flag_is_refused(void **state)
     assert_int_equal(deliver(x, ID1, 1, 2, true), BR_REJECT);
     assert_int_equal(deliver(x, ID1, 1, 3, false), BR_REJECT);
     assert_int_equal(rejections(x, "replayed"), 2);
+    ack_past_doubt(x, 1, 0x600000);
     x->fk.st.epoch = 2;
     assert_int_equal(deliver(x, ID1, 2, 1, false), BR_REJECT);
     assert_int_equal(deliver(x, ID1, 2, 2, true), BR_ACK);
@@ -1058,6 +1074,75 @@ static void test_consumed_while_down_comes_back_without_the_flag(void **state)
     assert_int_equal(rejections(x, "replayed"), 1);
     assert_int_equal(held(x), 0);
     assert_int_equal(in_history(x, ID1), 1);
+}
+
+/* An ack that went out just before its consumer channel ended (LavinMQ
+ * killed -9 with it unread in its socket) is lost with the broker, which
+ * gives the message back after its restart without the flag: the first
+ * copy on a later channel is the broker's own, acked quietly (not shown,
+ * not dead-lettered); a second copy on that channel is a replay; the
+ * quiet ack lost in turn is forgiven once more on the next channel.  A
+ * message never consumed is shown once, and one whose ack the broker
+ * surely took (prefetch acks went out after it) stays a replay. */
+static void test_ack_lost_with_its_channel_comes_back_without_the_flag(void **state)
+{
+    fx *x = *state;
+    const char *old_id = "33333333333333333333333333333333";
+    assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    x->fk.st.epoch = 2;
+    assert_int_equal(deliver(x, ID1, 2, 1, false), BR_ACK);
+    assert_int_equal(rejections(x, "replayed"), 0);
+    assert_int_equal(deliver(x, ID1, 2, 2, false), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed"), 1);
+    x->fk.st.epoch = 3;
+    assert_int_equal(deliver(x, ID1, 3, 1, false), BR_ACK);
+    assert_int_equal(held(x), 0);
+    assert_int_equal(in_history(x, ID1), 1);
+    /* never consumed: taken, once */
+    assert_int_equal(deliver(x, ID2, 3, 2, false), BR_KEEP);
+    assert_int_equal(held(x), 1);
+    assert_int_equal(ack_write(x, ID2), FE_OK);
+    /* acked long before its channel ended: a copy later is a replay */
+    assert_int_equal(deliver(x, old_id, 3, 3, false), BR_KEEP);
+    assert_int_equal(ack_write(x, old_id), FE_OK);
+    ack_past_doubt(x, 3, 0x610000);
+    x->fk.st.epoch = 4;
+    assert_int_equal(deliver(x, old_id, 4, 1, false), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed"), 2);
+    /* the last acks of channel 3 were in doubt: ID2's was not the last */
+    assert_int_equal(deliver(x, ID2, 4, 2, false), BR_REJECT);
+    assert_int_equal(held(x), 0);
+    assert_int_equal(in_history(x, ID1), 1);
+    assert_int_equal(in_history(x, ID2), 1);
+}
+
+/* The same for a receipt: applied, its ack lost with its channel, the
+ * broker gives it back unflagged: acked, not applied again, not counted;
+ * a second copy on that channel, or one of a receipt acked long before
+ * the channel ended, is replayed-receipt. */
+static void test_receipt_ack_lost_with_its_channel(void **state)
+{
+    fx *x = *state;
+    char detail[256], sent[40], id[ENV_ID_LEN + 1];
+    const char *r1 = "66666666666666666666666666666666";
+    const char *r2 = "77777777777777777777777777777777";
+    assert_int_equal(mb_send(x->mb, "gamma", NULL, "hi", 2, detail, sizeof detail), FE_OK);
+    last_sent_id(x, sent);
+    assert_int_equal(receipt(x, r1, sent, 0, 3600000), BR_ACK);
+    x->fk.st.epoch = 2;
+    assert_int_equal(receipt(x, r1, sent, 0, 3600000), BR_ACK);
+    assert_int_equal(rejections(x, "replayed-receipt"), 0);
+    assert_int_equal(receipt(x, r1, sent, 0, 3600000), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed-receipt"), 1);
+    assert_int_equal(receipt(x, r2, sent, 0, 3600000), BR_ACK);
+    for (int i = 0; i < x->o.prefetch + DOUBT_SLACK; i++) {
+        snprintf(id, sizeof id, "%032x", 0x620000 + i);
+        assert_int_equal(receipt(x, id, sent, 0, 3600000), BR_ACK);
+    }
+    x->fk.st.epoch = 3;
+    assert_int_equal(receipt(x, r2, sent, 0, 3600000), BR_REJECT);
+    assert_int_equal(rejections(x, "replayed-receipt"), 2);
 }
 
 /* A message held (never consumed) when fleetfs stopped comes back after
@@ -1114,6 +1199,7 @@ static void test_receipt_flood_leaves_messages_alone(void **state)
     snprintf(id, sizeof id, "%032x", 0x300000 + flood - 1);
     assert_int_equal(receipt(x, id, sent, 0, 3600000), BR_REJECT);
     assert_int_equal(rejections(x, "replayed-receipt"), 1);
+    ack_past_doubt(x, 1, 0x600000);
     x->fk.st.epoch = 2;
     assert_int_equal(deliver(x, ID1, 2, 1, false), BR_REJECT);
     assert_int_equal(rejections(x, "replayed"), 1);
@@ -1180,7 +1266,7 @@ static void test_upgrade_from_a_stateless_seen_file(void **state)
     assert_true(g_file_set_contents(hist, line, -1, NULL));
     x->mb = open_mb(x);
     assert_int_equal(deliver(x, ID1, 1, 1, true), BR_ACK);
-    assert_int_equal(deliver(x, ID1, 2, 1, false), BR_REJECT);
+    assert_int_equal(deliver(x, ID1, 1, 4, false), BR_REJECT);
     assert_int_equal(deliver(x, ID2, 1, 2, false), BR_REJECT);
     assert_int_equal(deliver(x, ID2, 1, 3, true), BR_KEEP);
     assert_int_equal(held(x), 1);
@@ -1304,7 +1390,7 @@ static br_action receipt_from(fx *x, const char *id, const char *from, const cha
     g_strlcpy(e.state, state, sizeof e.state);
     e.body = "";
     json = env_encode(&e, &len);
-    a = mb_receipt(x->mb, false, json, len);
+    a = mb_receipt(x->mb, x->fk.st.epoch, false, json, len);
     free(json);
     return a;
 }
@@ -1506,7 +1592,7 @@ static char *ctl_json(const char *type, const char *from, const char *to, const 
 
 static br_action receipt_bytes(fx *x, bool redelivered, const char *json, size_t len)
 {
-    return mb_receipt(x->mb, redelivered, json, len);
+    return mb_receipt(x->mb, x->fk.st.epoch, redelivered, json, len);
 }
 
 static void test_a_spawned_answer_is_checked_and_handed_once(void **state)
@@ -1951,6 +2037,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_full_receipt_queue_stalls_only_its_peer, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_ack_lost_with_its_channel_comes_back_without_the_flag,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_receipt_ack_lost_with_its_channel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_redelivered_receipt_is_acked_not_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_a_spawned_answer_is_checked_and_handed_once, setup,
