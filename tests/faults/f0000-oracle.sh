@@ -13,6 +13,8 @@
 # mailbox queue or failed broker query, tags r1/r10; a dead letter of the
 # sender left in its lead.<host>.dead, that queue missing, a sent entry
 # dead-lettered beyond what fleet.dlq holds), it must say NOT OK;
+# after_fault must not resend an ETIMEDOUT write the receiver consumed,
+# nor any before its fate is known (consumed, or the mailbox empty);
 # fed a clean run it must pass. No broker and no mount: rabbitmqctl's answer is stubbed.
 # Runs in seconds (the first file of tests/faults/run).
 . "$(dirname "$0")/../lib.sh"
@@ -139,6 +141,21 @@ test_expect_success 'after_fault resends every ETIMEDOUT write under its msgId (
     unset -f after_fault && . "$FLEET_ROOT/tests/faults/faults.sh" &&
     echo 0123456789abcdef0123456789abcdef >want && test_cmp want alpha/leads/alpha/resend &&
     printf "2 ok\n4 no-msgId\n" >want && test_cmp want T.resent
+'
+test_expect_success 'after_fault resends no ETIMEDOUT write the receiver consumed (a second copy is a dead letter)' '
+    clean && mkdir -p alpha/leads/alpha && : >alpha/leads/alpha/resend &&
+    printf "1 ok\n2 ETIMEDOUT 0123456789abcdef0123456789abcdef\n3 ok\n4 ETIMEDOUT 4444444444444444444444444444444a\n" >T.writes &&
+    resend_timedout T beta &&
+    echo 4444444444444444444444444444444a >want && test_cmp want alpha/leads/alpha/resend &&
+    printf "2 consumed\n4 ok\n" >want && test_cmp want T.resent
+'
+test_expect_success 'after_fault waits for the fate of an ETIMEDOUT write: consumed, or the mailbox empty at two looks' '
+    clean && printf "1 ok\n2 ok\n3 ok\n4 ETIMEDOUT 0123456789abcdef0123456789abcdef\n" >T.writes &&
+    QUEUES=$(printf "lead.beta.inbox 1\nfleet.dlq 0") &&
+    FAULT_FATE_S=2 test_must_fail _fate_known T beta &&
+    QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 0") && _fate_known T beta &&
+    QUEUES=$(printf "lead.beta.inbox 1\nfleet.dlq 0") &&
+    printf "2\tid4\tT 4\n" >>beta.read && printf "2\tid4\tok\n" >>beta.acked && _fate_known T beta
 '
 test_expect_success 'more ETIMEDOUT writes than the faults explain (one each)' '
     clean && printf "1 ok\n2 ETIMEDOUT a\n3 ok\n4 ETIMEDOUT b\n" >T.writes &&

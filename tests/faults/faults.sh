@@ -31,10 +31,13 @@
 #                                   "TAG 1".."TAG N" and succeeded, for reconcile
 #   stream_wait TAG [TIMEOUT]       wait for that sender to finish
 #   stream_progress TAG             how many writes it has done so far
-#   after_fault FROM TO TAG [K]     once the stream is done and the fault over: every write
-#                                   that failed ETIMEDOUT published again under its msgId
-#                                   (resend_timedout: FROM's resend file, one write each,
-#                                   results in TAG.resent), then K (default 3) more writes
+#   after_fault FROM TO TAG [K]     once the stream is done and the fault over: the fate
+#                                   of each write that failed ETIMEDOUT awaited at TO
+#                                   (consumed there, or TO's mailbox empty: _fate_known),
+#                                   then every one TO did not consume published again
+#                                   under its msgId (resend_timedout: FROM's resend file,
+#                                   one write each, results in TAG.resent), then K
+#                                   (default 3) more writes
 #                                   "TAG I" (I = N+1..N+K), each of which must succeed;
 #                                   reconcile then requires them consumed, so both sides are
 #                                   proven to work again
@@ -203,18 +206,23 @@ stream_written() {
   rm -f "$TEST_DIR/$tag.after" "$TEST_DIR/$tag.resent" "$TEST_DIR/$tag.kills"
 }
 
-# resend_timedout TAG: once the fault is over, every write of TAG that
+# resend_timedout TAG [TO]: once the fault is over, every write of TAG that
 # failed ETIMEDOUT is published again under its msgId (FROM's resend file,
 # as its writer would), one write each; "NUMBER RESULT" per write in
-# TAG.resent (EINVAL: no longer unconfirmed, the broker had it). reconcile
-# then wants each of them consumed exactly once.
+# TAG.resent (EINVAL: no longer unconfirmed, the broker had it). With TO,
+# one the test saw consumed at TO is not ("NUMBER consumed"): it arrived,
+# and a second copy would be the receiver's `duplicate` or `replayed` dead
+# letter (SPEC section 9: a msgId seen before is refused). reconcile then
+# wants each of them consumed exactly once.
 resend_timedout() {
-  local tag=$1 from i r id rest err
+  local tag=$1 to=${2:-} from i r id rest err
   from=$(cat "$TEST_DIR/$tag.from")
   : >"$TEST_DIR/$tag.resent"
   while read -r i r id rest; do
     [[ $r == ETIMEDOUT ]] || continue
-    if [[ -z $id || $id == - ]]; then
+    if [[ -n $to && $(_consumed_n "$to" "$tag $i") -ge 1 ]]; then
+      echo "$i consumed" >>"$TEST_DIR/$tag.resent"
+    elif [[ -z $id || $id == - ]]; then
       echo "$i no-msgId" >>"$TEST_DIR/$tag.resent"
     elif err=$({ echo "$id" >"$(_home "$from")/resend"; } 2>&1); then
       echo "$i ok" >>"$TEST_DIR/$tag.resent"
@@ -254,10 +262,46 @@ stream_wait() {
   wait_for "${2:-600}" "test -f '$TEST_DIR/$1.done'"
 }
 
+# _fate_known TAG TO: wait (up to FAULT_FATE_S, default 120 s) until the
+# fate of every write of TAG that failed ETIMEDOUT is known at TO: the test
+# saw it consumed there, or TO's mailbox in the broker held nothing at two
+# looks a second apart (nothing ready, nothing held unacked: a copy that
+# is not consumed by then never arrived). A resend before that can be a
+# second copy of a message the broker took without confirming it: when
+# the stream ends a second after the broker is back, the receiver has not
+# read it yet, and its receipt, which would make the resend refused
+# EINVAL, waits in the receiver's outbox backoff.
+_fate_known() {
+  local tag=$1 to=$2 i r rest k left='' empty=0 pending q
+  local -a timedout=()
+  while read -r i r rest; do
+    [[ $r == ETIMEDOUT ]] && timedout+=("$i")
+  done <"$TEST_DIR/$tag.writes"
+  [[ ${#timedout[@]} -gt 0 ]] || return 0
+  for ((k = 0; k < ${FAULT_FATE_S:-120}; k++)); do
+    pending=0
+    for i in "${timedout[@]}"; do
+      [[ $(_consumed_n "$to" "$tag $i") -ge 1 ]] || pending=1
+    done
+    [[ $pending -eq 1 ]] || return 0
+    q=$(broker_queues) || return 1
+    left=$(awk -v q="$(_box "$to")" '$1 == q { print $2 }' <<<"$q")
+    if [[ $left == 0 ]]; then
+      ((empty++ == 0)) || return 0
+    else
+      empty=0
+    fi
+    sleep 1
+  done
+  echo "after_fault: $tag's ETIMEDOUT writes neither consumed at $to nor gone: $(_box "$to") holds ${left:-?} after ${FAULT_FATE_S:-120} s" >&2
+  return 1
+}
+
 after_fault() {
   local from=$1 to=$2 tag=$3 k=${4:-3} n i r bad=0
   test -f "$TEST_DIR/$tag.done" || { echo "after_fault: stream $tag is not done" >&2; return 1; }
-  resend_timedout "$tag"
+  _fate_known "$tag" "$to" || return 1
+  resend_timedout "$tag" "$to"
   n=$(wc -l <"$TEST_DIR/$tag.writes")
   for ((i = n + 1; i <= n + k; i++)); do
     r=$(_write_one "$from" "$to" "$tag $i") || bad=1
