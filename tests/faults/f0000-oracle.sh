@@ -24,6 +24,8 @@ FAULT_SETTLE_S=0
 FAULT_LATE_S=0
 broker_queues() { printf '%s\n' "$QUEUES"; }
 _dlq_sample() { :; }
+# what rawpub --take would find in fleet.dlq: DLQ_TAKEN's lines
+_torn_copies() { printf '%s' "${DLQ_TAKEN:-}" | grep . >"$TEST_DIR/$1.dlq"; awk -F '\t' '$4 == "torn"' "$TEST_DIR/$1.dlq"; }
 mkdir -p alpha beta/leads/beta
 
 # clean: writes 1..3 ok and 4 refused (ECOMM); the reader read 1..3 in pass
@@ -32,7 +34,7 @@ clean() {
     printf '1 ok\n2 ok\n3 ok\n4 ECOMM\n' >T.writes && echo alpha >T.from &&
     printf '1\tid1\tT 1\n1\tid2\tT 2\n1\tid3\tT 3\n' >beta.read &&
     printf '1\tid1\tok\n1\tid2\tok\n1\tid3\tok\n' >beta.acked &&
-    : >beta/leads/beta/history && rm -f T.after T.resent T.kills herdr.jsonl &&
+    : >beta/leads/beta/history && rm -f T.after T.resent T.kills herdr.jsonl .harness/torn &&
     echo "rejected: 0" >beta/status && echo "rejected: 0" >alpha/status
 }
 # caught WHY: reconcile must fail and say WHY
@@ -117,6 +119,20 @@ test_expect_success 'a dead letter, a message left in the mailbox, a missing fle
     clean && QUEUES=$(printf "lead.beta.inbox 2\nfleet.dlq 1") &&
     caught "lead.beta.inbox in the broker holds 2" && grep -q "fleet.dlq holds 1" out &&
     QUEUES="lead.beta.inbox 0" && caught "fleet.dlq holds missing"
+'
+test_expect_success 'torn copies (a broker killed mid-write): counted apart, at most two a fault, each rejected' '
+    clean && rm -f .harness/torn && TORN=$(printf "id9\t120\t40\ttorn\n") &&
+    QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 1\nlead.alpha.dead 0") && echo "rejected: 1" >beta/status &&
+    DLQ_TAKEN=$TORN reconcile T beta --min-ok 3 && grep -q "^torn copies 1" T.reconciled &&
+    DLQ_TAKEN=$TORN && export DLQ_TAKEN &&
+    rm -f .harness/torn && echo "rejected: 0" >beta/status && caught "rejected: 0 in all (want 1, 1 of them torn" &&
+    rm -f .harness/torn && echo "rejected: 1" >alpha/status && echo "rejected: 1" >beta/status &&
+    caught "rejected: 2 in all (want 1, 1 of them torn" &&
+    rm -f .harness/torn && echo "rejected: 0" >alpha/status && echo "rejected: 2" >beta/status &&
+    QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 2\nlead.alpha.dead 0") &&
+    DLQ_TAKEN=$(printf "id9\t120\t40\ttorn\nid8\t120\t-1\twhole\n") && caught "fleet.dlq holds 2 (want 0, and 1 torn)" &&
+    rm -f .harness/torn && echo "rejected: 3" >beta/status && QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 3\nlead.alpha.dead 0") &&
+    DLQ_TAKEN=$(printf "a\t9\t4\ttorn\nb\t9\t4\ttorn\nc\t9\t4\ttorn\n") && caught "3 torn copies, more than the 1 fault"
 '
 test_expect_success 'a rejected counter on either side' '
     clean && echo "rejected: 2" >alpha/status && caught "rejected: 2 in all"

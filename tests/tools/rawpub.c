@@ -13,6 +13,7 @@
  *   rawpub URI QUEUE --get-requeue [--ca FILE]
  *   rawpub URI QUEUE --move [--ca FILE]
  *   rawpub URI QUEUE --consume N [--ca FILE]
+ *   rawpub URI QUEUE --take [--ca FILE]
  *
  * One persistent message to the default exchange, routing key QUEUE,
  * mandatory, on a channel in confirm mode; it always waits for the
@@ -58,10 +59,19 @@
  * manual ack), prints "consuming", then each of the next N bodies on a
  * line of its own, acking each, and exits 0: a reader of a mailbox that is
  * no fleetfs and sends no heartbeat (another implementation of the
- * protocol). */
+ * protocol).
+ *
+ * --take takes every message of QUEUE off it (basic.get, acked) and prints
+ * one line for each: its AMQP message id ("-" without one), the length of
+ * its body, the offset of the body's first NUL byte (-1: none), and
+ * "torn" when the body is bytes without a NUL followed by NUL bytes to its
+ * end (what an interrupted write into a zeroed file leaves), else
+ * "whole".  A test reads fleet.dlq with it: a torn copy of a message is
+ * told from a refused whole one without trusting what fleetfs says. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <glib.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -88,7 +98,7 @@ typedef struct {
     const char *answer, *answer_state, *detail, *gid; /* --answer: a control `spawned` */
     long expires_in, sent_in, count;
     long consume;
-    bool tamper, print, get_requeue, move;
+    bool tamper, print, get_requeue, move, take;
 } rp_args;
 
 static void rp_usage(void)
@@ -104,7 +114,7 @@ static void rp_usage(void)
             "                        --answer REQUEST_ID STATE [--detail TEXT] [--gid GID]\n"
             "                        [--expires-in SEC] [--sent-in SEC] [--msgid ID]\n"
             "                        [--tamper] [--print]\n"
-            "       rawpub URI QUEUE --get-requeue | --move [--ca FILE]\n"
+            "       rawpub URI QUEUE --get-requeue | --move | --take [--ca FILE]\n"
             "       rawpub URI QUEUE --consume N [--ca FILE]\n");
     exit(RP_USAGE);
 }
@@ -202,6 +212,8 @@ static void rp_parse(int argc, char **argv, rp_args *a)
             a->get_requeue = true;
         } else if (strcmp(o, "--move") == 0) {
             a->move = true;
+        } else if (strcmp(o, "--take") == 0) {
+            a->take = true;
         } else if (strcmp(o, "--consume") == 0) {
             a->consume = rp_long(argc, argv, &i);
             if (a->consume < 1)
@@ -211,10 +223,10 @@ static void rp_parse(int argc, char **argv, rp_args *a)
         }
     }
     if ((a->body != NULL) + (a->body_file != NULL) + (a->sign != NULL) + a->get_requeue + a->move +
-            (a->consume > 0) !=
+            a->take + (a->consume > 0) !=
         1)
         rp_die(RP_USAGE, "give exactly one of --body, --body-file, --sign, --get-requeue, --move, "
-                         "--consume");
+                         "--take, --consume");
     if (a->sign != NULL && (a->from == NULL || a->to == NULL || (a->text == NULL) == !a->answer))
         rp_die(RP_USAGE, "--sign needs --from, --to and --text (or --answer instead of --text)");
     if (a->count != 0 && (a->sign == NULL || a->msgid != NULL || a->count < 1))
@@ -550,6 +562,32 @@ static int rp_move(amqp_connection_state_t c, const rp_args *a, rp_confirms *k)
     return 0;
 }
 
+/* --take: every message off the queue, one line each (see the top). */
+static int rp_take(amqp_connection_state_t c, const rp_args *a)
+{
+    amqp_message_t m;
+    amqp_basic_get_ok_t ok;
+
+    while (rp_get(c, a, &m, &ok)) {
+        const char *b = m.body.bytes;
+        const char *nul = m.body.len ? memchr(b, '\0', m.body.len) : NULL;
+        bool torn = nul && nul > b;
+        for (const char *p = nul; torn && p < b + m.body.len; p++)
+            torn = *p == '\0';
+        if (m.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
+            printf("%.*s", (int)m.properties.message_id.len,
+                   (const char *)m.properties.message_id.bytes);
+        else
+            printf("-");
+        printf("\t%zu\t%td\t%s\n", m.body.len, nul ? nul - b : (ptrdiff_t)-1,
+               torn ? "torn" : "whole");
+        if (amqp_basic_ack(c, 2, ok.delivery_tag, 0) != AMQP_STATUS_OK)
+            rp_die(RP_USAGE, "cannot ack a message taken from %s", a->queue);
+        amqp_destroy_message(&m);
+    }
+    return 0;
+}
+
 /* --consume: print and ack the next n deliveries of queue. */
 static int rp_consume(amqp_connection_state_t c, const char *queue, long n)
 {
@@ -589,7 +627,7 @@ int main(int argc, char **argv)
 
     rp_parse(argc, argv, &a);
     shown = uri_redact(a.uri);
-    if (!a.get_requeue && !a.move && !a.consume) {
+    if (!a.get_requeue && !a.move && !a.take && !a.consume) {
         body = rp_body(&a, &len, msgid);
         if (a.print) {
             fwrite(body, 1, len, stdout);
@@ -602,6 +640,8 @@ int main(int argc, char **argv)
         rc = rp_consume(c, a.queue, a.consume);
     } else if (a.get_requeue) {
         rc = rp_get_requeue(c, &a);
+    } else if (a.take) {
+        rc = rp_take(c, &a);
     } else if (a.move) {
         rc = rp_move(c, &a, &k);
     } else {
