@@ -65,9 +65,11 @@
  * one line for each: its AMQP message id ("-" without one), the length of
  * its body, the offset of the body's first NUL byte (-1: none), and
  * "torn" when the body is bytes without a NUL followed by NUL bytes to its
- * end (what an interrupted write into a zeroed file leaves), else
- * "whole".  A test reads fleet.dlq with it: a torn copy of a message is
- * told from a refused whole one without trusting what fleetfs says. */
+ * end, or empty without a message id (what an interrupted write into a
+ * zeroed file leaves: the rest of the message, or all of it but its first
+ * field, still zero), else "whole".  A test reads fleet.dlq with it: a
+ * torn copy of a message is told from a refused whole one without
+ * trusting what fleetfs says. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -571,10 +573,12 @@ static int rp_take(amqp_connection_state_t c, const rp_args *a)
     while (rp_get(c, a, &m, &ok)) {
         const char *b = m.body.bytes;
         const char *nul = m.body.len ? memchr(b, '\0', m.body.len) : NULL;
-        bool torn = nul && nul > b;
-        for (const char *p = nul; torn && p < b + m.body.len; p++)
+        bool has_id = m.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG;
+        /* cut off after its first field: no properties, no body */
+        bool torn = nul != NULL || (m.body.len == 0 && !has_id);
+        for (const char *p = nul; nul && torn && p < b + m.body.len; p++)
             torn = *p == '\0';
-        if (m.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
+        if (has_id)
             printf("%.*s", (int)m.properties.message_id.len,
                    (const char *)m.properties.message_id.bytes);
         else
