@@ -534,6 +534,9 @@ static const struct opts_def opts_table[] = {
      "how long a message waits in a mailbox (same fleet-wide)"},
     {"expires_in", opts_set_duration, OFF(expires_in_ms), NULL, "message_ttl",
      "a message's lifetime unless its send.json says otherwise; at most message_ttl"},
+    {"ask_timeout", opts_set_duration, OFF(ask_timeout_ms), NULL, "2m (at most message_ttl)",
+     "how long a question written to ask waits for its answer (its lifetime) unless ask.json "
+     "says; at most message_ttl"},
     {"expire_grace", opts_set_duration, OFF(expire_grace_ms), NULL, "10s",
      "after a message's expiresAt, how long sent waits for the receiver's word before it says "
      "expired by this host's clock"},
@@ -763,6 +766,14 @@ int opts_finish(fs_opts *o, char **err)
         *err = g_strdup_printf("expires_in: %lld ms is longer than message_ttl (%lld ms): a "
                                "receiver would refuse such messages; choose at most message_ttl",
                                (long long)o->expires_in_ms, (long long)o->message_ttl_ms);
+        return -1;
+    }
+    if (o->ask_timeout_ms == 0) /* 2 minutes, unless messages live shorter */
+        o->ask_timeout_ms = MIN(2 * 60 * 1000, o->message_ttl_ms);
+    if (o->ask_timeout_ms > o->message_ttl_ms || o->ask_timeout_ms < 1000) {
+        *err = g_strdup_printf("ask_timeout: %lld ms is not from 1s to message_ttl (%lld ms): "
+                               "choose a question's lifetime in that range",
+                               (long long)o->ask_timeout_ms, (long long)o->message_ttl_ms);
         return -1;
     }
     if (prof_check(&o->profiles, o->inject, o->inject_commands, err) < 0)

@@ -37,6 +37,8 @@ typedef struct {
     int64_t message_ttl_ms;
     int64_t expires_in_ms;   /* a message's default lifetime (expiresAt - sentAt); 0:
                                 message_ttl.  At most message_ttl (opts_finish) */
+    int64_t ask_timeout_ms;  /* a question's lifetime (ask) unless ask.json says; at most
+                                message_ttl */
     int64_t expire_grace_ms; /* after expiresAt, wait this long for the receiver's word
                                 before `sent` concludes expired by this host's clock */
     int prefetch;

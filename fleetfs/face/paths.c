@@ -96,6 +96,10 @@ static node_kind home_file(const char *s, bool lead)
         return N_ASEND;
     if (!lead && !strcmp(s, "send.json"))
         return N_ASENDJ;
+    if (!lead && !strcmp(s, "ask"))
+        return N_ASK;
+    if (!lead && !strcmp(s, "ask.json"))
+        return N_ASKJ;
     return N_NONE;
 }
 
@@ -104,6 +108,8 @@ static node_kind peer_file(const fleet *f, gchar **c, guint n, char ref[ENV_ID_L
     if (n == 3)
         return !strcmp(c[2], "send")        ? N_SEND
                : !strcmp(c[2], "send.json") ? N_SENDJ
+               : !strcmp(c[2], "ask")       ? N_ASK
+               : !strcmp(c[2], "ask.json")  ? N_ASKJ
                : !strcmp(c[2], "status")    ? N_PSTATUS
                : !strcmp(c[2], "reply")     ? N_REPLYDIR
                                             : N_NONE;
@@ -130,6 +136,13 @@ static node_kind home_path(node *out, gchar **c, guint n, bool lead)
         g_strlcpy(out->name, c[3], sizeof out->name);
         return N_TO;
     }
+    /* to/<target>.json: no address has a '.', so the name is the form */
+    if (n == 4 && k == N_TODIR && g_str_has_suffix(c[3], ".json")) {
+        g_strlcpy(out->name, c[3], MIN(sizeof out->name, strlen(c[3]) - strlen(".json") + 1));
+        if (addr_parse(out->name, &(addr){0}))
+            return N_TOJ;
+        out->name[0] = '\0';
+    }
     return N_NONE;
 }
 
@@ -148,6 +161,8 @@ static node_kind agent_path(const fleet *f, node *out, gchar **c, guint n)
     if (!home)
         return n == 3 && !strcmp(c[2], "send")        ? N_ASEND
                : n == 3 && !strcmp(c[2], "send.json") ? N_ASENDJ
+               : n == 3 && !strcmp(c[2], "ask")       ? N_ASK
+               : n == 3 && !strcmp(c[2], "ask.json")  ? N_ASKJ
                : n == 3 && !strcmp(c[2], "status")    ? N_ASTATUS
                                                       : N_NONE;
     return home_path(out, c, n, false);
@@ -224,14 +239,22 @@ bool tr_is_writable(node_kind k)
 {
     return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
            k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP ||
-           k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ;
+           k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK || k == N_ASKJ ||
+           k == N_TOJ;
 }
 
 /* A write to it is a message (mb_send): writers share these files. */
 bool tr_sends_message(node_kind k)
 {
     return k == N_SEND || k == N_REPLY || k == N_HREPLY || k == N_ASEND || k == N_TO ||
-           k == N_GSEND || k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ;
+           k == N_GSEND || k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK ||
+           k == N_ASKJ || k == N_TOJ;
+}
+
+/* Opened read-write: the write asks, the read answers. */
+bool tr_is_ask(node_kind k)
+{
+    return k == N_ASK || k == N_ASKJ;
 }
 
 static void list_strv(GPtrArray *out, char **names, const char *prefix)
@@ -288,7 +311,8 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
         break;
     }
     case N_PEER: {
-        static const char *const files[] = {"send", "send.json", "status", "reply"};
+        static const char *const files[] = {"ask",       "ask.json", "send",
+                                            "send.json", "status",   "reply"};
         list_const(out, files, G_N_ELEMENTS(files));
         break;
     }
@@ -308,11 +332,12 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
     }
     case N_AGENT:
         if (n.home) {
-            static const char *const files[] = {"inbox",  "ack",   "history", "sent", "status",
-                                                "resend", "reply", "to",      "send", "send.json"};
+            static const char *const files[] = {"inbox",  "ack",       "history", "sent",
+                                                "status", "resend",    "reply",   "to",
+                                                "send",   "send.json", "ask",     "ask.json"};
             list_const(out, files, G_N_ELEMENTS(files));
         } else {
-            static const char *const files[] = {"send", "send.json", "status"};
+            static const char *const files[] = {"send", "send.json", "ask", "ask.json", "status"};
             list_const(out, files, G_N_ELEMENTS(files));
         }
         break;

@@ -351,6 +351,8 @@ GString *st_root(fleet *f)
                            (unsigned long long)n.receipts_pending,
                            (unsigned long long)n.receipts_dropped, (unsigned long long)n.dead_home,
                            (unsigned long long)n.dead_foreign);
+    /* consumed unread here: past their expiresAt (issue 36) */
+    g_string_append_printf(s, "expired: %llu\n", (unsigned long long)n.expired);
     rej = mb_render_rejections(f->mb);
     g_string_append(s, rej->str);
     g_string_free(rej, TRUE);
@@ -495,10 +497,10 @@ GString *st_agent(fleet *f, const char *gid, bool fresh)
                                *joined ? " " : "", joined, inj ? inj : "starting");
         g_string_append_printf(s,
                                "sent: %llu\nreceived: %llu\ninjected: %llu\nacked: %llu\n"
-                               "rejected: %llu\n",
+                               "rejected: %llu\nexpired: %llu\n",
                                (unsigned long long)n.sent, (unsigned long long)n.received,
                                (unsigned long long)n.injected, (unsigned long long)n.acked,
-                               (unsigned long long)n.rejected);
+                               (unsigned long long)n.rejected, (unsigned long long)n.expired);
         g_free(inj);
         g_free(joined);
         g_strfreev(groups);
@@ -545,6 +547,9 @@ const char *st_readme(void)
            "  leads/<me>/resend       write the msgId of an unconfirmed send to publish it again\n"
            "  peers/<id>/send         one write is one message to <id>\n"
            "  peers/<id>/reply/<msgId>  one write answers message <msgId> from <id>\n"
+           "  peers/<id>/ask          open read-write: one write is a question, a read waits\n"
+           "                          for <id>'s answer (ETIMEDOUT at its lifetime, 2m);\n"
+           "                          ask.json takes {body, expiresIn}; agents/<gid>/ask too"
            "  peers/<id>/status       the peer's mailbox: present/absent, backlog, readers;\n"
            "                          its presence (live/stale/left/never) and agent state\n"
            "  roster                  every lead heard from, one JSON line each, with its groups\n"
@@ -552,7 +557,8 @@ const char *st_readme(void)
            "  agents/<gid>/send       one write is one message from this lead to that agent\n"
            "  agents/<gid>/status     the agent's mailbox, presence, state and groups\n"
            "  agents/<local gid>/     a local agent's home: inbox ack history sent resend reply/,\n"
-           "                          and to/<id or group:g> to send as that agent\n"
+           "                          and to/<id or group:g> (to/<id>.json as send.json) to\n"
+           "                          send as that agent\n"
            "  groups/<g>/send         one message to every member of g (one publish)\n"
            "  groups/<g>/members      the ids in g, one per line\n"
            "  hosts/<h>/status        presence, last heartbeat, profiles offered, agents there\n"

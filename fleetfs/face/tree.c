@@ -55,6 +55,7 @@
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/names.h"
 #include "fleetfs/agents/agents.h"
+#include "fleetfs/face/askfile.h"
 #include "fleetfs/face/fuseopen.h"
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/base/log.h"
@@ -67,6 +68,7 @@ typedef struct {
     mailbox *home;               /* a ref, as node.home */
     GString *snap;               /* readable snapshot files */
     mb_view *view;               /* inbox */
+    askf *ask;                   /* ask, ask.json */
 } handle;
 
 /* How long the kernel keeps names, and the attributes that do not change
@@ -305,7 +307,7 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
         st->st_nlink = 1;
         st->st_size = (off_t)strlen(f->opts->coord_id) + 6;
     } else {
-        st->st_mode = S_IFREG | (tr_is_writable(n.k) ? 0200 : 0400);
+        st->st_mode = S_IFREG | (tr_is_ask(n.k) ? 0600 : tr_is_writable(n.k) ? 0200 : 0400);
         st->st_nlink = 1;
         if (n.k == N_INBOX) {
             st->st_size = (off_t)mb_inbox_size(n.home, r->cx->pid);
@@ -542,7 +544,10 @@ static int node_open(const rq *r, const char *path, struct fuse_file_info *fi)
         return -ENOENT;
     /* O_TRUNC comes here (atomic_o_trunc, ll_init): fine on what one
      * writes to, refused on the rest as truncate(2) is */
-    if (tr_outsider(r) || (tr_is_writable(n.k) ? acc != O_WRONLY : acc != O_RDONLY) ||
+    if (tr_outsider(r) ||
+        (tr_is_ask(n.k)        ? acc != O_RDWR
+         : tr_is_writable(n.k) ? acc != O_WRONLY
+                               : acc != O_RDONLY) ||
         ((fi->flags & O_TRUNC) && !tr_is_writable(n.k))) {
         tr_node_clear(&n);
         return -EACCES;
@@ -558,6 +563,8 @@ static int node_open(const rq *r, const char *path, struct fuse_file_info *fi)
     h->home = n.home; /* the node's ref moves to the handle */
     if (n.k == N_INBOX)
         h->view = mb_view_open(h->home, r->cx->pid);
+    else if (tr_is_ask(n.k))
+        h->ask = askf_open(f->mb); /* the lead asks */
     else if (!tr_is_writable(n.k))
         h->snap = render(f, &n, true);
     fi->fh = (uint64_t)(uintptr_t)h;
@@ -572,6 +579,8 @@ static void handle_free(handle *h)
 {
     if (h->view)
         mb_view_close(h->home, h->view);
+    if (h->ask)
+        askf_release(h->ask);
     if (h->snap)
         g_string_free(h->snap, TRUE);
     mb_unref(h->home);
@@ -601,6 +610,10 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     char *buf;
     size_t n = 0;
     (void)ino;
+    if (h->ask) {
+        askf_read(h->ask, req, size, fi->flags); /* replies now or once answered */
+        return;
+    }
     if (!h->view && !h->snap) {
         fuse_reply_err(req, EBADF);
         return;
@@ -701,6 +714,18 @@ static int node_write(const rq *r, fuse_req_t req, handle *h, const char *buf, s
         snprintf(to, sizeof to, "%s%s", GROUP_PREFIX, h->name);
         res = mb_send_json_start(f->mb, to, buf, size, sent_answered, w, detail, sizeof detail);
         break;
+    case N_TOJ:
+        res = mb_send_json_start(h->home, h->name, buf, size, sent_answered, w, detail,
+                                 sizeof detail);
+        break;
+    case N_ASK:
+    case N_ASKJ: {
+        /* answered here, once the broker has the question (bounded by
+         * send_timeout): the read that follows must find it registered */
+        int e = askf_write(h->ask, h->name, h->kind == N_ASKJ, buf, size);
+        g_free(w);
+        return e ? -e : (int)size;
+    }
     case N_RESEND:
         res = mb_resend_start(h->home, buf, size, sent_answered, w, detail, sizeof detail);
         break;
@@ -800,6 +825,8 @@ static void ll_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     (void)ino;
     if (h->view) {
         revents = mb_view_poll(h->home, h->view, ph);
+    } else if (h->ask) {
+        revents = askf_poll(h->ask, ph);
     } else {
         if (ph)
             fuse_pollhandle_destroy(ph);

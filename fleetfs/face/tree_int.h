@@ -58,6 +58,9 @@ typedef enum {
     N_SENDJ,     /* peers/<id>/send.json: one JSON message (body, expiresIn, replyTo) */
     N_ASENDJ,    /* agents/<gid>/send.json */
     N_GSENDJ,    /* groups/<g>/send.json */
+    N_ASK,       /* peers/<id>/ask, agents/<gid>/ask: one question, its answer read back */
+    N_ASKJ,      /* peers/<id>/ask.json, agents/<gid>/ask.json: the question as send.json */
+    N_TOJ,       /* agents/<local gid>/to/<target>.json: send.json as that agent */
 } node_kind;
 
 /* A resolved path.  name: the peer, agent gid, group or target the node is
@@ -87,6 +90,7 @@ bool tr_is_dir(node_kind k);
 bool tr_address_peer(const fleet *f, const char *path);
 bool tr_is_writable(node_kind k);
 bool tr_sends_message(node_kind k);
+bool tr_is_ask(node_kind k);
 void tr_node_clear(node *n);
 bool tr_outsider(const rq *r);
 int tr_dir_list(const rq *r, const char *path, GPtrArray *out);

@@ -72,10 +72,12 @@ static void held_free(held_msg *m)
 /* The one place a held message leaves `held`. */
 void held_remove_locked(mailbox *mb, held_msg *m)
 {
-    assert(mb->held_bytes >= m->line_len);
+    /* an asker's answer is not in the inbox: its line was never counted */
+    size_t shown = m->owner == HELD_ASKED ? 0 : m->line_len;
+    assert(mb->held_bytes >= shown);
     g_queue_remove(&mb->held, m);
     g_hash_table_remove(mb->held_ids, m->env.msgId);
-    mb->held_bytes -= m->line_len;
+    mb->held_bytes -= shown;
     assert(mb->held.length > 0 || mb->held_bytes == 0);
     held_free(m);
     mb_touch_locked(mb, MB_INBOX);
@@ -139,21 +141,36 @@ static void report_refusal_locked(mailbox *mb, const envelope *e, const char *re
     outbox_queue_locked(mb, e, "rejected", detail);
 }
 
-static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag, bool redelivered)
+/* asked: the answer to an open ask, kept for its asker (not shown) */
+static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag, bool redelivered,
+                            bool asked)
 {
     held_msg *m = g_new0(held_msg, 1);
     m->env = *e;
     m->gen = gen;
     m->tag = tag;
     m->redelivered = redelivered;
+    m->owner = asked ? HELD_ASKED : HELD_FREE;
     if (env_time_parse(m->env.expiresAt, &m->expires_ms) < 0)
         m->expires_ms = INT64_MAX; /* accept_lifetime parsed it: not reached */
     env_time_format(env_now_ms(), m->received_at);
     m->line = env_inbox_line(&m->env, m->received_at, redelivered, &m->line_len);
     g_queue_push_tail(&mb->held, m);
     g_hash_table_insert(mb->held_ids, m->env.msgId, m);
-    mb->held_bytes += m->line_len;
     mb->n.received++;
+    if (asked)
+        return;
+    mb->held_bytes += m->line_len;
+    mb_touch_locked(mb, MB_INBOX);
+    views_append_locked(mb, m->line, m->line_len);
+}
+
+void held_release_asked_locked(mailbox *mb, held_msg *m)
+{
+    if (m->owner != HELD_ASKED)
+        return;
+    m->owner = HELD_FREE;
+    mb->held_bytes += m->line_len;
     mb_touch_locked(mb, MB_INBOX);
     views_append_locked(mb, m->line, m->line_len);
 }
@@ -184,6 +201,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     held_msg *m;
     seen_state st;
     uint64_t acked_on;
+    bool asked;
 
     if (env_decode(body, len, mb->o->max_message, &e, why, sizeof why) < 0) {
         char id[ENV_ID_LEN + 1], from[64];
@@ -292,10 +310,18 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     }
     accept_record_locked(mb, e.msgId, SEEN_DELIVERED, 0);
     g_strlcpy(sender, e.from, sizeof sender);
-    held_add_locked(mb, &e, gen, tag, redelivered || st == SEEN_DELIVERED || st == SEEN_LEGACY);
+    asked = ask_claim_locked(mb, &e);
+    held_add_locked(mb, &e, gen, tag, redelivered || st == SEEN_DELIVERED || st == SEEN_LEGACY,
+                    asked);
     g_mutex_unlock(mb->lock);
     if (mb->hooks.heard_from)
         mb->hooks.heard_from(mb->hooks.ud, sender);
+    if (asked) {
+        /* its asker's alone: not in the inbox, not for the injector */
+        mb_changed(mb, mb->lead_status_path);
+        mb_changed(mb, "status");
+        return BR_KEEP;
+    }
     mb_changed(mb, mb->inbox_path);
     mb_changed(mb, mb->lead_status_path);
     mb_changed(mb, "status");
@@ -400,7 +426,7 @@ static fe_code collect_acks(mailbox *mb, gchar **lines, const br_status *st, GPt
             return FE_BAD_INPUT;
         }
         m = g_hash_table_lookup(mb->held_ids, *l);
-        if (!m) {
+        if (!m || m->owner == HELD_ASKED) {
             snprintf(detail, dlen,
                      "%s is not held in the inbox (already consumed: acked, typed, or "
                      "dropped when its expiresAt passed; see history)",
@@ -551,6 +577,31 @@ fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char 
     ack_broker(mb, &it, 1);
     consumed_changed(mb);
     return FE_OK;
+}
+
+bool held_take_asked(mailbox *mb, const char *msg_id, char **body, size_t *len)
+{
+    held_msg *m;
+    ack_item it;
+    br_status st;
+
+    mb->h->br.status(mb->h->br.b, mb->box, &st);
+    g_mutex_lock(mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    if (!m || m->owner != HELD_ASKED) {
+        g_mutex_unlock(mb->lock);
+        return false;
+    }
+    *body = g_memdup2(m->env.body, m->env.body_len + 1);
+    *len = m->env.body_len;
+    it = consume_locked(mb, m, "acked", "read by its asker (ask), not typed");
+    g_mutex_unlock(mb->lock);
+    /* held on a lost connection: its redelivery is acked unseen (the seen
+     * set has it as consumed) */
+    if (acks_ok(&st) && it.gen == st.epoch)
+        ack_broker(mb, &it, 1);
+    consumed_changed(mb);
+    return true;
 }
 
 /* ------------------------------------------------------------------ */

@@ -90,6 +90,8 @@ static void entity_free(mailbox *mb)
     seen_close(mb->seen);
     accept_doubt_free(&mb->doubt);
     g_hash_table_destroy(mb->held_ids);
+    if (mb->asks)
+        g_hash_table_destroy(mb->asks);
     g_hash_table_destroy(mb->sent_ids);
     g_hash_table_destroy(mb->consumed);
     g_free(mb->injector_words);
@@ -529,6 +531,7 @@ static void entity_tick(mailbox *mb)
     g_mutex_lock(mb->lock);
     dropped = held_tick_locked(mb, &st, g_get_monotonic_time() / 1000);
     sent_expire_locked(mb);
+    ask_tick_locked(mb);
     g_mutex_unlock(mb->lock);
     held_expire(mb);
     if (dropped) {

@@ -29,6 +29,7 @@
 struct fuse_pollhandle;
 typedef struct mailbox mailbox;
 typedef struct mb_view mb_view;
+typedef struct mb_ask mb_ask;
 
 typedef struct {
     /* relpath (e.g. "leads/alpha/inbox") changed; called with no lock held
@@ -264,6 +265,37 @@ int64_t mb_mtime(mailbox *mb, mb_file f); /* ms since epoch */
 char *mb_state_words(mailbox *mb);
 /* Current size of sent / history (O(1), for getattr); MB_INBOX: pending. */
 size_t mb_size(mailbox *mb, mb_file f);
+
+/* ---- ask and answer (issue 36) ----
+ * peers/<x>/ask and agents/<gid>/ask: one write is a question, and the
+ * reply whose replyTo is its msgId, from the one asked, is the answer:
+ * kept for the asker (never shown in the inbox nor typed) until it reads
+ * it, when it is consumed (`acked`, with a receipt, the broker ack).  An
+ * asker that closes first leaves an unread answer, or one that comes
+ * later, to arrive as an ordinary reply.  ready(ud) is called whenever
+ * mb_ask_take may give something new (the answer came, the question's
+ * lifetime ended, its receiver refused it), with the model's lock held,
+ * on the broker's or the notifier's thread: it must only enqueue. */
+typedef enum {
+    MB_ASK_NOTHING,  /* nothing asked on it yet */
+    MB_ASK_WAITING,  /* asked, no answer yet */
+    MB_ASK_ANSWERED, /* *body is the answer (handed once) */
+    MB_ASK_DONE,     /* the answer was handed before */
+    MB_ASK_EXPIRED,  /* the question's lifetime ended without an answer */
+    MB_ASK_REFUSED,  /* the receiver refused the question (why) */
+} mb_ask_result;
+mb_ask *mb_ask_open(mailbox *mb, void (*ready)(void *ud), void *ud);
+/* One write: the question to `to` (a coord_id or gid), as text (lifetime
+ * ask_timeout) or, json, as send.json takes it ({"body","expiresIn",
+ * "replyTo"}; expiresIn default ask_timeout).  Returns once the broker
+ * has it: 0, EBUSY (this ask has its question already), or the errno of
+ * the send (nothing is awaited then). */
+int mb_ask_send(mb_ask *a, const char *to, bool json, const char *data, size_t len);
+mb_ask_result mb_ask_take(mb_ask *a, char **body, size_t *len, char *why, size_t n);
+/* POLLIN when mb_ask_take would not wait; POLLOUT before the question;
+ * otherwise keeps ph to wake later. */
+unsigned mb_ask_poll(mb_ask *a, struct fuse_pollhandle *ph);
+void mb_ask_close(mb_ask *a);
 
 /* Once a second: forget held messages of a lost connection that the
  * broker did not redeliver. */

@@ -11,6 +11,7 @@
  *   views.c     open inbox readers (tail -f) and poll
  *   receipts.c  receipts in (lead.<me>.receipts) and out (the durable outbox)
  *   dead.c      dead letters of our own messages, home (lead.<me>.dead)
+ *   ask.c       ask and answer: open questions, the answer kept for its asker
  *
  * One lock (mailbox.lock) guards everything in struct mailbox.  Functions
  * named *_locked expect it held.  No function holds it while it waits on
@@ -73,6 +74,8 @@ _Static_assert(SEEN_CAP > PREFETCH_MAX && SEEN_DELIVERED_CAP > PREFETCH_MAX,
 typedef enum {
     HELD_FREE,   /* anyone may consume it (the ack file) or claim it */
     HELD_TYPING, /* claimed by the injector: only it consumes or releases it */
+    HELD_ASKED,  /* the answer to an open ask (ask.c): its asker's alone, not in the
+                    inbox (nor held_bytes, nor a view) until the asker closes */
 } held_owner;
 
 typedef struct {
@@ -181,6 +184,9 @@ struct mailbox {
     /* views.c */
     GList *views; /* mb_view* */
 
+    /* ask.c */
+    GHashTable *asks; /* question msgId -> mb_ask*, while the asker waits for its answer */
+
     /* sent.c */
     GQueue sent;          /* sent_entry*, oldest first */
     GHashTable *sent_ids; /* msgId -> sent_entry* (keys live in the entries) */
@@ -225,6 +231,14 @@ bool held_tick_locked(mailbox *mb, const br_status *st, int64_t now_mono_ms);
  * its sender, the broker copy acked): never typed or shown after it.  No
  * lock held.  True when something was dropped. */
 bool held_expire(mailbox *mb);
+
+/* Lock held: a HELD_ASKED message becomes an ordinary one (FREE, in the
+ * inbox and its views): its asker closed before reading it. */
+void held_release_asked_locked(mailbox *mb, held_msg *m);
+/* The answer msg_id (HELD_ASKED) handed to its asker: consumed as `acked`
+ * (history, the receipt, the broker ack); its body into *body (g_free).
+ * False when it is not held so. No lock held. */
+bool held_take_asked(mailbox *mb, const char *msg_id, char **body, size_t *len);
 
 /* accept.c: NULL when e passes the checks of SPEC section 4 up to expiry,
  * else the reason word; *verified: the sender proved who it is. */
@@ -284,6 +298,33 @@ void sent_expire_locked(mailbox *mb);
 /* Whether msg_id names a message this lead sent to peer (a sent entry, or
  * a send still waiting for its confirm). */
 bool sent_names_locked(mailbox *mb, const char *msg_id, const char *peer);
+
+/* One message: validate, wrap with a lifetime of life_ms, sign, publish,
+ * wait, record.  ask (may be NULL): the question of an ask, registered
+ * (ask_register) before it is published, so that no answer can overtake it. */
+fe_code sent_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
+                  int64_t life_ms, mb_ask *ask, char *detail, size_t dlen);
+/* A send.json write parsed: body and reply_to (g_free both), the lifetime
+ * (default_life when it names none).  FE_BAD_INPUT with why in detail. */
+fe_code sent_parse_json(mailbox *mb, const char *to, const char *what, const char *data, size_t len,
+                        int64_t default_life, char **body, int64_t *life, char **reply_to,
+                        char *detail, size_t dlen);
+/* The lifetime of a message that does not choose its own. */
+int64_t sent_default_life(const mailbox *mb);
+
+/* ask.c */
+/* Lock held, before e's publish: the ask waits for e's answer. */
+void ask_register_locked(mailbox *mb, mb_ask *a, const envelope *e);
+/* Lock held: the publish failed; the ask waits for nothing. */
+void ask_unregister_locked(mailbox *mb, mb_ask *a);
+/* Lock held: e (accepted, about to be held) is the answer to an open ask:
+ * true, and the ask knows it (its asker is woken). */
+bool ask_claim_locked(mailbox *mb, const envelope *e);
+/* Lock held: the sent entry of msg_id moved to state (a receipt): a
+ * question refused by its receiver ends its ask. */
+void ask_sent_state_locked(mailbox *mb, const char *msg_id, const char *state, const char *detail);
+/* Lock held: the asks whose question's lifetime ended get ETIMEDOUT. */
+void ask_tick_locked(mailbox *mb);
 
 /* history.c */
 void history_load(mailbox *mb);

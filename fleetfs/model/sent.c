@@ -411,6 +411,7 @@ static bool apply_locked(mailbox *mb, sent_entry *se, const char *from, const ch
     g_strlcpy(se->detail, detail ? detail : "", sizeof se->detail);
     se->state_at = env_now_ms();
     sent_changed_locked(mb, se);
+    ask_sent_state_locked(mb, se->msg_id, state, detail);
     return true;
 }
 
@@ -800,10 +801,12 @@ static fe_code send_go(mailbox *mb, const envelope *e, char *json, size_t jlen, 
 }
 
 /* One message: validate, wrap with a lifetime of life_ms, sign and encode
- * (on the caller's thread), hand over; send_go's results. */
+ * (on the caller's thread), hand over; send_go's results.  ask (may be
+ * NULL): the question of an ask, registered before it is handed over, so
+ * that no answer can overtake it. */
 static fe_code send_one(mailbox *mb, const char *peer, const char *reply_to, const char *data,
-                        size_t len, int64_t life_ms, mb_send_done done, void *ud, char *detail,
-                        size_t dlen)
+                        size_t len, int64_t life_ms, mb_ask *ask, mb_send_done done, void *ud,
+                        char *detail, size_t dlen)
 {
     envelope e;
     char *json;
@@ -838,11 +841,15 @@ static fe_code send_one(mailbox *mb, const char *peer, const char *reply_to, con
     json = env_encode(&e, &jlen);
     if (!json)
         return FE_INTERNAL;
+    if (ask) {
+        g_mutex_lock(mb->lock);
+        ask_register_locked(mb, ask, &e);
+        g_mutex_unlock(mb->lock);
+    }
     return send_go(mb, &e, json, jlen, done, ud, detail, dlen);
 }
 
-/* The lifetime of a message that does not choose its own. */
-static int64_t default_life(const mailbox *mb)
+int64_t sent_default_life(const mailbox *mb)
 {
     return mb->o->expires_in_ms > 0 ? mb->o->expires_in_ms : mb->o->message_ttl_ms;
 }
@@ -852,7 +859,8 @@ fe_code mb_send_start(mailbox *mb, const char *peer, const char *reply_to, const
 {
     if (len > 0 && data[len - 1] == '\n')
         len--; /* echo's newline is not part of the message */
-    return send_one(mb, peer, reply_to, data, len, default_life(mb), done, ud, detail, dlen);
+    return send_one(mb, peer, reply_to, data, len, sent_default_life(mb), NULL, done, ud, detail,
+                    dlen);
 }
 
 /* The blocking forms wait for done on a condition of their own. */
@@ -900,6 +908,25 @@ static fe_code send_wait_end(send_wait *w, fe_code started, char *detail, size_t
     return res;
 }
 
+fe_code sent_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
+                  int64_t life_ms, mb_ask *ask, char *detail, size_t dlen)
+{
+    send_wait w;
+    fe_code res;
+    send_wait_init(&w);
+    res = send_wait_end(
+        &w, send_one(mb, peer, reply_to, data, len, life_ms, ask, send_wait_done, &w, detail, dlen),
+        detail, dlen);
+    if (ask && res != FE_OK) {
+        /* not asked (or not known to be): nothing is awaited; an answer
+         * that comes all the same arrives as an ordinary reply */
+        g_mutex_lock(mb->lock);
+        ask_unregister_locked(mb, ask);
+        g_mutex_unlock(mb->lock);
+    }
+    return res;
+}
+
 fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
                 char *detail, size_t dlen)
 {
@@ -911,35 +938,38 @@ fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char 
 }
 
 /* send.json: why it is refused (detail, the log), nothing published. */
-static fe_code json_refused(const char *to, char *detail, size_t dlen, const char *fmt, ...)
-    G_GNUC_PRINTF(4, 5);
-static fe_code json_refused(const char *to, char *detail, size_t dlen, const char *fmt, ...)
+static fe_code json_refused(const char *what, const char *to, char *detail, size_t dlen,
+                            const char *fmt, ...) G_GNUC_PRINTF(5, 6);
+static fe_code json_refused(const char *what, const char *to, char *detail, size_t dlen,
+                            const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(detail, dlen, fmt, ap);
     va_end(ap);
-    log_warn("send.json to %s: refused, nothing was sent: %s", to, detail);
+    log_warn("%s to %s: refused, nothing was sent: %s", what, to, detail);
     return FE_BAD_INPUT;
 }
 
-fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t len,
-                           mb_send_done done, void *ud, char *detail, size_t dlen)
+fe_code sent_parse_json(mailbox *mb, const char *to, const char *what, const char *data, size_t len,
+                        int64_t default_life, char **body_out, int64_t *life, char **reply_out,
+                        char *detail, size_t dlen)
 {
     json_error_t jerr;
     json_t *j, *v;
     const char *key, *body, *reply_to = NULL;
-    int64_t life = default_life(mb);
     char who[MB_ID_MAX];
     fe_code res;
 
     detail[0] = '\0';
+    *body_out = *reply_out = NULL;
+    *life = default_life;
     if (memchr(data, '\0', len))
-        return json_refused(to, detail, dlen, "a NUL byte in the JSON");
+        return json_refused(what, to, detail, dlen, "a NUL byte in the JSON");
     j = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(j)) {
         json_decref(j);
-        return json_refused(to, detail, dlen,
+        return json_refused(what, to, detail, dlen,
                             "not one JSON object {\"body\": TEXT, \"expiresIn\": DURATION, "
                             "\"replyTo\": MSGID} (%s)",
                             j ? "not an object" : jerr.text);
@@ -948,7 +978,7 @@ fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t
     {
         if (strcmp(key, "body") && strcmp(key, "expiresIn") && strcmp(key, "replyTo")) {
             res =
-                json_refused(to, detail, dlen,
+                json_refused(what, to, detail, dlen,
                              "unknown key \"%.40s\" (body, expiresIn and replyTo are known)", key);
             json_decref(j);
             return res;
@@ -957,7 +987,7 @@ fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t
     body = json_string_value(json_object_get(j, "body"));
     if (!body || strlen(body) != json_string_length(json_object_get(j, "body"))) {
         json_decref(j);
-        return json_refused(to, detail, dlen,
+        return json_refused(what, to, detail, dlen,
                             "\"body\" (a string without NUL: the message) is required");
     }
     v = json_object_get(j, "expiresIn");
@@ -968,8 +998,8 @@ fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t
             snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
             s = num; /* a number is seconds, as in the options */
         }
-        if (!s || parse_duration(s, &life) < 0 || life < 1000 || life > mb->o->message_ttl_ms) {
-            res = json_refused(to, detail, dlen,
+        if (!s || parse_duration(s, life) < 0 || *life < 1000 || *life > mb->o->message_ttl_ms) {
+            res = json_refused(what, to, detail, dlen,
                                "\"expiresIn\" must be a duration from 1s to message_ttl "
                                "(%lld ms), such as \"90s\", \"2m\" or a number of seconds",
                                (long long)mb->o->message_ttl_ms);
@@ -985,7 +1015,7 @@ fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t
         if (!reply_to || !env_id_valid(reply_to) ||
             !(g_str_has_prefix(to, GROUP_PREFIX) ? mb_sender_of(mb, reply_to, who, sizeof who)
                                                  : mb_known_from(mb, reply_to, to))) {
-            res = json_refused(to, detail, dlen,
+            res = json_refused(what, to, detail, dlen,
                                "\"replyTo\" must be the msgId of a message %s sent here (held or "
                                "in history)",
                                g_str_has_prefix(to, GROUP_PREFIX) ? "someone" : to);
@@ -993,8 +1023,23 @@ fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t
             return res;
         }
     }
-    res = send_one(mb, to, reply_to, body, strlen(body), life, done, ud, detail, dlen);
+    *body_out = g_strdup(body);
+    *reply_out = g_strdup(reply_to);
     json_decref(j);
+    return FE_OK;
+}
+
+fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t len,
+                           mb_send_done done, void *ud, char *detail, size_t dlen)
+{
+    char *body, *reply_to;
+    int64_t life;
+    fe_code res = sent_parse_json(mb, to, "send.json", data, len, sent_default_life(mb), &body,
+                                  &life, &reply_to, detail, dlen);
+    if (res == FE_OK)
+        res = send_one(mb, to, reply_to, body, strlen(body), life, NULL, done, ud, detail, dlen);
+    g_free(body);
+    g_free(reply_to);
     return res;
 }
 

@@ -58,8 +58,9 @@ mb_view *mb_view_open(mailbox *mb, pid_t pid)
     v->buf = g_string_sized_new(mb->held_bytes + 1);
     for (GList *l = mb->held.head; l; l = l->next) {
         held_msg *m = l->data;
-        if (m->expires_ms <= now)
-            continue; /* past its expiresAt: never shown (the sweeper drops it) */
+        if (m->expires_ms <= now || m->owner == HELD_ASKED)
+            continue; /* past its expiresAt: never shown (the sweeper drops it); an
+                         asker's answer: its asker's alone */
         g_string_append_len(v->buf, m->line, (gssize)m->line_len);
     }
     mb->views = g_list_prepend(mb->views, v);

@@ -19,7 +19,7 @@ test_expect_success 'the tree has what SPEC section 2 lists' '
     test "$(readlink alpha/self)" = leads/alpha &&
     ls alpha/self/ >lead && printf "ack\nhistory\ninbox\nreply\nresend\nsent\nstatus\n" >want && test_cmp want lead &&
     ls alpha/peers >peers && printf "beta\ngamma\n" >want && test_cmp want peers &&
-    ls alpha/peers/beta >pf && printf "reply\nsend\nsend.json\nstatus\n" >want && test_cmp want pf &&
+    ls alpha/peers/beta >pf && printf "ask\nask.json\nreply\nsend\nsend.json\nstatus\n" >want && test_cmp want pf &&
     grep -q "^coord_id: alpha$" alpha/status &&
     grep -q "^broker: connected$" alpha/status &&
     grep -q "peers/<id>/send" alpha/README

@@ -29,7 +29,7 @@ test_expect_success 'alpha (expires_in=1h) and beta (agent w1) mount' '
     mount_fleet alpha peers=beta expires_in=1h message_ttl=1d inject=none &&
     mount_fleet beta peers=alpha message_ttl=1d inject=none agents=w1 &&
     wait_for 20 "test -d alpha/agents/w1@beta" &&
-    ls alpha/peers/beta >pf && printf "reply\nsend\nsend.json\nstatus\n" >want && test_cmp want pf
+    ls alpha/peers/beta >pf && printf "ask\nask.json\nreply\nsend\nsend.json\nstatus\n" >want && test_cmp want pf
 '
 
 test_expect_success 'send: the mount default, 1 hour' '

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fleetfs/model/ask.c — ask and answer (issue 36): a question whose answer
+ * goes back to the one who asked, not into its inbox or its pane.
+ *
+ * An ask is one open file (peers/<x>/ask, agents/<gid>/ask).  Its one
+ * write is the question, an ordinary message with a short lifetime
+ * (ask_timeout, or the expiresIn of ask.json); before it is published its
+ * msgId goes into the mailbox's `asks`, so no answer can overtake it.  The
+ * answer is the first accepted message from the one asked whose replyTo
+ * is that msgId: held.c holds it as HELD_ASKED (not in the inbox, its
+ * views or held_bytes, never offered to the injector nor to the ack file)
+ * until the asker takes it, which consumes it as `acked` (history, a
+ * receipt to the answerer, the broker ack).  The ask then leaves `asks`.
+ *
+ * Ends other than an answer: the question's expiresAt passes (the tick:
+ * MB_ASK_EXPIRED, the read's ETIMEDOUT; the question is expired at the
+ * receiver by part 1's rules), or its receiver refuses it (a `rejected`
+ * receipt: MB_ASK_REFUSED).  An answer that comes after the ask ended, or
+ * after its asker closed, is an ordinary reply: held FREE, shown and
+ * typed.  An answer that came and was not read when the asker closed is
+ * released the same way (held_release_asked_locked), once.
+ *
+ * Everything here is under the model's lock (mb_int.h); an mb_ask belongs
+ * to its opener, who frees it with mb_ask_close.  ready is called with
+ * the lock held and must only enqueue.
+ */
+#include "fleetfs/model/mb_int.h"
+
+#include <fuse_lowlevel.h>
+#include <poll.h>
+#include <string.h>
+
+#include "fleetfs/base/log.h"
+
+typedef enum {
+    ASK_IDLE,     /* nothing asked yet */
+    ASK_SENDING,  /* the question is being published (registered) */
+    ASK_WAITING,  /* published; no answer yet */
+    ASK_ANSWERED, /* the answer a_id is held for the asker */
+    ASK_TAKEN,    /* the answer was handed */
+    ASK_EXPIRED,  /* the question's lifetime ended first */
+    ASK_REFUSED,  /* its receiver refused the question */
+} ask_state;
+
+struct mb_ask {
+    mailbox *mb; /* a ref */
+    ask_state state;
+    char q_id[ENV_ID_LEN + 1]; /* the question's msgId */
+    char to[ADDR_MAX_LEN + 1]; /* who was asked: the answer comes from there */
+    int64_t expires_ms;        /* the question's expiresAt (wall clock) */
+    char a_id[ENV_ID_LEN + 1]; /* the answer's msgId */
+    char why[256];             /* ASK_REFUSED: the receiver's word */
+    struct fuse_pollhandle *ph;
+    void (*ready)(void *ud);
+    void *ud;
+};
+
+/* Lock held: the asker may have something new to read. */
+static void ask_wake_locked(mb_ask *a)
+{
+    mailbox *mb = a->mb;
+    if (a->ph && mb->hooks.poll_wake) {
+        mb->hooks.poll_wake(mb->hooks.ud, a->ph);
+        a->ph = NULL;
+    }
+    if (a->ready)
+        a->ready(a->ud);
+}
+
+static GHashTable *asks_of(mailbox *mb)
+{
+    if (!mb->asks)
+        mb->asks = g_hash_table_new(g_str_hash, g_str_equal);
+    return mb->asks;
+}
+
+mb_ask *mb_ask_open(mailbox *mb, void (*ready)(void *ud), void *ud)
+{
+    mb_ask *a = g_new0(mb_ask, 1);
+    a->mb = mb_ref(mb);
+    a->ready = ready;
+    a->ud = ud;
+    return a;
+}
+
+void ask_register_locked(mailbox *mb, mb_ask *a, const envelope *e)
+{
+    g_strlcpy(a->q_id, e->msgId, sizeof a->q_id);
+    g_strlcpy(a->to, e->to, sizeof a->to);
+    if (env_time_parse(e->expiresAt, &a->expires_ms) < 0)
+        a->expires_ms = env_now_ms();
+    g_hash_table_insert(asks_of(mb), a->q_id, a);
+}
+
+void ask_unregister_locked(mailbox *mb, mb_ask *a)
+{
+    if (mb->asks && g_hash_table_lookup(mb->asks, a->q_id) == a)
+        g_hash_table_remove(mb->asks, a->q_id);
+    a->q_id[0] = '\0';
+}
+
+int mb_ask_send(mb_ask *a, const char *to, bool json, const char *data, size_t len)
+{
+    mailbox *mb = a->mb;
+    char detail[512], *body = NULL, *reply_to = NULL;
+    int64_t life = mb->o->ask_timeout_ms;
+    fe_code res = FE_OK;
+
+    g_mutex_lock(mb->lock);
+    if (a->state != ASK_IDLE) {
+        g_mutex_unlock(mb->lock);
+        log_warn("ask %s: refused (EBUSY): this open ask has its question already; open the "
+                 "ask file again for another question",
+                 to);
+        return EBUSY;
+    }
+    a->state = ASK_SENDING;
+    g_mutex_unlock(mb->lock);
+    if (json) {
+        res = sent_parse_json(mb, to, "ask.json", data, len, mb->o->ask_timeout_ms, &body, &life,
+                              &reply_to, detail, sizeof detail);
+    } else {
+        if (len > 0 && data[len - 1] == '\n')
+            len--; /* echo's newline is not part of the question */
+        body = g_memdup2(data, len + 1);
+        body[len] = '\0';
+    }
+    if (res == FE_OK)
+        res = sent_send(mb, to, reply_to, body, json ? strlen(body) : len, life, a, detail,
+                        sizeof detail);
+    g_free(body);
+    g_free(reply_to);
+    g_mutex_lock(mb->lock);
+    if (res != FE_OK && a->state != ASK_ANSWERED)
+        a->state = ASK_IDLE; /* nothing is awaited: another write may try again */
+    else if (a->state == ASK_SENDING)
+        a->state = ASK_WAITING; /* unless the answer or the end came first */
+    g_mutex_unlock(mb->lock);
+    if (res == FE_OK)
+        log_info("ask %s: question %s published; its answer is its asker's until it closes", a->to,
+                 a->q_id);
+    return res == FE_OK ? 0 : fe_errno(res);
+}
+
+bool ask_claim_locked(mailbox *mb, const envelope *e)
+{
+    mb_ask *a;
+    if (!e->replyTo[0] || !mb->asks)
+        return false;
+    a = g_hash_table_lookup(mb->asks, e->replyTo);
+    /* only the one asked answers; anyone else's reply is an ordinary one */
+    if (!a || (a->state != ASK_SENDING && a->state != ASK_WAITING) || strcmp(e->from, a->to))
+        return false;
+    g_strlcpy(a->a_id, e->msgId, sizeof a->a_id);
+    a->state = ASK_ANSWERED;
+    g_hash_table_remove(mb->asks, a->q_id);
+    log_info("ask %s: %s answers question %s; it is kept for the asker", a->to, e->msgId, a->q_id);
+    ask_wake_locked(a);
+    return true;
+}
+
+void ask_sent_state_locked(mailbox *mb, const char *msg_id, const char *state, const char *detail)
+{
+    mb_ask *a;
+    if (!mb->asks || strcmp(state, "rejected") != 0)
+        return;
+    a = g_hash_table_lookup(mb->asks, msg_id);
+    if (!a)
+        return;
+    a->state = ASK_REFUSED;
+    g_strlcpy(a->why, detail ? detail : "", sizeof a->why);
+    g_hash_table_remove(mb->asks, a->q_id);
+    log_info("ask %s: question %s was refused by %s (%s): the asker's read fails ECONNREFUSED",
+             a->to, a->q_id, a->to, a->why);
+    ask_wake_locked(a);
+}
+
+void ask_tick_locked(mailbox *mb)
+{
+    GHashTableIter it;
+    gpointer k, v;
+    int64_t now = env_now_ms();
+    if (!mb->asks)
+        return;
+    g_hash_table_iter_init(&it, mb->asks);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        mb_ask *a = v;
+        if (a->expires_ms > now)
+            continue;
+        a->state = ASK_EXPIRED;
+        g_hash_table_iter_remove(&it);
+        log_info("ask %s: question %s got no answer within its lifetime: the asker's read "
+                 "fails ETIMEDOUT; an answer that comes later arrives as an ordinary reply",
+                 a->to, a->q_id);
+        ask_wake_locked(a);
+    }
+}
+
+mb_ask_result mb_ask_take(mb_ask *a, char **body, size_t *len, char *why, size_t n)
+{
+    mailbox *mb = a->mb;
+    char id[ENV_ID_LEN + 1];
+    mb_ask_result r;
+
+    why[0] = '\0';
+    g_mutex_lock(mb->lock);
+    switch (a->state) {
+    case ASK_IDLE:
+        r = MB_ASK_NOTHING;
+        break;
+    case ASK_SENDING:
+    case ASK_WAITING:
+        r = MB_ASK_WAITING;
+        break;
+    case ASK_TAKEN:
+        r = MB_ASK_DONE;
+        break;
+    case ASK_EXPIRED:
+        r = MB_ASK_EXPIRED;
+        break;
+    case ASK_REFUSED:
+        g_strlcpy(why, a->why, n);
+        r = MB_ASK_REFUSED;
+        break;
+    case ASK_ANSWERED:
+    default:
+        r = MB_ASK_ANSWERED;
+        a->state = ASK_TAKEN;
+        break;
+    }
+    g_strlcpy(id, a->a_id, sizeof id);
+    g_mutex_unlock(mb->lock);
+    if (r == MB_ASK_ANSWERED && !held_take_asked(mb, id, body, len)) {
+        /* cannot happen while the ask is open: only its asker takes it */
+        log_err("ask %s: the answer %s to %s was no longer held", a->to, id, a->q_id);
+        *body = g_strdup("");
+        *len = 0;
+    }
+    if (r == MB_ASK_ANSWERED)
+        log_info("ask %s: answer %s handed to its asker and consumed", a->to, id);
+    return r;
+}
+
+unsigned mb_ask_poll(mb_ask *a, struct fuse_pollhandle *ph)
+{
+    mailbox *mb = a->mb;
+    unsigned ev = 0;
+    g_mutex_lock(mb->lock);
+    if (a->state == ASK_IDLE)
+        ev = POLLOUT | POLLWRNORM;
+    else if (a->state != ASK_SENDING && a->state != ASK_WAITING)
+        ev = POLLIN | POLLRDNORM;
+    if (ph) {
+        if (a->ph)
+            fuse_pollhandle_destroy(a->ph);
+        a->ph = ph;
+    }
+    g_mutex_unlock(mb->lock);
+    return ev;
+}
+
+void mb_ask_close(mb_ask *a)
+{
+    mailbox *mb = a->mb;
+    bool released = false;
+    g_mutex_lock(mb->lock);
+    if (a->q_id[0])
+        ask_unregister_locked(mb, a);
+    if (a->state == ASK_ANSWERED) {
+        held_msg *m = g_hash_table_lookup(mb->held_ids, a->a_id);
+        if (m && m->owner == HELD_ASKED) {
+            held_release_asked_locked(mb, m);
+            released = true;
+        }
+    }
+    if (a->ph)
+        fuse_pollhandle_destroy(a->ph);
+    g_mutex_unlock(mb->lock);
+    if (released) {
+        log_info("ask %s: its asker closed before reading answer %s: it goes to the inbox as "
+                 "an ordinary reply",
+                 a->to, a->a_id);
+        mb_changed(mb, mb->inbox_path);
+        mb_changed(mb, mb->lead_status_path);
+        if (mb->hooks.arrived)
+            mb->hooks.arrived(mb->hooks.ud);
+    }
+    mb_unref(mb);
+    g_free(a);
+}
