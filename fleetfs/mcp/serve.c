@@ -206,8 +206,9 @@ static void *tool_run(dcall *dc, void *p)
             g_atomic_int_set(&j->srv->send_timeout_s, t);
     }
     /* the deadline counts from here, with what was read */
-    dcall_restart(dc,
-                  (gint64)((t > 0 ? t : DEFAULT_SEND_TIMEOUT_S) + MARGIN_S) * G_TIME_SPAN_SECOND);
+    dcall_restart(dc, (gint64)((t > 0 ? t : DEFAULT_SEND_TIMEOUT_S) + MARGIN_S +
+                               mcp_fleet_wait_s(j->tool, j->args)) *
+                          G_TIME_SPAN_SECOND);
     return mcp_fleet_call(j->srv->fleet, j->tool, j->args);
 }
 
@@ -249,9 +250,10 @@ static json_t *bounded_call(void *ud, const mcp_tool *tool, json_t *args)
         return res;
     }
     t = g_atomic_int_get(&srv->send_timeout_s);
-    t = (t > 0 ? t : DEFAULT_SEND_TIMEOUT_S) + MARGIN_S;
+    t = (t > 0 ? t : DEFAULT_SEND_TIMEOUT_S) + MARGIN_S + mcp_fleet_wait_s(tool, args);
     msg = g_strdup_printf(
-        "%s: the fleetfs mount at %s did not answer within %d s (send_timeout + %d s): its "
+        "%s: the fleetfs mount at %s did not answer within %d s (send_timeout + %d s, and "
+        "fleet_ask's timeout): its "
         "daemon may be hung, and whether this call took effect is unknown. Check fleet_sent "
         "(for a send) before trying again, and tell your operator (fleetfs's log)",
         tool->name, srv->mnt, t, MARGIN_S);
@@ -311,7 +313,7 @@ static GPtrArray *own_mounts(void)
     return out;
 }
 
-static char *pick_mount(const char *arg)
+char *mcp_pick_mount(const char *arg, const char *cmd)
 {
     const char *env = getenv("FLEET");
     GPtrArray *m;
@@ -322,10 +324,10 @@ static char *pick_mount(const char *arg)
         return g_strdup(env);
     m = own_mounts();
     if (m->len > 1) {
-        fprintf(stderr, "fleetfs mcp: %u fleetfs mounts of yours (", m->len);
+        fprintf(stderr, "fleetfs %s: %u fleetfs mounts of yours (", cmd, m->len);
         for (guint i = 0; i < m->len; i++)
             fprintf(stderr, "%s%s", i ? ", " : "", (char *)m->pdata[i]);
-        fprintf(stderr, "); name one: fleetfs mcp MOUNTPOINT\n");
+        fprintf(stderr, "); name one: fleetfs %s MOUNTPOINT\n", cmd);
         g_ptr_array_free(m, TRUE);
         return NULL;
     }
@@ -422,7 +424,7 @@ static void usage(FILE *to)
             "\n"
             "A Model Context Protocol server on stdin/stdout (JSON-RPC 2.0, one message per\n"
             "line; MCP revisions " MCP_V_CURRENT ", " MCP_V_PREVIOUS " and " MCP_V_OLDER ")\n"
-            "for the agent of this host's lead.  Its tools (fleet_send, fleet_list,\n"
+            "for the agent of this host's lead.  Its tools (fleet_send, fleet_ask, fleet_list,\n"
             "fleet_inbox, fleet_ack, fleet_sent, fleet_resend, fleet_status) work through the\n"
             "mounted files only: no broker login, no key.  MOUNTPOINT: the fleetfs mount; default\n"
             "$FLEET, else your only fleetfs mount, else /fleet.  Register it with e.g.\n"
@@ -461,7 +463,7 @@ int mcp_main(int argc, char **argv)
             arg = argv[i];
         }
     }
-    srv.mnt = pick_mount(arg);
+    srv.mnt = mcp_pick_mount(arg, "mcp");
     if (!srv.mnt)
         return 2;
     if (as) {
@@ -493,7 +495,8 @@ int mcp_main(int argc, char **argv)
         instr = g_strdup_printf(
             "These tools message the other leads, the agents and the groups of this agent fleet "
             "through the fleetfs mount at %s: fleet_list shows who is there, fleet_send sends, "
-            "fleet_inbox reads what arrived (a page at a time) and fleet_ack consumes what "
+            "fleet_ask asks one question and waits for its answer, fleet_inbox reads what arrived "
+            "(a page at a time) and fleet_ack consumes what "
             "fleet_inbox showed you, fleet_sent follows delivery and fleet_resend republishes an "
             "unconfirmed message. A failed call says why and what to do.",
             srv.mnt);

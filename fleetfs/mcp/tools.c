@@ -91,9 +91,26 @@ const mcp_tool mcp_fleet_tools[] = {
      "fleet_list shows them\"},"
      "\"body\":{\"type\":\"string\",\"minLength\":1,"
      "\"description\":\"the message text (UTF-8, up to max_message: 64 KiB by default)\"},"
-     "\"replyTo\":" ID_SCHEMA ",\"description\":\"msgId of the message from `to` this answers\"}},"
+     "\"replyTo\":" ID_SCHEMA ",\"description\":\"msgId of the message from `to` this answers\"},"
+     "\"expiresIn\":{\"type\":[\"string\",\"integer\"],\"description\":\"how long the message "
+     "matters: a duration (90s, 2m, 1h) or seconds, 1s to the fleet's message_ttl; past it the "
+     "receiver never shows or types it and fleet_sent says expired\"}},"
      "\"required\":[\"to\",\"body\"],\"additionalProperties\":false}",
      WRITES, t_send},
+    {"fleet_ask", "Ask a lead or an agent and wait for the answer",
+     "Send one question to a lead (coord_id) or an agent (name@host) and wait up to `timeout` "
+     "seconds, the question's lifetime, for the reply that answers it: that answer is returned "
+     "to you alone and never shows in fleet_inbox. No answer in time is an error saying the "
+     "question expired (a later answer then arrives in fleet_inbox); other calls wait meanwhile.",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"to\":{\"type\":\"string\",\"pattern\":\"" ID_PATTERN "\","
+     "\"description\":\"a lead's coord_id or an agent's gid, as fleet_list shows them\"},"
+     "\"body\":{\"type\":\"string\",\"minLength\":1,\"description\":\"the question\"},"
+     "\"timeout\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" MCP_ASK_MAX_S
+     ",\"default\":" MCP_ASK_DEFAULT_S ",\"description\":\"seconds to wait for the answer: "
+     "the question's lifetime\"}},"
+     "\"required\":[\"to\",\"body\"],\"additionalProperties\":false}",
+     WRITES, mt_ask},
     {"fleet_list", "List the leads, agents and groups",
      "List who you can message: the leads (presence, host, version), the agents (gid, host, "
      "local, presence, state, groups) and the groups with their members. fleet_status {peer} "
@@ -547,13 +564,29 @@ static char *sender_of(const who *w, const char *ref)
     return from;
 }
 
+/* fleet_send with expiresIn: the send.json form of the file
+ * mcp_fleet_send_path names (a reply's replyTo goes inside the JSON) */
+static char *send_json_path(const char *as, const char *to)
+{
+    addr a;
+    if (!addr_parse(to, &a))
+        return NULL;
+    if (as)
+        return g_strdup_printf("agents/%s/to/%s.json", as, to);
+    return a.kind == ADDR_LEAD    ? g_strdup_printf("peers/%s/send.json", to)
+           : a.kind == ADDR_AGENT ? g_strdup_printf("agents/%s/send.json", to)
+                                  : g_strdup_printf("groups/%s/send.json", a.name);
+}
+
 static json_t *t_send(void *ctx, json_t *args)
 {
     who *w = ctx;
-    static const char *const keys[] = {"to", "body", "replyTo", NULL};
+    static const char *const keys[] = {"to", "body", "replyTo", "expiresIn", NULL};
     json_t *err = mt_only_keys(args, "fleet_send", keys);
     json_t *jto = json_object_get(args, "to"), *jbody = json_object_get(args, "body");
     json_t *jref = json_object_get(args, "replyTo"), *entry, *res;
+    json_t *jexp = json_object_get(args, "expiresIn");
+    char *payload = NULL;
     const char *to, *ref = NULL;
     char path[PATH_MAX], what[160], *rel, *why, *from;
     GHashTable *before;
@@ -572,19 +605,35 @@ static json_t *t_send(void *ctx, json_t *args)
     }
     if ((e = mt_who_me(w)))
         return mt_fail_errno(w, e, "fleet_send", NULL, NULL);
+    if (jexp && !json_is_null(jexp) &&
+        !(json_is_string(jexp) || (json_is_integer(jexp) && json_integer_value(jexp) > 0)))
+        return mt_fail("fleet_send: expiresIn must be a duration such as \"90s\" or \"2m\", or "
+                       "a number of seconds; nothing was sent");
     rel = mcp_fleet_send_path(w->as, w->me, to, ref, &why);
     if (!rel) {
         res = mt_fail("fleet_send: %s; nothing was sent", why);
         g_free(why);
         return res;
     }
+    if (jexp && !json_is_null(jexp)) {
+        /* the same one write as send.json takes, checked there (EINVAL) */
+        json_t *j = json_pack("{s:O,s:O}", "body", jbody, "expiresIn", jexp);
+        if (ref)
+            json_object_set_new(j, "replyTo", json_string(ref));
+        payload = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        g_free(rel);
+        rel = send_json_path(w->as, to);
+    }
     snprintf(path, sizeof path, "%s/%s", w->mnt, rel);
     g_free(rel);
     snprintf(what, sizeof what, "fleet_send to %s", to);
-    if (json_string_length(jbody) == 0)
+    if (json_string_length(jbody) == 0) {
+        free(payload);
         return mt_fail("%s: the body is empty, so nothing was sent (the send file refuses an empty "
                        "message with EINVAL); send some text",
                        what);
+    }
     /* a reply through the home's reply/ answers whoever sent ref: make
      * sure that is `to` (peers/<to>/reply/ checks it itself) */
     if (ref && (w->as || strchr(to, '@')) && (from = sender_of(w, ref))) {
@@ -593,11 +642,21 @@ static json_t *t_send(void *ctx, json_t *args)
                                          what, ref, from, to, from)
                                : NULL;
         g_free(from);
-        if (res)
+        if (res) {
+            free(payload);
             return res;
+        }
     }
     before = sent_ids(w);
-    e = mt_write_once(path, json_string_value(jbody), json_string_length(jbody));
+    e = payload ? mt_write_once(path, payload, strlen(payload))
+                : mt_write_once(path, json_string_value(jbody), json_string_length(jbody));
+    free(payload);
+    if (e == EINVAL && jexp && !json_is_null(jexp)) {
+        g_hash_table_destroy(before);
+        return mt_fail("%s: expiresIn was refused (EINVAL): give a duration from 1s to the "
+                       "fleet's message_ttl, such as \"90s\" or \"2m\"; nothing was sent",
+                       what);
+    }
     if (e == ETIMEDOUT && (entry = new_sent_entry(w, to, before))) {
         /* its msgId is what a resend needs */
         char *t = mcp_fleet_errno_text(e, what, w->mnt, w->home, to, NULL);

@@ -35,6 +35,10 @@ char *mcp_fleet_send_path(const char *as, const char *me, const char *to, const 
  * else why not, in words (g_free).  Touches the mount: bound the wait. */
 char *mcp_fleet_check_as(const char *mnt, const char *gid);
 
+/* How much longer than send_timeout a call of tool with args may rightly
+ * take, in seconds: fleet_ask waits for its answer up to its timeout. */
+int mcp_fleet_wait_s(const mcp_tool *tool, json_t *args);
+
 /* send_timeout of the mount in seconds, read from its root status file
  * ("send_timeout: 5s"); 0 when it cannot be read. */
 int mcp_fleet_send_timeout(const char *mnt);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/mcp/tools_int.h — what tools.c (the table, sending, listing,
- * status) and home.c (the home's inbox, ack, sent and resend) share: the
+ * status), home.c (the home's inbox, ack, sent and resend) and ask.c
+ * (fleet_ask) share: the
  * server's state, who it speaks for, and the helpers that turn files and
  * errnos into tool results.  Not for anything outside fleetfs/mcp/. */
 #ifndef FLEETFS_MCP_TOOLS_INT_H
@@ -67,6 +68,15 @@ json_t *mt_ok_json(json_t *v);
 json_t *mt_only_keys(json_t *args, const char *tool, const char *const *allowed);
 /* 32 lowercase hex digits */
 bool mt_is_msgid(const char *s);
+
+/* fleet_ask's timeout: seconds, the question's lifetime (ask.c) */
+#define MCP_ASK_DEFAULT 120
+#define MCP_ASK_DEFAULT_S "120"
+#define MCP_ASK_MAX 600
+#define MCP_ASK_MAX_S "600"
+
+/* ask.c: fleet_ask (a handler of the table) */
+json_t *mt_ask(void *ctx, json_t *args);
 
 /* home.c: the tools of the home's files (handlers of the table) */
 json_t *mt_inbox(void *ctx, json_t *args);

@@ -61,6 +61,7 @@ void cl_usage(FILE *to)
             "       fleetfs keygen PATH\n"
             "       fleetfs mcp [MOUNTPOINT] [--as GID]   (an MCP server on stdio; fleetfs mcp "
             "--help)\n"
+            "       fleetfs ask [MOUNTPOINT] [--timeout D] PEER TEXT   (ask, print the answer)\n"
             "       fleetfs declare NAME [-o opt[,opt...]]   (run by fleetfs-broker host add)\n"
             "       fleetfs dlq list | show ID | redrive ID | purge [-o opt[,opt...]]\n"
             "       fleetfs --help | --version\n"

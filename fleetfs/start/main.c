@@ -38,6 +38,7 @@
 #include "fleetfs/start/cmdline.h"
 #include "fleetfs/face/fleet.h"
 #include "fleetfs/base/log.h"
+#include "fleetfs/mcp/ask.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/start/hostcmd.h"
@@ -687,6 +688,8 @@ int main(int argc, char **argv)
         return keygen(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "mcp"))
         return mcp_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "ask"))
+        return mcp_ask_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "declare"))
         return hc_declare_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "dlq"))
