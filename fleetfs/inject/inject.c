@@ -256,8 +256,14 @@ char *inj_render(const envelope *e, const char *mountpoint, const char *reply_di
                            : g_strdup_printf("%s/peers/%s/reply/%s", mountpoint, e->from, e->msgId);
     char *word = shell_word(path);
     char *re = e->replyTo[0] ? g_strdup_printf(", in reply to %s", e->replyTo) : g_strdup("");
-    char *head = g_strdup_printf("[fleet message from %s, msgId %s%s - reply: echo '...' > %s]",
-                                 e->from, e->msgId, re, word);
+    int64_t sent, exp;
+    /* a short-lived message (a question from an ask file lives 2 minutes)
+     * says until when an answer is awaited: its expiresAt, as signed */
+    bool soon = env_time_parse(e->sentAt, &sent) == 0 && env_time_parse(e->expiresAt, &exp) == 0 &&
+                exp - sent <= INJ_SHORT_LIFE_MS;
+    char *head =
+        g_strdup_printf("[fleet message from %s, msgId %s%s - reply%s%s: echo '...' > %s]", e->from,
+                        e->msgId, re, soon ? " by " : "", soon ? e->expiresAt : "", word);
     /* one line, and nothing in it a terminal would act on */
     char *safe = san_text(head, strlen(head), &n);
     for (char *c = safe; c && *c; c++)

@@ -53,6 +53,9 @@ char *inj_render_brief(const char *from, const char *request_id, const char *gid
  * answers, and the command that replies to it: MOUNT/<reply_dir>/reply/
  * <msgId>, or MOUNT/peers/<from>/reply/<msgId> when reply_dir is NULL),
  * then the sanitised body (g_free). */
+/* A message that lives at most this long (expiresAt - sentAt) is typed
+ * with "reply by <expiresAt>": an ask's question, or a short send.json. */
+#define INJ_SHORT_LIFE_MS (60 * 60 * 1000)
 char *inj_render(const envelope *e, const char *mountpoint, const char *reply_dir);
 
 #endif

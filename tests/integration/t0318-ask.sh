@@ -145,6 +145,19 @@ test_expect_success 'an ask across a broker restart: the answer after it still r
     test "$(prompts)" = "$before" && ! grep -q "after the restart" alpha/leads/alpha/inbox
 '
 
+test_expect_success 'the answering side: the question is typed with until when and how to answer' '
+    herdr_set ".panes[0].agent_status=\"idle\"" &&
+    { "$ASKTRY" beta/peers/alpha/ask "typed question?" write read >o9 & } &&
+    wait_for 15 "test \$(typed \"typed question?\") = 1" &&
+    jq -r "select(.text | contains(\"typed question?\")) | .text" "$HERDR_LOG" | head -n 1 >head9 &&
+    q=$(sed -n "s/.*msgId \([0-9a-f]*\) .*/\1/p" head9) &&
+    exp=$(jq -r "select(.msgId == \"$q\") | .expiresAt" beta/leads/beta/sent) &&
+    printf "[fleet message from beta, msgId %s - reply by %s: echo '"'"'...'"'"' > %s/alpha/peers/beta/reply/%s]\n" \
+        "$q" "$exp" "$TEST_DIR" "$q" >want && test_cmp want head9 &&
+    echo "typed answer" >alpha/peers/beta/reply/$q &&
+    wait_for 15 "grep -q ^answer: o9" && grep -qx "answer: typed answer" o9
+'
+
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
 '

@@ -40,6 +40,27 @@ static void test_header_names_the_reply_command(void **state)
     g_free(t);
 }
 
+/* a short-lived message (an ask's question) says until when it is awaited;
+ * one that lives longer than an hour does not */
+static void test_short_life_says_reply_by(void **state)
+{
+    envelope e = msg("which parser?", "");
+    char *t;
+    (void)state;
+    g_strlcpy(e.sentAt, "2026-12-04T13:00:00.000Z", sizeof e.sentAt);
+    g_strlcpy(e.expiresAt, "2026-12-04T13:02:00.000Z", sizeof e.expiresAt);
+    t = inj_render(&e, "/fleet", NULL);
+    assert_string_equal(t, "[fleet message from alpha, msgId 0123456789abcdef0123456789abcdef - "
+                           "reply by 2026-12-04T13:02:00.000Z: echo '...' > "
+                           "/fleet/peers/alpha/reply/0123456789abcdef0123456789abcdef]\n"
+                           "which parser?");
+    g_free(t);
+    g_strlcpy(e.expiresAt, "2026-12-04T14:00:00.001Z", sizeof e.expiresAt);
+    t = inj_render(&e, "/fleet", NULL);
+    assert_non_null(strstr(t, " - reply: echo"));
+    g_free(t);
+}
+
 static void test_in_reply_to_and_a_path_that_needs_quoting(void **state)
 {
     envelope e = msg("done", "ffffffffffffffffffffffffffffffff");
@@ -69,6 +90,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_names_the_reply_command),
+        cmocka_unit_test(test_short_life_says_reply_by),
         cmocka_unit_test(test_in_reply_to_and_a_path_that_needs_quoting),
         cmocka_unit_test(test_a_hostile_mount_path_stays_one_inert_line),
     };
