@@ -99,11 +99,19 @@ void ask_unregister_locked(mailbox *mb, mb_ask *a)
     a->q_id[0] = '\0';
 }
 
+/* A question's lifetime unless ask.json says: ask_timeout (opts_finish
+ * resolves its default; 0 here only where nobody did) */
+static int64_t ask_life(const mailbox *mb)
+{
+    return mb->o->ask_timeout_ms > 0 ? mb->o->ask_timeout_ms
+                                     : MIN(2 * 60 * 1000, mb->o->message_ttl_ms);
+}
+
 int mb_ask_send(mb_ask *a, const char *to, bool json, const char *data, size_t len)
 {
     mailbox *mb = a->mb;
     char detail[512], *body = NULL, *reply_to = NULL;
-    int64_t life = mb->o->ask_timeout_ms;
+    int64_t life = ask_life(mb);
     fe_code res = FE_OK;
 
     g_mutex_lock(mb->lock);
@@ -117,8 +125,8 @@ int mb_ask_send(mb_ask *a, const char *to, bool json, const char *data, size_t l
     a->state = ASK_SENDING;
     g_mutex_unlock(mb->lock);
     if (json) {
-        res = sent_parse_json(mb, to, "ask.json", data, len, mb->o->ask_timeout_ms, &body, &life,
-                              &reply_to, detail, sizeof detail);
+        res = sent_parse_json(mb, to, "ask.json", data, len, ask_life(mb), &body, &life, &reply_to,
+                              detail, sizeof detail);
     } else {
         if (len > 0 && data[len - 1] == '\n')
             len--; /* echo's newline is not part of the question */
@@ -230,14 +238,22 @@ mb_ask_result mb_ask_take(mb_ask *a, char **body, size_t *len, char *why, size_t
     }
     g_strlcpy(id, a->a_id, sizeof id);
     g_mutex_unlock(mb->lock);
-    if (r == MB_ASK_ANSWERED && !held_take_asked(mb, id, body, len)) {
-        /* cannot happen while the ask is open: only its asker takes it */
-        log_err("ask %s: the answer %s to %s was no longer held", a->to, id, a->q_id);
-        *body = g_strdup("");
-        *len = 0;
+    if (r == MB_ASK_ANSWERED) {
+        int took = held_take_asked(mb, id, body, len);
+        if (took < 0) {
+            log_info("ask %s: answer %s expired (its own expiresAt) before its asker read it: "
+                     "dropped unread, the read fails ETIMEDOUT",
+                     a->to, id);
+            r = MB_ASK_EXPIRED;
+        } else if (took == 0) {
+            /* cannot happen while the ask is open: only its asker takes it */
+            log_err("ask %s: the answer %s to %s was no longer held", a->to, id, a->q_id);
+            *body = g_strdup("");
+            *len = 0;
+        } else {
+            log_info("ask %s: answer %s handed to its asker and consumed", a->to, id);
+        }
     }
-    if (r == MB_ASK_ANSWERED)
-        log_info("ask %s: answer %s handed to its asker and consumed", a->to, id);
     return r;
 }
 

@@ -579,29 +579,39 @@ fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char 
     return FE_OK;
 }
 
-bool held_take_asked(mailbox *mb, const char *msg_id, char **body, size_t *len)
+int held_take_asked(mailbox *mb, const char *msg_id, char **body, size_t *len)
 {
     held_msg *m;
     ack_item it;
     br_status st;
+    bool late;
+    char detail[256];
 
     mb->h->br.status(mb->h->br.b, mb->box, &st);
     g_mutex_lock(mb->lock);
     m = g_hash_table_lookup(mb->held_ids, msg_id);
     if (!m || m->owner != HELD_ASKED) {
         g_mutex_unlock(mb->lock);
-        return false;
+        return 0;
     }
-    *body = g_memdup2(m->env.body, m->env.body_len + 1);
-    *len = m->env.body_len;
-    it = consume_locked(mb, m, "acked", "read by its asker (ask), not typed");
+    /* the answer's own expiresAt passed before its asker read it: never
+     * shown after it, as any message (expired, its sender told) */
+    late = m->expires_ms <= env_now_ms();
+    if (late) {
+        expired_words(mb, &m->env, detail, sizeof detail);
+        it = consume_locked(mb, m, "expired", detail);
+    } else {
+        *body = g_memdup2(m->env.body, m->env.body_len + 1);
+        *len = m->env.body_len;
+        it = consume_locked(mb, m, "acked", "read by its asker (ask), not typed");
+    }
     g_mutex_unlock(mb->lock);
     /* held on a lost connection: its redelivery is acked unseen (the seen
      * set has it as consumed) */
     if (acks_ok(&st) && it.gen == st.epoch)
         ack_broker(mb, &it, 1);
     consumed_changed(mb);
-    return true;
+    return late ? -1 : 1;
 }
 
 /* ------------------------------------------------------------------ */

@@ -236,9 +236,10 @@ bool held_expire(mailbox *mb);
  * inbox and its views): its asker closed before reading it. */
 void held_release_asked_locked(mailbox *mb, held_msg *m);
 /* The answer msg_id (HELD_ASKED) handed to its asker: consumed as `acked`
- * (history, the receipt, the broker ack); its body into *body (g_free).
- * False when it is not held so. No lock held. */
-bool held_take_asked(mailbox *mb, const char *msg_id, char **body, size_t *len);
+ * (history, the receipt, the broker ack), its body into *body (g_free):
+ * 1.  Past its own expiresAt: consumed as `expired` instead, -1.  0 when
+ * it is not held so.  No lock held. */
+int held_take_asked(mailbox *mb, const char *msg_id, char **body, size_t *len);
 
 /* accept.c: NULL when e passes the checks of SPEC section 4 up to expiry,
  * else the reason word; *verified: the sender proved who it is. */

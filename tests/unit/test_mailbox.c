@@ -1306,6 +1306,123 @@ static unsigned held_in(mailbox *mb)
     return h;
 }
 
+/* ---- ask and answer ---- */
+
+/* a reply from `from` to beta answering reply_to, body "the answer",
+ * expiring life ms from now */
+static br_action deliver_reply(fx *x, const char *id, const char *from, const char *reply_to,
+                               int64_t life, uint64_t tag)
+{
+    envelope e;
+    size_t len;
+    char *json;
+    br_action a;
+    int64_t now = env_now_ms();
+    memset(&e, 0, sizeof e);
+    e.v = 1;
+    g_strlcpy(e.type, ENV_TYPE_COORD, sizeof e.type);
+    g_strlcpy(e.msgId, id, sizeof e.msgId);
+    g_strlcpy(e.from, from, sizeof e.from);
+    g_strlcpy(e.to, "beta", sizeof e.to);
+    env_time_format(now, e.sentAt);
+    env_time_format(now + life, e.expiresAt);
+    g_strlcpy(e.replyTo, reply_to, sizeof e.replyTo);
+    e.body = "the answer";
+    e.body_len = strlen(e.body);
+    json = env_encode(&e, &len);
+    a = mb_deliver(x->mb, 1, tag, false, json, len);
+    free(json);
+    return a;
+}
+
+static void count_ready(void *ud)
+{
+    (*(int *)ud)++;
+}
+
+/* the msgId of the newest entry of sent */
+static void last_sent(fx *x, char out[ENV_ID_LEN + 1])
+{
+    GString *s = mb_render(x->mb, MB_SENT);
+    const char *p = strrchr(s->str, '{');
+    assert_non_null(p);
+    p = strstr(p, "\"msgId\":\"");
+    assert_non_null(p);
+    g_strlcpy(out, p + strlen("\"msgId\":\""), ENV_ID_LEN + 1);
+    g_string_free(s, TRUE);
+}
+
+/* only the one asked answers; the answer is not in the inbox, is handed
+ * once (acked to the broker, history acked), then the ask is done; a
+ * second write is EBUSY */
+static void test_ask_answer_is_the_askers_alone(void **state)
+{
+    fx *x = *state;
+    int ready = 0;
+    char q[ENV_ID_LEN + 1], *body = NULL, why[64];
+    size_t len = 0;
+    mb_ask *a = mb_ask_open(x->mb, count_ready, &ready);
+    guint acks;
+    assert_int_equal(mb_ask_take(a, &body, &len, why, sizeof why), MB_ASK_NOTHING);
+    assert_int_equal(mb_ask_send(a, "alpha", false, "which parser?\n", 14), 0);
+    assert_int_equal(mb_ask_send(a, "alpha", false, "again?", 6), EBUSY);
+    last_sent(x, q);
+    assert_int_equal(mb_ask_take(a, &body, &len, why, sizeof why), MB_ASK_WAITING);
+    /* gamma's reply to the question is no answer: an ordinary message */
+    assert_int_equal(deliver_reply(x, ID1, "gamma", q, 3600000, 1), BR_KEEP);
+    assert_int_equal(ready, 0);
+    assert_true(mb_size(x->mb, MB_INBOX) > 0);
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+    /* alpha's is: held, not in the inbox, not for the ack file */
+    assert_int_equal(deliver_reply(x, ID2, "alpha", q, 3600000, 2), BR_KEEP);
+    assert_int_equal(ready, 1);
+    assert_int_equal(held(x), 1);
+    assert_int_equal(mb_size(x->mb, MB_INBOX), 0);
+    assert_int_equal(ack_write(x, ID2), FE_NOT_HELD);
+    acks = x->fk.acks->len;
+    assert_int_equal(mb_ask_take(a, &body, &len, why, sizeof why), MB_ASK_ANSWERED);
+    assert_string_equal(body, "the answer");
+    assert_int_equal(len, strlen("the answer"));
+    g_free(body);
+    assert_int_equal(x->fk.acks->len, acks + 1);
+    assert_int_equal(held(x), 0);
+    assert_int_equal(in_history(x, "read by its asker"), 1);
+    assert_int_equal(mb_ask_take(a, &body, &len, why, sizeof why), MB_ASK_DONE);
+    mb_ask_close(a);
+    assert_int_equal(mb_size(x->mb, MB_INBOX), 0);
+}
+
+/* closed before it read the answer: the answer goes to the inbox, once;
+ * an answer whose own expiresAt passed before the read is dropped */
+static void test_ask_closed_or_late_answers(void **state)
+{
+    fx *x = *state;
+    int ready = 0;
+    char q[ENV_ID_LEN + 1], *body = NULL, why[64];
+    size_t len = 0;
+    mb_ask *a = mb_ask_open(x->mb, count_ready, &ready);
+    const char *j = "{\"body\":\"q1\",\"expiresIn\":\"90s\"}";
+    assert_int_equal(mb_ask_send(a, "alpha", true, j, strlen(j)), 0);
+    last_sent(x, q);
+    assert_int_equal(deliver_reply(x, ID1, "alpha", q, 3600000, 1), BR_KEEP);
+    assert_int_equal(mb_size(x->mb, MB_INBOX), 0);
+    mb_ask_close(a);
+    assert_true(mb_size(x->mb, MB_INBOX) > 0);
+    assert_int_equal(held(x), 1);
+    assert_int_equal(ack_write(x, ID1), FE_OK);
+
+    a = mb_ask_open(x->mb, count_ready, &ready);
+    assert_int_equal(mb_ask_send(a, "alpha", false, "q2", 2), 0);
+    last_sent(x, q);
+    assert_int_equal(deliver_reply(x, ID2, "alpha", q, 50, 2), BR_KEEP);
+    g_usleep(100 * 1000);
+    assert_int_equal(mb_ask_take(a, &body, &len, why, sizeof why), MB_ASK_EXPIRED);
+    assert_int_equal(held(x), 0);
+    assert_int_equal(mb_size(x->mb, MB_INBOX), 0);
+    mb_ask_close(a);
+    assert_int_equal(mb_size(x->mb, MB_INBOX), 0);
+}
+
 static void test_each_agent_has_its_own_mailbox(void **state)
 {
     fx *x = *state;
@@ -2067,6 +2184,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_broadcast_is_taken_only_by_members, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_broadcast_is_one_entry_with_a_state_per_recipient,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ask_answer_is_the_askers_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ask_closed_or_late_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_agent_sends_as_itself_and_gets_its_own_receipts,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_agents_receipt_names_it, setup, teardown),
