@@ -66,6 +66,16 @@ test_expect_success 'fleetfs ask: refused (not sent) is exit 5: a lifetime over 
     test "$(code_of "$FLEETFS" ask "$TEST_DIR/alpha" group:all "everyone?")" = 2
 '
 
+test_expect_success 'fleetfs ask: a question its receiver refuses is exit 5 at once (ECONNREFUSED), not a wait' '
+    mount_fleet gamma peers=beta inject=none message_ttl=30d &&
+    { { "$FLEETFS" ask "$TEST_DIR/gamma" --timeout 20d beta "a long question?" 2>errg; echo $? >rcg; } & } &&
+    wait_for 30 "test -s rcg" && test "$(cat rcg)" = 5 &&
+    grep -q "beta refused the question" errg &&
+    q=$(last_sent_id gamma) && test "$(sent_state gamma $q)" = rejected &&
+    jq -r "select(.msgId == \"$q\") | .detail" gamma/leads/gamma/sent | grep -q "^bad-lifetime" &&
+    unmount_fleet gamma
+'
+
 test_expect_success 'fleetfs ask: a send whose confirm never comes is exit 6 (unknown)' '
     broker_freeze &&
     { { "$FLEETFS" ask "$TEST_DIR/alpha" beta "in the freeze?" 2>err6; echo $? >rc6; } & } &&
