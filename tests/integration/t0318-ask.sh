@@ -145,6 +145,19 @@ test_expect_success 'an ask across a broker restart: the answer after it still r
     test "$(prompts)" = "$before" && ! grep -q "after the restart" alpha/leads/alpha/inbox
 '
 
+test_expect_success 'a reader killed while it waits (SIGTERM: the read interrupted): its answer goes to the inbox once' '
+    herdr_set ".panes[0].agent_status=\"working\"" &&
+    { "$ASKTRY" alpha/peers/beta/ask "interrupted?" write read >o10 & echo $! >asker.pid; } &&
+    q=$(question_at beta "interrupted?") &&
+    sleep 0.5 && kill -TERM "$(cat asker.pid)" &&
+    wait_for 10 "! kill -0 \$(cat asker.pid) 2>/dev/null" &&
+    ! grep -q "^answer:" o10 &&
+    echo "to nobody waiting" >beta/peers/alpha/reply/$q &&
+    wait_for 15 "grep -q \"to nobody waiting\" alpha/leads/alpha/inbox" &&
+    test "$(grep -c "to nobody waiting" alpha/leads/alpha/inbox)" = 1 &&
+    echo all >alpha/leads/alpha/ack
+'
+
 test_expect_success 'the answering side: the question is typed with until when and how to answer' '
     herdr_set ".panes[0].agent_status=\"idle\"" &&
     { "$ASKTRY" beta/peers/alpha/ask "typed question?" write read >o9 & } &&
