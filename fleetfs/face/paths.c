@@ -136,11 +136,17 @@ static node_kind home_path(node *out, gchar **c, guint n, bool lead)
         g_strlcpy(out->name, c[3], sizeof out->name);
         return N_TO;
     }
-    /* to/<target>.json: no address has a '.', so the name is the form */
-    if (n == 4 && k == N_TODIR && g_str_has_suffix(c[3], ".json")) {
-        g_strlcpy(out->name, c[3], MIN(sizeof out->name, strlen(c[3]) - strlen(".json") + 1));
-        if (addr_parse(out->name, &(addr){0}))
-            return N_TOJ;
+    /* to/<target>.json, .ask, .ask.json: no address has a '.', so what
+     * follows the first one is the form */
+    if (n == 4 && k == N_TODIR && strchr(c[3], '.')) {
+        const char *form = strchr(c[3], '.');
+        node_kind fk = !strcmp(form, ".json")       ? N_TOJ
+                       : !strcmp(form, ".ask")      ? N_TOASK
+                       : !strcmp(form, ".ask.json") ? N_TOASKJ
+                                                    : N_NONE;
+        g_strlcpy(out->name, c[3], MIN(sizeof out->name, (size_t)(form - c[3]) + 1));
+        if (fk != N_NONE && addr_parse(out->name, &(addr){0}))
+            return fk;
         out->name[0] = '\0';
     }
     return N_NONE;
@@ -240,7 +246,7 @@ bool tr_is_writable(node_kind k)
     return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
            k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP ||
            k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK || k == N_ASKJ ||
-           k == N_TOJ;
+           k == N_TOJ || k == N_TOASK || k == N_TOASKJ;
 }
 
 /* A write to it is a message (mb_send): writers share these files. */
@@ -248,13 +254,13 @@ bool tr_sends_message(node_kind k)
 {
     return k == N_SEND || k == N_REPLY || k == N_HREPLY || k == N_ASEND || k == N_TO ||
            k == N_GSEND || k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK ||
-           k == N_ASKJ || k == N_TOJ;
+           k == N_ASKJ || k == N_TOJ || k == N_TOASK || k == N_TOASKJ;
 }
 
 /* Opened read-write: the write asks, the read answers. */
 bool tr_is_ask(node_kind k)
 {
-    return k == N_ASK || k == N_ASKJ;
+    return k == N_ASK || k == N_ASKJ || k == N_TOASK || k == N_TOASKJ;
 }
 
 static void list_strv(GPtrArray *out, char **names, const char *prefix)

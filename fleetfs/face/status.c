@@ -558,7 +558,7 @@ const char *st_readme(void)
            "  agents/<gid>/status     the agent's mailbox, presence, state and groups\n"
            "  agents/<local gid>/     a local agent's home: inbox ack history sent resend reply/,\n"
            "                          and to/<id or group:g> (to/<id>.json as send.json) to\n"
-           "                          send as that agent\n"
+           "                          send as that agent; to/<id>.ask asks as it\n"
            "  groups/<g>/send         one message to every member of g (one publish)\n"
            "  groups/<g>/members      the ids in g, one per line\n"
            "  hosts/<h>/status        presence, last heartbeat, profiles offered, agents there\n"

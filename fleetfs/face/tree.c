@@ -563,8 +563,8 @@ static int node_open(const rq *r, const char *path, struct fuse_file_info *fi)
     h->home = n.home; /* the node's ref moves to the handle */
     if (n.k == N_INBOX)
         h->view = mb_view_open(h->home, r->cx->pid);
-    else if (tr_is_ask(n.k))
-        h->ask = askf_open(f->mb); /* the lead asks */
+    else if (tr_is_ask(n.k)) /* the lead asks; through to/, that agent */
+        h->ask = askf_open(n.k == N_TOASK || n.k == N_TOASKJ ? h->home : f->mb);
     else if (!tr_is_writable(n.k))
         h->snap = render(f, &n, true);
     fi->fh = (uint64_t)(uintptr_t)h;
@@ -719,10 +719,12 @@ static int node_write(const rq *r, fuse_req_t req, handle *h, const char *buf, s
                                  sizeof detail);
         break;
     case N_ASK:
-    case N_ASKJ: {
+    case N_ASKJ:
+    case N_TOASK:
+    case N_TOASKJ: {
         /* answered here, once the broker has the question (bounded by
          * send_timeout): the read that follows must find it registered */
-        int e = askf_write(h->ask, h->name, h->kind == N_ASKJ, buf, size);
+        int e = askf_write(h->ask, h->name, h->kind == N_ASKJ || h->kind == N_TOASKJ, buf, size);
         g_free(w);
         return e ? -e : (int)size;
     }

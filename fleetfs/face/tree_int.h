@@ -61,6 +61,8 @@ typedef enum {
     N_ASK,       /* peers/<id>/ask, agents/<gid>/ask: one question, its answer read back */
     N_ASKJ,      /* peers/<id>/ask.json, agents/<gid>/ask.json: the question as send.json */
     N_TOJ,       /* agents/<local gid>/to/<target>.json: send.json as that agent */
+    N_TOASK,     /* agents/<local gid>/to/<target>.ask: that agent asks */
+    N_TOASKJ,    /* agents/<local gid>/to/<target>.ask.json: the same, as ask.json */
 } node_kind;
 
 /* A resolved path.  name: the peer, agent gid, group or target the node is

@@ -134,17 +134,19 @@ json_t *mt_ask(void *ctx, json_t *args)
     if (timeout < 0)
         return mt_fail("fleet_ask: timeout must be a whole number of seconds from 1 to %d",
                        MCP_ASK_MAX);
-    if (w->as)
-        return mt_fail("fleet_ask: an agent's server cannot ask yet (an ask file asks for the "
-                       "lead); send the question with fleet_send and read the answer with "
-                       "fleet_inbox");
     to = json_string_value(jto);
+    if (w->as && !strcmp(to, w->as))
+        return mt_fail("fleet_ask: '%s' is yourself; nothing was sent", to);
     snprintf(what, sizeof what, "fleet_ask to %s", to);
     if (json_string_length(jbody) == 0)
         return mt_fail("%s: the question is empty, so nothing was sent", what);
     if ((e = mt_who_me(w)))
         return mt_fail_errno(w, e, "fleet_ask", NULL, NULL);
-    path = id_valid(to) ? mcp_ask_path(w->mnt, to, true) : NULL;
+    /* the lead asks through peers/ or agents/<gid>/ask; an agent through
+     * its own to/<to>.ask.json, so that it asks (and is answered) as itself */
+    path = !id_valid(to) ? NULL
+           : w->as       ? g_strdup_printf("%s/agents/%s/to/%s.ask.json", w->mnt, w->as, to)
+                         : mcp_ask_path(w->mnt, to, true);
     if (!path)
         return mt_fail(
             "fleet_ask: '%s' is not a lead's coord_id or an agent's gid (name@coord_id); "

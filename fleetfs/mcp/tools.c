@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fleetfs/mcp/tools.c — the seven fleet_* tools, done through the mounted
+/* fleetfs/mcp/tools.c — the eight fleet_* tools, done through the mounted
  * files and nothing else (SPEC section 12).
  *
  * Why only files: the MCP server then can do exactly what a shell in the
@@ -16,6 +16,9 @@
  *                 agents/<me>/to/<to>); the msgId is found afterwards in
  *                 the home's sent (the entry to <to> that was not there
  *                 before the write)
+ *   fleet_ask     ask.c: one question written to an ask file (the lead's
+ *                 peers/<to>/ask.json or agents/<gid>/ask.json, an agent's
+ *                 agents/<me>/to/<to>.ask.json), its answer read back
  *   fleet_list    roster (every lead heard) and the names in peers/, the
  *                 agents (agents/ and each one's status), the groups
  *                 (groups/ and each one's members)

@@ -125,12 +125,24 @@ test_expect_success 'fleet_send expiresIn for an agent (--as): through to/<targe
     wait_for 10 "test -n \"\$(id_of beta/leads/beta/inbox \"from w1, two minutes\")\"" &&
     test "$(life beta "from w1, two minutes")" = 120 &&
     jq -e "select(.body == \"from w1, two minutes\") | .from == \"w1@alpha\"" beta/leads/beta/inbox &&
-    MCP_AS=w1@alpha mcp alpha call fleet_ask "{\"to\":\"beta\",\"body\":\"x\"}" >s5 &&
-    jq -e ".isError == true" s5 &&
     call beta fleet_send "{\"to\":\"w1@alpha\",\"body\":\"answering w1\",\"replyTo\":\"$(id_of beta/leads/beta/inbox "from w1, two minutes")\",\"expiresIn\":\"5m\"}" >s6 &&
     jq -e ".isError == false" s6 &&
     wait_for 10 "jq -e \"select(.body == \\\"answering w1\\\") | .replyTo\" alpha/agents/w1@alpha/inbox" &&
     test -n "$q"
+'
+
+test_expect_success 'fleet_ask for an agent (--as): w1 asks as itself through to/<to>.ask.json, gets the answer' '
+    echo all >beta/leads/beta/ack && echo all >alpha/agents/w1@alpha/ack &&
+    { MCP_AS=w1@alpha mcp alpha call fleet_ask "{\"to\":\"beta\",\"body\":\"w1 asks\",\"timeout\":60}" >s7 & } &&
+    q=$(question_at beta "w1 asks") &&
+    jq -e "select(.msgId == \"$q\") | .from == \"w1@alpha\"" beta/leads/beta/inbox &&
+    echo "beta answers w1" >beta/leads/beta/reply/$q &&
+    wait_for 30 "test -s s7" &&
+    jq -e ".isError == false and .structured.answer == \"beta answers w1\"" s7 &&
+    ! grep -q "beta answers w1" alpha/agents/w1@alpha/inbox &&
+    jq -e "select(.body == \"beta answers w1\") | .consumed == \"acked\"" alpha/agents/w1@alpha/history &&
+    MCP_AS=w1@alpha mcp alpha call fleet_ask "{\"to\":\"w1@alpha\",\"body\":\"me?\"}" >s8 &&
+    jq -e ".isError == true" s8
 '
 
 test_expect_success 'unmount cleanly' '
