@@ -6,7 +6,8 @@
  *   held.c      held messages: arrivals, the claim, acks, the one remove path
  *   accept.c    acceptance: signatures, trust reload, policy, the seen sets,
  *               the rate of refusal receipts
- *   sent.c      the sent log and its state machine; sending
+ *   sent.c      the sent log and its state machine
+ *   send.c      sending: one write, one signed message, its outcome told
  *   history.c   history (and which msgIds it names, for replies)
  *   views.c     open inbox readers (tail -f) and poll
  *   receipts.c  receipts in (lead.<me>.receipts) and out (the durable outbox)
@@ -66,7 +67,7 @@ _Static_assert(SEEN_CAP > PREFETCH_MAX && SEEN_DELIVERED_CAP > PREFETCH_MAX,
 /* "a receipt changed nothing" log lines, per sender: the same budget */
 #define RECEIPT_LOG_BURST 10
 #define RECEIPT_LOG_EVERY_MS 6000
-/* sent.c: one published-unread (or not-known-whether-read) line per peer
+/* send.c: one published-unread (or not-known-whether-read) line per peer
  * and kind a minute */
 #define SEND_LOG_EVERY_MS 60000
 #define VIEW_KEEP (256 * 1024) /* bytes an open inbox keeps behind its reader */
@@ -299,6 +300,15 @@ void sent_expire_locked(mailbox *mb);
 /* Whether msg_id names a message this lead sent to peer (a sent entry, or
  * a send still waiting for its confirm). */
 bool sent_names_locked(mailbox *mb, const char *msg_id, const char *peer);
+/* send.c's hands on the log: an outcome recorded (its entry made, or moved
+ * on by what the write's result says); what came before the record (a
+ * receipt, the broker's late confirm) applied right after it; the signed
+ * envelope an unconfirmed entry keeps for resend (strdup'd; NULL with why
+ * in detail, *known saying whether msg_id is in sent at all). */
+void sent_record(mailbox *mb, const envelope *e, const char *json, const char *state,
+                 const char *detail, char *const *members);
+void sent_apply_early(mailbox *mb, const char *msg_id);
+char *sent_kept_envelope(mailbox *mb, const char *msg_id, bool *known, char *detail, size_t dlen);
 
 /* One message: validate, wrap with a lifetime of life_ms, sign, publish,
  * wait, record.  ask (may be NULL): the question of an ask, registered
