@@ -137,9 +137,10 @@ test:
 # and wire/ reach nothing above them, model/ nothing of the face (part of
 # make test; scripts/check-layers lists the rules); every C file is as
 # clang-format makes it from .clang-format (scripts/check-format); and every
-# source file names the license, Apache-2.0, in an SPDX line (scripts/check-spdx).
+# source file names the license, Apache-2.0, in an SPDX line (scripts/check-spdx);
+# and no product C file is over 1000 lines (scripts/check-size).
 check:
-	@rc=0; scripts/check-layers || rc=1; scripts/check-format || rc=1; scripts/check-spdx || rc=1; exit $$rc
+	@rc=0; scripts/check-layers || rc=1; scripts/check-format || rc=1; scripts/check-spdx || rc=1; scripts/check-size || rc=1; exit $$rc
 
 run:
 	@scripts/run

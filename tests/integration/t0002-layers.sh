@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # make check keeps the layers (scripts/check-layers) and the one style
-# (scripts/check-format): on a copy of the tree, each passes as the tree is,
+# (scripts/check-format) and the size of a file (scripts/check-size): on a copy of the tree, each passes as the tree is,
 # and each fails, naming the part and the file, on a planted violation of
 # each of its rules (doc/architecture.md draws them).
 . "$(dirname "$0")/../lib.sh"
@@ -11,7 +11,7 @@ copy_tree() {
 	mkdir -p "$1/scripts" &&
 	cp -r "$FLEET_ROOT/fleetfs" "$FLEET_ROOT/broker" "$FLEET_ROOT/herdr" "$1/" &&
 	cp "$FLEET_ROOT/.clang-format" "$1/" &&
-	cp "$FLEET_ROOT/scripts/check-layers" "$FLEET_ROOT/scripts/check-format" "$1/scripts/"
+	cp "$FLEET_ROOT/scripts/check-layers" "$FLEET_ROOT/scripts/check-format" "$FLEET_ROOT/scripts/check-size" "$1/scripts/"
 }
 
 test_expect_success 'the tree as it is passes both checks, and the picture is printed' '
@@ -21,7 +21,9 @@ test_expect_success 'the tree as it is passes both checks, and the picture is pr
 	grep -E "^  base/ +may include: fleetfs/base/\$" out &&
 	grep -E "^  face/ +may include: .*fleetfs/agents/" out &&
 	FLEET_CHECK_ROOT=$PWD/clean "$FLEET_ROOT/scripts/check-format" >fmt &&
-	grep -E "^format: [0-9]+ passed, 0 failed\$" fmt
+	grep -E "^format: [0-9]+ passed, 0 failed\$" fmt &&
+	FLEET_CHECK_ROOT=$PWD/clean "$FLEET_ROOT/scripts/check-size" >size &&
+	grep -E "^size: [0-9]+ passed, 0 failed\$" size
 '
 
 # plant RULE FILE HEADER: FILE (in a fresh copy) includes HEADER, which RULE
@@ -80,5 +82,13 @@ test_expect_success 'a C file that differs from .clang-format fails check-format
 	test_must_fail env FLEET_CHECK_ROOT=$PWD/style "$FLEET_ROOT/scripts/check-format" >style.out &&
 	grep -x "format: fleetfs/base/log.c differs from .clang-format (fix: clang-format -i fleetfs/base/log.c)" style.out &&
 	grep -E "^format: [0-9]+ passed, 1 failed\$" style.out
+'
+test_expect_success 'a product C file over 1000 lines fails check-size, naming it and its length' '
+	rm -rf big && copy_tree big &&
+	n=$(wc -l <big/broker/uri.c) &&
+	for i in $(seq $((1001 - n))); do echo "/* filler */"; done >>big/broker/uri.c &&
+	test_must_fail env FLEET_CHECK_ROOT=$PWD/big "$FLEET_ROOT/scripts/check-size" >big.out &&
+	grep -x "broker/uri.c: 1001 lines, over 1000: split it by concern (doc/architecture.md)" big.out &&
+	grep -E "^size: [0-9]+ passed, 1 failed\$" big.out
 '
 test_done
