@@ -550,10 +550,22 @@ void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
 }
 
 /* See CANARY_MS: an empty message to the default exchange with an empty
- * routing key reaches no queue and is dropped by the broker. */
+ * routing key reaches no queue and is dropped by the broker.  While
+ * LavinMQ refuses publishes for low disk (c->low_disk) the canary's
+ * channel is in confirm mode: a refused canary closes it (406 again; it is
+ * reopened without confirms, put back in confirm mode here), a taken one
+ * is acked, which unblocks (frames.c).  LavinMQ drops the connection for
+ * any frame sent on a channel it closed, so nothing follows the canary. */
 static void send_canary(br_conn *c)
 {
     int rc;
+    if (c->low_disk && !c->canary_confirms) {
+        if (!amqp_confirm_select(c->amqp, CH_CANARY)) {
+            br_drop_connection(c, "cannot put the canary channel in confirm mode");
+            return;
+        }
+        c->canary_confirms = true;
+    }
     c->last_pub_ms = br_now_ms();
     rc = amqp_basic_publish(c->amqp, CH_CANARY, amqp_empty_bytes, amqp_empty_bytes, 0, 0, NULL,
                             amqp_empty_bytes);
@@ -637,7 +649,8 @@ static gpointer broker_main(gpointer data)
         }
         if (c->connected && c->consumer_retry_ms && now >= c->consumer_retry_ms)
             br_setup_consumer(c);
-        if (c->connected && c->publisher && !c->st.blocked && now - c->last_pub_ms >= CANARY_MS)
+        if (c->connected && c->publisher && (!c->st.blocked || c->low_disk) &&
+            now - c->last_pub_ms >= CANARY_MS)
             send_canary(c);
         if (c->connected && br_buffered(c))
             timeout = 0;

@@ -259,6 +259,9 @@ struct br_conn {
     int64_t consumer_retry_ms; /* when to look at the slots again; 0: nothing to do */
     uint64_t pub_seq;          /* last delivery tag used on CH_PUB */
     int64_t last_pub_ms;       /* last publish (or canary) on this connection */
+    bool low_disk;             /* blocked by LavinMQ's low-disk 406 (quirks.h): no
+                                * connection.unblocked comes, the canary asks again */
+    bool canary_confirms;      /* CH_CANARY is in confirm mode (put there while low_disk) */
     int64_t last_read_ms;      /* br_read_frames last asked rabbitmq-c for frames */
     bool was_connected;        /* connected at least once */
     GQueue inflight;           /* br_req*, ascending pub_tag */

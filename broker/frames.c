@@ -16,6 +16,7 @@
 
 #include "broker/conn_int.h"
 #include "broker/death.h"
+#include "broker/quirks.h"
 #include "fleetfs/base/log.h"
 
 /* ------------------------------------------------------------------ */
@@ -176,13 +177,31 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
     int code = m->reply_code; /* m may not outlive the channel's reopening */
     br_bytes_to_str(m->reply_text, text, sizeof text);
     br_slot *s = br_slot_by_channel(c, ch);
-    log_warn("broker: channel %u closed by the broker: %d %s", ch, code, text);
+    /* LavinMQ's low-disk refusal of a publish (quirks.h): blocked, said
+     * once (br_set_blocked), not at each canary it refuses */
+    bool low_disk = (ch == CH_PUB || ch == CH_CANARY) && br_is_low_disk_refusal(code, text);
+    if (!low_disk || !c->st.blocked)
+        log_warn("broker: channel %u closed by the broker: %d %s", ch, code, text);
     if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
         (!s && br_open_channel(c, ch) < 0)) {
         br_drop_connection(c, text);
         return;
     }
-    if (ch == CH_PUB) {
+    if (ch == CH_CANARY)
+        c->canary_confirms = false; /* reopened: a fresh channel */
+    if (low_disk) {
+        c->low_disk = true;
+        br_set_blocked(c, true, BR_LOW_DISK_REASON);
+    }
+    if (ch == CH_PUB && low_disk && g_queue_get_length(&c->inflight) == 1) {
+        /* the one unconfirmed publish is the one refused: not stored (an
+         * earlier one may be stored and still unconfirmed when more are
+         * out, so those stay "may or may not" below) */
+        c->pub_seq = 0;
+        br_req_complete(c, g_queue_pop_head(&c->inflight), FE_BLOCKED,
+                        "the broker refused the publish (" BR_LOW_DISK_REASON
+                        "); nothing was sent");
+    } else if (ch == CH_PUB) {
         char why[400];
         snprintf(why, sizeof why,
                  "the broker closed the publish channel (%d %s) before it confirmed; the "
@@ -235,11 +254,21 @@ static void handle_frame(br_conn *c, amqp_frame_t *f)
     switch (f->payload.method.id) {
     case AMQP_BASIC_ACK_METHOD: {
         amqp_basic_ack_t *a = f->payload.method.decoded;
+        if (f->channel == CH_CANARY) {
+            /* a canary taken: LavinMQ has disk again (conn.c, send_canary) */
+            if (c->low_disk) {
+                c->low_disk = false;
+                br_set_blocked(c, false, NULL);
+            }
+            break;
+        }
         confirm(c, a->delivery_tag, a->multiple, false);
         break;
     }
     case AMQP_BASIC_NACK_METHOD: {
         amqp_basic_nack_t *a = f->payload.method.decoded;
+        if (f->channel == CH_CANARY)
+            break;
         confirm(c, a->delivery_tag, a->multiple, true);
         break;
     }

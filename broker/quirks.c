@@ -28,3 +28,8 @@ const char *br_mismatch_hint(const char *text)
            "with this fleet's, e.g. scripts/broker ctl -- list_queues -q name arguments, or "
            "the broker's management UI)";
 }
+
+bool br_is_low_disk_refusal(int code, const char *text)
+{
+    return code == 406 && text && strstr(text, "low on disk space");
+}

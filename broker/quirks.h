@@ -30,4 +30,16 @@ void br_queue_type_made(const char *product, const char *asked, char *out, size_
  * else a sentence saying how to find it (LavinMQ's text names none). */
 const char *br_mismatch_hint(const char *text);
 
+/* LavinMQ (1.0.1) has no disk alarm and no connection.blocked: while its
+ * data directory has under two segments free (16 MB by default) it closes
+ * the channel of every publish with 406 "Server low on disk space", and
+ * says nothing when space comes back.  True for that refusal (a channel
+ * close's code and text); fleetfs then treats the publishing connection
+ * as blocked with BR_LOW_DISK_REASON, as under RabbitMQ's disk alarm, and
+ * its canary asks again until a publish is taken (conn.c). */
+bool br_is_low_disk_refusal(int code, const char *text);
+#define BR_LOW_DISK_REASON                                                                      \
+    "low on disk (LavinMQ refuses every publish, 406 Server low on disk space, while its data " \
+    "directory has under two segments free, 16 MB by default)"
+
 #endif

@@ -654,7 +654,11 @@ void br_drop_connection(br_conn *c, const char *why)
     c->st.node[0] = c->st.server[0] = '\0';
     g_mutex_unlock(&c->lock);
     log_warn("%s: connection lost: %s; reconnecting", br_who(c), why ? why : "unknown reason");
-    br_set_blocked(c, false, NULL); /* a new connection starts unblocked */
+    /* a new connection starts unblocked, but LavinMQ says nothing of its
+     * low disk to one (quirks.h): that stays until a canary is taken */
+    c->canary_confirms = false;
+    if (!c->low_disk)
+        br_set_blocked(c, false, NULL);
     br_slots_lost(c);
     br_set_consumer(c, BR_CONS_NONE, "");
     br_set_link(c, BR_CONNECTING, why);
