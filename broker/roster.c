@@ -38,6 +38,12 @@
 #define RO_CH 1
 #define RO_BACKOFF_MIN_MS 250
 #define RO_BACKOFF_MAX_MS 5000
+/* A connection that is lost within RO_STABLE_MS of connecting does not
+ * reset the backoff, and a run of such losses for the same reason is
+ * "flapping": said once, then quiet until a connection stays up (LavinMQ
+ * low on disk refuses every heartbeat with 406 and closes the connection
+ * right after each connect: without this, two log lines every 250 ms). */
+#define RO_STABLE_MS 10000
 #define RO_RPC_TIMEOUT_MS 2000 /* short: a stop may wait on one call */
 #define RO_AMQP_HEARTBEAT_S 10
 #define RO_KICK_MIN_MS 1000
@@ -67,6 +73,9 @@ struct ro_conn {
     bool connected;
     unsigned uri_index;
     int64_t next_attempt_ms, backoff_ms;
+    int64_t up_since_ms; /* when the current connection was made */
+    char last_loss[256]; /* why the last connection was lost */
+    bool flapping;       /* lost again and again right after connecting */
     int64_t next_beat_ms, last_beat_ms;
     char shown[300];    /* host:port of the current URI, no credentials */
     char host[128];     /* the host word */
@@ -155,10 +164,24 @@ static void drop(ro_conn *r, const char *why)
     if (r->amqp)
         amqp_destroy_connection(r->amqp);
     r->amqp = NULL;
-    if (r->connected)
-        log_warn("presence: roster connection lost (%s); peers look stale to us until it is "
-                 "back, reconnecting",
-                 why);
+    if (r->connected) {
+        bool brief = now_ms() - r->up_since_ms < RO_STABLE_MS;
+        if (brief && !r->flapping && strcmp(r->last_loss, why) == 0) {
+            r->flapping = true;
+            log_warn("presence: the roster connection is lost again and again right after "
+                     "connecting (%s); no heartbeat goes out meanwhile and peers will call us "
+                     "stale. Retrying every %d s, quietly until it stays up; what to do: see "
+                     "the broker's own log for why it closes the connection",
+                     why, RO_BACKOFF_MAX_MS / 1000);
+        } else if (!r->flapping) {
+            log_warn("presence: roster connection lost (%s); peers look stale to us until it "
+                     "is back, reconnecting",
+                     why);
+        }
+        if (!brief)
+            r->backoff_ms = RO_BACKOFF_MIN_MS;
+        g_strlcpy(r->last_loss, why, sizeof r->last_loss);
+    }
     r->connected = false;
     set_link(r, false, why);
     r->next_attempt_ms = now_ms() + r->backoff_ms;
@@ -440,10 +463,11 @@ static void try_connect(ro_conn *r)
         setup(r, why, sizeof why) == 0) {
         r->connected = true;
         set_sock(r, amqp_get_sockfd(r->amqp));
-        r->backoff_ms = RO_BACKOFF_MIN_MS;
+        r->up_since_ms = now_ms();  /* the backoff is reset once it has stayed up (drop) */
         r->next_beat_ms = now_ms(); /* say hello at once */
-        log_info("presence: roster connected to %s (exchange %s, heartbeat every %lld ms)",
-                 r->shown, TOPO_ROSTER_EXCHANGE, (long long)r->cfg.interval_ms);
+        if (!r->flapping)
+            log_info("presence: roster connected to %s (exchange %s, heartbeat every %lld ms)",
+                     r->shown, TOPO_ROSTER_EXCHANGE, (long long)r->cfg.interval_ms);
         set_link(r, true, "");
         return;
     }
@@ -721,6 +745,12 @@ static gpointer roster_main(gpointer data)
         g_mutex_unlock(&r->lock);
         if (kicked && r->next_beat_ms > r->last_beat_ms + RO_KICK_MIN_MS)
             r->next_beat_ms = MAX(now, r->last_beat_ms + RO_KICK_MIN_MS);
+        if (r->connected && r->flapping && now - r->up_since_ms >= RO_STABLE_MS) {
+            r->flapping = false;
+            r->backoff_ms = RO_BACKOFF_MIN_MS;
+            log_info("presence: the roster connection to %s has stayed up %d s: steady again",
+                     r->shown, RO_STABLE_MS / 1000);
+        }
         if (r->connected)
             apply_wants(r);
         if (r->connected && now_ms() >= r->next_beat_ms)

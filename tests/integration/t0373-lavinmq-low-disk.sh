@@ -69,6 +69,16 @@ test_expect_success 'a send fails with ENOBUFS, nothing reaches the broker, none
     grep -q "low on disk" alpha.log
 '
 
+# LavinMQ also refuses every heartbeat and closes the roster's connection
+# right after each connect: said once, not two lines a reconnect (18 in 6 s
+# before)
+test_expect_success 'presence while the disk is full: one line says the roster connection flaps' '
+    sleep 6 &&
+    grep "presence: roster" alpha.log | tail -n 5 &&
+    test $(grep -c "presence: roster connection lost" alpha.log) -le 2 &&
+    test $(grep -c "presence: the roster connection is lost again and again right after connecting" alpha.log) = 1
+'
+
 test_expect_success 'space freed: status says connected by itself; the next send is read once' '
     rm "$data/filler" &&
     wait_for 30 "grep -q \"^broker: connected$\" alpha/status" &&
@@ -79,7 +89,9 @@ test_expect_success 'space freed: status says connected by itself; the next send
     grep -qx "$(last_sent_id alpha)" read.log &&
     sort read.log >read.ids &&
     test_cmp sent.ids read.ids &&
-    test "$(broker_count lead.beta.inbox)" = 0
+    test "$(broker_count lead.beta.inbox)" = 0 &&
+    wait_for 30 "grep -q \"presence: the roster connection to .* has stayed up 10 s: steady again\" alpha.log" &&
+    wait_for 15 "grep -q \"^presence: live\" alpha/peers/beta/status"
 '
 
 test_expect_success 'unmount cleanly' '
