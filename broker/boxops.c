@@ -379,46 +379,42 @@ fe_code br_ack_box(br_conn *c, unsigned box, uint64_t epoch, uint64_t tag, bool 
 /* ------------------------------------------------------------------ */
 /* the control queue                                                   */
 
-int br_control_consume(br_conn *c)
+/* One of this host's own queues consumed as a box of the consuming
+ * connection (nobody waits: the broker thread finishes it), bound in
+ * `exchange` with the key (or header value) <coord_id> where this login
+ * may bind. */
+static int own_consume(br_conn *c, bool wanted, unsigned box,
+                       void (*queue_of)(const char *, char *, size_t), const char *exchange)
 {
     br_req *r;
 
-    if (!c->cb.control || c->publisher) {
+    if (!wanted || c->publisher) {
         errno = EINVAL;
         return -1;
     }
     r = br_req_new(RQ_BOX_ADD);
-    r->box = BR_BOX_CONTROL;
-    br_control_queue(c->cfg.coord_id, r->queue, sizeof r->queue);
-    /* bound with key <coord_id> where this login may (control_bindable) */
-    g_strlcpy(r->exchange, BR_EXCHANGE_CONTROL, sizeof r->exchange);
+    r->box = box;
+    queue_of(c->cfg.coord_id, r->queue, sizeof r->queue);
+    g_strlcpy(r->exchange, exchange, sizeof r->exchange);
     g_strfreev(r->keys);
     r->keys = g_new0(char *, 2);
     r->keys[0] = g_strdup(c->cfg.coord_id);
     br_req_submit(c, r);
-    br_req_unref(r); /* nobody waits: the broker thread finishes it */
+    br_req_unref(r);
     return 0;
 }
 
+/* control.<me>, bound with key <coord_id> (control_bindable) */
+int br_control_consume(br_conn *c)
+{
+    return own_consume(c, c->cb.control != NULL, BR_BOX_CONTROL, br_control_queue,
+                       BR_EXCHANGE_CONTROL);
+}
+
+/* lead.<me>.dead, bound by BR_HEADER_HOST (dead_bindable) */
 int br_dead_consume(br_conn *c)
 {
-    br_req *r;
-
-    if (!c->cb.dead || c->publisher) {
-        errno = EINVAL;
-        return -1;
-    }
-    r = br_req_new(RQ_BOX_ADD);
-    r->box = BR_BOX_DEAD;
-    br_dead_queue(c->cfg.coord_id, r->queue, sizeof r->queue);
-    /* bound by BR_HEADER_HOST where this login may (dead_bindable) */
-    g_strlcpy(r->exchange, BR_EXCHANGE_DEAD, sizeof r->exchange);
-    g_strfreev(r->keys);
-    r->keys = g_new0(char *, 2);
-    r->keys[0] = g_strdup(c->cfg.coord_id);
-    br_req_submit(c, r);
-    br_req_unref(r); /* nobody waits: the broker thread finishes it */
-    return 0;
+    return own_consume(c, c->cb.dead != NULL, BR_BOX_DEAD, br_dead_queue, BR_EXCHANGE_DEAD);
 }
 
 bool br_dead_status(br_conn *c, br_box_status *out)

@@ -58,31 +58,43 @@ static int hc_options(fs_opts *o, const char *list, const char *who)
     return rc;
 }
 
+/* The -o lists from argv[first] on (each "-o LIST"), then the broker
+ * config they and the environment make (cfg->uris to g_strfreev); -1 on
+ * a bad word (said on stderr as WHO's) or a stray argument: usage. */
+static int hc_operator_cfg(fs_opts *o, int argc, char **argv, int first, const char *who,
+                           br_config *cfg)
+{
+    const char *env;
+    for (int i = first; i < argc; i++) {
+        if (strcmp(argv[i], "-o") != 0 || i + 1 >= argc || hc_options(o, argv[++i], who) < 0)
+            return -1;
+    }
+    env = getenv(o->broker_uri_env);
+    memset(cfg, 0, sizeof *cfg);
+    cfg->uris = uri_split(env && *env     ? env
+                          : o->broker_uri ? o->broker_uri
+                                          : "amqp://localhost:5672");
+    cfg->vhost = o->vhost;
+    cfg->queue_type = o->queue_type;
+    cfg->max_length = o->max_length;
+    cfg->message_ttl_ms = o->message_ttl_ms;
+    cfg->ca = o->ca;
+    cfg->uri_env = o->broker_uri_env;
+    return 0;
+}
+
 int hc_declare_main(int argc, char **argv)
 {
     fs_opts o;
     br_config cfg;
-    const char *env;
     char why[768], made[96];
     int rc = 2;
 
     opts_init(&o);
     if (argc < 3 || !name_valid(argv[2]))
         goto done;
-    for (int i = 3; i < argc; i++) {
-        if (strcmp(argv[i], "-o") != 0 || i + 1 >= argc ||
-            hc_options(&o, argv[++i], "fleetfs declare") < 0)
-            goto done;
-    }
-    env = getenv(o.broker_uri_env);
-    memset(&cfg, 0, sizeof cfg);
-    cfg.uris = uri_split(env && *env ? env : o.broker_uri ? o.broker_uri : "amqp://localhost:5672");
-    cfg.vhost = o.vhost;
-    cfg.queue_type = o.queue_type;
-    cfg.max_length = o.max_length;
-    cfg.message_ttl_ms = o.message_ttl_ms;
-    cfg.ca = o.ca;
-    cfg.uri_env = o.broker_uri_env;
+    if (hc_operator_cfg(&o, argc, argv, 3, "fleetfs declare", &cfg) < 0)
+        goto done;
     rc = br_declare_host(&cfg, argv[2], why, sizeof why, made, sizeof made) < 0 ? 1 : 0;
     if (rc)
         fprintf(stderr, "fleetfs declare: %s\n", why);
@@ -164,7 +176,8 @@ static void dq_time(int64_t s, char *out, size_t n)
 static br_dlq_action dq_visit(void *ud, unsigned index, const br_dead_letter *l)
 {
     dq_walk *w = ud;
-    char id[40], from[128], to[128], type[64], at[40], pos[16];
+    char id[40], from[128], to[128], type[128], at[40],
+        pos[16]; /* from, to, type: one size (dq_fields) */
     dq_fields(l, index, id, sizeof id, from, to, type, sizeof from);
     dq_time(l->death.time_s, at, sizeof at);
     snprintf(pos, sizeof pos, "#%u", index + 1);
@@ -214,7 +227,7 @@ int hc_dlq_main(int argc, char **argv)
 {
     fs_opts o;
     br_config cfg;
-    const char *env, *op = argc >= 3 ? argv[2] : "";
+    const char *op = argc >= 3 ? argv[2] : "";
     dq_walk w = {0};
     char why[768];
     unsigned count = 0;
@@ -230,18 +243,8 @@ int hc_dlq_main(int argc, char **argv)
         w.want = argv[3];
         first_opt = 4;
     }
-    for (int i = first_opt; i < argc; i++) {
-        if (strcmp(argv[i], "-o") != 0 || i + 1 >= argc ||
-            hc_options(&o, argv[++i], "fleetfs dlq") < 0)
-            goto done;
-    }
-    env = getenv(o.broker_uri_env);
-    memset(&cfg, 0, sizeof cfg);
-    cfg.uris = uri_split(env && *env ? env : o.broker_uri ? o.broker_uri : "amqp://localhost:5672");
-    cfg.vhost = o.vhost;
-    cfg.queue_type = o.queue_type;
-    cfg.ca = o.ca;
-    cfg.uri_env = o.broker_uri_env;
+    if (hc_operator_cfg(&o, argc, argv, first_opt, "fleetfs dlq", &cfg) < 0)
+        goto done;
     w.op = op;
     if (!strcmp(op, "purge")) {
         uint32_t n = 0;
