@@ -417,26 +417,27 @@ int br_dead_consume(br_conn *c)
     return own_consume(c, c->cb.dead != NULL, BR_BOX_DEAD, br_dead_queue, BR_EXCHANGE_DEAD);
 }
 
-bool br_dead_status(br_conn *c, br_box_status *out)
+/* The status of one of this host's own queues (own_consume); false while
+ * it is not consumed. */
+static bool own_status(br_conn *c, unsigned box, br_box_status *out)
 {
     br_slot *s;
     g_mutex_lock(&c->lock);
-    s = br_slot_by_box(c, BR_BOX_DEAD);
+    s = br_slot_by_box(c, box);
     if (s)
         *out = s->st;
     g_mutex_unlock(&c->lock);
     return s != NULL;
 }
 
+bool br_dead_status(br_conn *c, br_box_status *out)
+{
+    return own_status(c, BR_BOX_DEAD, out);
+}
+
 bool br_control_status(br_conn *c, br_box_status *out)
 {
-    br_slot *s;
-    g_mutex_lock(&c->lock);
-    s = br_slot_by_box(c, BR_BOX_CONTROL);
-    if (s)
-        *out = s->st;
-    g_mutex_unlock(&c->lock);
-    return s != NULL;
+    return own_status(c, BR_BOX_CONTROL, out);
 }
 
 fe_code br_ack_control(br_conn *c, uint64_t epoch, uint64_t tag, bool reject, int64_t timeout_ms)
