@@ -27,13 +27,23 @@ ifeq ($(SAN),1)
 CFLAGS  := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDSAN   := -fsanitize=address,undefined
 endif
+# Bounds the compiler can see are checked at run time (_FORTIFY_SOURCE) in
+# every optimised build but the sanitised one (ASan checks them itself);
+# left alone when the caller's flags already say (the package build's do).
+ifneq ($(SAN),1)
+ifeq ($(findstring _FORTIFY_SOURCE,$(CFLAGS)),)
+ifneq ($(filter -O1 -O2 -O3 -Os,$(CFLAGS)),)
+FORTIFY := -D_FORTIFY_SOURCE=2
+endif
+endif
+endif
 # pkg-config is asked quietly: on a fresh machine neither it nor the
 # libraries are there yet, and `make run` installs them before it builds
 # (scripts/run). A build without them stops once, at deps-check, saying
 # which are missing and what to run.
 PKG_CONFIG ?= pkg-config
 PKG_OK  := $(shell $(PKG_CONFIG) --exists $(PKGS) 2>/dev/null && echo yes)
-CPPFLAGS := -std=gnu11 -D_GNU_SOURCE -DFUSE_USE_VERSION=35 -I. $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+CPPFLAGS := -std=gnu11 -D_GNU_SOURCE -DFUSE_USE_VERSION=35 $(FORTIFY) -I. $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 LDLIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
