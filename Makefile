@@ -142,11 +142,12 @@ soak: all
 test:
 	@scripts/run-tests
 
-# The layers of SPEC section 1: broker/ and herdr/ include nothing from
-# fleetfs/ but log.h and errors.h, nor each other; inside fleetfs/, store/
-# and wire/ reach nothing above them, model/ nothing of the face (part of
-# make test; scripts/check-layers lists the rules); every C file is as
-# clang-format makes it from .clang-format (scripts/check-format); and every
+# The layers of SPEC section 1 (scripts/check-layers prints its rules,
+# doc/architecture.md draws them): broker/ and herdr/ include nothing of
+# fleetfs/ but the base (log, errors, durations), nor each other; inside
+# fleetfs/, store/ and wire/ reach nothing above them, model/ nothing of the
+# face and the broker only through its seam (part of make test); every C
+# file is as clang-format 14 makes it from .clang-format (scripts/check-format); and every
 # source file names the license, Apache-2.0, in an SPDX line (scripts/check-spdx);
 # and no product C file is over 1000 lines (scripts/check-size).
 check:

@@ -3,7 +3,9 @@
 # make check keeps the layers (scripts/check-layers) and the one style
 # (scripts/check-format) and the size of a file (scripts/check-size): on a copy of the tree, each passes as the tree is,
 # and each fails, naming the part and the file, on a planted violation of
-# each of its rules (doc/architecture.md draws them).
+# each of its rules (doc/architecture.md draws them): the folder rules, the
+# loops that were cut (never rules), the spelling of an include, the
+# model's seam to the broker.
 . "$(dirname "$0")/../lib.sh"
 
 # a fresh copy of the product tree and the two checks, in dir $1
@@ -13,13 +15,18 @@ copy_tree() {
 	cp "$FLEET_ROOT/.clang-format" "$1/" &&
 	cp "$FLEET_ROOT/scripts/check-layers" "$FLEET_ROOT/scripts/check-format" "$FLEET_ROOT/scripts/check-size" "$1/scripts/"
 }
+N=20 # the checks check-layers makes: its rules, the seam, the spelling of includes, no file under no rule
 
 test_expect_success 'the tree as it is passes both checks, and the picture is printed' '
 	copy_tree clean &&
 	FLEET_CHECK_ROOT=$PWD/clean "$FLEET_ROOT/scripts/check-layers" >out &&
-	grep -x "layers: 16 passed, 0 failed" out &&
+	grep -x "layers: $N passed, 0 failed" out &&
 	grep -E "^  base/ +may include: fleetfs/base/\$" out &&
 	grep -E "^  face/ +may include: .*fleetfs/agents/" out &&
+	grep -E "^  face/notify +never reaches: fleetfs/face/hosts.h .*fleetfs/agents/" out &&
+	grep -E "^  config/profile +never reaches: fleetfs/config/options.h" out &&
+	grep -E "^  model/ +may include: .* mb_broker.\[ch\]:broker/ dead.c:broker/death.h mailbox.h:broker/conn.h\$" out &&
+	grep -E "^  model/seam +calls the broker only in: mb_broker.c dead.c:br_death_\*\$" out &&
 	FLEET_CHECK_ROOT=$PWD/clean "$FLEET_ROOT/scripts/check-format" >fmt &&
 	grep -E "^format: [0-9]+ passed, 0 failed\$" fmt &&
 	FLEET_CHECK_ROOT=$PWD/clean "$FLEET_ROOT/scripts/check-size" >size &&
@@ -29,14 +36,26 @@ test_expect_success 'the tree as it is passes both checks, and the picture is pr
 # plant RULE FILE HEADER: FILE (in a fresh copy) includes HEADER, which RULE
 # forbids; check-layers must fail and name both
 plant() {
-	local rule=$1 file=$2 header=$3 dir=plant-${1//\//_}
-	rm -rf "$dir" && copy_tree "$dir" &&
-	test -f "$dir/$file" &&
-	printf "#include \"%s\"\n" "$header" >>"$dir/$file" &&
-	test_must_fail env FLEET_CHECK_ROOT=$PWD/$dir "$FLEET_ROOT/scripts/check-layers" >"$dir.out" &&
-	grep -x "layers: $rule reaches outside its layer:" "$dir.out" &&
-	grep -xF "    $file: #include \"$header\"" "$dir.out" &&
-	grep -x "layers: 15 passed, 1 failed" "$dir.out"
+	local rule=$1 file=$2 header=$3
+	plant_line "$file" "#include \"$header\"" &&
+	layers_fail "layers: $rule reaches outside its layer:" "    $file: #include \"$header\""
+}
+
+# plant_line FILE LINE: a fresh copy (in dir "plant") where FILE ends with LINE
+plant_line() {
+	rm -rf plant && copy_tree plant &&
+	test -f "plant/$1" &&
+	printf "%s\n" "$2" >>"plant/$1"
+}
+
+# layers_fail HEADING DETAIL: check-layers fails on the copy "plant" with
+# one failed check, HEADING and under it DETAIL (whole lines)
+layers_fail() {
+	test_must_fail env FLEET_CHECK_ROOT=$PWD/plant "$FLEET_ROOT/scripts/check-layers" >plant.out &&
+	cat plant.out &&
+	grep -xF "$1" plant.out &&
+	grep -xF "$2" plant.out &&
+	grep -x "layers: $((N - 1)) passed, 1 failed" plant.out
 }
 
 test_expect_success 'the base reaches nothing above it' '
@@ -67,6 +86,78 @@ test_expect_success 'the control service takes its narrow context, not the face 
 test_expect_success 'the face reaches nothing of start-up; mcp/ nothing of the model' '
 	plant face/ fleetfs/face/notify.c fleetfs/start/cmdline.h &&
 	plant mcp/ fleetfs/mcp/tools.c fleetfs/model/mailbox.h
+'
+
+# The two loops issue 35 cut live inside one folder each, whose rule allows
+# the folder: a never rule keeps them cut, through headers too.
+test_expect_success 'the notifier does not reach hosts/, the tree or the agents again (not even through fleet.h)' '
+	plant_line fleetfs/face/notify.c "#include \"fleetfs/face/hosts.h\"" &&
+	layers_fail "layers: face/notify reaches what it must not:" \
+		"    fleetfs/face/notify.c reaches fleetfs/face/hosts.h: fleetfs/face/notify.c -> fleetfs/face/hosts.h" &&
+	plant_line fleetfs/face/fleet.h "#include \"fleetfs/face/hosts.h\"" &&
+	layers_fail "layers: face/notify reaches what it must not:" \
+		"    fleetfs/face/notify.c reaches fleetfs/face/hosts.h: fleetfs/face/notify.c -> fleetfs/face/fleet.h -> fleetfs/face/hosts.h" &&
+	plant_line fleetfs/face/notify.c "#include \"fleetfs/face/tree.h\"" &&
+	layers_fail "layers: face/notify reaches what it must not:" \
+		"    fleetfs/face/notify.c reaches fleetfs/face/tree.h: fleetfs/face/notify.c -> fleetfs/face/tree.h" &&
+	plant_line fleetfs/face/notify.c "#include \"fleetfs/agents/agents.h\"" &&
+	layers_fail "layers: face/notify reaches what it must not:" \
+		"    fleetfs/face/notify.c reaches fleetfs/agents/agents.h: fleetfs/face/notify.c -> fleetfs/agents/agents.h"
+'
+test_expect_success 'profile parsing does not reach the options again (nor by a bare own-folder name)' '
+	plant_line fleetfs/config/profile.c "#include \"fleetfs/config/options.h\"" &&
+	layers_fail "layers: config/profile reaches what it must not:" \
+		"    fleetfs/config/profile.c reaches fleetfs/config/options.h: fleetfs/config/profile.c -> fleetfs/config/options.h" &&
+	plant_line fleetfs/config/profile.c "#include \"options.h\"" &&
+	layers_fail "layers: config/profile reaches what it must not:" \
+		"    fleetfs/config/profile.c reaches fleetfs/config/options.h: fleetfs/config/profile.c -> fleetfs/config/options.h"
+'
+test_expect_success 'an include spelled past the rules (relative, a bare name of another folder, computed) fails' '
+	plant_line fleetfs/agents/agents.c "#include \"../../broker/conn.h\"" &&
+	layers_fail "layers: includes check-layers cannot place (write \"fleetfs/PART/x.h\", \"broker/x.h\", \"herdr/x.h\", or a header of the file'"'"'s own folder):" \
+		"    fleetfs/agents/agents.c: #include \"../../broker/conn.h\" (a relative path)" &&
+	plant_line fleetfs/agents/agents.c "#include \"fleetfs/agents/../../broker/conn.h\"" &&
+	grep -q "^layers: includes check-layers cannot place" plant.out &&
+	plant_line fleetfs/model/send.c "#include \"conn.h\"" &&
+	layers_fail "layers: includes check-layers cannot place (write \"fleetfs/PART/x.h\", \"broker/x.h\", \"herdr/x.h\", or a header of the file'"'"'s own folder):" \
+		"    fleetfs/model/send.c: #include \"conn.h\" (not a header of fleetfs/model/)" &&
+	plant_line fleetfs/agents/agents.c "#include HDR" &&
+	layers_fail "layers: includes check-layers cannot place (write \"fleetfs/PART/x.h\", \"broker/x.h\", \"herdr/x.h\", or a header of the file'"'"'s own folder):" \
+		"    fleetfs/agents/agents.c: #include HDR (a computed include)"
+'
+test_expect_success 'an include in <> of a project header is held to the rule (-I. finds it)' '
+	plant_line fleetfs/agents/agents.c "#include <broker/conn.h>" &&
+	layers_fail "layers: agents/ reaches outside its layer:" "    fleetfs/agents/agents.c: #include <broker/conn.h>"
+'
+test_expect_success 'a header in a folder below a part is under no rule: it fails' '
+	rm -rf plant && copy_tree plant &&
+	mkdir plant/fleetfs/wire/more &&
+	printf "#include \"fleetfs/model/mailbox.h\"\n" >plant/fleetfs/wire/more/x.h &&
+	layers_fail "layers: files under no rule (add the folder to scripts/check-layers and doc/architecture.md):" \
+		"    fleetfs/wire/more/x.h"
+'
+test_expect_success 'the model reaches broker/ only in its seam (mb_broker.[ch]) and its two named exceptions' '
+	plant model/ fleetfs/model/send.c broker/conn.h &&
+	plant model/ fleetfs/model/mb_int.h broker/conn.h &&
+	plant model/ fleetfs/model/held.c broker/death.h &&
+	plant model/ fleetfs/model/dead.c broker/dlq.h &&
+	plant model/ fleetfs/model/mailbox.h broker/roster.h
+'
+# Every model file sees broker/conn.h's declarations (the seam's table
+# needs its types): the seam is checked where a call crosses it.
+test_expect_success 'a model file that calls the broker past the seam fails; a br_ name in a comment does not' '
+	plant_line fleetfs/model/send.c "void mb_x(void *b) { br_ack_box(b, 0, 0, 0); }" &&
+	layers_fail "layers: model/seam crosses the seam (call the broker through fleetfs/model/mb_broker.h):" \
+		"    fleetfs/model/send.c: calls br_ack_box()" &&
+	plant_line fleetfs/model/dead.c "void mb_x(void *b) { br_publish (b); }" &&
+	layers_fail "layers: model/seam crosses the seam (call the broker through fleetfs/model/mb_broker.h):" \
+		"    fleetfs/model/dead.c: calls br_publish()" &&
+	plant_line fleetfs/model/held.c "/* not through br_publish(b) but the seam */" &&
+	FLEET_CHECK_ROOT=$PWD/plant "$FLEET_ROOT/scripts/check-layers" >plant.out &&
+	grep -x "layers: $N passed, 0 failed" plant.out
+'
+test_expect_success 'the control service reaches config/ only for the options and profiles' '
+	plant spawn/spawnd fleetfs/spawn/spawnd.c fleetfs/config/opts_int.h
 '
 test_expect_success 'a new folder under no rule fails until it has one' '
 	rm -rf orphan && copy_tree orphan &&
