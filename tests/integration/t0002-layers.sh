@@ -5,7 +5,7 @@
 # and each fails, naming the part and the file, on a planted violation of
 # each of its rules (doc/architecture.md draws them): the folder rules, the
 # loops that were cut (never rules), the spelling of an include, the
-# model's seam to the broker.
+# model's seam to the broker. check-format uses clang-format 14.
 . "$(dirname "$0")/../lib.sh"
 
 # a fresh copy of the product tree and the two checks, in dir $1
@@ -171,7 +171,7 @@ test_expect_success 'a C file that differs from .clang-format fails check-format
 	rm -rf style && copy_tree style &&
 	sed -i "s/^{\$/  {/" style/fleetfs/base/log.c &&
 	test_must_fail env FLEET_CHECK_ROOT=$PWD/style "$FLEET_ROOT/scripts/check-format" >style.out &&
-	grep -x "format: fleetfs/base/log.c differs from .clang-format (fix: clang-format -i fleetfs/base/log.c)" style.out &&
+	grep -x "format: fleetfs/base/log.c differs from .clang-format (fix: clang-format-14 -i fleetfs/base/log.c)" style.out &&
 	grep -E "^format: [0-9]+ passed, 1 failed\$" style.out
 '
 test_expect_success 'a product C file over 1000 lines fails check-size, naming it and its length' '
@@ -182,4 +182,31 @@ test_expect_success 'a product C file over 1000 lines fails check-size, naming i
 	grep -x "broker/uri.c: 1001 lines, over 1000: split it by concern (doc/architecture.md)" big.out &&
 	grep -E "^size: [0-9]+ passed, 1 failed\$" big.out
 '
+# check-format runs clang-format 14, the style's version, whatever
+# `clang-format` is; with only another version it checks nothing and says so.
+# Another version is stood in for by a script that says it is 16 and
+# changes every file.
+test_expect_success 'check-format takes clang-format-14 over another clang-format on PATH' '
+	command -v clang-format-14 &&
+	mkdir -p cf16 &&
+	printf "#!/bin/sh\ncase \$1 in --version) echo \"Debian clang-format version 16.0.6\"; exit 0;; esac\nfor f; do :; done; cat \"\$f\"; echo \"/* 16 */\"\n" >cf16/clang-format &&
+	chmod +x cf16/clang-format &&
+	rm -rf style && copy_tree style &&
+	PATH=$PWD/cf16:$PATH FLEET_CHECK_ROOT=$PWD/style "$FLEET_ROOT/scripts/check-format" >cf.out &&
+	grep -E "^format: [0-9]+ passed, 0 failed\$" cf.out
+'
+test_expect_success 'with only another version: nothing checked, exit 2 naming it; CLANG_FORMAT runs it anyway, saying so' '
+	mkdir -p only16 &&
+	cp cf16/clang-format only16/ &&
+	for t in env bash git cmp find sort dirname; do ln -sf "$(command -v $t)" only16/$t || return 1; done &&
+	{ PATH=$PWD/only16 FLEET_CHECK_ROOT=$PWD/style "$FLEET_ROOT/scripts/check-format" >o16.out 2>o16.err; rc=$?; } &&
+	cat o16.out o16.err &&
+	test "$rc" = 2 &&
+	grep -xF "format: clang-format 14 is not installed (clang-format here is version 16, whose output differs from 14'"'"'s): install clang-format-14 (Debian: apt-get install clang-format-14), or run another with CLANG_FORMAT=clang-format" o16.err &&
+	grep -x "format: 0 passed, 1 failed" o16.out &&
+	test_must_fail env PATH=$PWD/only16 CLANG_FORMAT=clang-format FLEET_CHECK_ROOT=$PWD/style "$FLEET_ROOT/scripts/check-format" >o16b.out &&
+	head -n 1 o16b.out | grep -xF "format: note: clang-format is version 16, not 14: a difference below may be the version'"'"'s, and a pass is not clang-format 14'"'"'s" &&
+	grep -x "format: fleetfs/base/log.c differs from .clang-format (fix: clang-format -i fleetfs/base/log.c)" o16b.out
+'
+
 test_done
