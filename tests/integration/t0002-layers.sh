@@ -5,7 +5,9 @@
 # and each fails, naming the part and the file, on a planted violation of
 # each of its rules (doc/architecture.md draws them): the folder rules, the
 # loops that were cut (never rules), the spelling of an include, the
-# model's seam to the broker. check-format uses clang-format 14.
+# model's seam to the broker. And `make check` itself runs all four checks
+# (the license line too): on a copy with one violation of each, it fails
+# naming every one.
 . "$(dirname "$0")/../lib.sh"
 
 # a fresh copy of the product tree and the two checks, in dir $1
@@ -209,4 +211,37 @@ test_expect_success 'with only another version: nothing checked, exit 2 naming i
 	grep -x "format: fleetfs/base/log.c differs from .clang-format (fix: clang-format -i fleetfs/base/log.c)" o16b.out
 '
 
+# make check is what people run: it must run every check. On a copy with
+# one violation for each (a layer, the style, the license line, the size),
+# make check (this Makefile, FLEET_CHECK_ROOT the copy) fails naming all
+# four; dropping a script from its recipe fails here.
+test_expect_success 'make check on a clean copy passes all four checks' '
+	rm -rf mk && copy_tree mk &&
+	git -C mk init -q &&
+	FLEET_CHECK_ROOT=$PWD/mk make -s -C "$FLEET_ROOT" check >mk.out 2>&1 &&
+	cat mk.out &&
+	grep -x "layers: $N passed, 0 failed" mk.out &&
+	grep -E "^format: [0-9]+ passed, 0 failed\$" mk.out &&
+	grep -E "^spdx: [0-9]+ passed, 0 failed\$" mk.out &&
+	grep -E "^size: [0-9]+ passed, 0 failed\$" mk.out
+'
+test_expect_success 'make check on a copy with one violation of each check fails, naming each' '
+	rm -rf mk && copy_tree mk &&
+	git -C mk init -q &&
+	printf "#include \"fleetfs/face/hosts.h\"\n" >>mk/fleetfs/face/notify.c &&
+	sed -i "s/^{\$/  {/" mk/fleetfs/base/log.c &&
+	sed -i "/SPDX-License-Identifier/d" mk/herdr/sanitize.h &&
+	n=$(wc -l <mk/broker/uri.c) &&
+	for i in $(seq $((1001 - n))); do echo "/* filler */"; done >>mk/broker/uri.c &&
+	test_must_fail env FLEET_CHECK_ROOT=$PWD/mk make -s -C "$FLEET_ROOT" check >mk.out 2>&1 &&
+	cat mk.out &&
+	grep -x "layers: face/notify reaches what it must not:" mk.out &&
+	grep -x "layers: $((N - 1)) passed, 1 failed" mk.out &&
+	grep -x "format: fleetfs/base/log.c differs from .clang-format (fix: clang-format-14 -i fleetfs/base/log.c)" mk.out &&
+	grep -E "^format: [0-9]+ passed, 1 failed\$" mk.out &&
+	grep -xF "spdx: herdr/sanitize.h has no \"SPDX-License-Identifier: Apache-2.0\" line in its first 5 lines (add it as a comment, after any #! line)" mk.out &&
+	grep -E "^spdx: [0-9]+ passed, 1 failed\$" mk.out &&
+	grep -x "broker/uri.c: 1001 lines, over 1000: split it by concern (doc/architecture.md)" mk.out &&
+	grep -E "^size: [0-9]+ passed, 1 failed\$" mk.out
+'
 test_done
