@@ -5,8 +5,10 @@
 # fleetfs-broker, man pages, units, docs, the Apache-2.0 copyright), its
 # dependencies come from dpkg-shlibdeps, its units are installed but not
 # enabled; dpkg installs it into a scratch root, and from there the daemon
-# runs, and fleetfs-broker adds two hosts to this test's broker whose
-# logins then carry a message between two mounts of the installed daemon.
+# runs, and fleetfs-broker adds two hosts to this test's broker (on
+# LavinMQ through --kind lavinmq and LAVINMQ_API, the installed LavinMQ
+# half) whose logins then carry a message between two mounts of the
+# installed daemon.
 . "$(dirname "$0")/../lib.sh"
 case ${FLEETFS_BUILD:-build} in *san*) test_skip_all --planned "the package is built from source with its own flags: once, in the plain run" ;; esac
 . "$FLEET_ROOT/tests/fleet.sh"
@@ -102,22 +104,42 @@ test_expect_success 'the installed fleetfs-broker: --help and host --help, under
 '
 
 # As an operator runs it: from the installed path, from a directory of its
-# own, with rabbitmqctl reaching the broker (RABBITMQCTL: the installed
-# tool's own ctl on this test's private node stands in for it), FLEETFS
-# unset and a decoy fleetfs first on PATH, so the declarations can only
-# come from the fleetfs installed beside it.
-test_expect_success 'the installed fleetfs-broker host add makes two hosts on the test broker' '
+# own, FLEETFS and FLEET_BROKER_KIND unset and a decoy fleetfs first on
+# PATH, so the declarations can only come from the fleetfs installed
+# beside it and the broker's kind only from the command line. On RabbitMQ
+# with rabbitmqctl reaching the broker (RABBITMQCTL: the installed tool's
+# own ctl on this test's private node stands in for it); on LavinMQ
+# (FLEET_BROKER_KIND=lavinmq) as operations.md says: --kind lavinmq and
+# LAVINMQ_API, its HTTP API as an administrator (the private node's guest;
+# BROKER_HTTP_PORT is in its env, tests/lib.sh), so the LavinMQ half
+# installed in lib/fleetfs/ makes the logins.
+op_host_add() {
+    local h=$1
+    if [[ $(broker_kind) == lavinmq ]]; then
+        (cd op && unset FLEETFS FLEET_BROKER_KIND RABBITMQCTL &&
+            PATH=$TEST_DIR/decoy:$PATH LAVINMQ_API=http://guest:guest@127.0.0.1:$BROKER_HTTP_PORT \
+            "$R/usr/bin/fleetfs-broker" host add $h --broker 127.0.0.1:$BROKER_PORT --vhost $FLEET_VHOST \
+            --kind lavinmq)
+    else
+        (cd op && unset FLEETFS FLEET_BROKER_KIND LAVINMQ_API &&
+            PATH=$TEST_DIR/decoy:$PATH RABBITMQCTL="$R/usr/bin/fleetfs-broker ctl --dir $BROKER_DIR --" \
+            "$R/usr/bin/fleetfs-broker" host add $h --broker 127.0.0.1:$BROKER_PORT --vhost $FLEET_VHOST)
+    fi
+}
+test_expect_success "the installed fleetfs-broker host add makes two hosts on the test broker ($(broker_kind))" '
     mkdir -p op decoy && printf "#!/bin/sh\necho the fleetfs on PATH was run >&2\nexit 1\n" >decoy/fleetfs &&
     chmod +x decoy/fleetfs &&
     for h in pkga pkgb; do
-        if ! (cd op && unset FLEETFS &&
-            PATH=$TEST_DIR/decoy:$PATH RABBITMQCTL="$R/usr/bin/fleetfs-broker ctl --dir $BROKER_DIR --" \
-            "$R/usr/bin/fleetfs-broker" host add $h --broker 127.0.0.1:$BROKER_PORT --vhost $FLEET_VHOST \
-            >../$h.login 2>../$h.add); then cat $h.add >&2; exit 1; fi
+        if ! op_host_add $h >$h.login 2>$h.add; then cat $h.add >&2; exit 1; fi
         cat $h.add
     done &&
     grep -q "^FLEET_BROKER_URI=amqp://pkga:[A-Za-z0-9_-]\{20,\}@127.0.0.1:$BROKER_PORT/$FLEET_VHOST\$" pkga.login &&
     rmqctl list_users -q >users && grep -q "^pkga[[:space:]]" users && grep -q "^pkgb[[:space:]]" users &&
+    rmqctl list_permissions -q -p $FLEET_VHOST >perms && cat perms &&
+    awk -F "\t" "\$1 == \"pkga\" { print \$2 }" perms >conf &&
+    grep -qF "^(lead\\.pkga\\.(inbox|receipts|dead)|" conf &&
+    awk -F "\t" "\$1 == \"pkga\" { print \$3 }" perms >write &&
+    if [ "$(broker_kind)" = lavinmq ]; then grep -q "^^(|" write; else grep -q "^^(amq" write; fi &&
     n=$(broker_count lead.pkgb.inbox) && test "$n" = 0 &&
     test -z "$(ls op)"
 '
