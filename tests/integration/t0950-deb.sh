@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # make deb: the Debian package is built with Debian's tooling, lintian finds
-# no error in it, it holds what an operator needs (daemon, the host tool
-# fleetfs-broker, man pages, units, docs, the Apache-2.0 copyright), its
-# dependencies come from dpkg-shlibdeps, its units are installed but not
-# enabled; dpkg installs it into a scratch root, and from there the daemon
+# no error and no warning in it (a planted warning fails), it holds what an
+# operator needs (daemon, the host tool fleetfs-broker, man pages, units,
+# docs, the Apache-2.0 copyright), its dependencies come from
+# dpkg-shlibdeps (and it recommends curl and jq, which fleetfs-broker's
+# LavinMQ half runs), its units are installed but not enabled; dpkg installs it into a scratch root, and from there the daemon
 # runs, and fleetfs-broker adds two hosts to this test's broker (on
 # LavinMQ through --kind lavinmq and LAVINMQ_API, the installed LavinMQ
 # half) whose logins then carry a message between two mounts of the
@@ -28,10 +29,26 @@ test_expect_success 'scripts/install-deps --deb: the packaging tools are there (
     done
 '
 
-test_expect_success 'make deb builds the package, lintian-clean of errors' '
+test_expect_success 'make deb builds the package, lintian-clean of errors and warnings' '
     if ! make -s -C "$FLEET_ROOT" deb B="$TEST_DIR/b" >deb.out 2>&1; then cat deb.out >&2; false; fi &&
     test -f "b/$DEB" &&
+    grep -qx "deb: lintian $DEB" deb.out &&
+    ! grep -E "^[EW]: " deb.out &&
     grep "^deb: .*/$DEB\$" deb.out
+'
+
+# make deb's lintian step (scripts/deb --lintian: the same function) on a
+# copy of the package with one planted warning, Priority: extra (lintian's
+# priority-extra-is-replaced-by-priority-optional, a W: tag): refused.
+test_expect_success 'a lintian warning fails it too: a copy with a planted warning is refused' '
+    dpkg-deb -R "b/$DEB" planted &&
+    sed -i "s/^Priority: optional\$/Priority: extra/" planted/DEBIAN/control &&
+    grep -qx "Priority: extra" planted/DEBIAN/control &&
+    dpkg-deb -b planted planted.deb >/dev/null &&
+    test_must_fail "$FLEET_ROOT/scripts/deb" --lintian planted.deb >lint.out 2>&1 &&
+    cat lint.out &&
+    grep -q "^W: fleetfs: priority-extra-is-replaced-by-priority-optional" lint.out &&
+    grep -q "lintian found errors or warnings in planted.deb" lint.out
 '
 
 test_expect_success 'it holds the daemon, the man page, both units and the docs' '
@@ -46,11 +63,13 @@ test_expect_success 'it holds the daemon, the man page, both units and the docs'
     ! grep -q "\.wants/" contents
 '
 
-test_expect_success 'dependencies come from dpkg-shlibdeps; units are not enabled' '
+test_expect_success 'dependencies come from dpkg-shlibdeps, curl and jq recommended; units are not enabled' '
     dpkg-deb -f "b/$DEB" Depends >depends &&
     for lib in libfuse3-3 librabbitmq4 libjansson4 libsodium23 libglib2.0-0 fuse3; do
         grep -q "$lib" depends || { echo "not in Depends: $lib ($(cat depends))" >&2; exit 1; }
     done &&
+    dpkg-deb -f "b/$DEB" Recommends >recommends &&
+    grep -qw curl recommends && grep -qw jq recommends &&
     dpkg-deb -e "b/$DEB" ctl &&
     ! cat ctl/postinst ctl/preinst 2>/dev/null | grep -E "systemctl (--user )?(enable|start)|deb-systemd-invoke"
 '

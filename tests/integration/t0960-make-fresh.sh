@@ -111,6 +111,24 @@ test_expect_success 'apt-get -s on a fresh machine: the plain install-deps insta
     for p in $PACKAGING; do grep -qx $p sim.deb.inst || { echo "make deb would not install $p" >&2; exit 1; }; done
 '
 
+# make deb on a machine without dpkg-dev: scripts/deb runs install-deps
+# --deb (which installs it) before it asks dpkg-architecture anything.
+# Stand-ins first on PATH log each call: dpkg-query (install-deps' check,
+# then the real one), dpkg-architecture (failing: exit 2; test_must_fail takes
+# 127 for a missing command).
+test_expect_success 'make deb without dpkg-dev: install-deps --deb runs before dpkg-architecture is asked' '
+    mkdir -p stub &&
+    printf "#!/bin/sh\necho dpkg-query >>%s/calls\nexec %s \"\$@\"\n" "$TEST_DIR" "$(command -v dpkg-query)" >stub/dpkg-query &&
+    printf "#!/bin/sh\necho dpkg-architecture >>%s/calls\necho \"dpkg-architecture: not installed\" >&2\nexit 2\n" "$TEST_DIR" >stub/dpkg-architecture &&
+    chmod +x stub/dpkg-query stub/dpkg-architecture &&
+    test_must_fail env PATH=$TEST_DIR/stub:$PATH "$FLEET_ROOT/scripts/deb" "$TEST_DIR/debout" >deb.out 2>&1 &&
+    cat deb.out &&
+    head -n1 calls | grep -qx dpkg-query &&
+    grep -qx dpkg-architecture calls &&
+    test "$(grep -n -m1 -x dpkg-architecture calls | cut -d: -f1)" -gt "$(grep -c -x dpkg-query calls)" &&
+    test ! -e "$TEST_DIR/debout/deb"
+'
+
 # make check's license line (scripts/check-spdx) on a repository of its own:
 # a file without the line is named and counted, prose and data are not
 # checked, C files are (by default, as with SPDX_CHECK_C=1; SPDX_CHECK_C=0
