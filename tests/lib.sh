@@ -100,7 +100,8 @@
 # binary: $FLEET_ROOT/${FLEETFS_BUILD:-build}/fleetfs unless already set), and
 # after a broker_* call: FLEET_BROKER_URI, BROKER_PORT, BROKER_DIST_PORT,
 # BROKER_NODE, BROKER_DIR, BROKER_PGID; with TLS also FLEET_BROKER_TLS_URI and
-# BROKER_TLS_PORT.
+# BROKER_TLS_PORT; BROKER_KIND, and on LavinMQ BROKER_HTTP_PORT (its HTTP
+# API on 127.0.0.1, guest:guest an administrator: LAVINMQ_API for t0950).
 
 FLEET_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 export FLEET_ROOT
