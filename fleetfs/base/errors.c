@@ -43,9 +43,8 @@ static const struct fe_row fe_table[] = {
     [FE_MISMATCH] = {EIO, "mismatch",
                      "the broker holds the queue with different arguments (406); make queue_type, "
                      "max_length and message_ttl identical fleet-wide"},
-    [FE_NOT_HELD] =
-        {ENOENT, "not-held",
-         "no held message has that msgId; read inbox for the current ids, or write 'all'"},
+    [FE_NOT_HELD] = {ENOENT, "not-held",
+                     "no held message has that msgId; read inbox for the current ids"},
     [FE_BAD_INPUT] =
         {EINVAL, "bad-input",
          "the input is malformed; see the log for the exact reason and the accepted form"},

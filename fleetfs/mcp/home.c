@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* the inbox as an array, or an errno */
@@ -67,6 +68,31 @@ static void shown_add(mcp_fleet *f, json_t *inbox, json_t *page)
     }
     g_mutex_unlock(&f->lock);
     g_hash_table_destroy(in);
+}
+
+/* What one inbox entry adds to fleet_inbox's answer line, in bytes.  The
+ * result carries the page twice: as structuredContent (compact JSON) and
+ * as its text (the page as indented JSON, escaped once more into a JSON
+ * string), so a control character in a body is 6 bytes in the one
+ * (\u0001) and 7 in the other (\\u0001): both renderings are measured,
+ * not the body's raw length.  In the page an entry is two levels deeper
+ * than alone (two more spaces a line) and has its separators: the slack. */
+static size_t entry_cost(json_t *m)
+{
+    char *compact = json_dumps(m, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *text = json_dumps(m, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+    json_t *str = text ? json_string(text) : NULL;
+    char *esc = str ? json_dumps(str, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    size_t lines = 1, cost;
+    for (const char *p = text; p && *p; p++)
+        lines += *p == '\n';
+    /* a rendering that failed (no memory): count the entry as a full page */
+    cost = compact && esc ? strlen(compact) + strlen(esc) + 2 * lines + 8 : INBOX_PAGE_BYTES;
+    free(compact);
+    free(text);
+    free(esc);
+    json_decref(str);
+    return cost;
 }
 
 /* fleet_inbox {limit, after}: one page of the inbox, in its order.  The
@@ -133,7 +159,7 @@ json_t *mt_inbox(void *ctx, json_t *args)
             if (o && o <= after_order)
                 continue;
         }
-        len = json_string_length(json_object_get(m, "body")) + 256;
+        len = entry_cost(m);
         if (json_array_size(page) >= (size_t)limit ||
             (json_array_size(page) > 0 && bytes + len > INBOX_PAGE_BYTES)) {
             more = true;

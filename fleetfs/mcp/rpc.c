@@ -12,7 +12,12 @@
  *     (invalid UTF-8 is one);
  *   - a line over MCP_LINE_MAX: -32600 with id null (serve.c skips it);
  *   - a string anywhere in params with a NUL (\u0000) in it: -32602,
- *     since every C string past the parse would end at it;
+ *     since every C string past the parse would end at it; in the
+ *     request's own strings too: "jsonrpc":"2.0\u0000junk" is not "2.0"
+ *     (-32600), and a method with a NUL is none of ours (-32601: never
+ *     "ping\u0000x" taken for ping); a string id with a NUL is only ever
+ *     echoed (jansson writes it back whole, \u0000 included), never read
+ *     as a C string, so it is answered like any other;
  *   - JSON that is not a request object (an array: MCP has no batches
  *     since 2025-06-18; no "jsonrpc":"2.0"; a method that is not a string;
  *     an id that is neither a string nor an integer; params that are not
@@ -359,6 +364,12 @@ static char *do_request(mcp_rpc *r, json_t *id, const char *method, json_t *para
 
 /* ---- framing ----------------------------------------------------------- */
 
+/* a string with a NUL in it (jansson keeps it whole: JSON_ALLOW_NUL) */
+static bool has_nul(json_t *v)
+{
+    return json_is_string(v) && memchr(json_string_value(v), '\0', json_string_length(v));
+}
+
 static bool id_ok(json_t *id)
 {
     return json_is_string(id) || json_is_integer(id);
@@ -399,9 +410,13 @@ char *mcp_rpc_line(mcp_rpc *r, const char *line, size_t len)
 
     if (!method && has_id && (json_object_get(msg, "result") || json_object_get(msg, "error"))) {
         out = NULL; /* a client's response: we asked nothing */
-    } else if (!json_is_string(jv) || strcmp(json_string_value(jv), "2.0")) {
+    } else if (!json_is_string(jv) || json_string_length(jv) != 3 ||
+               strcmp(json_string_value(jv), "2.0")) {
         out = error_line(id_ok(id) ? id : NULL, MCP_INVALID_REQUEST,
-                         "Invalid Request: \"jsonrpc\" must be \"2.0\"", NULL);
+                         has_nul(jv) ? "Invalid Request: \"jsonrpc\" must be \"2.0\" (this one "
+                                       "has a NUL character, \\u0000, in it)"
+                                     : "Invalid Request: \"jsonrpc\" must be \"2.0\"",
+                         NULL);
     } else if (!json_is_string(method)) {
         out = error_line(id_ok(id) ? id : NULL, MCP_INVALID_REQUEST,
                          "Invalid Request: \"method\" must be a string", NULL);
@@ -413,6 +428,11 @@ char *mcp_rpc_line(mcp_rpc *r, const char *line, size_t len)
                          NULL);
     } else if (!has_id) {
         out = NULL; /* a notification: initialized, cancelled, ... never answered */
+    } else if (has_nul(method)) {
+        out = error_line(id, MCP_METHOD_NOT_FOUND,
+                         "Method not found: the method name has a NUL character (\\u0000) in it; "
+                         "nothing was done",
+                         NULL);
     } else {
         out = do_request(r, id, json_string_value(method), params);
     }

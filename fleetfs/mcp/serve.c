@@ -430,8 +430,11 @@ static void usage(FILE *to)
             "$FLEET, else your only fleetfs mount, else /fleet.  Register it with e.g.\n"
             "  claude mcp add fleet -- fleetfs mcp /fleet\n"
             "--as GID: the server of the local agent GID (name@coord_id) instead: it\n"
-            "sends as that agent (agents/GID/to/) and reads its home (agents/GID/).\n"
-            "A GID that is not a local agent of the mount is refused at start.\n");
+            "writes that agent's send files (agents/GID/to/) and reads its home\n"
+            "(agents/GID/). A GID that is not a local agent of the mount is refused at\n"
+            "start. --as is a label, not an identity check: any process of the user who\n"
+            "mounted it may start this server as any local agent (or write those files\n"
+            "itself); a receiver knows only which host signed (doc/agents.md).\n");
 }
 
 int mcp_main(int argc, char **argv)

@@ -122,8 +122,11 @@ const mcp_tool mcp_fleet_tools[] = {
     {"fleet_inbox", "Read your inbox",
      "Read the messages that arrived for you and are not consumed yet, oldest first (msgId, from, "
      "sentAt, body, replyTo), one page at a time: up to `limit` messages after the msgId `after` "
-     "(from the start without it); `more` says whether more follow (call again with after: the "
-     "page's `last`). Acknowledge what you have dealt with by fleet_ack.",
+     "(from the start without it), fewer when more would take the whole result "
+     "past " INBOX_RESULT_MAX_TEXT
+     " (one larger message comes alone); `more` says whether more follow "
+     "(call again with after: the page's `last`). Acknowledge what you have dealt with by "
+     "fleet_ack.",
      "{\"type\":\"object\",\"properties\":{"
      "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" INBOX_LIMIT_MAX_S
      ",\"default\":" INBOX_LIMIT_DEFAULT_S ",\"description\":\"at most this many messages\"},"
@@ -683,10 +686,10 @@ static json_t *t_send(void *ctx, json_t *args)
     entry = new_sent_entry(w, to, before);
     g_hash_table_destroy(before);
     if (!entry)
-        return mcp_result_text("sent: the broker has it (its msgId could not be told apart in "
-                               "your sent log: another send to the same address ran at the same "
-                               "time); fleet_sent shows the latest",
-                               false);
+        return mt_ok_json(json_pack(
+            "{s:b,s:n,s:s,s:s}", "sent", 1, "msgId", "to", to, "note",
+            "the broker has it; its msgId could not be told apart in your sent log (another send "
+            "to the same address ran at the same time): fleet_sent shows the latest"));
     res = json_pack("{s:b,s:O,s:O,s:O}", "sent", 1, "msgId", json_object_get(entry, "msgId"), "to",
                     json_object_get(entry, "to"), "state", json_object_get(entry, "state"));
     if (json_object_get(entry, "recipients"))

@@ -24,9 +24,17 @@
 #define INBOX_LIMIT_DEFAULT_S "20"
 #define INBOX_LIMIT_MAX 200
 #define INBOX_LIMIT_MAX_S "200"
-/* a page of fleet_inbox stops before its messages pass this many bytes
- * (one message always fits: max_message is at most 1020 KiB) */
-#define INBOX_PAGE_BYTES (1u << 20)
+/* fleet_inbox's whole answer line (the JSON-RPC result: the page as
+ * structuredContent and again as text) stays under INBOX_RESULT_MAX: a
+ * page stops before its messages, as encoded twice (home.c entry_cost),
+ * pass INBOX_PAGE_BYTES, which leaves 16 KiB for the rest of the line.
+ * A page holds at least one message: one whose encoding alone is larger
+ * (only when max_message is raised past 64 KiB; at 64 KiB a body of
+ * nothing but control characters is 13 x 64 KiB = 832 KiB encoded) comes
+ * on a page of its own, over the bound. */
+#define INBOX_RESULT_MAX (1u << 20)
+#define INBOX_RESULT_MAX_TEXT "1 MiB"
+#define INBOX_PAGE_BYTES (INBOX_RESULT_MAX - (16u << 10))
 
 /* One server's tools: the mount, who it speaks for, and what fleet_inbox
  * has shown its client (msgId -> the order it was first shown in), so

@@ -189,8 +189,11 @@ static void spd_finish_ready(spawnd *s, const ctl_env *req, ctl_env *answer)
         }
         g_strlcat(answer->detail, "; brief typed", sizeof answer->detail);
     }
+    /* a brief present but empty ("") is signed and taken as none: nothing typed */
     log_info("spawn: %s is ready for %s (request %s)%s", gid, req->from, req->msgId,
-             req->brief ? ", its brief typed" : "");
+             req->brief_len ? ", its brief typed"
+             : req->brief   ? ", its brief empty: nothing typed"
+                            : ", no brief");
 }
 
 static sc_verdict spd_spawn(spawnd *s, const ctl_env *req, ctl_env *answer)

@@ -6,9 +6,12 @@
  * It checks the promises itself: any input gives either no answer or one
  * line (no newline in it) that is a JSON object with "jsonrpc":"2.0", an
  * id, and exactly one of result and error (a known code with a string
- * message); and a tool is only ever run with an object of arguments in
- * which no string holds a NUL (one that would be cut short in C). One
- * server lives across inputs, as one does across a client's lines. */
+ * message); a tool is only ever run with an object of arguments in which
+ * no string holds a NUL (one that would be cut short in C), and only for
+ * a request whose "jsonrpc" is exactly "2.0" and whose method is exactly
+ * "tools/call" (not "tools/call\u0000x"). An answer may echo a string id
+ * holding \u0000, so it is read back with JSON_ALLOW_NUL. One server lives
+ * across inputs, as one does across a client's lines. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,11 +53,26 @@ static bool fz_has_nul(json_t *v)
     return false;
 }
 
+/* whether the input being run is a request that may run a tool */
+static bool fz_may_run;
+
+/* v's member key is the string want, to the last byte */
+static bool fz_exactly(json_t *v, const char *key, const char *want)
+{
+    json_t *s = json_object_get(v, key);
+    return json_is_string(s) && json_string_length(s) == strlen(want) &&
+           !memcmp(json_string_value(s), want, strlen(want));
+}
+
 static json_t *fz_call(void *ud, const mcp_tool *tool, json_t *args)
 {
     (void)ud;
     if (!tool || !json_is_object(args) || fz_has_nul(args)) {
         fprintf(stderr, "fuzz_mcp_rpc: a tool ran with bad arguments\n");
+        abort();
+    }
+    if (!fz_may_run) {
+        fprintf(stderr, "fuzz_mcp_rpc: a tool ran for what is not a tools/call request\n");
         abort();
     }
     if (!strcmp(tool->name, "fleet_list"))
@@ -79,6 +97,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!r)
         r = mcp_rpc_new(fz_tools, sizeof fz_tools / sizeof fz_tools[0], fz_call, NULL, "fuzz",
                         "instructions");
+    v = json_loadb((const char *)data, size, JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
+    fz_may_run = json_is_object(v) && fz_exactly(v, "jsonrpc", "2.0") &&
+                 fz_exactly(v, "method", "tools/call");
+    json_decref(v);
     out = mcp_rpc_line(r, (const char *)data, size);
     if (!out)
         return 0;
@@ -86,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "fuzz_mcp_rpc: an answer of more than one line\n");
         abort();
     }
-    v = json_loads(out, 0, &jerr);
+    v = json_loads(out, JSON_ALLOW_NUL, &jerr);
     if (!json_is_object(v) ||
         strcmp(json_string_value(json_object_get(v, "jsonrpc")) ?: "", "2.0")) {
         fprintf(stderr, "fuzz_mcp_rpc: an answer that is no JSON-RPC object: %s\n", out);

@@ -173,6 +173,23 @@ test_expect_success 'stop: the pane closed, the agent retired' '
     wait_for 5 "test ! -d beta/agents/w1@beta"
 '
 
+# a brief present but empty is none: signed as absent, nothing typed,
+# and neither the answer nor the log says a brief was typed
+test_expect_success 'a spawn with an empty brief: ready, nothing typed, not logged as typed' '
+    request e1 alpha --profile worker --name e1 --brief "" &&
+    jq -e ".brief == \"\"" e1.json &&
+    wait_for 20 "test -n \"\$(state_of e1)\"" &&
+    test "$(state_of e1)" = ready &&
+    ! detail_of e1 | grep "brief" &&
+    grep "spawn: e1@beta is ready for alpha (request $(jq -r .msgId e1.json))" beta.log >ready.line &&
+    grep "its brief empty: nothing typed" ready.line &&
+    ! grep "brief typed" ready.line &&
+    test $(briefs e1) = 0 &&
+    request s3 alpha --type stop --gid e1@beta &&
+    wait_for 10 "test \"\$(state_of s3)\" = stopped" &&
+    test $(panes) = 1 && test $(marked) = 0
+'
+
 test_expect_success 'stop refused: an agent beta did not start' '
     request s2 alpha --type stop --gid w9@beta &&
     wait_for 10 "test -n \"\$(state_of s2)\"" &&

@@ -56,8 +56,8 @@ static json_t *ask(mcp_rpc *r, const char *line)
     json_t *v;
     if (!out)
         return NULL;
-    assert_null(strchr(out, '\n')); /* one line, whatever it carries */
-    v = json_loads(out, 0, &err);
+    assert_null(strchr(out, '\n'));            /* one line, whatever it carries */
+    v = json_loads(out, JSON_ALLOW_NUL, &err); /* an echoed id may hold one */
     assert_non_null(v);
     free(out);
     assert_string_equal(json_string_value(json_object_get(v, "jsonrpc")), "2.0");
@@ -141,6 +141,39 @@ static void test_nul_and_parse_reason(void **state)
     assert_non_null(
         strstr(json_string_value(json_object_get(json_object_get(v, "error"), "message")),
                "expected near 'oops'"));
+    json_decref(v);
+    mcp_rpc_free(r);
+}
+
+/* a NUL in the request's own strings: a method with one is none of ours
+ * (never "ping" or "tools/call" cut short), a jsonrpc with one is not
+ * "2.0"; a string id with one is echoed whole */
+static void test_nul_in_request(void **state)
+{
+    mcp_rpc *r = rpc();
+    json_t *v, *id;
+    (void)state;
+    assert_error(r, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\\u0000x\"}",
+                 MCP_METHOD_NOT_FOUND, false);
+    assert_error(r,
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\\u0000x\",\"params\":"
+                 "{\"name\":\"echo\",\"arguments\":{\"x\":\"run\"}}}",
+                 MCP_METHOD_NOT_FOUND, false);
+    assert_error(r, "{\"jsonrpc\":\"2.0\\u0000junk\",\"id\":3,\"method\":\"ping\"}",
+                 MCP_INVALID_REQUEST, false);
+    assert_error(r,
+                 "{\"jsonrpc\":\"2.0\\u0000\",\"id\":4,\"method\":\"tools/call\",\"params\":"
+                 "{\"name\":\"echo\",\"arguments\":{\"x\":\"run\"}}}",
+                 MCP_INVALID_REQUEST, false);
+    assert_null(ask(r, "{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\\u0000x\",\"params\":"
+                       "{\"name\":\"echo\",\"arguments\":{\"x\":\"run\"}}}"));
+    assert_int_equal(calls, 0);
+    v = ask(r, "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"ping\"}");
+    id = json_object_get(v, "id");
+    assert_true(json_is_string(id));
+    assert_int_equal(json_string_length(id), 3);
+    assert_memory_equal(json_string_value(id), "a\0b", 3);
+    assert_true(json_is_object(json_object_get(v, "result")));
     json_decref(v);
     mcp_rpc_free(r);
 }
@@ -525,12 +558,19 @@ static void test_send_paths(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_framing_errors),   cmocka_unit_test(test_nul_and_parse_reason),
-        cmocka_unit_test(test_ids_come_back),    cmocka_unit_test(test_silence),
-        cmocka_unit_test(test_initialize),       cmocka_unit_test(test_tools_list_and_call),
-        cmocka_unit_test(test_current_revision), cmocka_unit_test(test_result_json),
-        cmocka_unit_test(test_result_text_utf8), cmocka_unit_test(test_fleet_tool_table),
-        cmocka_unit_test(test_errno_texts),      cmocka_unit_test(test_errno_texts_agents),
+        cmocka_unit_test(test_framing_errors),
+        cmocka_unit_test(test_nul_and_parse_reason),
+        cmocka_unit_test(test_nul_in_request),
+        cmocka_unit_test(test_ids_come_back),
+        cmocka_unit_test(test_silence),
+        cmocka_unit_test(test_initialize),
+        cmocka_unit_test(test_tools_list_and_call),
+        cmocka_unit_test(test_current_revision),
+        cmocka_unit_test(test_result_json),
+        cmocka_unit_test(test_result_text_utf8),
+        cmocka_unit_test(test_fleet_tool_table),
+        cmocka_unit_test(test_errno_texts),
+        cmocka_unit_test(test_errno_texts_agents),
         cmocka_unit_test(test_send_paths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
