@@ -483,11 +483,7 @@ void br_publish_go(br_conn *c, br_req *r)
 
 void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
 {
-    amqp_basic_properties_t props;
-    amqp_table_entry_t host_hdr;
     br_probe p = *probe;
-    char expiration[24];
-    int rc;
 
     if (c->st.blocked) { /* blocked while it waited for its probe */
         br_req_complete(c, r, FE_BLOCKED, "the broker blocks publishing (resource alarm)");
@@ -514,6 +510,15 @@ void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
         g_hash_table_remove(c->unrouted, r->queue);
     r->unread = p.present && p.consumers == 0;
     r->unprobed = !r->receipt && r->queue[0] && !p.valid;
+    br_pub_send(c, r); /* now, or after CH_PUB's reopen (pubchan.c) */
+}
+
+void br_publish_now(br_conn *c, br_req *r)
+{
+    amqp_basic_properties_t props;
+    amqp_table_entry_t host_hdr;
+    char expiration[24];
+    int rc;
 
     memset(&props, 0, sizeof props);
     props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
@@ -559,13 +564,8 @@ void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
 static void send_canary(br_conn *c)
 {
     int rc;
-    if (c->low_disk && !c->canary_confirms) {
-        if (!amqp_confirm_select(c->amqp, CH_CANARY)) {
-            br_drop_connection(c, "cannot put the canary channel in confirm mode");
-            return;
-        }
-        c->canary_confirms = true;
-    }
+    if (!br_canary_ready(c)) /* reopening, or being put in confirm mode */
+        return;
     c->last_pub_ms = br_now_ms();
     rc = amqp_basic_publish(c->amqp, CH_CANARY, amqp_empty_bytes, amqp_empty_bytes, 0, 0, NULL,
                             amqp_empty_bytes);
@@ -680,6 +680,8 @@ static gpointer broker_main(gpointer data)
         if (c->connected)
             br_probes_tick(c);
         if (c->connected)
+            br_pubchan_tick(c);
+        if (c->connected)
             br_check_silence(c);
         if (c->publisher)
             br_timed_tick(c, 0);
@@ -733,6 +735,7 @@ static br_conn *conn_new(const br_config *cfg, const br_callbacks *cb)
     c->unrouted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_queue_init(&c->inflight);
     br_probes_init(c);
+    br_pubchan_init(c);
     c->cfg.lead_bind_keys =
         cfg->lead_bind_keys ? (const char *const *)g_strdupv((char **)cfg->lead_bind_keys) : NULL;
     c->st.link = BR_CONNECTING;

@@ -27,7 +27,9 @@
  * waiting, once per connection, probes.c), 8 to 15 the passive declares
  * of queues (probes.c), and from 16 up one channel per further box (the
  * lowest number free when it is added).  A
- * channel the broker closes is reopened alone (close-ok first); the
+ * channel the broker closes is reopened alone (close-ok first; the publish,
+ * canary, probe, ping and exchange-check channels without waiting for the
+ * open-ok, pubchan.c and probes.c); the
  * connection is only dropped when the connection fails, or sends nothing
  * for two heartbeat intervals.
  *

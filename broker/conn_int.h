@@ -139,6 +139,17 @@ typedef struct br_slot {
 #define WATCHDOG_TICK_MS 1000
 #define STOP_WAIT_MS 3000
 
+/* A channel the publishing side publishes on (CH_PUB, CH_CANARY; pubchan.c):
+ * open, or reopening after the broker closed it (channel.open sent, its
+ * open-ok awaited; then confirm.select sent, its select-ok awaited), the
+ * answers read as frames like any other. */
+typedef enum { PCH_OPEN, PCH_OPENING, PCH_SELECTING } br_pch;
+/* A publishing channel the broker has not opened again this long after it
+ * closed it: the connection is dropped and made again (the synchronous
+ * reopen this replaced dropped it after RPC_TIMEOUT_MS; a dead link is
+ * found sooner, by the ping, probes.c). */
+#define PUB_REOPEN_MS 15000
+
 typedef enum { RQ_PUBLISH, RQ_ACK, RQ_PROBE, RQ_STOP, RQ_BOX_ADD, RQ_BOX_REMOVE } rq_kind;
 
 typedef struct br_req {
@@ -278,6 +289,14 @@ struct br_conn {
     int64_t xsent_ms;
     bool xopen;
     GQueue xwaiters;
+    /* CH_PUB and CH_CANARY (pubchan.c): open, or reopening since
+     * *_reopen_ms without this thread waiting; the publishes meant for
+     * CH_PUB meanwhile wait in pubheld (br_req*, in order) */
+    br_pch pub_ch;
+    br_pch canary_ch;
+    int64_t pub_reopen_ms;
+    int64_t canary_reopen_ms;
+    GQueue pubheld;
     /* this login may configure fleet.control (its declare succeeded on
      * this connection): the control queue is bound to it here, as the
      * mount's own mailbox is made here; else that binding is `fleetfs
@@ -339,6 +358,11 @@ void br_check_silence(br_conn *c);
  * to the same node (any thread; see conn.c) */
 void br_kick_sibling(br_conn *c, const char *why);
 int br_open_channel(br_conn *c, amqp_channel_t ch);
+/* The broker closed ch (not a consumer's): close-ok, and channel.open sent
+ * without waiting for its open-ok, which comes as a frame; the caller
+ * takes ch into use again then.  -1: the sends failed (drop the
+ * connection).  probes.c and pubchan.c reopen their channels with it. */
+int br_reopen_nowait(br_conn *c, amqp_channel_t ch);
 /* set up what lives on a new connection: fleet.msg (where the login may) */
 void br_setup_exchanges(br_conn *c);
 /* This login may not bind control.<me> to fleet.control: from now on it
@@ -457,10 +481,38 @@ void br_probes_tick(br_conn *c);
 void br_timed_add(br_conn *c, br_req *r);
 int64_t br_timed_tick(br_conn *c, int64_t late_ms);
 
+/* pubchan.c: CH_PUB and CH_CANARY reopened without waiting */
+void br_pubchan_init(br_conn *c);
+/* A new connection opened both (session.c). */
+void br_pubchan_opened(br_conn *c);
+/* The broker closed ch, CH_PUB or CH_CANARY (its in-flight publishes are
+ * the caller's to settle): close-ok and channel.open sent; -1 when that
+ * failed (the caller drops the connection). */
+int br_pubchan_closed(br_conn *c, amqp_channel_t ch);
+/* A frame of CH_PUB's or CH_CANARY's reopening (open-ok, select-ok):
+ * taken (true), or not one (false).  CH_PUB open again in confirm mode
+ * publishes what waited for it, in order. */
+bool br_pubchan_frame(br_conn *c, const amqp_frame_t *f);
+/* r (an RQ_PUBLISH ready to go) is published now, or waits for CH_PUB
+ * when it is reopening or others wait already (in order). */
+void br_pub_send(br_conn *c, br_req *r);
+/* The canary may go on CH_CANARY now: open, and in confirm mode when
+ * low_disk wants it (put there without waiting: false meanwhile). */
+bool br_canary_ready(br_conn *c);
+/* Since when a reopen has not been answered (0: none), for the ping. */
+int64_t br_pubchan_waiting_since(const br_conn *c);
+/* Each turn: a reopen unanswered for PUB_REOPEN_MS drops the connection. */
+void br_pubchan_tick(br_conn *c);
+/* The connection is gone: what waited for CH_PUB was never sent. */
+void br_pubchan_lost(br_conn *c, const char *why);
+
 /* conn.c: a publish request (again, after its exchange was found) */
 void br_publish_go(br_conn *c, br_req *r);
 /* conn.c: a publish whose probe answered (or did not in time: p->valid
  * false) goes on. */
 void br_publish_probed(br_conn *c, br_req *r, const br_probe *p);
+/* conn.c: put r on CH_PUB now (open, in confirm mode): basic.publish, and
+ * r waits in `inflight` for its confirm */
+void br_publish_now(br_conn *c, br_req *r);
 
 #endif

@@ -182,8 +182,15 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
     bool low_disk = (ch == CH_PUB || ch == CH_CANARY) && br_is_low_disk_refusal(code, text);
     if (!low_disk || !c->st.blocked)
         log_warn("broker: channel %u closed by the broker: %d %s", ch, code, text);
-    if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
-        (!s && br_open_channel(c, ch) < 0)) {
+    if (ch == CH_PUB || ch == CH_CANARY) {
+        /* reopened without waiting for it (pubchan.c): the publishes
+         * meant for it wait there meanwhile, the loop goes on */
+        if (br_pubchan_closed(c, ch) < 0) {
+            br_drop_connection(c, text);
+            return;
+        }
+    } else if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
+               (!s && br_open_channel(c, ch) < 0)) {
         br_drop_connection(c, text);
         return;
     }
@@ -249,7 +256,7 @@ static void handle_frame(br_conn *c, amqp_frame_t *f)
 {
     if (f->frame_type != AMQP_FRAME_METHOD)
         return; /* stray content frames cannot happen: amqp_read_message takes them */
-    if (br_probe_frame(c, f))
+    if (br_probe_frame(c, f) || br_pubchan_frame(c, f))
         return;
     switch (f->payload.method.id) {
     case AMQP_BASIC_ACK_METHOD: {

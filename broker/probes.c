@@ -327,16 +327,11 @@ static void xcheck_frame(br_conn *c, const amqp_frame_t *f)
         xcheck_next(c);
     } else if (f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
         const amqp_channel_close_t *m = f->payload.method.decoded;
-        amqp_channel_close_ok_t close_ok = {0};
-        amqp_channel_open_t open = {.out_of_band = amqp_empty_bytes};
         char text[256];
         int code = m->reply_code;
         br_bytes_to_str(m->reply_text, text, sizeof text);
         c->xopen = false;
-        if (amqp_send_method(c->amqp, CH_XCHECK, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) !=
-                AMQP_STATUS_OK ||
-            amqp_send_method(c->amqp, CH_XCHECK, AMQP_CHANNEL_OPEN_METHOD, &open) !=
-                AMQP_STATUS_OK) {
+        if (br_reopen_nowait(c, CH_XCHECK) < 0) {
             br_drop_connection(c, "cannot reopen the exchange check's channel");
             return;
         }
@@ -374,13 +369,14 @@ static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
      * confirm has not come yet: now it is known whether anyone reads
      * their mailbox (the broker answers the declare, sent first, before
      * it confirms a persistent message) */
-    for (GList *l = p->valid ? c->inflight.head : NULL; l; l = l->next) {
-        br_req *r = l->data;
-        if (r->unprobed && strcmp(r->queue, pc->queue) == 0) {
-            r->unprobed = false;
-            r->unread = p->present && p->consumers == 0;
+    for (int i = 0; i < 2 && p->valid; i++) /* and those waiting for CH_PUB's reopen */
+        for (GList *l = (i ? &c->pubheld : &c->inflight)->head; l; l = l->next) {
+            br_req *r = l->data;
+            if (r->unprobed && strcmp(r->queue, pc->queue) == 0) {
+                r->unprobed = false;
+                r->unread = p->present && p->consumers == 0;
+            }
         }
-    }
     if (!c->publisher)
         br_slots_answered(c, pc->queue);
     pc->queue[0] = '\0';
@@ -389,17 +385,17 @@ static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
 }
 
 /* The ping's answer (or, impossible for amq.direct, its channel closed:
- * an answer too, and the channel is opened again). */
+ * an answer too, and the channel is reopened without waiting; its open-ok
+ * is then awaited as a ping's answer is, so no ping goes out before it). */
 static void ping_frame(br_conn *c, const amqp_frame_t *f)
 {
     if (f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
-        amqp_channel_close_ok_t close_ok = {0};
-        if (amqp_send_method(c->amqp, CH_PING, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) !=
-                AMQP_STATUS_OK ||
-            br_open_channel(c, CH_PING) < 0) {
+        if (br_reopen_nowait(c, CH_PING) < 0) {
             br_drop_connection(c, "cannot reopen the ping channel");
             return;
         }
+        c->ping_sent_ms = br_now_ms();
+        return;
     }
     c->ping_sent_ms = 0;
 }
@@ -431,8 +427,6 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
         return true;
     } else if (f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
         const amqp_channel_close_t *m = f->payload.method.decoded;
-        amqp_channel_close_ok_t close_ok = {0};
-        amqp_channel_open_t open = {.out_of_band = amqp_empty_bytes};
         code = m->reply_code;
         br_bytes_to_str(m->reply_text, p.detail, sizeof p.detail);
         /* close-ok, and the channel.open sent without waiting for its
@@ -441,10 +435,7 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
          * answer for a peer that never started).  The channel takes no
          * probe until it is open again. */
         pc->open = false;
-        if (amqp_send_method(c->amqp, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) !=
-                AMQP_STATUS_OK ||
-            amqp_send_method(c->amqp, f->channel, AMQP_CHANNEL_OPEN_METHOD, &open) !=
-                AMQP_STATUS_OK) {
+        if (br_reopen_nowait(c, f->channel) < 0) {
             br_drop_connection(c, "cannot reopen a probe channel");
             return true;
         }
@@ -479,6 +470,8 @@ static void ping_tick(br_conn *c, int64_t now)
             oldest = c->probing[i].sent_ms;
     if (c->xcheck[0] && (!oldest || c->xsent_ms < oldest))
         oldest = c->xsent_ms;
+    if (br_pubchan_waiting_since(c) && (!oldest || br_pubchan_waiting_since(c) < oldest))
+        oldest = br_pubchan_waiting_since(c);
     if (!oldest || now - oldest < PING_AFTER_MS || now - c->last_recv_ms < PING_AFTER_MS)
         return;
     memset(&m, 0, sizeof m);

@@ -55,6 +55,16 @@ int br_open_channel(br_conn *c, amqp_channel_t ch)
     return 0;
 }
 
+int br_reopen_nowait(br_conn *c, amqp_channel_t ch)
+{
+    amqp_channel_close_ok_t close_ok = {0};
+    amqp_channel_open_t open = {.out_of_band = amqp_empty_bytes};
+    if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok) != AMQP_STATUS_OK ||
+        amqp_send_method(c->amqp, ch, AMQP_CHANNEL_OPEN_METHOD, &open) != AMQP_STATUS_OK)
+        return -1;
+    return 0;
+}
+
 /* After a synchronous call failed: classify the failure.  A channel-level
  * error is answered with close-ok and the channel reopened (returns 0, with
  * the broker's code and text) — a consumer channel later, when it is safe
@@ -505,6 +515,7 @@ static int attempt_channels(br_conn *c, attempt *a)
         snprintf(a->reason, sizeof a->reason, "%s: cannot open the probe channels", a->shown);
         return -1;
     }
+    br_pubchan_opened(c);
     return 0;
 }
 
@@ -645,6 +656,7 @@ void br_drop_connection(br_conn *c, const char *why)
                         "the connection was lost after the message left and before the broker "
                         "confirmed it; it may or may not be in the mailbox");
     br_probes_lost(c, "the connection was lost");
+    br_pubchan_lost(c, "the connection was lost");
     amqp_destroy_connection(c->amqp);
     c->amqp = NULL;
     g_mutex_lock(&c->lock);
@@ -676,6 +688,7 @@ void br_close_connection(br_conn *c)
                         "fleetfs is shutting down before the broker confirmed; the message may or "
                         "may not be in the mailbox");
     br_probes_lost(c, "fleetfs is shutting down");
+    br_pubchan_lost(c, "fleetfs is shutting down");
     br_set_sock(c, -1, NULL, 0);
     /* a goodbye, not a conversation: a slow broker must not hold up exit */
     amqp_set_rpc_timeout(c->amqp, &(struct timeval){1, 0});

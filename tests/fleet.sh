@@ -184,6 +184,66 @@ broker_close_consumer_channel() {
   }
 }
 
+# _pubconn WHO: Erlang expressions that bind Conn to WHO's publishing
+# connection (its reader process) in vhost FLEET_VHOST, found by the name
+# fleetfs gives it, and ChSupSup to that connection's channel supervisor
+_pubconn() {
+  printf '%s' "
+      IsPub = fun(N) -> binary:match(N, <<\"fleetfs $1@\">>) =/= nomatch andalso
+                        binary:match(N, <<\"(publishing)\">>) =/= nomatch end,
+      [Conn] = [P || P <- rabbit_networking:connections_local(),
+                     [{vhost, V}, {client_properties, CP}] <-
+                         [rabbit_reader:info(P, [vhost, client_properties])],
+                     V =:= <<\"${FLEET_VHOST:-/}\">>,
+                     {_, longstr, N} <- [lists:keyfind(<<\"connection_name\">>, 1, CP)],
+                     IsPub(N)],
+      {dictionary, D} = erlang:process_info(Conn, dictionary),
+      [ConnSup | _] = proplists:get_value('\$ancestors', D),
+      [Helper] = [P || {helper_sup, P, _, _} <- supervisor:which_children(ConnSup)],
+      [ChSupSup] = [P || {channel_sup_sup, P, _, _} <- supervisor:which_children(Helper)],"
+}
+
+# broker_close_publish_channel WHO [hold]: the broker runs an ack of a
+# delivery tag never given on WHO's publish channel (channel 1 of its
+# publishing connection), as if fleetfs had sent it: the channel is closed
+# with 406 PRECONDITION_FAILED, its unconfirmed publishes' fate unknown.
+# With hold, the connection's channel supervisor is suspended first: the
+# channel.open fleetfs sends then is answered only after
+# broker_release_publish_channel WHO (RabbitMQ's reader, which asks that
+# supervisor to start the channel, reads nothing more of the connection
+# meanwhile). RabbitMQ only.
+broker_close_publish_channel() {
+  local out hold=
+  # kept under a name: the held connection's reader answers nothing, so
+  # the release cannot look the connection up again
+  [[ ${2:-} == hold ]] && hold="true = register(fleetfs_test_held_$1, ChSupSup), ok = sys:suspend(ChSupSup),"
+  out=$(rmqctl eval "$(_pubconn "$1")
+      [Ch] = [P || P <- rabbit_channel:list_local(),
+                   rabbit_channel:info(P, [connection, number]) =:=
+                       [{connection, Conn}, {number, 1}]],
+      $hold
+      ok = rabbit_channel:do(Ch, {'basic.ack', 987654321, false}),
+      {closed, Conn}." 2>&1) && grep -q closed <<<"$out" || {
+    echo "broker_close_publish_channel $1: $out" >&2
+    return 1
+  }
+}
+
+broker_release_publish_channel() {
+  local out
+  out=$(rmqctl eval "P = whereis(fleetfs_test_held_$1), unregister(fleetfs_test_held_$1),
+      sys:resume(P)." 2>&1) && grep -q ok <<<"$out" || {
+    echo "broker_release_publish_channel $1: $out" >&2
+    return 1
+  }
+}
+
+# broker_publish_conn WHO: WHO's publishing connection as the broker
+# names it (its pid): the same before and after means it was not made again
+broker_publish_conn() {
+  rmqctl eval "$(_pubconn "$1") Conn."
+}
+
 # fleet_header FROM MSGID MOUNT [REPLYTO]: the header line the injector types
 # above a message from FROM, received by the lead mounted at $TEST_DIR/MOUNT.
 fleet_header() {

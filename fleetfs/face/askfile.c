@@ -12,6 +12,12 @@
  * on the broker's thread) and replies.  A signal to the reader (Ctrl-C)
  * interrupts the request: it is answered EINTR and the ask stays open.
  *
+ * The write is not a FUSE thread that waits either: like a send's, it is
+ * handed to the broker's publishing thread, which registers the question
+ * as awaited on the confirm and then answers the write (model/ask.c), or
+ * answers ETIMEDOUT at send_timeout; a read after the write returned finds
+ * the question registered.
+ *
  * The lock is recursive: libfuse may call the interrupt function from
  * inside fuse_req_interrupt_func, which runs under it.  Order: this lock,
  * then the model's (the model's ready call takes no lock of ours).
@@ -135,10 +141,11 @@ askf *askf_open(mailbox *mb)
     return a;
 }
 
-int askf_write(askf *a, const char *to, bool json, const char *buf, size_t size)
+int askf_write(askf *a, const char *to, bool json, const char *buf, size_t size, mb_send_done done,
+               void *ud)
 {
     /* not under our lock: a read waits beside the write */
-    return mb_ask_send(a->ask, to, json, buf, size);
+    return mb_ask_send_start(a->ask, to, json, buf, size, done, ud);
 }
 
 void askf_read(askf *a, fuse_req_t req, size_t size, int flags)

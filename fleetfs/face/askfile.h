@@ -16,8 +16,12 @@ typedef struct askf askf;
 /* An ask of mailbox mb (the asker: the lead). */
 askf *askf_open(mailbox *mb);
 /* The one write: the question to `to` (text, or json as ask.json takes
- * it).  0 or a positive errno (EBUSY: asked already on this file). */
-int askf_write(askf *a, const char *to, bool json, const char *buf, size_t size);
+ * it), handed over without waiting: 0, and done is told its outcome once
+ * (on the broker's publishing thread, the question registered first), or
+ * a positive errno now (EBUSY: asked already on this file; a send refused
+ * at once) and done is not told. */
+int askf_write(askf *a, const char *to, bool json, const char *buf, size_t size, mb_send_done done,
+               void *ud);
 /* Replies to req now (the answer, EAGAIN under O_NONBLOCK, ETIMEDOUT,
  * ECONNREFUSED, EINVAL before any question) or once the answer comes. */
 void askf_read(askf *a, fuse_req_t req, size_t size, int flags);

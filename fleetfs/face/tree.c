@@ -722,11 +722,15 @@ static int node_write(const rq *r, fuse_req_t req, handle *h, const char *buf, s
     case N_ASKJ:
     case N_TOASK:
     case N_TOASKJ: {
-        /* answered here, once the broker has the question (bounded by
-         * send_timeout): the read that follows must find it registered */
-        int e = askf_write(h->ask, h->name, h->kind == N_ASKJ || h->kind == N_TOASKJ, buf, size);
+        /* answered like a send, by the publishing thread, once the broker
+         * has the question and it is registered (model/ask.c): the read
+         * that follows finds it */
+        int e = askf_write(h->ask, h->name, h->kind == N_ASKJ || h->kind == N_TOASKJ, buf, size,
+                           sent_answered, w);
+        if (!e) /* w is sent_answered's now (maybe freed already) */
+            return WRITE_PENDING;
         g_free(w);
-        return e ? -e : (int)size;
+        return -e;
     }
     case N_RESEND:
         res = mb_resend_start(h->home, buf, size, sent_answered, w, detail, sizeof detail);

@@ -107,12 +107,53 @@ static int64_t ask_life(const mailbox *mb)
                                      : MIN(2 * 60 * 1000, mb->o->message_ttl_ms);
 }
 
-int mb_ask_send(mb_ask *a, const char *to, bool json, const char *data, size_t len)
+/* A question handed over: its write is answered by done once the
+ * outcome is known. */
+typedef struct {
+    mb_ask *a;
+    mb_send_done done;
+    void *ud;
+} ask_job;
+
+/* The question's outcome res (the confirm, or send_timeout's ETIMEDOUT),
+ * on the broker's publishing thread, after its `sent` line: the ask goes
+ * on waiting for its answer, or (not asked, or not known to be) nothing
+ * is awaited and another write may try again.  Then the write is
+ * answered: a read after it finds the question registered. */
+static void ask_outcome(mb_ask *a, fe_code res)
+{
+    mailbox *mb = a->mb;
+    g_mutex_lock(mb->lock);
+    if (res != FE_OK) {
+        /* an answer that comes all the same arrives as an ordinary reply */
+        ask_unregister_locked(mb, a);
+        if (a->state != ASK_ANSWERED)
+            a->state = ASK_IDLE;
+    } else if (a->state == ASK_SENDING) {
+        a->state = ASK_WAITING; /* unless the answer or the end came first */
+    }
+    g_mutex_unlock(mb->lock);
+    if (res == FE_OK)
+        log_info("ask %s: question %s published; its answer is its asker's until it closes", a->to,
+                 a->q_id);
+}
+
+static void ask_answered(void *ud, fe_code res, const char *detail)
+{
+    ask_job *j = ud;
+    ask_outcome(j->a, res);
+    j->done(j->ud, res, detail);
+    g_free(j);
+}
+
+int mb_ask_send_start(mb_ask *a, const char *to, bool json, const char *data, size_t len,
+                      mb_send_done done, void *ud)
 {
     mailbox *mb = a->mb;
     char detail[512], *body = NULL, *reply_to = NULL;
     int64_t life = ask_life(mb);
     fe_code res = FE_OK;
+    ask_job *j;
 
     g_mutex_lock(mb->lock);
     if (a->state != ASK_IDLE) {
@@ -133,21 +174,33 @@ int mb_ask_send(mb_ask *a, const char *to, bool json, const char *data, size_t l
         body = g_memdup2(data, len + 1);
         body[len] = '\0';
     }
+    j = g_new0(ask_job, 1);
+    j->a = a;
+    j->done = done;
+    j->ud = ud;
+    /* FE_OK: handed over, ask_answered is told (maybe already: j is not
+     * ours any more) */
     if (res == FE_OK)
-        res = sent_send(mb, to, reply_to, body, json ? strlen(body) : len, life, a, detail,
-                        sizeof detail);
+        res = sent_send_start(mb, to, reply_to, body, json ? strlen(body) : len, life, a,
+                              ask_answered, j, detail, sizeof detail);
     g_free(body);
     g_free(reply_to);
-    g_mutex_lock(mb->lock);
-    if (res != FE_OK && a->state != ASK_ANSWERED)
-        a->state = ASK_IDLE; /* nothing is awaited: another write may try again */
-    else if (a->state == ASK_SENDING)
-        a->state = ASK_WAITING; /* unless the answer or the end came first */
-    g_mutex_unlock(mb->lock);
     if (res == FE_OK)
-        log_info("ask %s: question %s published; its answer is its asker's until it closes", a->to,
-                 a->q_id);
-    return res == FE_OK ? 0 : fe_errno(res);
+        return 0;
+    g_free(j);
+    ask_outcome(a, res);
+    return fe_errno(res);
+}
+
+int mb_ask_send(mb_ask *a, const char *to, bool json, const char *data, size_t len)
+{
+    sent_wait w;
+    fe_code res;
+    int e;
+    sent_wait_init(&w);
+    e = mb_ask_send_start(a, to, json, data, len, sent_wait_done, &w);
+    res = sent_wait_end(&w, e ? FE_INTERNAL : FE_OK, NULL, 0);
+    return e ? e : fe_errno(res);
 }
 
 bool ask_claim_locked(mailbox *mb, const envelope *e)

@@ -287,9 +287,17 @@ typedef enum {
 mb_ask *mb_ask_open(mailbox *mb, void (*ready)(void *ud), void *ud);
 /* One write: the question to `to` (a coord_id or gid), as text (lifetime
  * ask_timeout) or, json, as send.json takes it ({"body","expiresIn",
- * "replyTo"}; expiresIn default ask_timeout).  Returns once the broker
- * has it: 0, EBUSY (this ask has its question already), or the errno of
- * the send (nothing is awaited then). */
+ * "replyTo"}; expiresIn default ask_timeout).  Like mb_send_start, the
+ * caller's thread signs and hands it over, and does not wait: 0, and done
+ * is told the send's outcome once (on the publishing thread, at the
+ * confirm or at send_timeout; maybe before this returns), after the
+ * question is registered as awaited (FE_OK: a read then waits for its
+ * answer) or dropped (nothing is awaited then); or, known at once, EBUSY
+ * (this ask has its question already) or the errno of the refused send,
+ * and done is not told.  mb_ask_send is the same with a wait for done:
+ * 0 or an errno. */
+int mb_ask_send_start(mb_ask *a, const char *to, bool json, const char *data, size_t len,
+                      mb_send_done done, void *ud);
 int mb_ask_send(mb_ask *a, const char *to, bool json, const char *data, size_t len);
 mb_ask_result mb_ask_take(mb_ask *a, char **body, size_t *len, char *why, size_t n);
 /* POLLIN when mb_ask_take would not wait; POLLOUT before the question;

@@ -310,11 +310,28 @@ void sent_record(mailbox *mb, const envelope *e, const char *json, const char *s
 void sent_apply_early(mailbox *mb, const char *msg_id);
 char *sent_kept_envelope(mailbox *mb, const char *msg_id, bool *known, char *detail, size_t dlen);
 
-/* One message: validate, wrap with a lifetime of life_ms, sign, publish,
- * wait, record.  ask (may be NULL): the question of an ask, registered
- * (ask_register) before it is published, so that no answer can overtake it. */
-fe_code sent_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
-                  int64_t life_ms, mb_ask *ask, char *detail, size_t dlen);
+/* One message: validate, wrap with a lifetime of life_ms, sign, hand to
+ * the broker; mb_send_start's results (FE_OK: done is told the outcome
+ * once, after the `sent` line).  ask (may be NULL): the question of an
+ * ask, registered (ask_register) before it is handed over, so that no
+ * answer can overtake it; unregistered again when the send fails at once
+ * (a later failure is done's owner's to unregister). */
+fe_code sent_send_start(mailbox *mb, const char *peer, const char *reply_to, const char *data,
+                        size_t len, int64_t life_ms, mb_ask *ask, mb_send_done done, void *ud,
+                        char *detail, size_t dlen);
+/* A blocking form's wait for done: init; hand sent_wait_done and the
+ * sent_wait to a _start call; end with what it returned (waits for done
+ * when that was FE_OK) gives the outcome, and detail (may be NULL). */
+typedef struct {
+    GMutex m;
+    GCond cv;
+    bool done;
+    fe_code res;
+    char detail[512];
+} sent_wait;
+void sent_wait_init(sent_wait *w);
+void sent_wait_done(void *ud, fe_code res, const char *detail);
+fe_code sent_wait_end(sent_wait *w, fe_code started, char *detail, size_t dlen);
 /* A send.json write parsed: body and reply_to (g_free both), the lifetime
  * (default_life when it names none).  FE_BAD_INPUT with why in detail. */
 fe_code sent_parse_json(mailbox *mb, const char *to, const char *what, const char *data, size_t len,

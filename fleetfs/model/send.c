@@ -347,18 +347,10 @@ fe_code mb_send_start(mailbox *mb, const char *peer, const char *reply_to, const
                     dlen);
 }
 
-/* The blocking forms wait for done on a condition of their own. */
-typedef struct {
-    GMutex m;
-    GCond cv;
-    bool done;
-    fe_code res;
-    char detail[512];
-} send_wait;
-
-static void send_wait_done(void *ud, fe_code res, const char *detail)
+/* The blocking forms wait for done on a condition of their own (mb_int.h). */
+void sent_wait_done(void *ud, fe_code res, const char *detail)
 {
-    send_wait *w = ud;
+    sent_wait *w = ud;
     g_mutex_lock(&w->m);
     w->res = res;
     g_strlcpy(w->detail, detail ? detail : "", sizeof w->detail);
@@ -367,16 +359,14 @@ static void send_wait_done(void *ud, fe_code res, const char *detail)
     g_mutex_unlock(&w->m);
 }
 
-static void send_wait_init(send_wait *w)
+void sent_wait_init(sent_wait *w)
 {
     memset(w, 0, sizeof *w);
     g_mutex_init(&w->m);
     g_cond_init(&w->cv);
 }
 
-/* started: what the _start call returned.  done is always told (the
- * publishing thread's timer tells FE_TIMEOUT at send_timeout). */
-static fe_code send_wait_end(send_wait *w, fe_code started, char *detail, size_t dlen)
+fe_code sent_wait_end(sent_wait *w, fe_code started, char *detail, size_t dlen)
 {
     fe_code res = started;
     if (started == FE_OK) {
@@ -385,25 +375,23 @@ static fe_code send_wait_end(send_wait *w, fe_code started, char *detail, size_t
             g_cond_wait(&w->cv, &w->m);
         g_mutex_unlock(&w->m);
         res = w->res;
-        g_strlcpy(detail, w->detail, dlen);
+        if (detail)
+            g_strlcpy(detail, w->detail, dlen);
     }
     g_mutex_clear(&w->m);
     g_cond_clear(&w->cv);
     return res;
 }
 
-fe_code sent_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
-                  int64_t life_ms, mb_ask *ask, char *detail, size_t dlen)
+fe_code sent_send_start(mailbox *mb, const char *peer, const char *reply_to, const char *data,
+                        size_t len, int64_t life_ms, mb_ask *ask, mb_send_done done, void *ud,
+                        char *detail, size_t dlen)
 {
-    send_wait w;
-    fe_code res;
-    send_wait_init(&w);
-    res = send_wait_end(
-        &w, send_one(mb, peer, reply_to, data, len, life_ms, ask, send_wait_done, &w, detail, dlen),
-        detail, dlen);
+    fe_code res = send_one(mb, peer, reply_to, data, len, life_ms, ask, done, ud, detail, dlen);
     if (ask && res != FE_OK) {
-        /* not asked (or not known to be): nothing is awaited; an answer
-         * that comes all the same arrives as an ordinary reply */
+        /* not asked: nothing is awaited (done's owner unregisters the ask
+         * when the outcome comes later); an answer that comes all the same
+         * arrives as an ordinary reply */
         g_mutex_lock(mb->lock);
         ask_unregister_locked(mb, ask);
         g_mutex_unlock(mb->lock);
@@ -414,10 +402,10 @@ fe_code sent_send(mailbox *mb, const char *peer, const char *reply_to, const cha
 fe_code mb_send(mailbox *mb, const char *peer, const char *reply_to, const char *data, size_t len,
                 char *detail, size_t dlen)
 {
-    send_wait w;
-    send_wait_init(&w);
-    return send_wait_end(
-        &w, mb_send_start(mb, peer, reply_to, data, len, send_wait_done, &w, detail, dlen), detail,
+    sent_wait w;
+    sent_wait_init(&w);
+    return sent_wait_end(
+        &w, mb_send_start(mb, peer, reply_to, data, len, sent_wait_done, &w, detail, dlen), detail,
         dlen);
 }
 
@@ -530,10 +518,10 @@ fe_code mb_send_json_start(mailbox *mb, const char *to, const char *data, size_t
 fe_code mb_send_json(mailbox *mb, const char *to, const char *data, size_t len, char *detail,
                      size_t dlen)
 {
-    send_wait w;
-    send_wait_init(&w);
-    return send_wait_end(
-        &w, mb_send_json_start(mb, to, data, len, send_wait_done, &w, detail, dlen), detail, dlen);
+    sent_wait w;
+    sent_wait_init(&w);
+    return sent_wait_end(
+        &w, mb_send_json_start(mb, to, data, len, sent_wait_done, &w, detail, dlen), detail, dlen);
 }
 
 fe_code mb_resend_start(mailbox *mb, const char *data, size_t len, mb_send_done done, void *ud,
@@ -580,8 +568,8 @@ fe_code mb_resend_start(mailbox *mb, const char *data, size_t len, mb_send_done 
 
 fe_code mb_resend(mailbox *mb, const char *data, size_t len, char *detail, size_t dlen)
 {
-    send_wait w;
-    send_wait_init(&w);
-    return send_wait_end(&w, mb_resend_start(mb, data, len, send_wait_done, &w, detail, dlen),
+    sent_wait w;
+    sent_wait_init(&w);
+    return sent_wait_end(&w, mb_resend_start(mb, data, len, sent_wait_done, &w, detail, dlen),
                          detail, dlen);
 }

@@ -18,8 +18,9 @@
 # the next request: the writes are held by the publishing thread's
 # requests, not by FUSE threads blocked on a condition (what the design
 # before issue 32 did: each waiting write held one libfuse worker in a
-# futex wait; this check fails on that code). No timing is asserted: the
-# bounds only tell a hang from slowness.
+# futex wait; this check fails on that code). Then the same with four ask
+# writes (peers/sink/ask), which go the publishing thread's way too. No
+# timing is asserted: the bounds only tell a hang from slowness.
 . "$(dirname "$0")/../lib.sh"
 . "$FLEET_ROOT/tests/fleet.sh"
 broker_start_own
@@ -27,19 +28,20 @@ broker_start_own
 W=4
 M=50
 
-# writers WHAT N [GO]: $W writers, each one open (no O_TRUNC) and N writes
-# of "WHAT wI mJ" on alpha/peers/sink/send, all at once (with GO: each
-# opens, then waits for the file GO before its first write, so that all
-# write within milliseconds of it, whatever the machine's load); writer I
-# leaves WHAT.I.rc: "ok N" when every write returned its full length, else
-# the errno's name of the first that failed
+# writers WHAT N [GO [FILE]]: $W writers, each one open (no O_TRUNC) and N
+# writes of "WHAT wI mJ" on alpha/peers/sink/FILE (send; ask: opened
+# read-write, as an asker does), all at once (with GO: each opens, then
+# waits for the file GO before its first write, so that all write within
+# milliseconds of it, whatever the machine's load); writer I leaves
+# WHAT.I.rc: "ok N" when every write returned its full length, else the
+# errno's name of the first that failed
 writers() {
-    local what=$1 n=$2 go=${3:-} i
+    local what=$1 n=$2 go=${3:-} file=${4:-send} i
     for ((i = 1; i <= W; i++)); do
         python3 -c '
 import errno, os, sys, time
-what, i, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-fd = os.open("alpha/peers/sink/send", os.O_WRONLY)
+what, i, n, go, file = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+fd = os.open("alpha/peers/sink/" + file, os.O_RDWR if file == "ask" else os.O_WRONLY)
 open("%s.%s.ready" % (what, i), "w").close()
 while go and not os.path.exists(go):
     time.sleep(0.002)
@@ -56,7 +58,7 @@ for j in range(1, n + 1):
 os.close(fd)
 open("%s.%s.rc.tmp" % (what, i), "w").write(out + "\n")
 os.rename("%s.%s.rc.tmp" % (what, i), "%s.%s.rc" % (what, i))
-' "$what" "$i" "$n" "$go" &
+' "$what" "$i" "$n" "$go" "$file" &
         echo $! >>"$what.pids"
     done
 }
@@ -158,6 +160,34 @@ test_expect_success 'thawed: each of the four reaches the reader at most once; w
     for id in $(jq -r "select(.state == \"published-unread\" or .state == \"published\") | .msgId" alpha/leads/alpha/sent); do
         grep -q "$id" sink/leads/sink/inbox || { echo "published but not read: $id"; return 1; }
     done
+'
+
+# An ask's write goes the same way as a send's: the publishing thread
+# registers the question on the confirm, then answers the write (a read
+# after it finds the question), or answers ETIMEDOUT at send_timeout. Four
+# asks written with the broker frozen leave no FUSE worker waiting for
+# them (the code before answered an ask's write on its FUSE thread, which
+# waited for the confirm: one worker in a futex per ask; this check fails
+# on it), and all four fail ETIMEDOUT.
+test_expect_success 'the broker freezes with four ask writes under way: no FUSE thread waits for them' '
+    wait_for 30 "grep -q \"^broker: connected$\" alpha/status" &&
+    pid=$(cat "$TEST_DIR/.harness/pid.alpha") &&
+    rm -f go &&
+    writers asked 1 go ask &&
+    wait_for 20 "all_done asked ready" &&
+    broker_freeze &&
+    touch go &&
+    wait_for 10 "test \$(in_write asked) = $W" &&
+    n=$(futex_workers $pid) && echo "workers in a futex: $n" &&
+    test "$n" -le 1
+'
+
+test_expect_success 'all four ask writes fail ETIMEDOUT, and no asker is left waiting' '
+    wait_for 30 "all_done asked" &&
+    for i in $(seq $W); do echo ETIMEDOUT; done >want &&
+    cat asked.*.rc >got && test_cmp want got &&
+    broker_thaw &&
+    wait_for 30 "grep -q \"^broker: connected$\" alpha/status"
 '
 
 test_expect_success 'unmount cleanly' '
