@@ -93,7 +93,7 @@ test_expect_success 'the guide has exactly the sh blocks this test checks, each 
 	read the inbox
 	wait for a message
 	acknowledge one message
-	acknowledge all
+	acknowledge what you read, and only that
 	what I consumed
 	reply to a message
 	resend an unconfirmed message
@@ -174,7 +174,7 @@ test_expect_success 'read the inbox, wait for a message: what fleet01 sent, in o
     echo "ping from fleet01" >want && test_cmp want got
 '
 
-test_expect_success 'acknowledge one, then all: the inbox is empty, history says acked' '
+test_expect_success 'acknowledge one, then the msgIds read: the inbox is empty, history says acked' '
     test ! -s mac/leads/mac/inbox &&
     jq -r .body mac/leads/mac/history >h &&
     printf "review my lexer please\nand the tokens file\nping from fleet01\n" >want && test_cmp want h &&
