@@ -13,7 +13,9 @@
  * key, our ask key, our groups and the leads ro_hear names: doc/protocol.md section 11),
  * and consumes it without acks.  Every interval it asks its owner for a heartbeat body (the owner
  * signs it) and publishes it with routing key roster.<host>.<coord_id>,
- * non-persistent, with an AMQP expiration of ttl_ms.  Each delivery's raw
+ * non-persistent, with an AMQP expiration of ttl_ms (scoped: under our
+ * group words every group interval, on (re)connecting, after our groups
+ * change, when asked, and when leaving; else the plain key).  Each delivery's raw
  * body goes to the owner's `received` callback; this layer never parses
  * it.  Reconnection: capped exponential backoff over the URIs in turn; the
  * queue and binding are made anew on each connection.
@@ -50,8 +52,12 @@ typedef struct {
     /* On the roster thread: the next heartbeat body (malloc'd, *len set),
      * or NULL to skip this one; *interval_ms (preset to interval_ms) may
      * be set to the interval the body announces: the next heartbeat goes
-     * then, and this one expires after three. */
-    char *(*heartbeat)(void *ud, bool leaving, size_t *len, int64_t *interval_ms);
+     * then, and this one expires after three.  Scoped: *group_iv_ms
+     * (preset to *interval_ms) is the group interval the body announces:
+     * how often a heartbeat goes under our group words (topo_roster_group_due);
+     * the others go under the plain key roster.<host>.<coord_id>. */
+    char *(*heartbeat)(void *ud, bool leaving, size_t *len, int64_t *interval_ms,
+                       int64_t *group_iv_ms);
     /* On the roster thread, for every delivery (ours included). */
     void (*received)(void *ud, const char *routing_key, const char *body, size_t len);
     /* The link went up or down. */
@@ -64,6 +70,7 @@ typedef struct {
     int64_t since_ms; /* monotonic ms of the last change */
     char reason[256]; /* why not up, or "" */
     uint64_t published, received;
+    uint64_t group_published;   /* scoped: heartbeats published under our group words */
     uint64_t asks_in, asks_out; /* heartbeat requests received, published */
     unsigned bindings;          /* our queue's bindings now */
     bool fallback;              /* scoped, but the broker refused a binding: roster.# */

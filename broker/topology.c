@@ -121,6 +121,16 @@ void topo_roster_bind_group(const char *group, char *out, size_t n)
     snprintf(out, n, "roster.#.%s%s.#", TOPO_ROSTER_GROUP_WORD, group);
 }
 
+bool topo_roster_group_due(int64_t now, int64_t last_group, int64_t last_group_iv, int64_t iv,
+                           int64_t group_iv, bool forced)
+{
+    int64_t gi = last_group_iv > 0 ? MIN(last_group_iv, group_iv) : group_iv;
+
+    if (forced || last_group < 0 || gi <= iv)
+        return true;
+    return now + iv / 2 >= last_group + gi;
+}
+
 void topo_roster_ask_key(const char *coord_id, char *out, size_t n)
 {
     snprintf(out, n, "%s%s", TOPO_ROSTER_ASK_PREFIX, coord_id);

@@ -65,6 +65,16 @@ void topo_roster_bind_group(const char *group, char *out, size_t n);
 #define TOPO_ROSTER_ASK_PREFIX "ask."
 void topo_roster_ask_key(const char *coord_id, char *out, size_t n);
 
+/* Whether a heartbeat published now carries the group words (a "group
+ * beat", doc/presence.md "Group heartbeats"): forced ones always; else the
+ * regular beat nearest to last_group + group_iv (within half an interval
+ * early), group_iv being the smaller of the one our last group beat
+ * announced and ours now (a receiver that hears us only through a group
+ * judges us by what our last group beat said).  last_group < 0: none
+ * yet.  group_iv <= iv: every beat. */
+bool topo_roster_group_due(int64_t now, int64_t last_group, int64_t last_group_iv, int64_t iv,
+                           int64_t group_iv, bool forced);
+
 /* "lead.<id>.inbox" or "lead.<id>.receipts". */
 void topo_consumer_queue(bool inbox, const char *id, char *out, size_t n);
 void topo_receipts_queue(const char *id, char *out, size_t n);

@@ -479,6 +479,20 @@ static int opts_set_heartbeat_rate(fs_opts *o, const struct opts_def *d, const c
     return 0;
 }
 
+static int opts_set_group_rate(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    char *end = NULL;
+    unsigned long n;
+
+    errno = 0;
+    n = strtoul(value, &end, 10);
+    if (!*value || *end || errno || n > 100000 || value[0] == '-')
+        return opts_fail(err, d, "a whole number 0..100000 (0: every heartbeat to the groups)",
+                         value);
+    o->group_rate = (unsigned)n;
+    return 0;
+}
+
 static int opts_set_fleet_view(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
     if (strcmp(value, "all") == 0)
@@ -575,6 +589,10 @@ static const struct opts_def opts_table[] = {
     {"heartbeat_rate", opts_set_heartbeat_rate, 0, NULL, "200",
      "with N leads heartbeating, ours goes every max(heartbeat, N/rate s), so that each host "
      "hears at most about rate a second; 0: always every heartbeat"},
+    {"group_rate", opts_set_group_rate, 0, NULL, "2",
+     "fleet_view=groups: hearing G group members, our heartbeat carries our groups every "
+     "max(interval, G/rate s), so each host hears about rate group heartbeats a second; the "
+     "others reach only who names us; 0: every heartbeat"},
     {"discovery", opts_set_discovery, 0, NULL, "on",
      "on: peers/ also lists leads heard from; off: only the configured peers"},
     {"discovery_ttl", opts_set_duration, OFF(discovery_ttl_ms), NULL, "10m",
@@ -699,6 +717,7 @@ void opts_init(fs_opts *o)
     o->insecure = false;
     o->heartbeat_ms = 5000;
     o->heartbeat_rate = 200;
+    o->group_rate = 2;
     o->discovery = true;
     o->discovery_ttl_ms = 10 * 60 * 1000;
     o->fleet_view_all = true;

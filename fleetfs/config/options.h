@@ -59,6 +59,9 @@ typedef struct {
     int64_t heartbeat_ms;     /* between heartbeats; stale after three */
     unsigned heartbeat_rate;  /* heartbeats a second a host should hear at most (our
                                  interval grows with the fleet); 0: fixed */
+    unsigned group_rate;      /* fleet_view=groups: group heartbeats a second a host should
+                                 hear at most (our group words go out every
+                                 max(interval, G/rate s)); 0: every heartbeat */
     bool discovery;           /* peers/ also lists leads heard from */
     int64_t discovery_ttl_ms; /* a silent discovered lead leaves peers/ */
     bool fleet_view_all;      /* fleet_view=all: hear every heartbeat (roster.#);

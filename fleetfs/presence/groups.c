@@ -141,7 +141,8 @@ void pri_local_to_hb_locked(presence *pr, env_heartbeat *h)
 
 /* Calls fn for every agent known: local ones (their host is our own lead
  * entry), then those of the other leads. */
-typedef void (*agent_fn)(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud);
+typedef void (*agent_fn)(presence *pr, const pr_agent *a, const pr_lead *host, bool local,
+                         int64_t now, void *ud);
 
 static void each_agent_locked(presence *pr, int64_t now, agent_fn fn, void *ud)
 {
@@ -150,12 +151,12 @@ static void each_agent_locked(presence *pr, int64_t now, agent_fn fn, void *ud)
     gpointer v;
 
     for (guint i = 0; i < pr->local_agents->len; i++)
-        fn(pr->local_agents->pdata[i], self, true, now, ud);
+        fn(pr, pr->local_agents->pdata[i], self, true, now, ud);
     g_hash_table_iter_init(&it, pr->leads);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         pr_lead *l = v;
         for (guint i = 0; !l->self && l->agents && i < l->agents->len; i++)
-            fn(l->agents->pdata[i], l, false, now, ud);
+            fn(pr, l->agents->pdata[i], l, false, now, ud);
     }
 }
 
@@ -170,8 +171,10 @@ static void add_member(GHashTable *groups, const char *g, const char *id)
     g_ptr_array_add(m, g_strdup(id));
 }
 
-static void member_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud)
+static void member_agent(presence *pr, const pr_agent *a, const pr_lead *host, bool local,
+                         int64_t now, void *ud)
 {
+    (void)pr;
     (void)host;
     (void)local;
     (void)now;
@@ -207,13 +210,14 @@ static GHashTable *groups_locked(presence *pr, int64_t now)
     return g;
 }
 
-static void snap_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud)
+static void snap_agent(presence *pr, const pr_agent *a, const pr_lead *host, bool local,
+                       int64_t now, void *ud)
 {
     char *groups = g_strjoinv(",", a->groups);
     (void)local;
     g_hash_table_insert(ud, g_strdup(a->gid),
                         g_strdup_printf("%s\x1f%s\x1f%d", a->state, groups,
-                                        host ? (int)pri_state_of(host, now) : (int)PR_NEVER));
+                                        host ? (int)pri_state_of(pr, host, now) : (int)PR_NEVER));
     g_free(groups);
 }
 
@@ -282,8 +286,8 @@ void pri_snap_diff_locked(presence *pr, GArray *notes, int64_t now)
 
 /* ---- reading ---- */
 
-static void info_of_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now,
-                          pr_agent_info *out)
+static void info_of_agent(presence *pr, const pr_agent *a, const pr_lead *host, bool local,
+                          int64_t now, pr_agent_info *out)
 {
     const char *at = strchr(a->gid, '@');
     memset(out, 0, sizeof *out);
@@ -294,14 +298,15 @@ static void info_of_agent(const pr_agent *a, const pr_lead *host, bool local, in
     g_strlcpy(out->state, a->state, sizeof out->state);
     for (size_t i = 0; a->groups && a->groups[i] && i < ENV_HB_MAX_GROUPS; i++)
         g_strlcpy(out->groups[out->n_groups++], a->groups[i], sizeof out->groups[0]);
-    out->presence = host ? pri_state_of(host, now) : PR_NEVER;
+    out->presence = host ? pri_state_of(pr, host, now) : PR_NEVER;
     out->age_ms = host && host->heard ? now - host->heard_mono : -1;
 }
 
-static void list_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud)
+static void list_agent(presence *pr, const pr_agent *a, const pr_lead *host, bool local,
+                       int64_t now, void *ud)
 {
     pr_agent_info *i = g_new(pr_agent_info, 1);
-    info_of_agent(a, host, local, now, i);
+    info_of_agent(pr, a, host, local, now, i);
     g_ptr_array_add(ud, i);
 }
 
@@ -326,11 +331,12 @@ typedef struct {
     bool found;
 } agent_query;
 
-static void find_agent(const pr_agent *a, const pr_lead *host, bool local, int64_t now, void *ud)
+static void find_agent(presence *pr, const pr_agent *a, const pr_lead *host, bool local,
+                       int64_t now, void *ud)
 {
     agent_query *q = ud;
     if (!q->found && strcmp(a->gid, q->gid) == 0) {
-        info_of_agent(a, host, local, now, q->out);
+        info_of_agent(pr, a, host, local, now, q->out);
         q->found = true;
     }
 }

@@ -74,7 +74,7 @@ int64_t pri_interval_locked(presence *pr, int64_t now, size_t *n_live)
 
     g_hash_table_iter_init(&it, pr->leads);
     while (g_hash_table_iter_next(&it, NULL, &v))
-        if (!((pr_lead *)v)->self && pri_state_of(v, now) == PR_LIVE)
+        if (!((pr_lead *)v)->self && pri_state_of(pr, v, now) == PR_LIVE)
             n++;
     *n_live = n;
     if (!pr->o->heartbeat_rate)
@@ -84,6 +84,36 @@ int64_t pri_interval_locked(presence *pr, int64_t now, size_t *n_live)
         return base;
     want = (want + 999) / 1000 * 1000;
     return MIN(want, 3600000);
+}
+
+/* Our group interval (doc/presence.md, "Group heartbeats"): how often our
+ * heartbeat carries our group words, so that it reaches every member of
+ * our groups.  With G members heard live (ourselves included) each going
+ * every G/group_rate seconds, a member hears about group_rate group
+ * heartbeats a second, and the broker delivers about N x group_rate a
+ * second, whatever the group size.  Never below our interval iv; whole
+ * seconds, like the interval; never above 1 h.  iv itself when we are in
+ * no group, not scoped, or group_rate is 0 (every heartbeat to the
+ * groups). */
+int64_t pri_group_iv_locked(presence *pr, int64_t now, int64_t iv, size_t *n_members)
+{
+    int64_t want;
+
+    *n_members = pr_scoped(pr) ? pri_group_heard_locked(pr, now) : 0;
+    if (!pr_scoped(pr) || !pr->o->group_rate || *n_members == 0)
+        return iv;
+    want = (int64_t)*n_members * 1000 / pr->o->group_rate;
+    want = (want + 999) / 1000 * 1000;
+    return CLAMP(want, iv, 3600000);
+}
+
+int64_t pr_group_interval_ms(presence *pr)
+{
+    int64_t gi;
+    g_mutex_lock(&pr->lock);
+    gi = pr->group_iv_ms;
+    g_mutex_unlock(&pr->lock);
+    return gi;
 }
 
 int64_t pr_interval_ms(presence *pr)
@@ -97,8 +127,8 @@ int64_t pr_interval_ms(presence *pr)
 
 char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *len)
 {
-    int64_t iv, was;
-    size_t n_live;
+    int64_t iv, was, gi, gwas;
+    size_t n_live, n_members;
     env_heartbeat h;
     int64_t now = env_now_ms();
     uint64_t gen;
@@ -108,7 +138,20 @@ char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *
     g_mutex_lock(&pr->lock);
     was = pr->interval_ms;
     iv = pr->interval_ms = pri_interval_locked(pr, pri_mono_ms(), &n_live);
+    gi = pr->group_iv_ms = pri_group_iv_locked(pr, pri_mono_ms(), iv, &n_members);
+    gwas = pr->group_iv_logged;
+    /* said when it changes by a quarter or meets the interval, not at every member */
+    if (gi != gwas && (gi == iv || gwas == iv || (gi > gwas ? gi - gwas : gwas - gi) * 4 >= gwas))
+        pr->group_iv_logged = gi;
+    else
+        gwas = gi;
     g_mutex_unlock(&pr->lock);
+    if (gi != gwas)
+        log_info("presence: %zu members of our groups heard (ourselves included): our "
+                 "heartbeat goes to our groups every %lld ms now, %lld before, and every %lld "
+                 "ms to who names us (group_rate=%u a second; said again when it changes by a "
+                 "quarter)",
+                 n_members, (long long)gi, (long long)gwas, (long long)iv, pr->o->group_rate);
     if (iv != was)
         log_info("presence: %zu leads heartbeat (ourselves included): ours goes every %lld ms "
                  "now, %lld before (heartbeat=%lld ms, heartbeat_rate=%u a second)",
@@ -123,6 +166,9 @@ char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *
     env_time_format(now + PR_STALE_AFTER * iv, h.expiresAt);
     g_strlcpy(h.startedAt, pr->started_at, sizeof h.startedAt);
     h.interval_ms = iv;
+    /* fleet_view=groups: how often our heartbeat reaches our groups */
+    h.has_group_iv = pr_scoped(pr);
+    h.group_interval_ms = gi;
     pri_plain_copy(h.agent, sizeof h.agent,
                    leaving       ? "off (unmounting)"
                    : agent_words ? agent_words

@@ -44,11 +44,13 @@ typedef struct {
     int64_t heard_mono;  /* when (monotonic ms) */
     int64_t sent_ms;     /* its sentAt (wall ms): later ones must be newer */
     int64_t interval_ms; /* the sender's */
+    int64_t group_iv_ms; /* its group interval (groupInterval), interval_ms when none */
     bool left;
-    bool addressed;         /* fleet_view=groups: sent to, heard from or looked up */
-    int64_t addressed_mono; /* when last (monotonic ms) */
-    bool listed;            /* in peers/ (announced to directory watchers) */
-    pr_state shown;         /* what watchers were last told */
+    bool addressed;          /* fleet_view=groups: sent to, heard from or looked up */
+    int64_t addressed_mono;  /* when last (monotonic ms) */
+    int64_t addressed_since; /* when this spell of being addressed began (monotonic ms) */
+    bool listed;             /* in peers/ (announced to directory watchers) */
+    pr_state shown;          /* what watchers were last told */
     char host[256], version[64], agent[256], started_at[40], last_at[40];
     /* the agents extension of its last believed heartbeat */
     bool ext;
@@ -90,6 +92,8 @@ struct presence {
     GHashTable *snap_agents; /* gid -> description, as watchers last saw it */
     GHashTable *snap_groups; /* group -> members, likewise */
     int64_t interval_ms;     /* our last heartbeat's (pri_interval_locked) */
+    int64_t group_iv_ms;     /* our last heartbeat's group interval (pri_group_iv_locked) */
+    int64_t group_iv_logged; /* the one the log said last */
     GHashTable *absent;      /* fleet_view=groups: id -> monotonic ms its mailbox was absent */
 };
 
@@ -107,6 +111,9 @@ gint pri_cmp_str_ptr(gconstpointer a, gconstpointer b);
 void pri_deliver_notes(presence *pr, GArray *notes);
 char **pri_groups_clean(const char *const *in, const char *who, bool *ok);
 int64_t pri_interval_locked(presence *pr, int64_t now, size_t *n_live);
+int64_t pri_group_iv_locked(presence *pr, int64_t now, int64_t iv, size_t *n_members);
+size_t pri_group_heard_locked(presence *pr, int64_t now);
+int64_t pri_stale_after_locked(presence *pr, const pr_lead *l, int64_t now);
 pr_lead *pri_lead_new(presence *pr, const char *id);
 void pri_local_to_hb_locked(presence *pr, env_heartbeat *h);
 void pri_note(GArray *notes, int kind, const char *path, const char *name);
@@ -114,7 +121,7 @@ void pri_plain_copy(char *out, size_t n, const char *in);
 void pri_snap_diff_locked(presence *pr, GArray *notes, int64_t now);
 char **pri_sorted_copy(char **v);
 char **pri_sorted_copy_free(char **v);
-pr_state pri_state_of(const pr_lead *l, int64_t now);
+pr_state pri_state_of(presence *pr, const pr_lead *l, int64_t now);
 bool pri_strv_same(char **a, char **b);
 bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now);
 bool pri_hb_in_view_locked(presence *pr, const env_heartbeat *h);

@@ -11,7 +11,9 @@
  * from that sender.  Only then does a lead appear or look live.  Anything
  * unverifiable is counted (rejected_heartbeat) and logged once per sender.
  *
- * States: live (heard within three of the sender's intervals), stale (heard
+ * States: live (heard within three of the sender's intervals, or of its
+ * group intervals when we hear it only through a group: doc/presence.md),
+ * stale (heard
  * before, not since), left (its last heartbeat said it was unmounting),
  * never (configured, never heard).  Discovered leads drop out of peers/
  * after discovery_ttl of silence; configured ones never do.
@@ -73,6 +75,10 @@ char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *
 /* The interval our last heartbeat announced: `heartbeat`, or longer with
  * more than heartbeat_rate x heartbeat leads live (doc/scaling.md). */
 int64_t pr_interval_ms(presence *pr);
+/* fleet_view=groups: how often (ms) our heartbeat carries our group words
+ * (its group interval, announced in it): max(interval, G/group_rate s) with
+ * G the members of our groups heard live; the interval otherwise. */
+int64_t pr_group_interval_ms(presence *pr);
 /* One delivery from the roster queue. */
 void pr_received(presence *pr, const char *routing_key, const char *body, size_t len);
 /* The roster link went up or down (status, and how sure pr_liveness is). */

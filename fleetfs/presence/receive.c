@@ -17,13 +17,33 @@
 /* ------------------------------------------------------------------ */
 /* heartbeats in                                                       */
 
-pr_state pri_state_of(const pr_lead *l, int64_t now)
+/* How long after its last heartbeat l is stale (doc/presence.md, "Group
+ * heartbeats"): three of its intervals, or three of its group intervals
+ * when we hear it only through a group binding (fleet_view=groups, and it
+ * is neither ourselves, configured nor addressed): only every group
+ * interval does its heartbeat carry its groups.  A lead addressed just now
+ * was bound by name a moment ago: until its first heartbeat since (asked
+ * for) it is judged as before, for three intervals; then by its interval. */
+int64_t pri_stale_after_locked(presence *pr, const pr_lead *l, int64_t now)
+{
+    int64_t iv = l->interval_ms, gi = MAX(l->group_iv_ms, l->interval_ms);
+
+    if (!pr_scoped(pr) || l->self || l->configured)
+        return PR_STALE_AFTER * iv;
+    if (!pri_addressed_locked(pr, l, now))
+        return PR_STALE_AFTER * gi;
+    if (l->heard_mono >= l->addressed_since || now - l->addressed_since >= PR_STALE_AFTER * iv)
+        return PR_STALE_AFTER * iv;
+    return PR_STALE_AFTER * gi;
+}
+
+pr_state pri_state_of(presence *pr, const pr_lead *l, int64_t now)
 {
     if (!l->heard)
         return PR_NEVER;
     if (l->left)
         return PR_LEFT;
-    return now - l->heard_mono < PR_STALE_AFTER * l->interval_ms ? PR_LIVE : PR_STALE;
+    return now - l->heard_mono < pri_stale_after_locked(pr, l, now) ? PR_LIVE : PR_STALE;
 }
 
 static bool listed_now(presence *pr, const pr_lead *l, int64_t now)
@@ -149,6 +169,8 @@ static const char *judge_locked(presence *pr, const char *rk, const env_heartbea
             return "its agents and groups are not signed by the sender's key (asig)";
         if (h->has_profiles && sig_verify_hb_profiles(pr->trust, h) != SIG_OK)
             return "its profiles are not signed by the sender's key (psig)";
+        if (h->has_group_iv && sig_verify_hb_group(pr->trust, h) != SIG_OK)
+            return "its group interval is not signed by the sender's key (gsig)";
     }
     l = g_hash_table_lookup(pr->leads, h->from);
     if (!h->ext && l && l->ext_started[0] && strcmp(l->ext_started, h->startedAt) == 0)
@@ -288,7 +310,7 @@ void pr_received(presence *pr, const char *routing_key, const char *body, size_t
         l = pri_lead_new(pr, h.from);
         pri_note(notes, 1, "hosts", l->id);
     }
-    before = pri_state_of(l, now);
+    before = pri_state_of(pr, l, now);
     changed = !l->heard || l->left != h.leaving || strcmp(l->host, h.host) != 0 ||
               strcmp(l->version, h.version) != 0 || strcmp(l->agent, h.agent) != 0 ||
               strcmp(l->started_at, h.startedAt) != 0;
@@ -302,14 +324,15 @@ void pr_received(presence *pr, const char *routing_key, const char *body, size_t
     l->heard_mono = now;
     l->sent_ms = sent;
     l->interval_ms = h.interval_ms;
+    l->group_iv_ms = h.has_group_iv ? h.group_interval_ms : h.interval_ms;
     l->left = h.leaving;
     g_strlcpy(l->host, h.host, sizeof l->host);
     g_strlcpy(l->version, h.version, sizeof l->version);
     g_strlcpy(l->agent, h.agent, sizeof l->agent);
     g_strlcpy(l->started_at, h.startedAt, sizeof l->started_at);
     g_strlcpy(l->last_at, h.sentAt, sizeof l->last_at);
-    if (changed || before != pri_state_of(l, now)) {
-        l->shown = pri_state_of(l, now);
+    if (changed || before != pri_state_of(pr, l, now)) {
+        l->shown = pri_state_of(pr, l, now);
         note_lead(notes, l);
     }
     if (!l->listed && listed_now(pr, l, now)) {
@@ -320,7 +343,7 @@ void pr_received(presence *pr, const char *routing_key, const char *body, size_t
             log_info("presence: discovered lead %s on host %s (now in peers/)", l->id, l->host);
         }
     }
-    if (before != PR_LIVE && pri_state_of(l, now) == PR_LIVE && !appeared && !l->self)
+    if (before != PR_LIVE && pri_state_of(pr, l, now) == PR_LIVE && !appeared && !l->self)
         log_info("presence: %s is live%s", l->id, before == PR_NEVER ? "" : " again");
     if (h.leaving && !l->self)
         log_info("presence: %s left (its fleetfs unmounted cleanly)", l->id);
@@ -356,12 +379,16 @@ bool pr_tick(presence *pr, const char *agent_words)
     g_hash_table_iter_init(&it, pr->leads);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         pr_lead *l = v;
-        pr_state s = pri_state_of(l, now);
+        pr_state s = pri_state_of(pr, l, now);
         if (s != l->shown) {
             if (s == PR_STALE && !l->self)
-                log_warn("presence: %s is stale: no heartbeat for %llds (3 of its intervals); "
-                         "its host or fleetfs may be down or cut off from the broker",
-                         l->id, (long long)((now - l->heard_mono) / 1000));
+                log_warn("presence: %s is stale: no heartbeat for %llds (3 of its %s, %lld ms "
+                         "each); its host or fleetfs may be down or cut off from the broker",
+                         l->id, (long long)((now - l->heard_mono) / 1000),
+                         pri_stale_after_locked(pr, l, now) > PR_STALE_AFTER * l->interval_ms
+                             ? "group intervals"
+                             : "intervals",
+                         (long long)(pri_stale_after_locked(pr, l, now) / PR_STALE_AFTER));
             l->shown = s;
             note_lead(notes, l);
         }

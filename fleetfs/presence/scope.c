@@ -40,18 +40,11 @@ bool pri_addressed_locked(presence *pr, const pr_lead *l, int64_t now)
     return l->addressed && now - l->addressed_mono < pr->o->discovery_ttl_ms;
 }
 
-/* l still heard with fleet_view=groups: ourselves, a configured peer, an
- * addressed lead, or one whose last heartbeat shares a group with us (its
- * lead's groups or its agents'). */
-bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now)
+/* l's last heartbeat names one of the groups in ours (its lead's groups
+ * or its agents'). */
+static bool lead_shares(GHashTable *ours, const pr_lead *l)
 {
-    GHashTable *ours;
     bool shares = false;
-
-    if (!pr_scoped(pr) || l->self || l->configured || pri_addressed_locked(pr, l, now))
-        return true;
-    ours = g_hash_table_new(g_str_hash, g_str_equal);
-    our_groups_locked(pr, ours);
     for (char **g = l->groups; !shares && g && *g; g++)
         shares = g_hash_table_contains(ours, *g);
     for (guint i = 0; !shares && l->agents && i < l->agents->len; i++) {
@@ -59,8 +52,45 @@ bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now)
         for (char **g = a->groups; !shares && g && *g; g++)
             shares = g_hash_table_contains(ours, *g);
     }
+    return shares;
+}
+
+/* l still heard with fleet_view=groups: ourselves, a configured peer, an
+ * addressed lead, or one whose last heartbeat shares a group with us. */
+bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now)
+{
+    GHashTable *ours;
+    bool shares;
+
+    if (!pr_scoped(pr) || l->self || l->configured || pri_addressed_locked(pr, l, now))
+        return true;
+    ours = g_hash_table_new(g_str_hash, g_str_equal);
+    our_groups_locked(pr, ours);
+    shares = lead_shares(ours, l);
     g_hash_table_destroy(ours);
     return shares;
+}
+
+/* The group members we hear live (ourselves included when we are in a
+ * group): the G of our group interval.  0 when we are in no group. */
+size_t pri_group_heard_locked(presence *pr, int64_t now)
+{
+    GHashTable *ours = g_hash_table_new(g_str_hash, g_str_equal);
+    GHashTableIter it;
+    gpointer v;
+    size_t n = 0;
+
+    our_groups_locked(pr, ours);
+    if (g_hash_table_size(ours) > 0) {
+        n = 1; /* ourselves */
+        g_hash_table_iter_init(&it, pr->leads);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+            if (!((pr_lead *)v)->self && lead_shares(ours, v) &&
+                pri_state_of(pr, v, now) == PR_LIVE)
+                n++;
+    }
+    g_hash_table_destroy(ours);
+    return n;
 }
 
 /* A heartbeat from a lead not in the table: worth taking with
@@ -134,6 +164,8 @@ void pr_address(presence *pr, const char *id)
         pri_note(notes, 0, "roster", NULL);
     }
     first = !pri_addressed_locked(pr, l, now) && !l->configured;
+    if (!pri_addressed_locked(pr, l, now))
+        l->addressed_since = now; /* bound by name from now: pri_stale_after_locked */
     l->addressed = true;
     l->addressed_mono = now;
     g_hash_table_remove(pr->absent, host);

@@ -43,14 +43,14 @@ char **pr_peers(presence *pr)
     return (char **)g_ptr_array_free(out, FALSE);
 }
 
-static void info_of(const pr_lead *l, int64_t now, pr_info *out)
+static void info_of(presence *pr, const pr_lead *l, int64_t now, pr_info *out)
 {
     memset(out, 0, sizeof *out);
     g_strlcpy(out->id, l->id, sizeof out->id);
     out->self = l->self;
     out->configured = l->configured;
     out->listed = l->listed;
-    out->state = pri_state_of(l, now);
+    out->state = pri_state_of(pr, l, now);
     out->age_ms = l->heard ? now - l->heard_mono : -1;
     g_strlcpy(out->host, l->host, sizeof out->host);
     g_strlcpy(out->version, l->version, sizeof out->version);
@@ -65,7 +65,7 @@ bool pr_get(presence *pr, const char *id, pr_info *out)
     g_mutex_lock(&pr->lock);
     l = g_hash_table_lookup(pr->leads, id);
     if (l)
-        info_of(l, pri_mono_ms(), out);
+        info_of(pr, l, pri_mono_ms(), out);
     g_mutex_unlock(&pr->lock);
     return l != NULL;
 }
@@ -85,7 +85,7 @@ GPtrArray *pr_list(presence *pr)
     g_hash_table_iter_init(&it, pr->leads);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         pr_info *i = g_new(pr_info, 1);
-        info_of(v, now, i);
+        info_of(pr, v, now, i);
         g_ptr_array_add(out, i);
     }
     g_mutex_unlock(&pr->lock);

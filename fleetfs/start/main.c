@@ -213,13 +213,15 @@ static char **hook_group_members(void *ud, const char *g)
     return f->ag ? ag_members(f->ag, g) : g_new0(char *, 1);
 }
 
-static char *ro_heartbeat(void *ud, bool leaving, size_t *len, int64_t *interval_ms)
+static char *ro_heartbeat(void *ud, bool leaving, size_t *len, int64_t *interval_ms,
+                          int64_t *group_iv_ms)
 {
     fleet *f = ud;
     char *w = mb_injector_words(f->mb);
     char *body = pr_heartbeat(f->pr, w, leaving, len);
     g_free(w);
     *interval_ms = pr_interval_ms(f->pr);
+    *group_iv_ms = pr_group_interval_ms(f->pr);
     return body;
 }
 

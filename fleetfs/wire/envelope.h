@@ -138,7 +138,21 @@ bool env_receipt_state_valid(const char *s);
  * count and each name (env_hb_profiles_signing_fields): neither sig nor
  * asig changes, so a fleetfs before profiles still believes the rest. A
  * heartbeat without the member (a fleetfs before profiles) has
- * has_profiles false: its host's profiles are unknown, not none. */
+ * has_profiles false: its host's profiles are unknown, not none.
+ *
+ * The group interval (fleet_view=groups, doc/protocol.md section 11) rides
+ * likewise, in two more members that every older fleetfs ignores:
+ *
+ *   "groupInterval":25000,"gsig":"<base64 ed25519>"
+ *
+ * how often (ms, 1..3600000, never below interval) the sender's heartbeats
+ * carry its group words in the routing key; the others go under the plain
+ * key, which reaches only the leads that bound the sender by name. A
+ * receiver that hears the sender only through a group judges it stale after
+ * three group intervals. `gsig` signs env_hb_signing_fields followed by the
+ * word "groupInterval" and the decimal value (env_hb_group_signing_fields).
+ * A heartbeat without the member (a fleetfs before it) has has_group_iv
+ * false: every heartbeat of it goes to its groups. */
 #define ENV_HB_MAX_PROFILES 64
 #define ENV_HB_MAX_LEN 131072   /* bytes: RabbitMQ's default frame_max */
 #define ENV_HB_OLD_MAX_LEN 4096 /* what a fleetfs before agents accepts */
@@ -177,6 +191,10 @@ typedef struct {
     char **profiles;   /* n_profiles names, NULL-terminated; NULL when none */
     size_t n_profiles;
     char psig[100]; /* base64, "" when absent */
+    /* the group interval (above) */
+    bool has_group_iv; /* groupInterval/gsig are (to be) on the wire */
+    int64_t group_interval_ms;
+    char gsig[100]; /* base64, "" when absent */
 } env_heartbeat;
 
 /* Compact JSON, malloc'd; NULL when a field is not plain text or the
@@ -200,6 +218,9 @@ int env_hb_agents_signing_fields(const env_heartbeat *h, unsigned char **buf, si
  * "profiles", the number of profiles in decimal and each name. 0 ok (*buf
  * malloc'd), -1. */
 int env_hb_profiles_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len);
+/* The bytes gsig covers: env_hb_signing_fields, then (length-prefixed)
+ * "groupInterval" and its value in decimal. 0 ok (*buf malloc'd), -1. */
+int env_hb_group_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len);
 /* The bytes a heartbeat's signature covers; 0 ok (*buf malloc'd), -1. */
 int env_hb_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len);
 /* s is UTF-8 without C0, DEL or C1 control characters. */

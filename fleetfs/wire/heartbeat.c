@@ -3,7 +3,8 @@
  * doc/protocol.md; envelope.h has its fields), with its agents and groups
  * (SPEC section 10) and profiles (SPEC section 11) extensions: encoding,
  * strict decoding and the byte strings its three signatures cover (sig the
- * core fields, asig groups and agents, psig profiles).
+ * core fields, asig groups and agents, psig profiles, gsig the group
+ * interval).
  *
  * A file of its own beside envelope.c because only presence speaks it (and
  * sign.c signs it), and its lists are what messages and receipts do not
@@ -148,6 +149,10 @@ char *env_hb_encode(const env_heartbeat *h, size_t *len)
     ok = ok && (!h->ext || env_put_opt(o, "asig", h->asig));
     ok = ok && (!h->has_profiles || env_hb_put_profiles(o, h));
     ok = ok && (!h->has_profiles || env_put_opt(o, "psig", h->psig));
+    ok = ok && (!h->has_group_iv ||
+                (h->group_interval_ms >= h->interval_ms && h->group_interval_ms <= 3600000 &&
+                 json_object_set_new(o, "groupInterval", json_integer(h->group_interval_ms)) == 0 &&
+                 env_put_opt(o, "gsig", h->gsig)));
     if (ok)
         s = env_dump_line(o, false, &n);
     json_decref(o);
@@ -337,6 +342,25 @@ static int env_hb_profiles(struct env_dec *dc, env_heartbeat *out)
     return 0;
 }
 
+/* groupInterval, gsig: optional; either makes has_group_iv. */
+static int env_hb_group_iv(struct env_dec *dc, env_heartbeat *out)
+{
+    json_t *g = json_object_get(dc->root, "groupInterval");
+
+    out->has_group_iv = g != NULL || json_object_get(dc->root, "gsig") != NULL;
+    if (env_get_str(dc, "gsig", false, out->gsig, sizeof(out->gsig)) < 0)
+        return -1;
+    if (!env_base64_ok(out->gsig))
+        return env_fail(dc, "gsig is not base64");
+    if (!out->has_group_iv)
+        return 0;
+    if (g == NULL || !json_is_integer(g) || json_integer_value(g) < out->interval_ms ||
+        json_integer_value(g) > 3600000)
+        return env_fail(dc, "groupInterval is not an integer from interval to 3600000 (ms)");
+    out->group_interval_ms = json_integer_value(g);
+    return 0;
+}
+
 int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, size_t whylen)
 {
     struct env_dec dc = {NULL, why, whylen};
@@ -358,6 +382,8 @@ int env_hb_decode(const char *json, size_t len, env_heartbeat *out, char *why, s
         r = env_hb_ext(&dc, out);
     if (r == 0)
         r = env_hb_profiles(&dc, out);
+    if (r == 0)
+        r = env_hb_group_iv(&dc, out);
     json_decref(dc.root);
     if (r < 0) {
         env_hb_free(out);
@@ -469,4 +495,19 @@ int env_hb_profiles_signing_fields(const env_heartbeat *h, unsigned char **buf, 
         *buf = NULL;
     }
     return rc;
+}
+int env_hb_group_signing_fields(const env_heartbeat *h, unsigned char **buf, size_t *len)
+{
+    char v[24];
+    const char *f[2] = {"groupInterval", v};
+
+    if (env_hb_signing_fields(h, buf, len) < 0)
+        return -1;
+    snprintf(v, sizeof(v), "%lld", (long long)h->group_interval_ms);
+    if (env_append_fields(buf, len, f, 2) < 0) {
+        free(*buf);
+        *buf = NULL;
+        return -1;
+    }
+    return 0;
 }

@@ -611,6 +611,12 @@ int sig_sign_hb(const sig_key *k, env_heartbeat *h)
         rc = sig_sign_bytes(k, buf, len, h->psig, sizeof(h->psig));
         free(buf);
     }
+    if (rc == 0 && h->has_group_iv) {
+        if (env_hb_group_signing_fields(h, &buf, &len) < 0)
+            return -1;
+        rc = sig_sign_bytes(k, buf, len, h->gsig, sizeof(h->gsig));
+        free(buf);
+    }
     return rc;
 }
 
@@ -645,6 +651,11 @@ sig_result sig_verify_hb_agents(const sig_trust *t, const env_heartbeat *h)
 sig_result sig_verify_hb_profiles(const sig_trust *t, const env_heartbeat *h)
 {
     return sig_verify_hb_over(t, h, h->psig, sizeof(h->psig), env_hb_profiles_signing_fields);
+}
+
+sig_result sig_verify_hb_group(const sig_trust *t, const env_heartbeat *h)
+{
+    return sig_verify_hb_over(t, h, h->gsig, sizeof(h->gsig), env_hb_group_signing_fields);
 }
 
 const char *sig_result_name(sig_result r)

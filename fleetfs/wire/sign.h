@@ -119,6 +119,9 @@ sig_result sig_verify_hb_agents(const sig_trust *t, const env_heartbeat *h);
 /* With h->has_profiles, sig_sign_hb fills h->psig too (over
  * env_hb_profiles_signing_fields); this checks it likewise. */
 sig_result sig_verify_hb_profiles(const sig_trust *t, const env_heartbeat *h);
+/* With h->has_group_iv, sig_sign_hb also fills gsig (over
+ * env_hb_group_signing_fields); this checks it likewise. */
+sig_result sig_verify_hb_group(const sig_trust *t, const env_heartbeat *h);
 
 /* Any other signed record (fleetfs/wire/control.h): sign the bytes its
  * own *_signing_fields gave into out (base64, at least 89 bytes), and
