@@ -5,10 +5,10 @@
  *
  *   hbpub URI --from ID [--key KEYFILE] [--tamper] [--sent-offset SEC]
  *             [--interval MS] [--agent WORDS] [--leaving] [--routing-key RK]
- *             [--agents GID[:GID...]] [--tamper-agents]
+ *             [--agents GID[:GID...]] [--tamper-agents] [--group-interval MS]
  *   hbpub URI --body STR --routing-key RK
  *   hbpub URI --flood N --key-dir DIR --trust DIR [--interval MS] [--seconds S]
- *             [--group-size G]
+ *             [--group-size G [--group-rate R]]
  *
  * One heartbeat: built like fleetfs builds its own, signed with --key
  * unless none is given (unsigned); --tamper changes the agent words after
@@ -17,7 +17,8 @@
  * roster.hbpub.<from>.  --agents adds the agents extension (SPEC section
  * 10): those gids, state "ready: idle", in group "hbpub" (gids of any host:
  * the tool lies as asked); --tamper-agents changes the first agent's state
- * after signing.
+ * after signing.  --group-interval announces that group interval
+ * (groupInterval, signed with gsig: doc/protocol.md section 11).
  *
  * --flood: N leads named bench000.. bench<N-1>, each with its own key in
  * --key-dir (made on first use, the public half copied to --trust as
@@ -26,7 +27,16 @@
  * one process and connection.  --group-size G: lead i is in group g<i/G>
  * (the agents extension with that lead group and no agent), published the
  * way fleet_view=groups publishes, roster.hbpub.g=g<i/G>.bench<i>
- * (doc/protocol.md section 11).  Exit 0 ok, 2 on usage or connection errors.
+ * (doc/protocol.md section 11).  --group-rate R: as fleet_view=groups with
+ * group_rate=R does (doc/presence.md, "Group heartbeats"), lead i announces
+ * the group interval Ig = max(interval, G/R s, in whole seconds) and only
+ * every Ig is its heartbeat published under the group key; the others go
+ * under the plain key roster.hbpub.bench<i>.  Every lead's first heartbeat
+ * goes to its group (a fleet starting at once); after that, lead i's go in
+ * the rounds r with (r + i) % (Ig/interval) == 0, so that the group
+ * heartbeats are spread over the rounds as unsynchronised hosts' are.
+ * Prints "S heartbeats from N leads (K to their groups)".  Exit 0 ok, 2 on
+ * usage or connection errors.
  */
 #include <glib.h>
 #include <stdio.h>
@@ -42,7 +52,7 @@
 
 typedef struct {
     const char *uri, *from, *key, *agent, *rk, *body, *key_dir, *trust, *agents;
-    long sent_offset, interval, flood, seconds, group_size;
+    long sent_offset, interval, flood, seconds, group_size, group_rate, group_interval;
     bool tamper, leaving, tamper_agents;
 } hb_args;
 
@@ -148,6 +158,10 @@ static char *hb_make(const char *from, const sig_key *k, const hb_args *a, int64
     h.leaving = a->leaving;
     if (a->agents)
         hb_agents(&h, a->agents);
+    if (a->group_interval > 0) {
+        h.has_group_iv = true;
+        h.group_interval_ms = a->group_interval;
+    }
     if (group && !a->agents) {
         h.ext = true;
         h.groups = calloc(2, sizeof(char *));
@@ -199,7 +213,18 @@ static int flood(const hb_args *a)
     sig_key **keys = g_new0(sig_key *, a->flood);
     char(*names)[16] = g_malloc0(sizeof(*names) * (size_t)a->flood);
     int64_t started = env_now_ms(), end;
-    long sent = 0;
+    long sent = 0, to_groups = 0, round_no = 0, every = 1;
+    hb_args fa = *a;
+
+    if (a->group_size > 0 && a->group_rate > 0) {
+        /* Ig = max(interval, G/R s), whole seconds, as presence/heartbeat.c */
+        long gi = (a->group_size * 1000 / a->group_rate + 999) / 1000 * 1000;
+        fa.group_interval = gi > a->interval ? gi : a->interval;
+        every = (fa.group_interval + a->interval / 2) / a->interval;
+        if (every < 1)
+            every = 1;
+    }
+    a = &fa;
 
     for (long i = 0; i < a->flood; i++) {
         snprintf(names[i], sizeof names[i], "bench%03ld", i);
@@ -218,14 +243,17 @@ static int flood(const hb_args *a)
             int64_t wait = due - g_get_monotonic_time();
             if (wait > 0)
                 g_usleep((gulong)wait);
-            if (a->group_size > 0)
+            if (a->group_size > 0 && (round_no == 0 || (round_no + i) % every == 0)) {
                 snprintf(rk, sizeof rk, "roster.hbpub.g=%s.%s", group, names[i]);
-            else
+                to_groups++;
+            } else {
                 snprintf(rk, sizeof rk, "roster.hbpub.%s", names[i]);
+            }
             hb_publish(c, rk, body, len, 3 * a->interval);
             free(body);
             sent++;
         }
+        round_no++;
         {
             int64_t wait = round + (int64_t)a->interval * 1000 - g_get_monotonic_time();
             if (wait > 0)
@@ -238,7 +266,7 @@ static int flood(const hb_args *a)
     g_free(names);
     amqp_connection_close(c, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c);
-    printf("%ld heartbeats from %ld leads\n", sent, a->flood);
+    printf("%ld heartbeats from %ld leads (%ld to their groups)\n", sent, a->flood, to_groups);
     return 0;
 }
 
@@ -278,6 +306,10 @@ int main(int argc, char **argv)
             a.flood = v ? atol(v) : 0;
         else if (!strcmp(o, "--group-size"))
             a.group_size = v ? atol(v) : 0;
+        else if (!strcmp(o, "--group-rate"))
+            a.group_rate = v ? atol(v) : 0;
+        else if (!strcmp(o, "--group-interval"))
+            a.group_interval = v ? atol(v) : 0;
         else if (!strcmp(o, "--seconds"))
             a.seconds = v ? atol(v) : 0;
         else if (!strcmp(o, "--agents"))
