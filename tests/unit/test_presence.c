@@ -1179,6 +1179,197 @@ static void test_scoped_view(void **state)
     strv_is(g, "ops");
 }
 
+/* gamma's heartbeat every iv ms, in group ops (lead group), announcing the
+ * group interval gi (0: none, a fleetfs before group heartbeats), signed
+ * with k, sent offset_ms from now */
+static void deliver_in_ops(fx *f, const char *from, sig_key *k, int64_t iv, int64_t gi,
+                           int64_t offset_ms)
+{
+    env_heartbeat h = hb_of(from, offset_ms);
+    h.interval_ms = iv;
+    if (gi > 0) {
+        h.has_group_iv = true;
+        h.group_interval_ms = gi;
+    }
+    hb_add_agents(&h, "ops", 0, from, "ready: idle", NULL);
+    deliver(f, &h, k, NULL);
+    env_hb_free(&h);
+}
+
+static pr_state state_of(fx *f, const char *id)
+{
+    pr_info i;
+    assert_true(pr_get(f->pr, id, &i));
+    return i.state;
+}
+
+/* The group interval on the wire (doc/protocol.md section 11): signed by
+ * gsig, which an older receiver never looks at (sig is unchanged); one
+ * altered after signing is refused whole; one below the interval does not
+ * decode; a heartbeat without it has none. */
+static void test_group_interval_on_the_wire(void **state)
+{
+    fx *f = *state;
+    env_heartbeat h = hb_of("gamma", 0), d;
+    char why[160], *js;
+    size_t len;
+
+    h.has_group_iv = true;
+    h.group_interval_ms = 25000;
+    assert_int_equal(sig_sign_hb(f->kg, &h), 0);
+    js = env_hb_encode(&h, &len);
+    assert_non_null(strstr(js, "\"groupInterval\":25000"));
+    assert_non_null(strstr(js, "\"gsig\":"));
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_true(d.has_group_iv);
+    assert_int_equal(d.group_interval_ms, 25000);
+    {
+        /* an older receiver checks sig over the same eleven fields */
+        char *err = NULL, *tdir = g_build_filename(f->dir, "trust", NULL);
+        sig_trust *t = sig_trust_load_quiet(tdir, &err);
+        assert_non_null(t);
+        assert_int_equal(sig_verify_hb(t, &d), SIG_OK);
+        assert_int_equal(sig_verify_hb_group(t, &d), SIG_OK);
+        d.group_interval_ms = 60000; /* altered after signing */
+        assert_int_equal(sig_verify_hb(t, &d), SIG_OK);
+        assert_int_equal(sig_verify_hb_group(t, &d), SIG_BAD);
+        sig_trust_free(t);
+        g_free(tdir);
+    }
+    env_hb_free(&d);
+    free(js);
+    /* altered in transit: refused whole */
+    h.group_interval_ms = 60000;
+    deliver(f, &h, NULL, NULL);
+    assert_int_equal(pr_rejected(f->pr), 1);
+    assert_false(pr_is_host(f->pr, "gamma"));
+    /* below the interval: not encoded, and not decoded */
+    h.group_interval_ms = 500;
+    assert_null(env_hb_encode(&h, &len));
+    js = g_strdup_printf("{\"v\":1,\"type\":\"heartbeat\",\"from\":\"gamma\",\"host\":\"h\","
+                         "\"version\":\"0\",\"sentAt\":\"%s\",\"expiresAt\":\"%s\","
+                         "\"startedAt\":\"%s\",\"interval\":1000,\"agent\":\"x\","
+                         "\"leaving\":false,\"groupInterval\":500}",
+                         h.sentAt, h.expiresAt, h.startedAt);
+    assert_int_equal(env_hb_decode(js, strlen(js), &d, why, sizeof why), -1);
+    assert_non_null(strstr(why, "groupInterval"));
+    g_free(js);
+    /* none: a fleetfs before group heartbeats */
+    h.has_group_iv = false;
+    js = env_hb_encode(&h, &len);
+    assert_null(strstr(js, "groupInterval"));
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_false(d.has_group_iv);
+    env_hb_free(&d);
+    free(js);
+    env_hb_free(&h);
+}
+
+/* Our group interval: max(interval, G/group_rate s) in whole seconds, G
+ * the members of our groups heard live, ourselves included; the interval
+ * with group_rate=0, in no group, or with fleet_view=all (then not
+ * announced at all). */
+static void test_group_interval_policy(void **state)
+{
+    fx *f = *state;
+    const char *const ops[] = {"ops", NULL};
+    const char *names[] = {"l1", "l2"};
+    char *err = NULL, *js, why[160];
+    env_heartbeat d;
+    size_t len;
+
+    f->o.fleet_view_all = false;
+    assert_int_equal(opts_set(&f->o, "group_rate", "1", &err), 0);
+    /* in no group: every heartbeat is a group heartbeat */
+    free(pr_heartbeat(f->pr, "ready", false, &len));
+    assert_int_equal(pr_group_interval_ms(f->pr), 1000);
+    assert_true(pr_set_local(f->pr, ops, NULL, 0));
+    deliver_in_ops(f, "gamma", f->kg, 1000, 1000, 0);
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        sig_key *k = make_key(f, names[i], true);
+        deliver_in_ops(f, names[i], k, 1000, 0, 0);
+        sig_key_free(k);
+    }
+    /* four members (gamma, l1, l2 and us) at 1 a second: every 4 s */
+    js = pr_heartbeat(f->pr, "ready", false, &len);
+    assert_int_equal(pr_group_interval_ms(f->pr), 4000);
+    assert_int_equal(pr_interval_ms(f->pr), 1000);
+    assert_int_equal(env_hb_decode(js, len, &d, why, sizeof why), 0);
+    assert_true(d.has_group_iv);
+    assert_int_equal(d.group_interval_ms, 4000);
+    assert_int_equal(d.interval_ms, 1000);
+    env_hb_free(&d);
+    free(js);
+    /* 3 a second: 4/3 s, in whole seconds 2 s */
+    assert_int_equal(opts_set(&f->o, "group_rate", "3", &err), 0);
+    free(pr_heartbeat(f->pr, "ready", false, &len));
+    assert_int_equal(pr_group_interval_ms(f->pr), 2000);
+    /* a large rate: never below the interval */
+    assert_int_equal(opts_set(&f->o, "group_rate", "100", &err), 0);
+    free(pr_heartbeat(f->pr, "ready", false, &len));
+    assert_int_equal(pr_group_interval_ms(f->pr), 1000);
+    /* 0: every heartbeat to the groups, as before */
+    assert_int_equal(opts_set(&f->o, "group_rate", "0", &err), 0);
+    free(pr_heartbeat(f->pr, "ready", false, &len));
+    assert_int_equal(pr_group_interval_ms(f->pr), 1000);
+    assert_int_equal(opts_set(&f->o, "group_rate", "x", &err), -1);
+    assert_non_null(strstr(err, "0..100000"));
+    g_free(err);
+    /* fleet_view=all: no group words, nothing announced */
+    assert_int_equal(opts_set(&f->o, "group_rate", "1", &err), 0);
+    f->o.fleet_view_all = true;
+    js = pr_heartbeat(f->pr, "ready", false, &len);
+    assert_int_equal(pr_group_interval_ms(f->pr), 1000);
+    assert_null(strstr(js, "groupInterval"));
+    free(js);
+}
+
+/* Staleness judged truthfully: a lead heard only through a group binding
+ * against three of its group intervals; a configured one, an addressed one
+ * heard since, ourselves, and everyone with fleet_view=all against three
+ * intervals; a lead addressed just now keeps the group judgement until its
+ * asked-for heartbeat had three intervals to come. */
+static void test_group_staleness(void **state)
+{
+    fx *f = *state;
+    const char *const ops[] = {"ops", NULL};
+    sig_key *kb = make_key(f, "beta", true);
+
+    f->o.fleet_view_all = false;
+    assert_true(pr_set_local(f->pr, ops, NULL, 0));
+    /* every 200 ms, to the group every 2 s */
+    deliver_in_ops(f, "gamma", f->kg, 200, 2000, 0);
+    deliver_in_ops(f, "beta", kb, 200, 2000, 0); /* configured */
+    assert_int_equal(state_of(f, "gamma"), PR_LIVE);
+    assert_int_equal(state_of(f, "beta"), PR_LIVE);
+    g_usleep(700 * 1000);
+    assert_int_equal(state_of(f, "gamma"), PR_LIVE); /* 3 x 2 s */
+    assert_int_equal(state_of(f, "beta"), PR_STALE); /* 3 x 200 ms */
+    /* fleet_view=all hears every heartbeat: 3 x 200 ms for everyone */
+    f->o.fleet_view_all = true;
+    assert_int_equal(state_of(f, "gamma"), PR_STALE);
+    f->o.fleet_view_all = false;
+    /* without the member (an older fleetfs): its interval */
+    deliver_in_ops(f, "gamma", f->kg, 200, 0, 100);
+    g_usleep(700 * 1000);
+    assert_int_equal(state_of(f, "gamma"), PR_STALE);
+    deliver_in_ops(f, "gamma", f->kg, 200, 2000, 200);
+    g_usleep(700 * 1000);
+    assert_int_equal(state_of(f, "gamma"), PR_LIVE);
+    /* addressed now: bound by name, asked for a heartbeat; still live until
+     * that one had three intervals to come */
+    pr_address(f->pr, "gamma");
+    assert_int_equal(state_of(f, "gamma"), PR_LIVE);
+    g_usleep(700 * 1000);
+    assert_int_equal(state_of(f, "gamma"), PR_STALE); /* no answer: dead */
+    /* it answers: judged by its interval from now on */
+    deliver_in_ops(f, "gamma", f->kg, 200, 2000, 300);
+    assert_int_equal(state_of(f, "gamma"), PR_LIVE);
+    g_usleep(700 * 1000);
+    assert_int_equal(state_of(f, "gamma"), PR_STALE);
+    sig_key_free(kb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1210,6 +1401,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_liveness_of_agents, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_interval_grows_with_the_fleet, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_scoped_view, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_group_interval_on_the_wire, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_group_interval_policy, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_group_staleness, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

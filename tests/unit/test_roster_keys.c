@@ -88,13 +88,43 @@ static void test_bindings(void **state)
     assert_false(g_str_has_prefix(b, "roster."));
 }
 
+/* Which heartbeat carries the group words (doc/presence.md "Group
+ * heartbeats"): forced ones, the first, every one when the group interval
+ * is the interval, else the beat nearest to the last group beat plus the
+ * group interval, never later than what the last group beat announced. */
+static void test_group_beat_due(void **state)
+{
+    (void)state;
+    /* the first, and forced ones (connect, ask, groups changed, leaving) */
+    assert_true(topo_roster_group_due(0, -1, 0, 5000, 25000, false));
+    assert_true(topo_roster_group_due(6000, 5000, 25000, 5000, 25000, true));
+    /* group_rate=0 or a small group: every beat */
+    assert_true(topo_roster_group_due(10000, 5000, 5000, 5000, 5000, false));
+    assert_true(topo_roster_group_due(10000, 5000, 5000, 5000, 3000, false));
+    /* every 25 s at 5 s: beats 5, 10, 15, 20 after the last are plain */
+    for (int64_t t = 5000; t <= 20000; t += 5000)
+        assert_false(topo_roster_group_due(100000 + t, 100000, 25000, 5000, 25000, false));
+    assert_true(topo_roster_group_due(125000, 100000, 25000, 5000, 25000, false));
+    /* the nearest beat: up to half an interval early, not more */
+    assert_true(topo_roster_group_due(122500, 100000, 25000, 5000, 25000, false));
+    assert_false(topo_roster_group_due(122499, 100000, 25000, 5000, 25000, false));
+    /* whole seconds that are no multiple of the interval: 13 s at 5 s goes
+     * at the beat 15 s after (nearest), never at 10 */
+    assert_false(topo_roster_group_due(110000, 100000, 13000, 5000, 13000, false));
+    assert_true(topo_roster_group_due(115000, 100000, 13000, 5000, 13000, false));
+    /* the group interval grew since the last group beat: that one said 10 s,
+     * and listeners judge by it, so the next goes 10 s after it */
+    assert_true(topo_roster_group_due(110000, 100000, 10000, 5000, 25000, false));
+    /* it shrank: the smaller one now */
+    assert_true(topo_roster_group_due(110000, 100000, 25000, 5000, 10000, false));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_no_group_is_the_old_key),
-        cmocka_unit_test(test_groups_in_one_key),
-        cmocka_unit_test(test_long_groups_split),
-        cmocka_unit_test(test_bindings),
+        cmocka_unit_test(test_no_group_is_the_old_key), cmocka_unit_test(test_groups_in_one_key),
+        cmocka_unit_test(test_long_groups_split),       cmocka_unit_test(test_bindings),
+        cmocka_unit_test(test_group_beat_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
