@@ -127,7 +127,8 @@ int64_t pr_interval_ms(presence *pr)
 
 char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *len)
 {
-    int64_t iv, was, gi, gwas;
+    int64_t iv, was, gi, gwas, gcur;
+    bool say;
     size_t n_live, n_members;
     env_heartbeat h;
     int64_t now = env_now_ms();
@@ -139,19 +140,24 @@ char *pr_heartbeat(presence *pr, const char *agent_words, bool leaving, size_t *
     was = pr->interval_ms;
     iv = pr->interval_ms = pri_interval_locked(pr, pri_mono_ms(), &n_live);
     gi = pr->group_iv_ms = pri_group_iv_locked(pr, pri_mono_ms(), iv, &n_members);
+    /* said when our group heartbeats start or stop going less often than
+     * every heartbeat, or change by a quarter: not at every member */
+    gcur = gi > iv ? gi : 0;
     gwas = pr->group_iv_logged;
-    /* said when it changes by a quarter or meets the interval, not at every member */
-    if (gi != gwas && (gi == iv || gwas == iv || (gi > gwas ? gi - gwas : gwas - gi) * 4 >= gwas))
-        pr->group_iv_logged = gi;
-    else
-        gwas = gi;
+    say = gcur != gwas &&
+          (gcur == 0 || gwas == 0 || (gcur > gwas ? gcur - gwas : gwas - gcur) * 4 >= gwas);
+    if (say)
+        pr->group_iv_logged = gcur;
     g_mutex_unlock(&pr->lock);
-    if (gi != gwas)
+    if (say && gcur)
         log_info("presence: %zu members of our groups heard (ourselves included): our "
-                 "heartbeat goes to our groups every %lld ms now, %lld before, and every %lld "
-                 "ms to who names us (group_rate=%u a second; said again when it changes by a "
-                 "quarter)",
-                 n_members, (long long)gi, (long long)gwas, (long long)iv, pr->o->group_rate);
+                 "heartbeat goes to our groups every %lld ms now (group_rate=%u a second), to "
+                 "the leads that name us every %lld ms",
+                 n_members, (long long)gi, pr->o->group_rate, (long long)iv);
+    else if (say)
+        log_info("presence: %zu members of our groups heard (ourselves included): every "
+                 "heartbeat of ours goes to our groups again (every %lld ms)",
+                 n_members, (long long)iv);
     if (iv != was)
         log_info("presence: %zu leads heartbeat (ourselves included): ours goes every %lld ms "
                  "now, %lld before (heartbeat=%lld ms, heartbeat_rate=%u a second)",

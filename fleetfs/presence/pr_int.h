@@ -93,7 +93,7 @@ struct presence {
     GHashTable *snap_groups; /* group -> members, likewise */
     int64_t interval_ms;     /* our last heartbeat's (pri_interval_locked) */
     int64_t group_iv_ms;     /* our last heartbeat's group interval (pri_group_iv_locked) */
-    int64_t group_iv_logged; /* the one the log said last */
+    int64_t group_iv_logged; /* the one the log said last; 0: every heartbeat */
     GHashTable *absent;      /* fleet_view=groups: id -> monotonic ms its mailbox was absent */
 };
 

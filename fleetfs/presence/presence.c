@@ -112,7 +112,7 @@ presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char
               sizeof pr->host);
     env_time_format(env_now_ms(), pr->started_at);
     pr->interval_ms = o->heartbeat_ms; /* until the first heartbeat says otherwise */
-    pr->group_iv_ms = pr->group_iv_logged = o->heartbeat_ms;
+    pr->group_iv_ms = o->heartbeat_ms;
     pr->leads = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, lead_free);
     pr->logged_agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pr->snap_agents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);

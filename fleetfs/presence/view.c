@@ -224,11 +224,15 @@ uint64_t pr_rejected(presence *pr)
 
 void pr_link_words(presence *pr, char *out, size_t n)
 {
+    char groups[64] = "";
     g_mutex_lock(&pr->lock);
-    snprintf(out, n, "%s (heartbeat every %lld ms, stale after 3; discovery %s)",
+    if (pr_scoped(pr))
+        snprintf(groups, sizeof groups, ", to our groups every %lld ms",
+                 (long long)pr->group_iv_ms);
+    snprintf(out, n, "%s (heartbeat every %lld ms%s, stale after 3; discovery %s)",
              pr->link_up      ? "connected"
              : pr->link_tried ? "roster connection down"
                               : "roster connecting",
-             (long long)pr->interval_ms, pr->o->discovery ? "on" : "off");
+             (long long)pr->interval_ms, groups, pr->o->discovery ? "on" : "off");
     g_mutex_unlock(&pr->lock);
 }
