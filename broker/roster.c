@@ -77,18 +77,16 @@ struct ro_conn {
     char last_loss[256]; /* why the last connection was lost */
     bool flapping;       /* lost again and again right after connecting */
     int64_t next_beat_ms, last_beat_ms;
-    char shown[300];          /* host:port of the current URI, no credentials */
-    char host[128];           /* the host word */
-    char qname[128];          /* our queue, while connected */
-    GHashTable *bound;        /* binding key -> 1, on our queue now */
-    char **groups;            /* the groups our key carries (ro_hear's) */
-    GHashTable *gone;         /* group just left -> monotonic ms until it leaves the key */
-    int64_t last_iv_ms;       /* the interval of our last heartbeat */
-    int64_t last_group_ms;    /* scoped: when our last group beat went (-1 none) */
-    int64_t last_group_iv_ms; /* the group interval it announced */
-    bool force_group;         /* the next beat goes to our groups: connected, asked, changed */
-    int64_t group_until_ms;   /* every beat goes to our groups until then (groups changed) */
-    bool fallback;            /* a scoped binding was refused: roster.# from now on */
+    char shown[300];    /* host:port of the current URI, no credentials */
+    char host[128];     /* the host word */
+    char qname[128];    /* our queue, while connected */
+    GHashTable *bound;  /* binding key -> 1, on our queue now */
+    char **groups;      /* the groups our key carries (ro_hear's) */
+    GHashTable *gone;   /* group just left -> monotonic ms until it leaves the key */
+    int64_t last_iv_ms; /* the interval of our last heartbeat */
+    bool fallback;      /* a scoped binding was refused: roster.# from now on */
+
+    topo_group_beats gb; /* scoped: which beats carry our group words */
 };
 
 static gint ro_cmp_str(gconstpointer a, gconstpointer b)
@@ -469,7 +467,7 @@ static void try_connect(ro_conn *r)
         set_sock(r, amqp_get_sockfd(r->amqp));
         r->up_since_ms = now_ms();  /* the backoff is reset once it has stayed up (drop) */
         r->next_beat_ms = now_ms(); /* say hello at once, to our groups too */
-        r->force_group = true;
+        r->gb.force = true;
         if (!r->flapping)
             log_info("presence: roster connected to %s (exchange %s, heartbeat every %lld ms)",
                      r->shown, TOPO_ROSTER_EXCHANGE, (long long)r->cfg.interval_ms);
@@ -574,13 +572,10 @@ static void apply_wants(ro_conn *r)
             }
         for (char **p = groups; p && *p; p++)
             g_hash_table_remove(r->gone, *p);
-        if (!g_strv_equal((const char *const *)(r->groups ? r->groups : (char *[]){NULL}),
-                          (const char *const *)(groups ? groups : (char *[]){NULL}))) {
-            /* our groups changed: the next beats go to them (a new member
-             * is heard at once; a group left hears that we left) */
-            r->force_group = true;
-            r->group_until_ms = until;
-        }
+        /* our groups changed: beats go to them for three intervals */
+        if (!r->groups ||
+            !g_strv_equal((const char *const *)r->groups, (const char *const *)groups))
+            r->gb = (topo_group_beats){r->gb.last, r->gb.last_iv, until, true};
         g_strfreev(r->groups);
         r->groups = groups;
         if (r->connected && sync_bindings(r, why, sizeof why) < 0) {
@@ -600,13 +595,11 @@ static void publish(ro_conn *r, bool leaving)
     size_t len = 0;
     int64_t iv = r->cfg.interval_ms, giv = 0;
     char *body = r->cb.heartbeat(r->cb.ud, leaving, &len, &iv, &giv);
-    bool group = false;
+    bool group;
     int rc;
 
     if (iv <= 0)
         iv = r->cfg.interval_ms;
-    if (giv < iv)
-        giv = iv;
     r->last_beat_ms = now_ms();
     r->next_beat_ms = r->last_beat_ms + iv;
     if (!body)
@@ -623,10 +616,8 @@ static void publish(ro_conn *r, bool leaving)
     p.expiration = amqp_cstring_bytes(exp);
     p.type = amqp_cstring_bytes("heartbeat");
     r->last_iv_ms = iv;
-    if (scoped(r))
-        group = topo_roster_group_due(now_ms(), r->last_group_ms, r->last_group_iv_ms, iv, giv,
-                                      leaving || r->force_group || now_ms() < r->group_until_ms ||
-                                          g_hash_table_size(r->gone));
+    group = scoped(r) &&
+            topo_group_beat(&r->gb, now_ms(), iv, giv, leaving || g_hash_table_size(r->gone));
     if (group) {
         GPtrArray *keys = heartbeat_keys(r);
         rc = AMQP_STATUS_OK;
@@ -645,14 +636,8 @@ static void publish(ro_conn *r, bool leaving)
         drop(r, amqp_error_string2(rc));
         return;
     }
-    if (group) {
-        r->last_group_ms = r->last_beat_ms;
-        r->last_group_iv_ms = giv;
-        r->force_group = false;
-    }
     g_mutex_lock(&r->lock);
     r->st.published++;
-    r->st.group_published += group;
     g_mutex_unlock(&r->lock);
 }
 
@@ -712,7 +697,7 @@ static void read_all(ro_conn *r)
                  * at most one a second however many ask */
                 if (r->next_beat_ms > r->last_beat_ms + RO_KICK_MIN_MS)
                     r->next_beat_ms = MAX(now_ms(), r->last_beat_ms + RO_KICK_MIN_MS);
-                r->force_group = true; /* fresh for our groups too */
+                r->gb.force = true; /* fresh for our groups too */
             } else {
                 r->cb.received(r->cb.ud, rk, env.message.body.bytes, env.message.body.len);
             }
@@ -846,7 +831,7 @@ ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb)
     g_strlcpy(r->st.reason, "not connected yet", sizeof r->st.reason);
     r->st.since_ms = now_ms();
     r->backoff_ms = RO_BACKOFF_MIN_MS;
-    r->last_group_ms = -1;
+    r->gb.last = -1;
     return r;
 }
 

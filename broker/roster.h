@@ -70,7 +70,6 @@ typedef struct {
     int64_t since_ms; /* monotonic ms of the last change */
     char reason[256]; /* why not up, or "" */
     uint64_t published, received;
-    uint64_t group_published;   /* scoped: heartbeats published under our group words */
     uint64_t asks_in, asks_out; /* heartbeat requests received, published */
     unsigned bindings;          /* our queue's bindings now */
     bool fallback;              /* scoped, but the broker refused a binding: roster.# */

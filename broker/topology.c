@@ -131,6 +131,17 @@ bool topo_roster_group_due(int64_t now, int64_t last_group, int64_t last_group_i
     return now + iv / 2 >= last_group + gi;
 }
 
+bool topo_group_beat(topo_group_beats *g, int64_t now, int64_t iv, int64_t group_iv, bool forced)
+{
+    forced = forced || g->force || now < g->until;
+    if (!topo_roster_group_due(now, g->last, g->last_iv, iv, MAX(group_iv, iv), forced))
+        return false;
+    g->last = now;
+    g->last_iv = MAX(group_iv, iv);
+    g->force = false;
+    return true;
+}
+
 void topo_roster_ask_key(const char *coord_id, char *out, size_t n)
 {
     snprintf(out, n, "%s%s", TOPO_ROSTER_ASK_PREFIX, coord_id);

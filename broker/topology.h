@@ -74,6 +74,16 @@ void topo_roster_ask_key(const char *coord_id, char *out, size_t n);
  * yet.  group_iv <= iv: every beat. */
 bool topo_roster_group_due(int64_t now, int64_t last_group, int64_t last_group_iv, int64_t iv,
                            int64_t group_iv, bool forced);
+/* The roster thread's record of its group beats. */
+typedef struct {
+    int64_t last;    /* when the last group beat went (monotonic ms); -1 none */
+    int64_t last_iv; /* the group interval it announced */
+    int64_t until;   /* every beat is a group beat until then (our groups changed) */
+    bool force;      /* the next beat is one: (re)connected, asked, groups changed */
+} topo_group_beats;
+/* Whether the beat going now is a group beat (topo_roster_group_due, forced
+ * also by g->force, g->until or forced); if so it is recorded as the last. */
+bool topo_group_beat(topo_group_beats *g, int64_t now, int64_t iv, int64_t group_iv, bool forced);
 
 /* "lead.<id>.inbox" or "lead.<id>.receipts". */
 void topo_consumer_queue(bool inbox, const char *id, char *out, size_t n);
