@@ -321,8 +321,11 @@ static bool scoped(ro_conn *r)
     return r->cfg.scoped && !r->fallback;
 }
 
-/* The bindings our queue should have now: roster.#, or (scoped) our own
- * key, our ask key, our groups and the leads ro_hear named. */
+/* The bindings our queue should have now: roster.#, or (scoped) our ask
+ * key, our groups, the leads ro_hear named, and our own key while we are in
+ * no group (in one, our group heartbeats come back through the group's
+ * binding: our plain ones would cost the broker a delivery each to nobody
+ * else, doc/scaling.md "Third pass"). */
 static GHashTable *wanted_bindings(ro_conn *r)
 {
     GHashTable *w = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -332,11 +335,13 @@ static GHashTable *wanted_bindings(ro_conn *r)
         g_hash_table_add(w, g_strdup(TOPO_ROSTER_BINDING));
         return w;
     }
-    topo_roster_bind_lead(r->cfg.coord_id, k, sizeof k);
-    g_hash_table_add(w, g_strdup(k));
     topo_roster_ask_key(r->cfg.coord_id, k, sizeof k);
     g_hash_table_add(w, g_strdup(k));
     g_mutex_lock(&r->lock);
+    if (!r->want_groups || !r->want_groups[0]) {
+        topo_roster_bind_lead(r->cfg.coord_id, k, sizeof k);
+        g_hash_table_add(w, g_strdup(k));
+    }
     for (char **g = r->want_groups; g && *g; g++) {
         topo_roster_bind_group(*g, k, sizeof k);
         g_hash_table_add(w, g_strdup(k));

@@ -9,8 +9,9 @@
  * On every connection the thread declares the topic exchange `fleet.roster`
  * (non-durable: presence is soft state; when the login may not declare it,
  * or an operator made it durable, the one there is used), one exclusive
- * auto-delete queue roster.<coord_id>.<random> bound to `roster.#` (or, scoped, to our own
- * key, our ask key, our groups and the leads ro_hear names: doc/protocol.md section 11),
+ * auto-delete queue roster.<coord_id>.<random> bound to `roster.#` (or, scoped, to our ask
+ * key, our groups, the leads ro_hear names, and our own key while in no group:
+ * doc/protocol.md section 11),
  * and consumes it without acks.  Every interval it asks its owner for a heartbeat body (the owner
  * signs it) and publishes it with routing key roster.<host>.<coord_id>,
  * non-persistent, with an AMQP expiration of ttl_ms (scoped: under our
@@ -91,7 +92,8 @@ void ro_get_status(ro_conn *r, ro_status *st);
 /* Scoped (cfg.scoped): whom to hear from now on.  groups (not "all") also
  * go into our heartbeats' routing key (a group just left stays in it for
  * three intervals, so its members hear that we left); leads are bound by
- * coord_id (ours is always).  Both NULL-terminated, valid names (wire/names.h),
+ * coord_id (ours only while in no group: in one, our group heartbeats come
+ * back through the group's binding).  Both NULL-terminated, valid names (wire/names.h),
  * copied.  Any thread; the roster thread binds and unbinds. */
 void ro_hear(ro_conn *r, const char *const *groups, const char *const *leads);
 /* Scoped: ask lead for its next heartbeat now (after binding what

@@ -20,15 +20,21 @@
 /* How long after its last heartbeat l is stale (doc/presence.md, "Group
  * heartbeats"): three of its intervals, or three of its group intervals
  * when we hear it only through a group binding (fleet_view=groups, and it
- * is neither ourselves, configured nor addressed): only every group
- * interval does its heartbeat carry its groups.  A lead addressed just now
- * was bound by name a moment ago: until its first heartbeat since (asked
- * for) it is judged as before, for three intervals; then by its interval. */
+ * is neither configured nor addressed): only every group interval does its
+ * heartbeat carry its groups.  Ourselves likewise: in a group we bind no
+ * key of our own (broker/roster.c), and we announce our interval as our
+ * group interval when in none.  A lead addressed just now was bound by
+ * name a moment ago: until its first heartbeat since (asked for) it is
+ * judged as before, for three intervals; then by its interval. */
 int64_t pri_stale_after_locked(presence *pr, const pr_lead *l, int64_t now)
 {
     int64_t iv = l->interval_ms, gi = MAX(l->group_iv_ms, l->interval_ms);
 
-    if (!pr_scoped(pr) || l->self || l->configured)
+    if (!pr_scoped(pr))
+        return PR_STALE_AFTER * iv;
+    if (l->self) /* in a group, our own come back only as group heartbeats */
+        return PR_STALE_AFTER * gi;
+    if (l->configured)
         return PR_STALE_AFTER * iv;
     if (!pri_addressed_locked(pr, l, now))
         return PR_STALE_AFTER * gi;

@@ -12,6 +12,11 @@
  *                                   roster.#.g=g<i/G>.#, its own heartbeats
  *                                   roster.#.bench<i> and ask.bench<i>, the
  *                                   names hbpub --flood --group-size G uses
+ *   fleetsim URI groups N SECONDS G noself
+ *                                   the same without roster.#.bench<i>, as
+ *                                   fleet_view=groups binds since group
+ *                                   heartbeats (its own come back through
+ *                                   the group's binding)
  *   fleetsim URI canary N SECONDS   N idle publishing connections, each
  *                                   publishing the empty unroutable keep-alive
  *                                   message every 1.5 s (broker/conn.c's
@@ -53,7 +58,8 @@ static amqp_connection_state_t sim_connect(const char *uri)
     return c;
 }
 
-static void sim_roster_queue(amqp_connection_state_t c, unsigned long i, unsigned long group)
+static void sim_roster_queue(amqp_connection_state_t c, unsigned long i, unsigned long group,
+                             bool self)
 {
     amqp_table_entry_t e[1];
     amqp_table_t args = {1, e};
@@ -73,10 +79,10 @@ static void sim_roster_queue(amqp_connection_state_t c, unsigned long i, unsigne
         bn_check_rpc(c, "queue.bind");
     } else {
         char keys[3][96];
-        snprintf(keys[0], sizeof keys[0], "roster.#.g=g%lu.#", i / group);
-        snprintf(keys[1], sizeof keys[1], "roster.#.bench%03lu", i);
+        snprintf(keys[1], sizeof keys[1], "roster.#.g=g%lu.#", i / group);
+        snprintf(keys[0], sizeof keys[0], "roster.#.bench%03lu", i);
         snprintf(keys[2], sizeof keys[2], "ask.bench%03lu", i);
-        for (int k = 0; k < 3; k++) {
+        for (int k = self ? 0 : 1; k < 3; k++) {
             amqp_queue_bind(c, 1, amqp_cstring_bytes(name), amqp_cstring_bytes("fleet.roster"),
                             amqp_cstring_bytes(keys[k]), amqp_empty_table);
             bn_check_rpc(c, "queue.bind");
@@ -114,16 +120,18 @@ int main(int argc, char **argv)
     static double next[SIM_MAX];
     unsigned long n, deliveries = 0, publishes = 0, group = 0;
     double secs, t0, end;
-    bool roster;
+    bool roster, self = argc != 7;
 
-    if (argc != 5 && !(argc == 6 && strcmp(argv[2], "groups") == 0)) {
-        fprintf(stderr, "usage: fleetsim URI roster|canary N SECONDS, or URI groups N SECONDS G\n");
+    if (argc != 5 && !((argc == 6 || (argc == 7 && strcmp(argv[6], "noself") == 0)) &&
+                       strcmp(argv[2], "groups") == 0)) {
+        fprintf(stderr, "usage: fleetsim URI roster|canary N SECONDS, or URI groups N SECONDS G "
+                        "[noself]\n");
         return 2;
     }
     roster = strcmp(argv[2], "roster") == 0 || strcmp(argv[2], "groups") == 0;
     if (!roster && strcmp(argv[2], "canary") != 0)
         bn_die("mode is roster, groups or canary");
-    if (argc == 6 && (group = strtoul(argv[5], NULL, 10)) < 1)
+    if (argc >= 6 && (group = strtoul(argv[5], NULL, 10)) < 1)
         bn_die("G is at least 1");
     n = strtoul(argv[3], NULL, 10);
     secs = strtod(argv[4], NULL);
@@ -133,7 +141,7 @@ int main(int argc, char **argv)
     for (unsigned long i = 0; i < n; i++) {
         c[i] = sim_connect(argv[1]);
         if (roster)
-            sim_roster_queue(c[i], i, group);
+            sim_roster_queue(c[i], i, group, self);
         pfd[i] = (struct pollfd){.fd = amqp_get_sockfd(c[i]), .events = POLLIN};
     }
     t0 = bn_now();

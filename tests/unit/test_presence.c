@@ -1345,9 +1345,29 @@ static void test_group_staleness(void **state)
     g_usleep(700 * 1000);
     assert_int_equal(state_of(f, "gamma"), PR_LIVE); /* 3 x 2 s */
     assert_int_equal(state_of(f, "beta"), PR_STALE); /* 3 x 200 ms */
+    /* ourselves, in a group: our own come back only as group heartbeats */
+    {
+        env_heartbeat me = hb_of("alpha", 0);
+        sig_key *ka;
+        char *err = NULL, *path = g_strdup_printf("%s/alpha.key", f->dir);
+        ka = sig_load_secret(path, &err);
+        assert_non_null(ka);
+        me.interval_ms = 200;
+        me.has_group_iv = true;
+        me.group_interval_ms = 2000;
+        hb_add_agents(&me, "ops", 0, "alpha", "ready: idle", NULL);
+        deliver(f, &me, ka, NULL);
+        env_hb_free(&me);
+        sig_key_free(ka);
+        g_free(path);
+    }
+    g_usleep(700 * 1000);
+    assert_int_equal(state_of(f, "alpha"), PR_LIVE);
+    assert_int_equal(state_of(f, "gamma"), PR_LIVE);
     /* fleet_view=all hears every heartbeat: 3 x 200 ms for everyone */
     f->o.fleet_view_all = true;
     assert_int_equal(state_of(f, "gamma"), PR_STALE);
+    assert_int_equal(state_of(f, "alpha"), PR_STALE);
     f->o.fleet_view_all = false;
     /* without the member (an older fleetfs): its interval */
     deliver_in_ops(f, "gamma", f->kg, 200, 0, 100);
