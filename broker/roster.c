@@ -621,8 +621,9 @@ static void publish(ro_conn *r, bool leaving)
     p.expiration = amqp_cstring_bytes(exp);
     p.type = amqp_cstring_bytes("heartbeat");
     r->last_iv_ms = iv;
-    group = scoped(r) &&
-            topo_group_beat(&r->gb, now_ms(), iv, giv, leaving || g_hash_table_size(r->gone));
+    group = scoped(r) && topo_group_beat(&r->gb, now_ms(), g_get_real_time() / 1000, iv, giv,
+                                         topo_group_phase(r->groups ? r->groups[0] : NULL),
+                                         leaving || g_hash_table_size(r->gone));
     if (group) {
         GPtrArray *keys = heartbeat_keys(r);
         rc = AMQP_STATUS_OK;

@@ -122,21 +122,33 @@ void topo_roster_bind_group(const char *group, char *out, size_t n)
 }
 
 bool topo_roster_group_due(int64_t now, int64_t last_group, int64_t last_group_iv, int64_t iv,
-                           int64_t group_iv, bool forced)
+                           int64_t group_iv, uint32_t phase, bool forced)
 {
-    int64_t gi = last_group_iv > 0 ? MIN(last_group_iv, group_iv) : group_iv;
+    int64_t gi = last_group_iv > 0 ? MIN(last_group_iv, group_iv) : group_iv, off;
 
     if (forced || last_group < 0 || gi <= iv)
         return true;
-    return now + iv / 2 >= last_group + gi;
+    if (now < last_group || now - last_group >= gi + iv)
+        return true; /* the clock jumped back, or a beat was missed */
+    off = (int64_t)(phase % (uint32_t)gi);
+    return (now + off) / gi != (last_group + off) / gi;
 }
 
-bool topo_group_beat(topo_group_beats *g, int64_t now, int64_t iv, int64_t group_iv, bool forced)
+uint32_t topo_group_phase(const char *group)
 {
-    forced = forced || g->force || now < g->until;
-    if (!topo_roster_group_due(now, g->last, g->last_iv, iv, MAX(group_iv, iv), forced))
+    uint32_t h = 5381;
+    for (const unsigned char *c = (const unsigned char *)group; c && *c; c++)
+        h = h * 33 + *c;
+    return group ? h : 0;
+}
+
+bool topo_group_beat(topo_group_beats *g, int64_t mono, int64_t wall, int64_t iv, int64_t group_iv,
+                     uint32_t phase, bool forced)
+{
+    forced = forced || g->force || mono < g->until;
+    if (!topo_roster_group_due(wall, g->last, g->last_iv, iv, MAX(group_iv, iv), phase, forced))
         return false;
-    g->last = now;
+    g->last = wall;
     g->last_iv = MAX(group_iv, iv);
     g->force = false;
     return true;

@@ -32,9 +32,11 @@
  * the group interval Ig = max(interval, G/R s, in whole seconds) and only
  * every Ig is its heartbeat published under the group key; the others go
  * under the plain key roster.hbpub.bench<i>.  Every lead's first heartbeat
- * goes to its group (a fleet starting at once); after that, lead i's go in
- * the rounds r with (r + i) % (Ig/interval) == 0, so that the group
- * heartbeats are spread over the rounds as unsynchronised hosts' are.
+ * goes to its group (a fleet starting at once); after that the members of
+ * group g send theirs in the rounds r with (r + g) % (Ig/interval) == 0, as
+ * fleetfs aligns a group's group heartbeats to the same slot of the clock
+ * (groups spread over the slots by their phase), and a group's members are
+ * spread over the round (hosts heartbeat at random moments of an interval).
  * Prints "S heartbeats from N leads (K to their groups)".  Exit 0 ok, 2 on
  * usage or connection errors.
  */
@@ -239,11 +241,18 @@ static int flood(const hb_args *a)
             char *body;
             snprintf(group, sizeof group, "g%ld", a->group_size > 0 ? i / a->group_size : 0);
             body = hb_make(names[i], keys[i], a, started, &len, a->group_size > 0 ? group : NULL);
-            int64_t due = round + (int64_t)a->interval * 1000 * i / a->flood;
+            /* --group-rate: a group's members spread over the round (hosts
+             * start at random moments), their group heartbeats in the same
+             * round, as fleetfs aligns them (topo_roster_group_due) */
+            long slot = every > 1 && a->flood % a->group_size == 0
+                            ? (i % a->group_size) * (a->flood / a->group_size) + i / a->group_size
+                            : i;
+            int64_t due = round + (int64_t)a->interval * 1000 * slot / a->flood;
             int64_t wait = due - g_get_monotonic_time();
             if (wait > 0)
                 g_usleep((gulong)wait);
-            if (a->group_size > 0 && (round_no == 0 || (round_no + i) % every == 0)) {
+            if (a->group_size > 0 &&
+                (round_no == 0 || (round_no + i / a->group_size) % every == 0)) {
                 snprintf(rk, sizeof rk, "roster.hbpub.g=%s.%s", group, names[i]);
                 to_groups++;
             } else {

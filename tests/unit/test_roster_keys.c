@@ -90,33 +90,43 @@ static void test_bindings(void **state)
 
 /* Which heartbeat carries the group words (doc/presence.md "Group
  * heartbeats"): forced ones, the first, every one when the group interval
- * is the interval, else the beat nearest to the last group beat plus the
- * group interval, never later than what the last group beat announced. */
+ * is the interval, else the first beat in a new slot of the wall clock
+ * (slots a group interval long, shifted by the group's phase), so that a
+ * group's members send theirs within the same interval. */
 static void test_group_beat_due(void **state)
 {
     (void)state;
     /* the first, and forced ones (connect, ask, groups changed, leaving) */
-    assert_true(topo_roster_group_due(0, -1, 0, 5000, 25000, false));
-    assert_true(topo_roster_group_due(6000, 5000, 25000, 5000, 25000, true));
+    assert_true(topo_roster_group_due(0, -1, 0, 5000, 25000, 0, false));
+    assert_true(topo_roster_group_due(106000, 105000, 25000, 5000, 25000, 0, true));
     /* group_rate=0 or a small group: every beat */
-    assert_true(topo_roster_group_due(10000, 5000, 5000, 5000, 5000, false));
-    assert_true(topo_roster_group_due(10000, 5000, 5000, 5000, 3000, false));
-    /* every 25 s at 5 s: beats 5, 10, 15, 20 after the last are plain */
-    for (int64_t t = 5000; t <= 20000; t += 5000)
-        assert_false(topo_roster_group_due(100000 + t, 100000, 25000, 5000, 25000, false));
-    assert_true(topo_roster_group_due(125000, 100000, 25000, 5000, 25000, false));
-    /* the nearest beat: up to half an interval early, not more */
-    assert_true(topo_roster_group_due(122500, 100000, 25000, 5000, 25000, false));
-    assert_false(topo_roster_group_due(122499, 100000, 25000, 5000, 25000, false));
-    /* whole seconds that are no multiple of the interval: 13 s at 5 s goes
-     * at the beat 15 s after (nearest), never at 10 */
-    assert_false(topo_roster_group_due(110000, 100000, 13000, 5000, 13000, false));
-    assert_true(topo_roster_group_due(115000, 100000, 13000, 5000, 13000, false));
-    /* the group interval grew since the last group beat: that one said 10 s,
-     * and listeners judge by it, so the next goes 10 s after it */
-    assert_true(topo_roster_group_due(110000, 100000, 10000, 5000, 25000, false));
+    assert_true(topo_roster_group_due(110000, 105000, 5000, 5000, 5000, 0, false));
+    assert_true(topo_roster_group_due(110000, 105000, 5000, 5000, 3000, 0, false));
+    /* slots of 25 s (phase 0): the last at 101 s, in slot [100, 125); the
+     * beats at 106, 111, 116, 121 s are plain, the one at 126 s a group one */
+    for (int64_t t = 106000; t <= 121000; t += 5000)
+        assert_false(topo_roster_group_due(t, 101000, 25000, 5000, 25000, 0, false));
+    assert_true(topo_roster_group_due(126000, 101000, 25000, 5000, 25000, 0, false));
+    /* members whose beats are 4 s apart in phase both go in the new slot,
+     * within one interval of each other */
+    assert_true(topo_roster_group_due(125000, 100000, 25000, 5000, 25000, 0, false));
+    assert_true(topo_roster_group_due(129000, 104000, 25000, 5000, 25000, 0, false));
+    assert_false(topo_roster_group_due(124000, 104000, 25000, 5000, 25000, 0, false));
+    /* a phase shifts the slots: with 10 s of phase they start at 115, 140 s */
+    assert_false(topo_roster_group_due(114000, 101000, 25000, 5000, 25000, 10000, false));
+    assert_true(topo_roster_group_due(116000, 101000, 25000, 5000, 25000, 10000, false));
+    assert_int_equal(topo_group_phase(NULL), 0);
+    assert_int_equal(topo_group_phase(""), 5381);
+    assert_int_equal(topo_group_phase("a"), 5381 * 33 + 'a');
+    /* never longer apart than a group interval and an interval: a missed
+     * beat, or a clock that jumped back */
+    assert_true(topo_roster_group_due(131000, 101000, 25000, 5000, 25000, 0, false));
+    assert_true(topo_roster_group_due(90000, 101000, 25000, 5000, 25000, 0, false));
+    /* the group interval grew since the last group beat: that one said
+     * 10 s, and listeners judge by it, so its slots count */
+    assert_true(topo_roster_group_due(111000, 101000, 10000, 5000, 25000, 0, false));
     /* it shrank: the smaller one now */
-    assert_true(topo_roster_group_due(110000, 100000, 25000, 5000, 10000, false));
+    assert_true(topo_roster_group_due(111000, 101000, 25000, 5000, 10000, 0, false));
 }
 
 int main(void)
