@@ -321,11 +321,9 @@ static bool scoped(ro_conn *r)
     return r->cfg.scoped && !r->fallback;
 }
 
-/* The bindings our queue should have now: roster.#, or (scoped) our ask
- * key, our groups, the leads ro_hear named, and our own key while we are in
- * no group (in one, our group heartbeats come back through the group's
- * binding: our plain ones would cost the broker a delivery each to nobody
- * else, doc/scaling.md "Third pass"). */
+/* The bindings our queue should have now: roster.#, or (scoped) our ask key, our groups, the
+ * leads ro_hear named, and our own key while in no group (in one, our group heartbeats come
+ * back through the group's binding; doc/scaling.md "Third pass"). */
 static GHashTable *wanted_bindings(ro_conn *r)
 {
     GHashTable *w = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -578,8 +576,7 @@ static void apply_wants(ro_conn *r)
         for (char **p = groups; p && *p; p++)
             g_hash_table_remove(r->gone, *p);
         /* our groups changed: beats go to them for three intervals */
-        if (!r->groups ||
-            !g_strv_equal((const char *const *)r->groups, (const char *const *)groups))
+        if (!g_strv_equal((const char *const *)r->groups, (const char *const *)groups))
             r->gb = (topo_group_beats){r->gb.last, r->gb.last_iv, until, true};
         g_strfreev(r->groups);
         r->groups = groups;
@@ -838,6 +835,7 @@ ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb)
     r->st.since_ms = now_ms();
     r->backoff_ms = RO_BACKOFF_MIN_MS;
     r->gb.last = -1;
+    r->groups = g_new0(char *, 1);
     return r;
 }
 
