@@ -38,27 +38,8 @@ M=50
 writers() {
     local what=$1 n=$2 go=${3:-} file=${4:-send} i
     for ((i = 1; i <= W; i++)); do
-        python3 -c '
-import errno, os, sys, time
-what, i, n, go, file = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-fd = os.open("alpha/peers/sink/" + file, os.O_RDWR if file == "ask" else os.O_WRONLY)
-open("%s.%s.ready" % (what, i), "w").close()
-while go and not os.path.exists(go):
-    time.sleep(0.002)
-out = "ok %d" % n
-for j in range(1, n + 1):
-    msg = ("%s w%s m%d" % (what, i, j)).encode()
-    try:
-        if os.write(fd, msg) != len(msg):
-            out = "short"
-            break
-    except OSError as e:
-        out = errno.errorcode.get(e.errno, str(e.errno))
-        break
-os.close(fd)
-open("%s.%s.rc.tmp" % (what, i), "w").write(out + "\n")
-os.rename("%s.%s.rc.tmp" % (what, i), "%s.%s.rc" % (what, i))
-' "$what" "$i" "$n" "$go" "$file" &
+        "$FLEET_ROOT/tests/tools/fdwrites" "alpha/peers/sink/$file" "$what w$i" "$n" \
+            "$what.$i.rc" "$what.$i.ready" "$go" &
         echo $! >>"$what.pids"
     done
 }

@@ -49,24 +49,7 @@ switches() {
 # WHO/peers/PEER/send, in the background; WHAT.rc is "ok N" when every
 # write returned its length, else the errno's name of the first that failed
 writer() {
-    python3 -c '
-import errno, os, sys
-path, what, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-fd = os.open(path, os.O_WRONLY)
-out = "ok %d" % n
-for j in range(1, n + 1):
-    msg = ("%s m%d" % (what, j)).encode()
-    try:
-        if os.write(fd, msg) != len(msg):
-            out = "short"
-            break
-    except OSError as e:
-        out = errno.errorcode.get(e.errno, str(e.errno))
-        break
-os.close(fd)
-open(what + ".rc.tmp", "w").write(out + "\n")
-os.rename(what + ".rc.tmp", what + ".rc")
-' "$1/peers/$2/send" "$3" "$4" &
+    "$FLEET_ROOT/tests/tools/fdwrites" "$1/peers/$2/send" "$3" "$4" "$3.rc" &
 }
 
 test_expect_success 'alpha mounts (sends to sink1 and sink2); both mailboxes made by a first send' '
