@@ -309,6 +309,11 @@ void br_req_complete(br_conn *c, br_req *r, fe_code result, const char *detail)
 void br_req_submit(br_conn *c, br_req *r)
 {
     uint64_t one = 1;
+    /* its deadline is kept from the hand-over, not from when this thread
+     * takes it: a thread stuck in a send(2) takes nothing, and the
+     * watchdog tells only the deadlines in this list */
+    if (r->done_cb)
+        br_timed_add(c, r);
     g_async_queue_push(c->requests, r);
     if (write(c->wakefd, &one, sizeof one) < 0 && errno != EAGAIN)
         log_err("broker: cannot wake the broker thread: %s", strerror(errno));
@@ -580,8 +585,6 @@ static void do_probe(br_conn *c, br_req *r)
 
 static void handle_request(br_conn *c, br_req *r)
 {
-    if (r->done_cb) /* its deadline is this thread's to keep from now on */
-        br_timed_add(c, r);
     if (r->kind == RQ_STOP) {
         c->stopping = true;
         br_req_complete(c, r, FE_OK, NULL);

@@ -64,8 +64,27 @@ test_expect_success 'thawed: nothing held is lost or shown again, nothing dead-l
     n=$(broker_count fleet.dlq) && test "$n" = 0
 '
 
+# A send handed over while the publishing thread is stuck in a send(2)
+# keeps its send_timeout: the watchdog tells it ETIMEDOUT about a second
+# late at most. Before, its deadline started only when the stuck thread
+# took it, which was after the connection had been dropped, and the write
+# failed ECOMM (not connected) instead, later than send_timeout.
+test_expect_success 'gamma (through the proxy) is stuck in a large send: a small send handed over meanwhile fails ETIMEDOUT at send_timeout, not ECOMM' '
+    at_exit thaw &&
+    FLEET_BROKER_URI=amqp://guest:guest@127.0.0.1:$(cat proxy.port)/%2f FLEETFS_TEST_SNDBUF=8192 \
+        mount_fleet gamma peers=alpha inject=none max_message=1000KiB send_timeout=1s &&
+    wait_for 10 "grep -q \"^consumer: ok$\" gamma/status" &&
+    echo 20000 >freeze &&
+    { dd if=big of=gamma/peers/alpha/send bs=1M 2>/dev/null & } &&
+    sleep 0.5 &&
+    "$FLEET_ROOT/tests/tools/fdwrites" gamma/peers/alpha/send stuck 1 stuck.rc &&
+    cat stuck.rc && test "$(cat stuck.rc)" = ETIMEDOUT &&
+    thaw &&
+    wait_for 30 "grep -q \"^broker: connected$\" gamma/status"
+'
+
 test_expect_success 'unmount cleanly' '
-    unmount_fleet alpha && unmount_fleet beta
+    unmount_fleet alpha && unmount_fleet beta && unmount_fleet gamma
 '
 
 test_done
