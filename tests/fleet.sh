@@ -302,3 +302,23 @@ ctl_answer() {
   jq -c --arg id "$(jq -r .msgId "$1.json")" \
     'select(.type == "spawned" and .requestId == $id)' "$TEST_DIR/answers.$who" 2>/dev/null
 }
+
+# Heartbeat rates as the broker counts them (t1003, t1005): a test binds
+# its own queue $Q to fleet.roster and counts what is routed to it.
+now_ms() { echo $(( ${EPOCHREALTIME/[.,]/} / 1000 )); }
+# roster_beats: messages routed to $Q so far (its count and fleet.dlq's)
+roster_beats() {
+    local out
+    out=$(broker_queues) || return 1
+    awk -v q=$Q '$1 == q || $1 == "fleet.dlq" { n += $2 } END { print n + 0 }' <<<"$out"
+}
+# roster_rate_for FILE SECONDS: heartbeats a second routed to $Q over about
+# SECONDS, x100, into FILE (the log gets the count). rabbitmqctl takes a
+# second or two on a busy machine: the window is timed from the end of one
+# count to the end of the next, not taken as SECONDS.
+roster_rate_for() {
+    local c0 c1 t0 t1
+    c0=$(roster_beats) && t0=$(now_ms) && sleep "$2" && c1=$(roster_beats) && t1=$(now_ms) || return 1
+    echo $(( (c1 - c0) * 100000 / (t1 - t0) )) >"$1"
+    echo "$1: $((c1 - c0)) heartbeats routed to $Q in $((t1 - t0)) ms" | tee -a "$TEST_DIR/times"
+}

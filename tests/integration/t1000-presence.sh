@@ -21,7 +21,6 @@ rejected() { sed -n 's/^rejected_heartbeat: //p' alpha/status; }
 forged_seen() {
   test -e alpha/peers/zeta || test -e alpha/peers/mallory || test -n "$(lead alpha zeta)$(lead alpha mallory)"
 }
-now_ms() { echo $(( ${EPOCHREALTIME/[.,]/} / 1000 )); }
 # measured times go to $TEST_DIR/times (shown with VERBOSE=1)
 took() { echo "$1: $(( $(now_ms) - $2 )) ms" | tee -a "$TEST_DIR/times"; }
 

@@ -26,7 +26,6 @@ live() { presence_of "$1" "$2" | grep -q "^live ("; }
 # would address the lead, so negative checks use this and the roster)
 peers_of() { ls "$1/peers" | tr '\n' ' '; }
 roster_ids() { jq -r .coord_id "$1/roster" | tr '\n' ' '; }
-now_ms() { echo $(( ${EPOCHREALTIME/[.,]/} / 1000 )); }
 took() { echo "$1: $(( $(now_ms) - $2 )) ms" | tee -a "$TEST_DIR/times"; }
 # the binding keys of LEAD's roster queue, per the broker, sorted
 bindings_of() {

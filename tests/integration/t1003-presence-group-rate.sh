@@ -37,23 +37,7 @@ host_presence() { sed -n 's/^presence: //p' "$1/hosts/$2/status"; }
 roster_presence() { jq -r "select(.coord_id == \"$2\") | .presence" "$1/roster"; }
 live() { host_presence "$1" "$2" | grep -q "^live (" && test "$(roster_presence "$1" "$2")" = live; }
 stale() { host_presence "$1" "$2" | grep -q "^stale ("; }
-now_ms() { echo $(( ${EPOCHREALTIME/[.,]/} / 1000 )); }
 took() { echo "$1: $(( $(now_ms) - $2 )) ms" | tee -a "$TEST_DIR/times"; }
-# heartbeats routed to Q so far, as the broker counts them
-beats() {
-    local out
-    out=$(broker_queues) || return 1
-    awk -v q=$Q '$1 == q || $1 == "fleet.dlq" { n += $2 } END { print n + 0 }' <<<"$out"
-}
-# heartbeats a second routed to Q over about SECONDS, x100, into $1 (a
-# file). rabbitmqctl takes a second or two on a busy machine: the window
-# is timed from the end of one count to the end of the next.
-count_for() {
-    local c0 c1 t0 t1
-    c0=$(beats) && t0=$(now_ms) && sleep "$2" && c1=$(beats) && t1=$(now_ms) || return 1
-    echo $(( (c1 - c0) * 100000 / (t1 - t0) )) >"$1"
-    echo "$1: $((c1 - c0)) heartbeats routed to $Q in $((t1 - t0)) ms" | tee -a "$TEST_DIR/times"
-}
 
 test_expect_success 'four members of gr (heartbeat=1s, group_rate=1) and p1 (m4 its configured peer): all live; each member goes to the group every 4 s' '
     for m in m1 m2 m3 m4; do mount_fleet $m groups=gr inject=none $HB $V $R || return 1; done &&
@@ -68,12 +52,12 @@ test_expect_success 'four members of gr (heartbeat=1s, group_rate=1) and p1 (m4 
 test_expect_success 'the broker counts: a member'"'"'s group binding gets the group heartbeats (4 members every 4 s), a configured peer'"'"'s binding every heartbeat of its lead' '
     "$TRY" "$URI" declare-mailbox $Q &&
     "$TRY" "$URI" bind $Q fleet.roster "roster.#.g=gr.#" &&
-    count_for group 12 &&
+    roster_rate_for group 12 &&
     test $(cat group) -ge 50 && test $(cat group) -le 170 &&
     "$TRY" "$URI" unbind $Q fleet.roster "roster.#.g=gr.#" &&
     sleep 1 &&
     "$TRY" "$URI" bind $Q fleet.roster "roster.#.m4" &&
-    count_for peer 8 &&
+    roster_rate_for peer 8 &&
     test $(cat peer) -ge 60
 '
 
@@ -129,7 +113,7 @@ test_expect_success 'group_rate=0: every heartbeat to the group, as before (z1, 
     "$TRY" "$URI" unbind $Q fleet.roster "roster.#.m4" &&
     sleep 1 &&
     "$TRY" "$URI" bind $Q fleet.roster "roster.#.g=gz.#" &&
-    count_for rate0 8 &&
+    roster_rate_for rate0 8 &&
     test $(cat rate0) -ge 140
 '
 

@@ -24,23 +24,6 @@ TRY=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/amqptry
 URI=$(broker_uri $FLEET_VHOST)
 Q=t1005.delta.beats
 
-# delta's heartbeats so far, as the broker counts them
-beats() {
-    local out
-    out=$(broker_queues) || return 1
-    awk -v q=$Q '$1 == q || $1 == "fleet.dlq" { n += $2 } END { print n + 0 }' <<<"$out"
-}
-# delta's heartbeats a second over about SECONDS, x100, into $1 (a file;
-# the log gets the count). rabbitmqctl takes a second or two on a busy
-# machine: the window is timed from the end of one count to the end of the
-# next, not taken as SECONDS.
-now_ms() { echo $(( ${EPOCHREALTIME/[.,]/} / 1000 )); }
-count_for() {
-    local c0 c1 t0 t1
-    c0=$(beats) && t0=$(now_ms) && sleep "$2" && c1=$(beats) && t1=$(now_ms) || return 1
-    echo $(( (c1 - c0) * 100000 / (t1 - t0) )) >"$1"
-    echo "delta published $((c1 - c0)) heartbeats in $((t1 - t0)) ms" | tee -a "$TEST_DIR/times"
-}
 presence_of() { sed -n 's/^presence: //p' "$1/peers/$2/status"; }
 
 test_expect_success 'delta alone (heartbeat=1s, heartbeat_rate=2) heartbeats every second' '
@@ -49,7 +32,7 @@ test_expect_success 'delta alone (heartbeat=1s, heartbeat_rate=2) heartbeats eve
     "$TRY" "$URI" declare-mailbox $Q &&
     "$TRY" "$URI" bind $Q fleet.roster "roster.#.delta" &&
     wait_for 5 "grep -q \"^presence: live\" echo/peers/delta/status" &&
-    count_for alone 8 &&
+    roster_rate_for alone 8 &&
     test $(cat alone) -ge 60 && test $(cat alone) -le 140 &&
     grep -q "heartbeat every 1000 ms" delta/status
 '
@@ -60,7 +43,7 @@ test_expect_success 'seven more leads: delta goes every 5 s (9 leads with echo, 
     echo $! >hb.pid &&
     wait_for 15 "grep -q \"9 leads heartbeat (ourselves included): ours goes every 5000 ms now\" delta.log" &&
     grep -q "heartbeat every 5000 ms" delta/status &&
-    count_for crowded 12 &&
+    roster_rate_for crowded 12 &&
     test $(cat crowded) -ge 5 && test $(cat crowded) -le 35
 '
 
@@ -71,7 +54,7 @@ test_expect_success 'a listener with a 1 s interval of its own still sees delta 
 test_expect_success 'the seven go: delta heartbeats every second again' '
     kill $(cat hb.pid) &&
     wait_for 20 "grep \"leads heartbeat (ourselves included)\" delta.log >delta.beat && tail -n1 delta.beat | grep -q \"ours goes every 1000 ms now\"" &&
-    count_for again 8 &&
+    roster_rate_for again 8 &&
     test $(cat again) -ge 60 &&
     presence_of echo delta | grep -q "^live"
 '
