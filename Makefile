@@ -47,6 +47,27 @@ CPPFLAGS := -std=gnu11 -D_GNU_SOURCE -DFUSE_USE_VERSION=35 $(FORTIFY) -I. $(shel
 LDLIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
+# ---- platforms (issue 42; doc/architecture.md, "The platform seam") -----
+# Every OS-specific call is in fleetfs/os/ (os.h says which is which).
+#   make PLATFORM=portable   the seam's portable fallbacks on Linux (a pipe
+#                            for eventfd, stat stamps for inotify, socket+
+#                            fcntl, a close loop, fsync), in build/portable:
+#                            the code a Mac runs, run by CI on Linux
+#   make cross-macos         every product file and unit test compiled (not
+#                            linked) for aarch64-macos and x86_64-macos with
+#                            zig cc from npm (scripts/cross-macos)
+PLATFORM ?=
+ifeq ($(PLATFORM),portable)
+ifneq ($(origin B),command line)
+B := build/portable
+endif
+CPPFLAGS += -DFLEETFS_PORTABLE
+endif
+.DEFAULT_GOAL := all
+.PHONY: cross-macos
+cross-macos:
+	@scripts/cross-macos
+
 LIBSRC  := $(filter-out fleetfs/start/main.c,$(wildcard fleetfs/*.c fleetfs/*/*.c broker/*.c herdr/*.c))
 HDRS    := $(wildcard */*.h fleetfs/*/*.h)
 LIBOBJ  := $(LIBSRC:%.c=$(B)/obj/%.o)

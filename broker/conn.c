@@ -3,7 +3,7 @@
  *
  * rabbitmq-c is not thread-safe, so one thread owns the AMQP connection
  * (OpenBSD smtpd's ownership by message passing).  Other threads hand it a
- * br_req through a GAsyncQueue and an eventfd that wakes its poll(), and
+ * br_req through a GAsyncQueue and a wake-up fd (fleetfs/os/os.h) that wakes its poll(), and
  * wait on the request's own condition variable with their own deadline.  A
  * caller that gives up (FE_TIMEOUT) leaves the request to the thread, which
  * still carries it out and reports the real outcome through late_confirm
@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -308,14 +307,13 @@ void br_req_complete(br_conn *c, br_req *r, fe_code result, const char *detail)
 
 void br_req_submit(br_conn *c, br_req *r)
 {
-    uint64_t one = 1;
     /* its deadline is kept from the hand-over, not from when this thread
      * takes it: a thread stuck in a send(2) takes nothing, and the
      * watchdog tells only the deadlines in this list */
     if (r->done_cb)
         br_timed_add(c, r);
     g_async_queue_push(c->requests, r);
-    if (write(c->wakefd, &one, sizeof one) < 0 && errno != EAGAIN)
+    if (os_wake_fire(&c->wake) < 0 && errno != EAGAIN)
         log_err("broker: cannot wake the broker thread: %s", strerror(errno));
 }
 
@@ -626,9 +624,8 @@ static void handle_request(br_conn *c, br_req *r)
  * wake-up read on the next turn) */
 static void drain_requests(br_conn *c, bool woken)
 {
-    uint64_t v;
     br_req *r;
-    if (woken && read(c->wakefd, &v, sizeof v) < 0 && errno != EAGAIN)
+    if (woken && os_wake_drain(&c->wake) < 0 && errno != EAGAIN)
         log_err("broker: wake-up fd: %s", strerror(errno));
     while ((r = g_async_queue_try_pop(c->requests)))
         handle_request(c, r);
@@ -666,7 +663,7 @@ static gpointer broker_main(gpointer data)
                 timeout = (int)next;
         }
 
-        pfd[0] = (struct pollfd){.fd = c->wakefd, .events = POLLIN};
+        pfd[0] = (struct pollfd){.fd = c->wake.rfd, .events = POLLIN};
         if (c->connected) {
             pfd[1] = (struct pollfd){.fd = amqp_get_sockfd(c->amqp), .events = POLLIN};
             n = 2;
@@ -726,7 +723,7 @@ static br_conn *conn_new(const br_config *cfg, const br_callbacks *cb)
     c->cfg.uri_env = g_strdup(cfg->uri_env);
     c->cb = *cb;
     c->requests = g_async_queue_new();
-    c->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    os_wake_open(&c->wake);
     g_mutex_init(&c->lock);
     g_mutex_init(&c->timed_lock);
     g_queue_init(&c->timed);
@@ -902,7 +899,7 @@ static void free_one(br_conn *c)
     while ((r = g_queue_pop_head(&c->timed))) /* told already, or never will be */
         br_req_unref(r);
     g_async_queue_unref(c->requests);
-    close(c->wakefd);
+    os_wake_close(&c->wake);
     br_probes_free(c);
     g_hash_table_destroy(c->probes);
     g_hash_table_destroy(c->declared);

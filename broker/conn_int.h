@@ -24,6 +24,7 @@
 #include <amqp.h>
 
 #include "broker/conn.h"
+#include "fleetfs/os/os.h"
 
 /* One channel per concern: a 404 on a probe must not close the publish
  * channel, and delivery tags are counted per channel.  CH_PROBE carries the
@@ -233,7 +234,7 @@ struct br_conn {
     GThread *thread;
     struct br_req *stop_req; /* owner only: the RQ_STOP br_stop submitted */
     GAsyncQueue *requests;
-    int wakefd;
+    os_wake wake;
 
     GMutex lock; /* guards the fields up to the marker */
     br_status st;

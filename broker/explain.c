@@ -11,6 +11,7 @@
  * not "/", which is written amqp://host:port or amqp://host:port/%2f.
  */
 #include "broker/explain.h"
+#include "fleetfs/os/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,7 @@ static int tcp_errno(const char *host, int port)
     if (getaddrinfo(host, svc, &hints, &res) != 0)
         return EHOSTUNREACH;
     for (ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        int fd = os_socket(ai->ai_family, ai->ai_socktype, 0, OS_NONBLOCK);
         struct pollfd p = {.fd = fd, .events = POLLOUT};
         socklen_t len = sizeof err;
         if (fd < 0)

@@ -3,7 +3,7 @@
  *
  * Ownership: the fields of struct ro_conn above the marker are guarded by
  * ro_conn.lock; the rest belong to the roster thread alone.  Other threads
- * reach the thread only through the wake-up eventfd (kick, stop).
+ * reach the thread only through the wake-up fd (kick, stop).
  *
  * Stopping is bounded like the broker threads' (conn_int.h, STOP_WAIT_MS):
  * a thread stuck in a send the broker does not read gets its socket shut
@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +33,7 @@
 #include "broker/explain.h"
 #include "broker/topology.h"
 #include "fleetfs/base/log.h"
+#include "fleetfs/os/os.h"
 
 #define RO_CH 1
 #define RO_BACKOFF_MIN_MS 250
@@ -53,7 +53,7 @@ struct ro_conn {
     ro_config cfg;
     ro_callbacks cb;
     GThread *thread;
-    int wakefd;
+    os_wake wake;
     char rkey[256]; /* roster.<host>.<coord_id> */
 
     GMutex lock; /* guards up to the marker */
@@ -770,7 +770,7 @@ static gpointer roster_main(gpointer data)
         if (r->connected && now_ms() >= r->next_beat_ms)
             publish(r, false);
         until = r->connected ? r->next_beat_ms : r->next_attempt_ms;
-        pfd[0] = (struct pollfd){.fd = r->wakefd, .events = POLLIN};
+        pfd[0] = (struct pollfd){.fd = r->wake.rfd, .events = POLLIN};
         if (r->connected) {
             pfd[1] = (struct pollfd){.fd = amqp_get_sockfd(r->amqp), .events = POLLIN};
             nfd = 2;
@@ -780,8 +780,7 @@ static gpointer roster_main(gpointer data)
         if (poll(pfd, (nfds_t)nfd, (int)CLAMP(until - now_ms(), 0, 1000)) < 0 && errno != EINTR)
             g_usleep(100000);
         if (pfd[0].revents & POLLIN) {
-            uint64_t v;
-            if (read(r->wakefd, &v, sizeof v) < 0 && errno != EAGAIN)
+            if (os_wake_drain(&r->wake) < 0 && errno != EAGAIN)
                 log_warn("presence: wake-up read: %s", strerror(errno));
         }
         if (r->connected)
@@ -827,7 +826,7 @@ ro_conn *ro_new(const ro_config *cfg, const ro_callbacks *cb)
     r->asks = g_ptr_array_new_with_free_func(g_free);
     r->want_groups = g_new0(char *, 1);
     r->want_leads = g_new0(char *, 1);
-    r->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    os_wake_open(&r->wake);
     g_mutex_init(&r->lock);
     g_cond_init(&r->done_cv);
     r->sockfd = -1;
@@ -846,8 +845,7 @@ void ro_run(ro_conn *r)
 
 static void wake(ro_conn *r)
 {
-    uint64_t one = 1;
-    if (write(r->wakefd, &one, sizeof one) < 0 && errno != EAGAIN)
+    if (os_wake_fire(&r->wake) < 0 && errno != EAGAIN)
         log_warn("presence: cannot wake the roster thread: %s", strerror(errno));
 }
 
@@ -925,7 +923,7 @@ void ro_free(ro_conn *r)
         return;
     if (r->amqp)
         amqp_destroy_connection(r->amqp);
-    close(r->wakefd);
+    os_wake_close(&r->wake);
     g_mutex_clear(&r->lock);
     g_cond_clear(&r->done_cv);
     g_strfreev(r->cfg.uris);

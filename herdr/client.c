@@ -18,6 +18,7 @@
 #include "herdr/client.h"
 #include "herdr/client_int.h"
 #include "herdr/sanitize.h"
+#include "fleetfs/os/os.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -38,7 +39,10 @@ struct hd_client {
 /* ------------------------------------------------------------ socket path */
 
 /* <cfg> of the protocol page: $XDG_CONFIG_HOME/herdr or ~/.config/herdr.
- * A relative XDG_CONFIG_HOME is ignored, as the XDG spec asks. */
+ * A relative XDG_CONFIG_HOME is ignored, as the XDG spec asks.  The same
+ * on macOS: herdr's own config_dir (src/config/io.rs) takes ~/.config/herdr
+ * there too, not ~/Library/Application Support.  macOS's sun_path holds
+ * 104 bytes (Linux's 108): a longer path is refused below either way. */
 static char *config_dir(void)
 {
     const char *xdg = getenv("XDG_CONFIG_HOME");
@@ -151,7 +155,7 @@ static int connect_unix(const char *path, long long deadline, hd_reply *r)
         return -1;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    fd = os_socket(AF_UNIX, SOCK_STREAM, 0, OS_NONBLOCK);
     if (fd < 0) {
         hd_set_reply(r, HD_ERR_DOWN, "connect", "socket: %s", strerror(errno));
         return -1;

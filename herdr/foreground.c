@@ -4,14 +4,14 @@
 #include "herdr/foreground.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #include <glib.h>
+
+#include "fleetfs/os/os.h"
 
 /* How deep a chain of waiting shells and launchers is followed. */
 #define FG_MAX_DEPTH 8
@@ -292,92 +292,41 @@ void fg_explain(const fg_verdict *v, const char *pane, char *why, size_t n)
 }
 
 /* ------------------------------------------------------------------ */
-/* /proc                                                               */
-
-/* pid's stat fields after the command name: state ppid pgrp session tty_nr tpgid */
-static bool read_stat(int pid, int *ppid, int *pgrp, int *session, int *tty_nr, int *tpgid)
-{
-    char path[64], buf[1024], *close_paren;
-    char state;
-    FILE *f;
-    size_t len;
-
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    if (!(f = fopen(path, "re")))
-        return false;
-    len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = '\0';
-    /* the name is in parentheses and may itself hold ") " */
-    if (!(close_paren = strrchr(buf, ')')))
-        return false;
-    return sscanf(close_paren + 1, " %c %d %d %d %d %d", &state, ppid, pgrp, session, tty_nr,
-                  tpgid) == 6;
-}
-
-static char **read_argv(int pid)
-{
-    char path[64];
-    gchar *text = NULL;
-    gsize len = 0;
-    GPtrArray *a = g_ptr_array_new();
-
-    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
-    if (g_file_get_contents(path, &text, &len, NULL))
-        for (gsize i = 0; i < len; i += strlen(text + i) + 1)
-            g_ptr_array_add(a, g_strdup(text + i));
-    g_free(text);
-    g_ptr_array_add(a, NULL);
-    return (char **)g_ptr_array_free(a, FALSE);
-}
-
-/* /proc/PID/wchan or comm, one short line */
-static void read_word(int pid, const char *what, char *out, size_t n)
-{
-    char path[64];
-    gchar *text = NULL;
-    snprintf(path, sizeof path, "/proc/%d/%s", pid, what);
-    out[0] = '\0';
-    if (g_file_get_contents(path, &text, NULL, NULL))
-        g_strlcpy(out, g_strstrip(text), n);
-    g_free(text);
-}
+/* the processes (fleetfs/os/os.h: /proc on Linux, sysctl on macOS)    */
 
 int fg_read(int pane_pid, const char *tty, fg_proc **procs, size_t *n, int *leader)
 {
-    int ppid, pgrp, session, tty_nr, tpgid;
+    os_proc_facts pane, f;
     GArray *a;
-    DIR *d;
-    struct dirent *de;
+    int *pids;
+    size_t np;
 
     *procs = NULL;
     *n = 0;
-    if (pane_pid <= 0 || !read_stat(pane_pid, &ppid, &pgrp, &session, &tty_nr, &tpgid) ||
-        tpgid <= 0 || tty_nr == 0)
+    if (pane_pid <= 0 || os_proc_facts_of(pane_pid, &pane) < 0 || pane.tpgid <= 0 || pane.tty == 0)
         return -1;
     if (tty && *tty) {
         struct stat st;
-        unsigned maj = ((unsigned)tty_nr >> 8) & 0xfff;
-        unsigned min = ((unsigned)tty_nr & 0xff) | (((unsigned)tty_nr >> 12) & 0xfff00);
-        if (stat(tty, &st) < 0 || st.st_rdev != makedev(maj, min))
+        if (stat(tty, &st) < 0 || st.st_rdev != pane.tty)
             return -1; /* not the pane's terminal: another pid namespace */
     }
-    if (!(d = opendir("/proc")))
+    if (!(pids = os_proc_list(&np)))
         return -1;
     a = g_array_new(FALSE, TRUE, sizeof(fg_proc));
-    while ((de = readdir(d))) {
-        int pid = atoi(de->d_name), pp, pg, se, tn, tp;
-        if (pid <= 0 || !read_stat(pid, &pp, &pg, &se, &tn, &tp) || pg != tpgid || se != session ||
-            tn != tty_nr)
+    for (size_t i = 0; i < np; i++) {
+        if (os_proc_facts_of(pids[i], &f) < 0 || f.pgrp != pane.tpgid ||
+            f.session != pane.session || f.tty != pane.tty)
             continue;
-        fg_proc p = {.pid = pid, .ppid = pp, .pgrp = pg};
-        p.argv = read_argv(pid);
-        read_word(pid, "wchan", p.wchan, sizeof p.wchan);
-        read_word(pid, "comm", p.comm, sizeof p.comm);
+        fg_proc p = {.pid = pids[i], .ppid = f.ppid, .pgrp = f.pgrp};
+        p.argv = os_proc_argv(pids[i]);
+        /* the judge's one wait channel: "do_wait", blocked in wait(2) */
+        if (os_proc_waits_for_child(pids[i]))
+            g_strlcpy(p.wchan, "do_wait", sizeof p.wchan);
+        os_proc_comm(pids[i], p.comm, sizeof p.comm);
         g_array_append_val(a, p);
     }
-    closedir(d);
-    *leader = tpgid;
+    g_free(pids);
+    *leader = pane.tpgid;
     *n = a->len;
     *procs = (fg_proc *)g_array_free(a, FALSE);
     return 0;

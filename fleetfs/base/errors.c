@@ -7,10 +7,14 @@
  * The errnos follow SPEC section 5. ECOMM rather than ENOTCONN for a broker
  * that is down, because ENOTCONN ("Transport endpoint is not connected") is
  * what a user sees from a dead FUSE mount and would send them hunting for
- * the wrong problem. */
+ * the wrong problem.  Where there is no ECOMM (macOS) it is ENETDOWN
+ * (OS_ECOMM, fleetfs/os/os.h), told in the same words (fe_errno_text). */
 #include "fleetfs/base/errors.h"
 
 #include <errno.h>
+#include <string.h>
+
+#include "fleetfs/os/os.h"
 
 struct fe_row {
     int err;
@@ -27,7 +31,7 @@ static const struct fe_row fe_table[] = {
         {EMSGSIZE, "too-big",
          "the message is larger than max_message; shorten it, split it, or raise max_message"},
     [FE_NO_PEER] = {ENOENT, "no-peer", "no such peer; add it to the peers= option of this mount"},
-    [FE_NOT_CONNECTED] = {ECOMM, "not-connected",
+    [FE_NOT_CONNECTED] = {OS_ECOMM, "not-connected",
                           "the broker is not connected; see the broker line in /status and retry "
                           "when it reads connected"},
     [FE_TIMEOUT] = {ETIMEDOUT, "timeout",
@@ -85,4 +89,11 @@ const char *fe_name(fe_code c)
 const char *fe_hint(fe_code c)
 {
     return fe_row_of(c)->hint;
+}
+
+/* Linux's words for ECOMM wherever OS_ECOMM is, so that `fleetfs ask` and
+ * the MCP tools say the same on macOS as on Linux; strerror otherwise */
+const char *fe_errno_text(int err)
+{
+    return err == OS_ECOMM ? "Communication error on send" : strerror(err);
 }

@@ -32,6 +32,9 @@ int fe_errno(fe_code c);
 const char *fe_name(fe_code c);
 /* One sentence: what happened and what to do; static storage. */
 const char *fe_hint(fe_code c);
+/* strerror(err), but Linux's words for ECOMM where it is ENETDOWN (macOS):
+ * the same text on both (doc/fleetfs.1, ERRORS) */
+const char *fe_errno_text(int err);
 
 /* Codes outside 0..FE__COUNT-1 behave as FE_INTERNAL in all three. */
 

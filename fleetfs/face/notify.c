@@ -40,6 +40,7 @@
 
 #include "fleetfs/face/fleet.h"
 #include "fleetfs/base/log.h"
+#include "fleetfs/os/os.h"
 #include "fleetfs/face/status.h"
 
 #define TICK_US 1000000
@@ -338,14 +339,14 @@ static pid_t poker_start(const char *mnt, int *wfd)
 {
     int p[2];
     pid_t pid;
-    if (pipe2(p, O_CLOEXEC) < 0)
+    if (os_pipe(p, 0) < 0)
         return -1;
     pid = fork();
     if (pid == 0) {
         /* keep nothing of the daemon's: above all not /dev/fuse */
         if (dup2(p[0], 3) < 0)
             _exit(1);
-        close_range(4, ~0U, 0);
+        os_close_from(4);
         poker_main(3, mnt);
     }
     close(p[0]);

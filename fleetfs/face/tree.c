@@ -56,9 +56,10 @@
 #include "fleetfs/wire/names.h"
 #include "fleetfs/agents/agents.h"
 #include "fleetfs/face/askfile.h"
-#include "fleetfs/face/fuseopen.h"
+#include "fleetfs/os/fuseopen.h"
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/base/log.h"
+#include "fleetfs/os/os.h"
 #include "fleetfs/face/status.h"
 
 typedef struct {
@@ -248,10 +249,7 @@ static void dir_stat(const fleet *f, struct stat *st)
     st->st_gid = f->gid;
     st->st_mode = S_IFDIR | 0500;
     st->st_nlink = 2;
-    st->st_mtim.tv_sec = now / 1000;
-    st->st_mtim.tv_nsec = (now % 1000) * 1000000;
-    st->st_ctim = st->st_mtim;
-    st->st_atim = st->st_mtim;
+    os_st_set_times_ms(st, now);
     st->st_blksize = 4096;
 }
 
@@ -324,10 +322,7 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
         }
     }
     mt = mtime_of(&n);
-    st->st_mtim.tv_sec = mt / 1000;
-    st->st_mtim.tv_nsec = (mt % 1000) * 1000000;
-    st->st_ctim = st->st_mtim;
-    st->st_atim = st->st_mtim;
+    os_st_set_times_ms(st, mt);
     /* stdio sizes its buffer from st_blksize: a big one keeps a message
      * written by printf(1) or cat(1) in one write(2), so one message */
     st->st_blksize = tr_is_writable(n.k) ? 1024 * 1024 : 4096;

@@ -28,6 +28,8 @@
 #include <jansson.h>
 
 #include "fleetfs/base/duration.h"
+#include "fleetfs/base/errors.h"
+#include "fleetfs/os/os.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/mcp/tools_int.h"
 #include "fleetfs/wire/names.h"
@@ -207,8 +209,8 @@ static void say(mcp_ask_fate fate, int err, const char *to, const char *mnt)
                 mnt);
         break;
     case MA_NOT_ASKED:
-        fprintf(stderr, "fleetfs ask: the question was not sent: %s%s\n", g_strerror(err),
-                err == ECOMM    ? " (the broker is not connected; try again later)"
+        fprintf(stderr, "fleetfs ask: the question was not sent: %s%s\n", fe_errno_text(err),
+                err == OS_ECOMM ? " (the broker is not connected; try again later)"
                 : err == EINVAL ? " (empty, not UTF-8, or a bad --timeout)"
                                 : "");
         break;
@@ -228,7 +230,7 @@ static void say(mcp_ask_fate fate, int err, const char *to, const char *mnt)
         fprintf(stderr, "fleetfs ask: %s refused the question (its sent entry says why)\n", to);
         break;
     default:
-        fprintf(stderr, "fleetfs ask: %s\n", g_strerror(err));
+        fprintf(stderr, "fleetfs ask: %s\n", fe_errno_text(err));
         break;
     }
 }

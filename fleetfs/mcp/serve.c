@@ -20,7 +20,7 @@
  * cannot pile up threads.
  *
  * Which mount: the argument; else $FLEET; else this user's only
- * fuse.fleetfs mount in /proc/self/mountinfo; else /fleet.
+ * fuse.fleetfs mount in the mount table (fleetfs/os/os.h); else /fleet.
  *
  * --as GID is checked once at start (agents/<gid>/inbox exists only for a
  * local agent of this mount), so a wrong gid is an error the operator
@@ -42,6 +42,7 @@
 #include <jansson.h>
 
 #include "fleetfs/base/log.h"
+#include "fleetfs/os/os.h"
 #include "fleetfs/mcp/rpc.h"
 #include "fleetfs/mcp/tools.h"
 
@@ -267,49 +268,16 @@ static json_t *bounded_call(void *ud, const mcp_tool *tool, json_t *args)
 /* ---- which mount ------------------------------------------------------- */
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo */
-static char *unescape(const char *s)
-{
-    GString *o = g_string_new(NULL);
-    for (; *s; s++) {
-        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] && s[3]) {
-            g_string_append_c(o, (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0')));
-            s += 3;
-        } else {
-            g_string_append_c(o, *s);
-        }
-    }
-    return g_string_free(o, FALSE);
-}
-
 /* this user's fuse.fleetfs mount points */
 static GPtrArray *own_mounts(void)
 {
     GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
-    char *text = NULL, uid_opt[40];
-    snprintf(uid_opt, sizeof uid_opt, "user_id=%u", (unsigned)getuid());
-    if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
-        return out;
-    gchar **lines = g_strsplit(text, "\n", -1);
-    for (gchar **l = lines; *l; l++) {
-        const char *sep = strstr(*l, " - ");
-        gchar **f, **after;
-        if (!sep)
-            continue;
-        f = g_strsplit(*l, " ", 6);
-        after = g_strsplit(sep + 3, " ", 3);
-        if (g_strv_length(f) >= 5 && g_strv_length(after) >= 3 &&
-            !strcmp(after[0], "fuse.fleetfs")) {
-            gchar **opts = g_strsplit(after[2], ",", -1);
-            for (gchar **o = opts; *o; o++)
-                if (!strcmp(*o, uid_opt))
-                    g_ptr_array_add(out, unescape(f[4]));
-            g_strfreev(opts);
-        }
-        g_strfreev(f);
-        g_strfreev(after);
-    }
-    g_strfreev(lines);
-    g_free(text);
+    size_t n;
+    os_mount *m = os_mounts(&n);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(m[i].type, "fuse.fleetfs") && m[i].uid == (long)getuid())
+            g_ptr_array_add(out, g_strdup(m[i].dir));
+    os_mounts_free(m, n);
     return out;
 }
 

@@ -59,6 +59,7 @@
 
 #include <glib.h>
 
+#include "fleetfs/os/os.h"
 #include "fleetfs/wire/names.h"
 
 /* ---- the tool table: what an agent reads ------------------------------ */
@@ -210,7 +211,7 @@ char *mcp_fleet_errno_text(int err, const char *what, const char *mnt, const cha
                                "see fleet_status) (EMSGSIZE); nothing was sent: shorten it, or "
                                "write it to a file %s can read and send the path",
                                what, p);
-    case ECOMM:
+    case OS_ECOMM: /* the same words where it is ENETDOWN (macOS): fleetfs/os/os.h */
         return g_strdup_printf("%s: the broker is not connected, so nothing was sent (ECOMM); "
                                "safe to send again later: fleet_status shows the broker line",
                                what);
@@ -246,7 +247,7 @@ char *mcp_fleet_errno_text(int err, const char *what, const char *mnt, const cha
     case ENOTCONN:
         return g_strdup_printf("%s: the fleetfs daemon behind %s is gone (ENOTCONN: transport "
                                "endpoint is not connected); tell your operator: the mount must "
-                               "be restarted (fusermount3 -u %s, then mount it again)",
+                               "be restarted (" OS_UNMOUNT_CMD " %s, then mount it again)",
                                what, mnt, mnt);
     case EIO:
         return g_strdup_printf("%s: the fleetfs daemon failed (EIO: %s); see its log "

@@ -7,11 +7,11 @@
 #include "fleetfs/model/mb_int.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "fleetfs/base/log.h"
+#include "fleetfs/os/os.h"
 
 void mb_touch_locked(mailbox *mb, mb_file f)
 {
@@ -554,5 +554,5 @@ void mb_tick(mailbox *lead)
     g_mutex_unlock(&h->lock);
     /* glibc keeps freed heap; after a big ack it is worth returning */
     if (trim)
-        malloc_trim(0);
+        os_heap_trim();
 }

@@ -11,6 +11,8 @@
 
 #include <glib.h>
 
+#include "fleetfs/os/os.h"
+
 /* FUSE mount options passed through as they are. */
 static const char *fuse_passthrough[] = {"allow_other",
                                          "allow_root",
@@ -81,7 +83,7 @@ void cl_usage(FILE *to)
             "\n"
             "The broker URI (with credentials) is read from the environment variable named\n"
             "by broker_uri_env (default FLEET_BROKER_URI); several URIs separated by spaces\n"
-            "or commas are tried in turn.  Unmount with: fusermount3 -u MOUNTPOINT\n",
+            "or commas are tried in turn.  Unmount with: " OS_UNMOUNT_CMD " MOUNTPOINT\n",
             opts_help());
 }
 

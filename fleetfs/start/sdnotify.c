@@ -52,6 +52,7 @@
 #include <glib.h>
 
 #include "fleetfs/base/log.h"
+#include "fleetfs/os/os.h"
 
 #define SDN_WAIT_STEP_US 5000     /* how often an outstanding probe is checked */
 #define SDN_RETRY_US 100000       /* a failed probe before READY: try again after */
@@ -117,7 +118,8 @@ bool sdn_init(void)
     g_mutex_init(&sdn.lock);
     g_cond_init(&sdn.cond);
     g_mutex_init(&sdn.order);
-    if (name == NULL || *name == '\0') {
+    /* launchd (macOS) has no readiness protocol: nothing is sent there */
+    if (!OS_SD_NOTIFY || name == NULL || *name == '\0') {
         sdn_unset_env();
         return false;
     }
@@ -139,7 +141,7 @@ bool sdn_init(void)
     } else {
         sdn.addrlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
     }
-    sdn.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sdn.fd = os_socket(AF_UNIX, SOCK_DGRAM, 0, 0);
     if (sdn.fd < 0) {
         log_warn("sd_notify: cannot make a datagram socket: %s; not notifying the service manager",
                  strerror(errno));
@@ -207,7 +209,7 @@ static pid_t probe_start(const char *path)
     if (pid == 0) {
         int fd;
 
-        close_range(3, ~0U, 0);
+        os_close_from(3);
         fd = open(path, O_RDONLY);
         _exit(fd >= 0 ? 0 : 1);
     }

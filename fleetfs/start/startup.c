@@ -37,6 +37,7 @@
 
 #include "broker/uri.h"
 #include "fleetfs/base/log.h"
+#include "fleetfs/os/os.h"
 
 #define SU_DEFAULT_URI "amqp://localhost:5672"
 
@@ -103,27 +104,17 @@ size_t su_write_request_bytes(const char *release, long max_pages_limit, long pa
     return bytes < max_write ? bytes : max_write;
 }
 
-/* fs.fuse.max_pages_limit, or -1 where the kernel has none. */
-static long su_max_pages_limit(void)
-{
-    FILE *f = fopen("/proc/sys/fs/fuse/max_pages_limit", "re");
-    long n = -1;
-
-    if (f) {
-        if (fscanf(f, "%ld", &n) != 1)
-            n = -1;
-        fclose(f);
-    }
-    return n;
-}
-
 int su_check_max_message(const fs_opts *o)
 {
     struct utsname u;
     const char *release = g_getenv("FLEETFS_TEST_KERNEL_RELEASE");
-    long page = sysconf(_SC_PAGESIZE), limit = su_max_pages_limit();
+    long page = sysconf(_SC_PAGESIZE), limit = os_fuse_max_pages_limit();
     size_t req, most;
 
+    /* macFUSE cuts a write by its own iosize, not Linux's max_pages: not
+     * checked there (not yet run on a Mac) */
+    if (!OS_FUSE_LINUX)
+        return 0;
     if (!release)
         release = uname(&u) == 0 ? u.release : "?";
     req = su_write_request_bytes(release, limit, page);
@@ -141,55 +132,27 @@ int su_check_max_message(const fs_opts *o)
     return -1;
 }
 
-/* /proc/self/mountinfo escapes ' ', '\t', '\n' and '\\' as \ooo. */
-static void su_unescape(char *s)
-{
-    char *w = s;
-    for (char *r = s; *r; r++) {
-        if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-            r[3] >= '0' && r[3] <= '7') {
-            *w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-            r += 3;
-        } else {
-            *w++ = *r;
-        }
-    }
-    *w = '\0';
-}
-
 /* The file-system type mounted on dir (the last such mount), or NULL. */
 static char *su_mounted_type(const char *dir)
 {
-    FILE *f = fopen("/proc/self/mountinfo", "re");
-    char *line = NULL, *type = NULL;
-    size_t cap = 0;
+    size_t n;
+    os_mount *m = os_mounts(&n);
+    char *type = NULL;
 
-    if (!f)
-        return NULL;
-    while (getline(&line, &cap, f) > 0) {
-        char **field = g_strsplit(line, " ", 0);
-        guint n = g_strv_length(field), i;
-        if (n > 5) {
-            su_unescape(field[4]);
-            for (i = 6; i + 1 < n && strcmp(field[i], "-") != 0; i++)
-                ;
-            if (strcmp(field[4], dir) == 0 && i + 1 < n) {
-                g_free(type);
-                type = g_strdup(field[i + 1]);
-            }
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(m[i].dir, dir) == 0) {
+            g_free(type);
+            type = g_strdup(m[i].type);
         }
-        g_strfreev(field);
-    }
-    free(line);
-    fclose(f);
+    os_mounts_free(m, n);
     return type;
 }
 
 void su_say_dead_mount(const char *dir)
 {
     fprintf(stderr,
-            "fleetfs: not mounting: %s is a FUSE mount whose daemon is gone: "
-            "fusermount3 -uz %s, then mount again\n",
+            "fleetfs: not mounting: %s is a FUSE mount whose daemon is gone: " OS_UNMOUNT_LAZY_CMD
+            " %s, then mount again\n",
             dir, dir);
 }
 
@@ -209,12 +172,12 @@ int su_check_mountpoint(const char *dir)
             fprintf(stderr,
                     "fleetfs: not mounting: %s is already a fleetfs mount; a second one would "
                     "hide it while its daemon keeps consuming its mailbox: unmount it first "
-                    "(fusermount3 -u %s) or choose another directory\n",
+                    "(" OS_UNMOUNT_CMD " %s) or choose another directory\n",
                     dir, dir);
         else
             fprintf(stderr,
                     "fleetfs: not mounting: %s is already a FUSE mount (%s): unmount it first "
-                    "(fusermount3 -u %s) or choose another directory\n",
+                    "(" OS_UNMOUNT_CMD " %s) or choose another directory\n",
                     dir, type, dir);
         g_free(type);
         return -1;
@@ -262,9 +225,15 @@ static bool su_fusermount_setuid(void)
 
 int su_check_dev_fuse(void)
 {
-    int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
-    int e = errno;
-    bool absent = e == ENOENT || e == ENODEV || e == ENXIO;
+    int fd, e;
+    bool absent;
+    /* macFUSE has no /dev/fuse: libfuse runs its mount helper, which loads
+     * the kernel extension and says itself what is missing */
+    if (!OS_FUSE_LINUX)
+        return 0;
+    fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+    e = errno;
+    absent = e == ENOENT || e == ENODEV || e == ENXIO;
 
     if (fd >= 0) {
         close(fd);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/store/applog.c — see applog.h for the durability rules. */
 #include "fleetfs/store/applog.h"
+#include "fleetfs/os/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -174,7 +175,7 @@ int applog_append(applog *a, const char *line)
         cut_to(a, st.st_size - (off_t)done);
     else if (rc < 0 && done > 0)
         a->open_end = true;
-    if (rc == 0 && a->sync == APPLOG_FSYNC && fdatasync(a->fd) < 0)
+    if (rc == 0 && a->sync == APPLOG_FSYNC && os_datasync(a->fd) < 0)
         rc = -1;
     if (done == lead + len + 1) { /* whole in the file, synced or not */
         a->lines += lead + 1;
@@ -208,7 +209,7 @@ int applog_rewrite(applog *a, const GString *content, size_t live)
     size_t done;
     if (fd < 0)
         goto fail;
-    if (write_all(fd, content->str, content->len, &done) < 0 || fdatasync(fd) < 0) {
+    if (write_all(fd, content->str, content->len, &done) < 0 || os_datasync(fd) < 0) {
         saved = errno;
         close(fd);
         errno = saved;

@@ -28,6 +28,7 @@
  * looked up, so alpha's key cannot vouch for an agent on beta either. */
 #include "fleetfs/wire/sign.h"
 #include "fleetfs/base/log.h"
+#include "fleetfs/os/os.h"
 #include "fleetfs/wire/names.h"
 #include "fleetfs/wire/trustwatch.h"
 
@@ -406,10 +407,14 @@ static uint64_t stamp_mix(uint64_t h, const void *p, size_t n)
 
 static uint64_t stamp_stat(uint64_t h, const struct stat *st)
 {
-    int64_t v[] = {(int64_t)st->st_ino,         (int64_t)st->st_size,
-                   (int64_t)st->st_mode,        (int64_t)st->st_uid,
-                   (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
-                   (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec};
+    int64_t v[] = {(int64_t)st->st_ino,
+                   (int64_t)st->st_size,
+                   (int64_t)st->st_mode,
+                   (int64_t)st->st_uid,
+                   (int64_t)os_st_mtime(st).tv_sec,
+                   (int64_t)os_st_mtime(st).tv_nsec,
+                   (int64_t)os_st_ctime(st).tv_sec,
+                   (int64_t)os_st_ctime(st).tv_nsec};
     return stamp_mix(h, v, sizeof v);
 }
 

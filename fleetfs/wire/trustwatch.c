@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fleetfs/wire/trustwatch.c — the trust directory's stamp by an inotify
- * watch (design in trustwatch.h).
+/* fleetfs/wire/trustwatch.c — the trust directory's stamp by a watch of
+ * the platform seam (fleetfs/os/os.h: inotify on Linux, kqueue on macOS,
+ * none in the portable build) (design in trustwatch.h).
  *
  * One entry per directory path asked about (a daemon asks about one, its
  * trusted_keys, from several threads), at most TW_MAX; more fall back to
@@ -14,24 +15,19 @@
  * pointed elsewhere, a directory put in its place) starts a new watch.
  */
 #include "fleetfs/wire/trustwatch.h"
+#include "fleetfs/os/os.h"
 
 #include <errno.h>
 #include <glib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #define TW_MAX 8
-#define TW_MASK                                                                         \
-    (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE | \
-     IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
-
 typedef struct {
     char *dir;
-    int fd;    /* inotify instance, -1 none */
-    dev_t dev; /* the directory watched */
+    os_dirwatch *w; /* the watch (os.h), NULL none */
+    dev_t dev;      /* the directory watched */
     ino_t ino;
     bool exact;      /* the watch sees every change that matters here */
     bool rescan;     /* something changed: look at exactness again */
@@ -47,26 +43,6 @@ static int tw_n;
 static int64_t tw_now_ms(void)
 {
     return g_get_monotonic_time() / 1000;
-}
-
-/* Filesystems whose every change inotify reports (made on this machine,
- * which for these is the only place a change can be made). */
-static bool tw_local_fs(const char *dir)
-{
-    struct statfs fs;
-    if (statfs(dir, &fs) < 0)
-        return false;
-    switch ((unsigned long)fs.f_type) {
-    case 0xEF53UL:     /* ext2, ext3, ext4 */
-    case 0x58465342UL: /* xfs */
-    case 0x9123683EUL: /* btrfs */
-    case 0x01021994UL: /* tmpfs */
-    case 0x2FC12FC1UL: /* zfs */
-    case 0xF2F52010UL: /* f2fs */
-        return true;
-    default:
-        return false;
-    }
 }
 
 /* No .pub in dir is a symlink or has another hard link. */
@@ -93,9 +69,8 @@ static bool tw_plain_keys(const char *dir)
 
 static void tw_unwatch(tw_dir *e)
 {
-    if (e->fd >= 0)
-        close(e->fd);
-    e->fd = -1;
+    os_dirwatch_close(e->w);
+    e->w = NULL;
     e->dev = 0;
     e->ino = 0;
 }
@@ -106,40 +81,27 @@ static bool tw_watch(tw_dir *e, const struct stat *st)
     tw_unwatch(e);
     e->gen++;
     e->rescan = true;
-    if (!tw_local_fs(e->dir))
+    if (!os_dir_local(e->dir))
         return false;
-    e->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (e->fd < 0)
-        return false; /* out of instances (fs.inotify.max_user_instances): full stamps */
-    if (inotify_add_watch(e->fd, e->dir, TW_MASK) < 0) {
-        tw_unwatch(e);
+    /* none in the portable build, or out of inotify instances
+     * (fs.inotify.max_user_instances): full stamps */
+    if (!(e->w = os_dirwatch_open(e->dir, ".pub")))
         return false;
-    }
     e->dev = st->st_dev;
     e->ino = st->st_ino;
     return true;
 }
 
-/* Reads what the watch has seen: any event is a change; one that ends
- * the watch, or an overflow, makes the next call start a new one. */
+/* Reads what the watch has seen: any change counts; one that ends the
+ * watch, or an overflow, makes the next call start a new one. */
 static void tw_drain(tw_dir *e)
 {
-    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
     bool ended = false;
-    ssize_t n;
 
-    while ((n = read(e->fd, buf, sizeof buf)) > 0) {
+    if (os_dirwatch_read(e->w, &ended) > 0) {
         e->gen++;
         e->rescan = true;
-        for (char *p = buf; p < buf + n;) {
-            const struct inotify_event *ev = (const struct inotify_event *)p;
-            if (ev->mask & (IN_Q_OVERFLOW | IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
-                ended = true;
-            p += sizeof *ev + ev->len;
-        }
     }
-    if (n < 0 && errno != EAGAIN && errno != EINTR)
-        ended = true;
     if (ended)
         tw_unwatch(e);
 }
@@ -157,12 +119,12 @@ static tw_dir *tw_find_locked(const char *dir)
             if (stat(tw[i].dir, &st) < 0) {
                 tw_unwatch(&tw[i]);
                 g_free(tw[i].dir);
-                tw[i] = (tw_dir){.dir = g_strdup(dir), .fd = -1};
+                tw[i] = (tw_dir){.dir = g_strdup(dir)};
                 return &tw[i];
             }
         return NULL;
     }
-    tw[tw_n] = (tw_dir){.dir = g_strdup(dir), .fd = -1};
+    tw[tw_n] = (tw_dir){.dir = g_strdup(dir)};
     return &tw[tw_n++];
 }
 
@@ -190,9 +152,9 @@ int64_t tw_stamp(const char *dir, int64_t (*full)(const char *dir))
         g_mutex_unlock(&tw_lock);
         return full(dir);
     }
-    if (e->fd >= 0)
+    if (e->w)
         tw_drain(e);
-    if ((e->fd < 0 || e->dev != st.st_dev || e->ino != st.st_ino) && !tw_watch(e, &st)) {
+    if ((!e->w || e->dev != st.st_dev || e->ino != st.st_ino) && !tw_watch(e, &st)) {
         e->exact = false;
         g_mutex_unlock(&tw_lock);
         return full(dir);
@@ -220,10 +182,10 @@ int64_t tw_stamp(const char *dir, int64_t (*full)(const char *dir))
                        (int64_t)st.st_ino,
                        (int64_t)st.st_mode,
                        (int64_t)st.st_uid,
-                       (int64_t)st.st_mtim.tv_sec,
-                       (int64_t)st.st_mtim.tv_nsec,
-                       (int64_t)st.st_ctim.tv_sec,
-                       (int64_t)st.st_ctim.tv_nsec};
+                       (int64_t)os_st_mtime(&st).tv_sec,
+                       (int64_t)os_st_mtime(&st).tv_nsec,
+                       (int64_t)os_st_ctime(&st).tv_sec,
+                       (int64_t)os_st_ctime(&st).tv_nsec};
         out = tw_mix(14695981039346656037u, v, sizeof v);
     }
     g_mutex_unlock(&tw_lock);
@@ -236,7 +198,7 @@ bool tw_watching(const char *dir)
     g_mutex_lock(&tw_lock);
     for (int i = 0; i < tw_n; i++)
         if (strcmp(tw[i].dir, dir) == 0)
-            yes = tw[i].fd >= 0 && tw[i].exact;
+            yes = tw[i].w && tw[i].exact;
     g_mutex_unlock(&tw_lock);
     return yes;
 }

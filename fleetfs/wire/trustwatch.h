@@ -6,7 +6,8 @@
  * daemon asked every second whether the directory changed (presence for
  * heartbeats, the mailbox for messages and its status): N stats a second
  * per asker, most of one daemon's CPU at 2000 hosts (doc/scaling.md).
- * Here an inotify watch on the directory answers instead: a stamp that
+ * Here a watch on the directory answers instead (inotify on Linux,
+ * kqueue on macOS: fleetfs/os/os.h; none in the portable build): a stamp that
  * changes whenever anything in the directory may have changed (a file
  * created, removed, renamed, written, or its mode or owner changed; the
  * directory itself changed, replaced or moved).  Only where inotify sees

@@ -17,13 +17,15 @@ copy_tree() {
 	cp "$FLEET_ROOT/.clang-format" "$1/" &&
 	cp "$FLEET_ROOT/scripts/check-layers" "$FLEET_ROOT/scripts/check-format" "$FLEET_ROOT/scripts/check-size" "$1/scripts/"
 }
-N=20 # the checks check-layers makes: its rules, the seam, the spelling of includes, no file under no rule
+N=22 # the checks check-layers makes: its rules, the seam, the Linux-only names, the spelling of includes, no file under no rule
 
 test_expect_success 'the tree as it is passes both checks, and the picture is printed' '
 	copy_tree clean &&
 	FLEET_CHECK_ROOT=$PWD/clean "$FLEET_ROOT/scripts/check-layers" >out &&
 	grep -x "layers: $N passed, 0 failed" out &&
-	grep -E "^  base/ +may include: fleetfs/base/\$" out &&
+	grep -E "^  os/ +may include: fleetfs/os/\$" out &&
+	grep -E "^  base/ +may include: fleetfs/base/ fleetfs/os/\$" out &&
+	grep -E "^  portable +no Linux-only call outside: fleetfs/os/\$" out &&
 	grep -E "^  face/ +may include: .*fleetfs/agents/" out &&
 	grep -E "^  face/notify +never reaches: fleetfs/face/hosts.h .*fleetfs/agents/" out &&
 	grep -E "^  config/profile +never reaches: fleetfs/config/options.h" out &&
@@ -160,6 +162,30 @@ test_expect_success 'a model file that calls the broker past the seam fails; a b
 '
 test_expect_success 'the control service reaches config/ only for the options and profiles' '
 	plant spawn/spawnd fleetfs/spawn/spawnd.c fleetfs/config/opts_int.h
+'
+# issue 42: a Linux-only call outside the platform seam (fleetfs/os/)
+# fails, naming the file and the name; the same in a comment or a string
+# does not (but a Linux-only path in a string does)
+portable_fail() {
+	layers_fail "layers: portable: Linux-only names outside the platform seam (call fleetfs/os/os.h):" "$1"
+}
+test_expect_success 'a Linux-only call outside fleetfs/os/ fails the portable check, naming it' '
+	plant_line broker/conn.c "static int x_wake(void) { return eventfd(0, EFD_CLOEXEC); }" &&
+	portable_fail "    broker/conn.c: EFD_CLOEXEC eventfd" &&
+	plant_line herdr/client.c "#include <sys/sysmacros.h>" &&
+	portable_fail "    herdr/client.c: #include <sys/sysmacros.h>" &&
+	plant_line fleetfs/mcp/tools.c "static int x_err = ECOMM;" &&
+	portable_fail "    fleetfs/mcp/tools.c: ECOMM" &&
+	plant_line fleetfs/face/status.c "static const char *x_path = \"/proc/self/mountinfo\";" &&
+	portable_fail "    fleetfs/face/status.c: \"/proc/" &&
+	plant_line fleetfs/store/applog.c "static int x_sync(int fd) { return fdatasync(fd); }" &&
+	portable_fail "    fleetfs/store/applog.c: fdatasync" &&
+	plant_line fleetfs/model/send.c "/* not eventfd(0, 0) nor ECOMM here */ static const char *x_word = \"ECOMM pipe2\";" &&
+	FLEET_CHECK_ROOT=$PWD/plant "$FLEET_ROOT/scripts/check-layers" >plant.out &&
+	grep -x "layers: $N passed, 0 failed" plant.out &&
+	plant_line fleetfs/os/os_posix.c "static int x_fd(void) { return eventfd(0, 0); }" &&
+	FLEET_CHECK_ROOT=$PWD/plant "$FLEET_ROOT/scripts/check-layers" >plant.out &&
+	grep -x "layers: $N passed, 0 failed" plant.out
 '
 test_expect_success 'a new folder under no rule fails until it has one' '
 	rm -rf orphan && copy_tree orphan &&

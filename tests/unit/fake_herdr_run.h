@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
 #include <sys/prctl.h>
+#endif
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,7 +54,9 @@ static inline fake *fake_start(const char *state_json)
     if (f->pid == 0) {
         int null = open("/dev/null", O_RDWR);
 
+#ifdef __linux__
         prctl(PR_SET_PDEATHSIG, SIGTERM); /* a failed test leaves no fake behind */
+#endif
         dup2(null, 0);
         dup2(null, 1);
         execl(bin, bin, "--socket", f->sock, "--state", f->state, "--log", f->log, (char *)NULL);

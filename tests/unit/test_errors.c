@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fleetfs/base/errors.h"
+#include "fleetfs/os/os.h"
 
 static void test_errno_table(void **state)
 {
@@ -22,7 +23,7 @@ static void test_errno_table(void **state)
         {FE_BAD_UTF8, EINVAL},
         {FE_TOO_BIG, EMSGSIZE},
         {FE_NO_PEER, ENOENT},
-        {FE_NOT_CONNECTED, ECOMM},
+        {FE_NOT_CONNECTED, OS_ECOMM},
         {FE_TIMEOUT, ETIMEDOUT},
         {FE_FULL, ENOSPC},
         {FE_NO_MAILBOX, ENXIO},

@@ -17,6 +17,7 @@
 
 #include "fleetfs/mcp/rpc.h"
 #include "fleetfs/mcp/tools.h"
+#include "fleetfs/os/os.h"
 
 static const mcp_tool fake_tools[] = {
     {"echo", "Echo", "Says back its argument.",
@@ -467,7 +468,7 @@ static void test_errno_texts(void **state)
         const char *name, *words;
     } want[] = {
         {ENOENT, "ENOENT", "no such peer"},    {EINVAL, "EINVAL", "empty"},
-        {EMSGSIZE, "EMSGSIZE", "max_message"}, {ECOMM, "ECOMM", "nothing was sent"},
+        {EMSGSIZE, "EMSGSIZE", "max_message"}, {OS_ECOMM, "ECOMM", "nothing was sent"},
         {ETIMEDOUT, "ETIMEDOUT", "resend"},    {ENOSPC, "ENOSPC", "full"},
         {ENXIO, "ENXIO", "does not exist"},    {EACCES, "EACCES", "not yours"},
         {ENOTCONN, "ENOTCONN", "daemon"},

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fleetfs/face/fuseopen.c — the reply to an open, with the flags of fuseopen.h.
+/* fleetfs/os/fuseopen.c — the reply to an open, with the flags of fuseopen.h.
  *
  * tree.c answers an open (and an opendir) by calling fuse_reply_open with
  * its fuse_file_info; the definition here takes that call (an executable's
@@ -15,7 +15,9 @@
  * (3.15 and later have parallel_direct_writes) must not be overridden
  * this way: the build refuses (below), and the mark then goes in its field.
  */
-#include "fleetfs/face/fuseopen.h"
+#include "fleetfs/os/fuseopen.h"
+
+#ifdef __linux__
 
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
@@ -52,3 +54,16 @@ int fuse_reply_open(fuse_req_t req, const struct fuse_file_info *fi)
         out.open_flags |= FOPEN_PARALLEL_DIRECT_WRITES | FOPEN_STREAM;
     return fuse_reply_buf(req, (const char *)&out, sizeof out);
 }
+
+#else
+
+/* macFUSE (libfuse3 on macOS): its kernel extension speaks its own FUSE
+ * protocol, with no parallel direct writes and no stream opens; libfuse's
+ * own fuse_reply_open answers, and writers of one file take turns, as
+ * they did on Linux before these flags (not yet run on a Mac). */
+void fo_mark_shared_writes(struct fuse_file_info *fi)
+{
+    (void)fi;
+}
+
+#endif

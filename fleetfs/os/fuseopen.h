@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fleetfs/face/fuseopen.h — open flags that libfuse 3.14 cannot pass on.
+/* fleetfs/os/fuseopen.h — open flags that libfuse 3.14 cannot pass on.
  *
  * Four writers on one `send` were no faster than one: the kernel holds a
  * FUSE inode's lock across a whole direct write (until the confirm), so
@@ -10,9 +10,12 @@
  * than any before it (since the last stat) reaches past it.  libfuse 3.14
  * (Debian bookworm) has no field for either flag, so fleetfs answers the
  * open itself (fuseopen.c).  See doc/benchmarks.md, "One send, taken apart".
+ * In the platform seam (fleetfs/os/) because the reply is Linux's FUSE
+ * protocol (linux/fuse.h): on macOS, macFUSE's kernel side has neither
+ * flag, libfuse answers the open, and fo_mark_shared_writes does nothing.
  */
-#ifndef FLEETFS_FUSEOPEN_H
-#define FLEETFS_FUSEOPEN_H
+#ifndef FLEETFS_OS_FUSEOPEN_H
+#define FLEETFS_OS_FUSEOPEN_H
 
 #include <fuse.h>
 
