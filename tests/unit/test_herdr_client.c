@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fleetfs/os/os.h"
 #include "herdr/client.h"
 #include "herdr/spawn.h"
 #include "tests/unit/fake_herdr_run.h"
@@ -31,7 +32,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -345,7 +345,7 @@ static srv *srv_start(enum srv_mode mode, const char *reply_fmt)
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
     snprintf(s->path, sizeof(s->path), "/tmp/hd-test-%d-%ld.sock", (int)getpid(), (long)random());
-    memcpy(sa.sun_path, s->path, sizeof(s->path));
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", s->path);
     s->mode = mode;
     s->reply_fmt = reply_fmt;
     s->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -594,7 +594,7 @@ static void connect_timeout_is_down(void **state)
     assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof sa), 0);
     assert_int_equal(listen(lfd, 0), 0);
     while (nf < 64) { /* fill the backlog, never accepting */
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        int fd = os_socket(AF_UNIX, SOCK_STREAM, 0, OS_NONBLOCK);
         if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
             assert_int_equal(errno, EAGAIN);
             close(fd);
