@@ -284,8 +284,9 @@ void fg_explain(const fg_verdict *v, const char *pane, char *why, size_t n)
         break;
     case FG_UNSURE:
         snprintf(why, n,
-                 "stalled: %s: tmux says it runs %s but /proc shows %s; nothing is typed until "
-                 "they agree (is the tmux server in another pid namespace?)",
+                 "stalled: %s: tmux says it runs %s but " OS_PROC_TABLE
+                 " shows %s; nothing is typed until they agree (is the tmux server in another "
+                 "pid namespace?)",
                  pane, v->name, v->other);
         break;
     }

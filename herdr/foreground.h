@@ -26,6 +26,15 @@
  * interpreter's prompt, nothing, or any other program: not typed into.
  * When /proc cannot be read (another pid namespace, hidepid) only tmux's
  * name is judged.  Pure functions apart from fg_read.
+ *
+ * These rules are the same on every system, here and only here; what
+ * differs is where fg_read gets the facts (fleetfs/os/os.h): /proc on
+ * Linux (the portable build too), sysctl KERN_PROC and KERN_PROCARGS2 on
+ * macOS (compiled for macOS, not yet run on a Mac).  macOS names no wait
+ * channel, so there a waiting shell or launcher is never looked through:
+ * it is judged itself, a shell, and never typed into (an agent started by
+ * a wrapper script that waits for it stalls, saying so, until it is
+ * started with exec or directly).
  */
 #ifndef FLEETFS_HERDR_FOREGROUND_H
 #define FLEETFS_HERDR_FOREGROUND_H

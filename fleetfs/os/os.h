@@ -203,5 +203,11 @@ void os_proc_comm(int pid, char *out, size_t n);
  * false when unknown, as on macOS: the caller then never looks through
  * it to a child, and judges it, a shell, as a shell */
 bool os_proc_waits_for_child(int pid);
+/* where those facts come from, in the words a log line uses */
+#ifdef __linux__
+#define OS_PROC_TABLE "/proc"
+#else
+#define OS_PROC_TABLE "the process table"
+#endif
 
 #endif
