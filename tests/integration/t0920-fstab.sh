@@ -84,6 +84,20 @@ test_expect_success 'mount -t fuse.fleetfs fleetfs DIR -o ...: the command line 
     wait_for 5 "in_ns grep -q \"hello through fstab\" $TEST_DIR/fs2/leads/fs2/inbox"
 '
 
+# the mount table as fleetfs reads it (fleetfs/os/os_mounts.c): with no
+# mount named, fleetfs ask (and fleetfs mcp) look for this user's
+# fuse.fleetfs mounts there, and with three name them all, in mount order.
+# The namespace began as a copy of the machine's table: other fleetfs
+# mounts there are detached first, in this namespace only (private)
+test_expect_success 'fleetfs ask with no mount named finds the three in the mount table' '
+    in_ns findmnt -rn -t fuse.fleetfs -o TARGET | grep -v "^$TEST_DIR/" | while read -r m; do
+        in_ns umount -l "$m" || exit 1
+    done &&
+    test_must_fail in_ns env -u FLEET "$FLEETFS" ask fs2 hi 2>pick.err &&
+    cat pick.err &&
+    grep -qxF "fleetfs ask: 3 fleetfs mounts of yours ($TEST_DIR/fs1, $TEST_DIR/fs3, $TEST_DIR/fs2); name one: fleetfs ask MOUNTPOINT" pick.err
+'
+
 test_expect_success 'a real unknown option still fails the mount, with the message' '
     mkdir -p bad &&
     test_must_fail in_ns sh -c "set -a; . $TEST_DIR/broker.env; exec mount -t fuse.fleetfs fleetfs $TEST_DIR/bad -o coord_id=bad,bogus=1,config=$TEST_DIR/fs1.conf" 2>bad.err &&
