@@ -21,6 +21,10 @@
  * aborts the FUSE connection.  The poker holds no descriptor but its pipe,
  * so the daemon's death closes /dev/fuse, the kernel aborts the pending
  * request, and the poker sees end-of-file and leaves.
+ *
+ * On macOS (macFUSE) the truncate is made the same way; what it wakes
+ * there (a kqueue EVFILT_VNODE watcher or FSEvents on a FUSE file) is not
+ * known here: compiled for macOS, not yet run on a Mac.
  */
 #include "fleetfs/face/notify.h"
 
@@ -530,6 +534,8 @@ static gpointer notifier_main(gpointer data)
         gint64 wait = MAX(until - g_get_monotonic_time(), 1);
         nt_item *it = g_async_queue_timeout_pop(nt->q, (guint64)wait);
         while (it) {
+            /* macFUSE: the same libfuse3 call; whether its kernel side
+             * wakes poll(2) waiters is not known here (not yet run on a Mac) */
             if (it->ph)
                 fuse_lowlevel_notify_poll(it->ph);
             if (it->path && (it->path[0] == '+' || it->path[0] == '-')) {

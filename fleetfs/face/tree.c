@@ -960,6 +960,7 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn)
     /* `echo x > send` opens with O_TRUNC: handled in the open itself, the
      * kernel sends no truncate (SETATTR) and no getattr after it, so one
      * request fewer per message (doc/benchmarks.md) */
+    /* (a capability Linux's FUSE offers; where macFUSE does not, no want) */
     if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
         conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 }

@@ -473,6 +473,8 @@ static void stop_all(fleet *f, struct fuse_session *se)
     stop_step("the roster thread");
     ro_stop(f->ro, se != NULL);
     stop_step("the kernel to let go of the mount");
+    /* Linux: fusermount3 -u for an unprivileged mount; macFUSE has no
+     * fusermount3, libfuse unmounts as umount(8) or `diskutil unmount` does */
     if (se)
         fuse_session_unmount(se);
     stop_step("the notifier");
@@ -508,6 +510,9 @@ static struct fuse_session *mount_tree(cmdline *cl, fleet *f, tree *t)
 
     fuse_opt_add_arg(&args, "fleetfs");
     fuse_opt_add_arg(&args, "-o");
+    /* subtype makes Linux's type fuse.fleetfs; macFUSE shows its own type
+     * (macfuse) with fsname as the source, which os_mounts reads as
+     * fuse.fleetfs (fleetfs/os/os_mounts.c; not yet run on a Mac) */
     fuse_opt_add_arg(&args, "fsname=fleetfs,subtype=fleetfs");
     if (cl->debug)
         fuse_opt_add_arg(&args, "-d");
