@@ -61,6 +61,10 @@ ifeq ($(PLATFORM),portable)
 ifneq ($(origin B),command line)
 B := build/portable
 endif
+endif
+# build/portable holds the portable build however it is asked for (a test's
+# `make install B=build/portable` too): never Linux objects mixed in
+ifneq ($(filter portable,$(PLATFORM))$(filter build/portable,$(B)),)
 CPPFLAGS += -DFLEETFS_PORTABLE
 endif
 .DEFAULT_GOAL := all
