@@ -38,6 +38,17 @@ static bool nonblock(int fd)
     return (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0;
 }
 
+/* the build says which it is: a CI log of the portable shard shows it */
+static void test_build_name(void **state)
+{
+    (void)state;
+#if defined(__linux__)
+    assert_string_equal(os_build_name(), OS_LINUX_NATIVE ? "linux" : "linux-portable");
+#elif defined(__APPLE__)
+    assert_string_equal(os_build_name(), "macos");
+#endif
+}
+
 /* many fires before a drain are one wake-up; a drain empties it */
 static void test_wake(void **state)
 {
@@ -201,9 +212,10 @@ static void test_mounts_and_procs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wake),       cmocka_unit_test(test_descriptors),
-        cmocka_unit_test(test_close_from), cmocka_unit_test(test_times_and_sync),
-        cmocka_unit_test(test_dirwatch),   cmocka_unit_test(test_mounts_and_procs),
+        cmocka_unit_test(test_build_name),       cmocka_unit_test(test_wake),
+        cmocka_unit_test(test_descriptors),      cmocka_unit_test(test_close_from),
+        cmocka_unit_test(test_times_and_sync),   cmocka_unit_test(test_dirwatch),
+        cmocka_unit_test(test_mounts_and_procs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
