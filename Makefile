@@ -172,7 +172,7 @@ check:
 	@rc=0; scripts/check-layers || rc=1; scripts/check-format || rc=1; scripts/check-spdx || rc=1; scripts/check-size || rc=1; exit $$rc
 
 run:
-	@MAKE="$(MAKE)" scripts/run
+	@scripts/run
 
 # Mount, send to self, read, status, unmount: ok or failed each (doc/macos.md,
 # "Self-test"); against FLEET_BROKER_URI (or ~/.config/fleetfs/broker.env),
