@@ -44,7 +44,7 @@ test_expect_success 'after the selftest nothing is mounted and its fleetfs is go
 '
 
 test_expect_success 'make selftest runs it with the build under test' '
-    (FLEET_BROKER_URI=$URI make -s -C "$FLEET_ROOT" selftest B="$B" \
+    (FLEET_BROKER_URI=$URI make -s -C "$FLEET_ROOT" -o "$B/fleetfs" selftest B="$B" \
         SELFTEST="--id st0990m --config $TEST_DIR/t0990.conf" >m.out 2>&1; echo $? >m.rc) &&
     cat m.out && test "$(cat m.rc)" = 0 &&
     grep -q "^selftest: fleetfs .*, lead st0990m" m.out &&
