@@ -46,14 +46,15 @@ PKG_CONFIG ?= pkg-config
 # is in /usr/local/lib/pkgconfig, a directory Homebrew's pkg-config does not
 # search on Apple silicon, so PKGENV adds it (make's export does not reach
 # $(shell) before make 4.4). Apple's headers show their whole API under
-# _DARWIN_C_SOURCE (_GNU_SOURCE is glibc's). Apple's clang does not know
-# every GCC warning this file turns off (-Wno-format-truncation).
+# _DARWIN_C_SOURCE (_GNU_SOURCE, glibc's, stays: make cross-macos compiles
+# with it). Apple's clang does not know every GCC warning this file turns
+# off (-Wno-format-truncation).
 # Everything here stays within GNU make 3.81, the make macOS ships.
 UNAME_S := $(shell uname -s 2>/dev/null)
 ifeq ($(UNAME_S),Darwin)
 MACFUSE_PKGCONFIG ?= /usr/local/lib/pkgconfig
 PKGENV  := PKG_CONFIG_PATH="$(MACFUSE_PKGCONFIG)$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}"
-OS_CPPFLAGS := -D_DARWIN_C_SOURCE
+OS_CPPFLAGS := -D_GNU_SOURCE -D_DARWIN_C_SOURCE
 WARN    += -Wno-unknown-warning-option
 else
 PKGENV  :=
