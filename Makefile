@@ -42,9 +42,27 @@ endif
 # (scripts/run). A build without them stops once, at deps-check, saying
 # which are missing and what to run.
 PKG_CONFIG ?= pkg-config
-PKG_OK  := $(shell $(PKG_CONFIG) --exists $(PKGS) 2>/dev/null && echo yes)
-CPPFLAGS := -std=gnu11 -D_GNU_SOURCE -DFUSE_USE_VERSION=35 $(FORTIFY) -I. $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
-LDLIBS  := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread
+# macOS (uname -s: Darwin; doc/macos.md): fuse3 is macFUSE's, whose fuse3.pc
+# is in /usr/local/lib/pkgconfig, a directory Homebrew's pkg-config does not
+# search on Apple silicon, so PKGENV adds it (make's export does not reach
+# $(shell) before make 4.4). Apple's headers show their whole API under
+# _DARWIN_C_SOURCE (_GNU_SOURCE, glibc's, stays: make cross-macos compiles
+# with it). Apple's clang does not know every GCC warning this file turns
+# off (-Wno-format-truncation).
+# Everything here stays within GNU make 3.81, the make macOS ships.
+UNAME_S := $(shell uname -s 2>/dev/null)
+ifeq ($(UNAME_S),Darwin)
+MACFUSE_PKGCONFIG ?= /usr/local/lib/pkgconfig
+PKGENV  := PKG_CONFIG_PATH="$(MACFUSE_PKGCONFIG)$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}"
+OS_CPPFLAGS := -D_GNU_SOURCE -D_DARWIN_C_SOURCE
+WARN    += -Wno-unknown-warning-option
+else
+PKGENV  :=
+OS_CPPFLAGS := -D_GNU_SOURCE
+endif
+PKG_OK  := $(shell $(PKGENV) $(PKG_CONFIG) --exists $(PKGS) 2>/dev/null && echo yes)
+CPPFLAGS := -std=gnu11 $(OS_CPPFLAGS) -DFUSE_USE_VERSION=35 $(FORTIFY) -I. $(shell $(PKGENV) $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+LDLIBS  := $(shell $(PKGENV) $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lpthread
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 # ---- platforms (issue 42; doc/architecture.md, "The platform seam") -----
@@ -83,11 +101,11 @@ FAKESRC := $(wildcard tests/fake_herdr/*.c)
 BENCHSRC := $(wildcard tests/bench/*.c)
 BENCHBIN := $(BENCHSRC:tests/bench/%.c=$(B)/bench-bin/%)
 
-.PHONY: all san test unit integration faults soak run demo demo-fleet bench bench-fleet clean fuzz install uninstall check deb
+.PHONY: all san test unit integration faults soak run demo demo-fleet bench bench-fleet clean fuzz install uninstall check deb selftest
 all: $(B)/fleetfs $(UNITBIN) $(TOOLBIN) $(if $(FAKESRC),$(B)/fake-herdr)
 
 # evaluated only when a build needs it (in the recipe below)
-PKG_MISSING = $(foreach p,$(PKGS),$(if $(shell $(PKG_CONFIG) --exists $(p) 2>/dev/null && echo y),,$(p)))
+PKG_MISSING = $(foreach p,$(PKGS),$(if $(shell $(PKGENV) $(PKG_CONFIG) --exists $(p) 2>/dev/null && echo y),,$(p)))
 .PHONY: deps-check
 deps-check:
 ifneq ($(PKG_OK),yes)
@@ -182,6 +200,12 @@ check:
 run:
 	@scripts/run
 
+# Mount, send to self, read, status, unmount: ok or failed each (doc/macos.md,
+# "Self-test"); against FLEET_BROKER_URI (or ~/.config/fleetfs/broker.env),
+# or SELFTEST=--local: a private broker of its own, as make run starts one.
+selftest: $(B)/fleetfs
+	@FLEETFS=$(B)/fleetfs scripts/selftest $(SELFTEST)
+
 # Two leads on one machine; a message from alpha typed into beta's tmux pane.
 demo: $(B)/fleetfs $(B)/tools/fake-agent
 	@FLEETFS_BUILD=$(B) scripts/demo
@@ -208,6 +232,28 @@ MANS       := doc/fleetfs.1 doc/fleetfs-broker.1
 SUBST      := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
               -e 's|@DOCDIR@|$(DOCDIR)|g'
 
+# macOS (uname -s: Darwin) gets a launchd agent instead of the systemd units
+# (doc/macos.md, "Running it for good"): LAUNCHD_DIR/LAUNCHD_LABEL.plist,
+# by default in the installing user's ~/Library/LaunchAgents, which launchd
+# loads at each login of that user (now: launchctl bootstrap gui/$(id -u)
+# FILE); it runs FLEETLIBDIR/fleetfs-agent, which mounts ~/fleet with the
+# fleetfs of BINDIR. Run make install as that user (not with sudo: HOME
+# decides LAUNCHD_DIR and LAUNCHD_LOG), with a PREFIX you can write, e.g.
+# PREFIX=$HOME/.local. LAUNCHD_DIR=/Library/LaunchAgents (sudo) loads it
+# for every user who logs in; LAUNCHD_LOG must then be a file every one of
+# them can write. make uninstall boots it out of launchd first (when no
+# DESTDIR) and removes the plist.
+LAUNCHD_LABEL ?= local.fleetfs
+LAUNCHD_DIR   ?= $(HOME)/Library/LaunchAgents
+LAUNCHD_LOG   ?= $(HOME)/Library/Logs/fleetfs.log
+LSUBST      = $(SUBST) -e 's|@FLEETLIBDIR@|$(FLEETLIBDIR)|g' -e 's|@LABEL@|$(LAUNCHD_LABEL)|g' \
+              -e 's|@LAUNCHD_DIR@|$(LAUNCHD_DIR)|g' -e 's|@LAUNCHD_LOG@|$(LAUNCHD_LOG)|g'
+ifeq ($(UNAME_S),Darwin)
+SERVICE_DIRS = $(DESTDIR)$(LAUNCHD_DIR) $(DESTDIR)$(dir $(LAUNCHD_LOG))
+else
+SERVICE_DIRS = $(DESTDIR)$(SYSTEMD_SYSTEM_DIR) $(DESTDIR)$(SYSTEMD_USER_DIR)
+endif
+
 # scripts/broker is installed as fleetfs-broker, the operator's command for
 # the hosts' broker logins (`fleetfs-broker host add NAME`, fleetfs-broker(1));
 # it finds the fleetfs installed beside it, and its LavinMQ half
@@ -215,28 +261,40 @@ SUBST      := sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g
 FLEETLIBDIR ?= $(PREFIX)/lib/fleetfs
 install: $(B)/fleetfs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
-	    $(DESTDIR)$(SYSTEMD_SYSTEM_DIR) $(DESTDIR)$(SYSTEMD_USER_DIR) $(DESTDIR)$(FLEETLIBDIR)
+	    $(SERVICE_DIRS) $(DESTDIR)$(FLEETLIBDIR)
 	install -m 0755 $(B)/fleetfs $(DESTDIR)$(BINDIR)/fleetfs
 	install -m 0755 scripts/broker $(DESTDIR)$(BINDIR)/fleetfs-broker
 	install -m 0644 scripts/broker-lavinmq $(DESTDIR)$(FLEETLIBDIR)/broker-lavinmq
 	install -m 0644 $(MANS) $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+ifeq ($(UNAME_S),Darwin)
+	install -m 0755 scripts/launchd/fleetfs-agent $(DESTDIR)$(FLEETLIBDIR)/fleetfs-agent
+	$(LSUBST) scripts/launchd/fleetfs.plist.in >$(DESTDIR)$(LAUNCHD_DIR)/$(LAUNCHD_LABEL).plist
+	chmod 0644 $(DESTDIR)$(LAUNCHD_DIR)/$(LAUNCHD_LABEL).plist
+else
 	$(foreach u,$(UNITS_SYSTEM),$(SUBST) scripts/systemd/$(u).in >$(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/$(u) && \
 	    chmod 0644 $(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/$(u) &&) true
 	$(foreach u,$(UNITS_USER),$(SUBST) scripts/systemd/$(u).in >$(DESTDIR)$(SYSTEMD_USER_DIR)/$(u) && \
 	    chmod 0644 $(DESTDIR)$(SYSTEMD_USER_DIR)/$(u) &&) true
+endif
 
 # Removes exactly what install puts there (and the doc directory, which is
 # fleetfs's own); shared directories such as bin/ stay.
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/fleetfs $(DESTDIR)$(BINDIR)/fleetfs-broker
 	rm -f $(DESTDIR)$(FLEETLIBDIR)/broker-lavinmq
+ifeq ($(UNAME_S),Darwin)
+	$(if $(DESTDIR),,-launchctl bootout gui/$$(id -u)/$(LAUNCHD_LABEL) 2>/dev/null)
+	rm -f $(DESTDIR)$(FLEETLIBDIR)/fleetfs-agent $(DESTDIR)$(LAUNCHD_DIR)/$(LAUNCHD_LABEL).plist
+endif
 	-rmdir $(DESTDIR)$(FLEETLIBDIR)
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANS)))
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
 	-rmdir $(DESTDIR)$(DOCDIR)
+ifneq ($(UNAME_S),Darwin)
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_SYSTEM_DIR)/,$(UNITS_SYSTEM))
 	rm -f $(addprefix $(DESTDIR)$(SYSTEMD_USER_DIR)/,$(UNITS_USER))
+endif
 
 # The Debian package (scripts/deb says how it is laid out).
 deb:
