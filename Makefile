@@ -192,10 +192,13 @@ test:
 # face and the broker only through its seam (part of make test); every C
 # file is as clang-format 14 makes it from .clang-format (scripts/check-format); and every
 # source file names the license, Apache-2.0, in an SPDX line (scripts/check-spdx);
-# and no product C file is over 1000 lines (scripts/check-size).
-# FLEET_CHECK_ROOT=DIR runs all four on another tree (t0002 plants in a copy).
+# and no product C file is over 1000 lines (scripts/check-size); and each
+# document of doc/ over 300 lines opens with the contents list of its ##
+# headings, current (scripts/doc-contents --check; scripts/doc-contents
+# writes them).
+# FLEET_CHECK_ROOT=DIR runs all five on another tree (t0002 plants in a copy).
 check:
-	@rc=0; scripts/check-layers || rc=1; scripts/check-format || rc=1; scripts/check-spdx || rc=1; scripts/check-size || rc=1; exit $$rc
+	@rc=0; scripts/check-layers || rc=1; scripts/check-format || rc=1; scripts/check-spdx || rc=1; scripts/check-size || rc=1; scripts/doc-contents --check || rc=1; exit $$rc
 
 run:
 	@scripts/run

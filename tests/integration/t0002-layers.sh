@@ -5,17 +5,18 @@
 # and each fails, naming the part and the file, on a planted violation of
 # each of its rules (doc/architecture.md draws them): the folder rules, the
 # loops that were cut (never rules), the spelling of an include, the
-# model's seam to the broker. And `make check` itself runs all four checks
-# (the license line too): on a copy with one violation of each, it fails
-# naming every one.
+# model's seam to the broker. And `make check` itself runs all five checks
+# (the license line and the documents' contents lists too): on a copy with
+# one violation of each, it fails naming every one.
 . "$(dirname "$0")/../lib.sh"
 
-# a fresh copy of the product tree and the two checks, in dir $1
+# a fresh copy of the product tree, its documents and the checks, in dir $1
 copy_tree() {
 	mkdir -p "$1/scripts" &&
-	cp -r "$FLEET_ROOT/fleetfs" "$FLEET_ROOT/broker" "$FLEET_ROOT/herdr" "$1/" &&
+	cp -r "$FLEET_ROOT/fleetfs" "$FLEET_ROOT/broker" "$FLEET_ROOT/herdr" "$FLEET_ROOT/doc" "$1/" &&
 	cp "$FLEET_ROOT/.clang-format" "$1/" &&
-	cp "$FLEET_ROOT/scripts/check-layers" "$FLEET_ROOT/scripts/check-format" "$FLEET_ROOT/scripts/check-size" "$1/scripts/"
+	cp "$FLEET_ROOT/scripts/check-layers" "$FLEET_ROOT/scripts/check-format" "$FLEET_ROOT/scripts/check-size" \
+		"$FLEET_ROOT/scripts/doc-contents" "$1/scripts/"
 }
 N=22 # the checks check-layers makes: its rules, the seam, the Linux-only names, the spelling of includes, no file under no rule
 
@@ -34,7 +35,9 @@ test_expect_success 'the tree as it is passes both checks, and the picture is pr
 	FLEET_CHECK_ROOT=$PWD/clean "$FLEET_ROOT/scripts/check-format" >fmt &&
 	grep -E "^format: [0-9]+ passed, 0 failed\$" fmt &&
 	FLEET_CHECK_ROOT=$PWD/clean "$FLEET_ROOT/scripts/check-size" >size &&
-	grep -E "^size: [0-9]+ passed, 0 failed\$" size
+	grep -E "^size: [0-9]+ passed, 0 failed\$" size &&
+	FLEET_CHECK_ROOT=$PWD/clean "$FLEET_ROOT/scripts/doc-contents" --check >contents &&
+	grep -E "^contents: [0-9]+ passed, 0 failed\$" contents
 '
 
 # plant RULE FILE HEADER: FILE (in a fresh copy) includes HEADER, which RULE
@@ -237,11 +240,47 @@ test_expect_success 'with only another version: nothing checked, exit 2 naming i
 	grep -x "format: fleetfs/base/log.c differs from .clang-format (fix: clang-format -i fleetfs/base/log.c)" o16b.out
 '
 
+# The contents list atop each long document (scripts/doc-contents): a
+# section added without its line, a long document without a list, fail
+# --check naming the document; scripts/doc-contents (no --check) makes them
+# current, and then --check passes. A "## " line in a ``` fence is no
+# heading; a document under 300 lines needs no list.
+test_expect_success 'a stale contents list fails doc-contents --check, naming the document; doc-contents makes it current' '
+	rm -rf toc && copy_tree toc &&
+	grep -q "^<!-- contents" toc/doc/protocol.md &&
+	printf "\n## Z. A section added later\n\ntext\n" >>toc/doc/protocol.md &&
+	test_must_fail env FLEET_CHECK_ROOT=$PWD/toc "$FLEET_ROOT/scripts/doc-contents" --check >toc.out &&
+	cat toc.out &&
+	grep -x "contents: doc/protocol.md: its contents list is not its ## headings (fix: scripts/doc-contents)" toc.out &&
+	grep -E "^contents: [0-9]+ passed, 1 failed\$" toc.out &&
+	FLEET_CHECK_ROOT=$PWD/toc "$FLEET_ROOT/scripts/doc-contents" >fix.out &&
+	grep -x "contents: doc/protocol.md: list written" fix.out &&
+	test $(wc -l <fix.out) = 1 &&
+	sed -n "/^<!-- contents/,/^<!-- \/contents -->/p" toc/doc/protocol.md | tail -n 2 | head -n 1 >last &&
+	echo "- [Z. A section added later](#z-a-section-added-later)" >want && test_cmp want last &&
+	FLEET_CHECK_ROOT=$PWD/toc "$FLEET_ROOT/scripts/doc-contents" --check >toc.out &&
+	grep -E "^contents: [0-9]+ passed, 0 failed\$" toc.out
+'
+test_expect_success 'a long document without a list fails --check; a fenced ## line is no heading; a short one needs none' '
+	rm -rf toc && copy_tree toc &&
+	sed -i "/^<!-- contents/,/^<!-- \/contents -->/d" toc/doc/security.md &&
+	test_must_fail env FLEET_CHECK_ROOT=$PWD/toc "$FLEET_ROOT/scripts/doc-contents" --check >toc.out &&
+	grep -E "^contents: doc/security.md: [0-9]+ lines and no contents list \(fix: scripts/doc-contents\)\$" toc.out &&
+	printf "\x60\x60\x60sh\n## not a heading\n\x60\x60\x60\n" >>toc/doc/security.md &&
+	printf "# Short\n\n## One\n\ntext\n" >toc/doc/short.md &&
+	FLEET_CHECK_ROOT=$PWD/toc "$FLEET_ROOT/scripts/doc-contents" >/dev/null &&
+	! grep -q "not a heading" <(sed -n "/^<!-- contents/,/^<!-- \/contents -->/p" toc/doc/security.md) &&
+	grep -q "^- \[1. Threat model\](#1-threat-model)\$" toc/doc/security.md &&
+	! grep -q "^<!-- contents" toc/doc/short.md &&
+	FLEET_CHECK_ROOT=$PWD/toc "$FLEET_ROOT/scripts/doc-contents" --check >toc.out &&
+	grep -E "^contents: [0-9]+ passed, 0 failed\$" toc.out
+'
+
 # make check is what people run: it must run every check. On a copy with
 # one violation for each (a layer, the style, the license line, the size),
 # make check (this Makefile, FLEET_CHECK_ROOT the copy) fails naming all
 # four; dropping a script from its recipe fails here.
-test_expect_success 'make check on a clean copy passes all four checks' '
+test_expect_success 'make check on a clean copy passes all five checks' '
 	rm -rf mk && copy_tree mk &&
 	git -C mk init -q &&
 	FLEET_CHECK_ROOT=$PWD/mk make -s -C "$FLEET_ROOT" check >mk.out 2>&1 &&
@@ -249,7 +288,8 @@ test_expect_success 'make check on a clean copy passes all four checks' '
 	grep -x "layers: $N passed, 0 failed" mk.out &&
 	grep -E "^format: [0-9]+ passed, 0 failed\$" mk.out &&
 	grep -E "^spdx: [0-9]+ passed, 0 failed\$" mk.out &&
-	grep -E "^size: [0-9]+ passed, 0 failed\$" mk.out
+	grep -E "^size: [0-9]+ passed, 0 failed\$" mk.out &&
+	grep -E "^contents: [0-9]+ passed, 0 failed\$" mk.out
 '
 test_expect_success 'make check on a copy with one violation of each check fails, naming each' '
 	rm -rf mk && copy_tree mk &&
@@ -259,6 +299,7 @@ test_expect_success 'make check on a copy with one violation of each check fails
 	sed -i "/SPDX-License-Identifier/d" mk/herdr/sanitize.h &&
 	n=$(wc -l <mk/broker/uri.c) &&
 	for i in $(seq $((1001 - n))); do echo "/* filler */"; done >>mk/broker/uri.c &&
+	printf "\n## A section added without its line in the contents\n" >>mk/doc/operations.md &&
 	test_must_fail env FLEET_CHECK_ROOT=$PWD/mk make -s -C "$FLEET_ROOT" check >mk.out 2>&1 &&
 	cat mk.out &&
 	grep -x "layers: face/notify reaches what it must not:" mk.out &&
@@ -268,6 +309,8 @@ test_expect_success 'make check on a copy with one violation of each check fails
 	grep -xF "spdx: herdr/sanitize.h has no \"SPDX-License-Identifier: Apache-2.0\" line in its first 5 lines (add it as a comment, after any #! line)" mk.out &&
 	grep -E "^spdx: [0-9]+ passed, 1 failed\$" mk.out &&
 	grep -x "broker/uri.c: 1001 lines, over 1000: split it by concern (doc/architecture.md)" mk.out &&
-	grep -E "^size: [0-9]+ passed, 1 failed\$" mk.out
+	grep -E "^size: [0-9]+ passed, 1 failed\$" mk.out &&
+	grep -x "contents: doc/operations.md: its contents list is not its ## headings (fix: scripts/doc-contents)" mk.out &&
+	grep -E "^contents: [0-9]+ passed, 1 failed\$" mk.out
 '
 test_done
