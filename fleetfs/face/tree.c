@@ -195,50 +195,6 @@ static char *child_path(const char *dir, const char *name)
 }
 
 /* A snapshot of a readable file; fresh: may ask the broker. */
-static GString *render(fleet *f, const node *n, bool fresh)
-{
-    switch (n->k) {
-    case N_README:
-        return g_string_new(st_readme());
-    case N_STATUS:
-        return st_root(f);
-    case N_SENT:
-        return mb_render(n->home, MB_SENT);
-    case N_HISTORY:
-        return mb_render(n->home, MB_HISTORY);
-    case N_LSTATUS:
-        return st_lead(f, fresh);
-    case N_PSTATUS:
-        return st_peer(f, n->name, fresh);
-    case N_ASTATUS:
-        return st_agent(f, n->name, fresh);
-    case N_GMEMBERS:
-        return ag_members_text(f->ag, n->name);
-    case N_ROSTER:
-        return st_roster(f);
-    case N_HSTATUS:
-        return hs_status(f, n->name);
-    case N_HSPAWNS:
-        return hs_spawns(f, n->name);
-    default:
-        return g_string_new(NULL);
-    }
-}
-
-static int64_t mtime_of(const node *n)
-{
-    switch (n->k) {
-    case N_INBOX:
-        return mb_mtime(n->home, MB_INBOX);
-    case N_SENT:
-        return mb_mtime(n->home, MB_SENT);
-    case N_HISTORY:
-        return mb_mtime(n->home, MB_HISTORY);
-    default:
-        return env_now_ms();
-    }
-}
-
 /* A directory's attributes (mtime: now). */
 static void dir_stat(const fleet *f, struct stat *st)
 {
@@ -318,12 +274,12 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
              * write reaches past the end, so writers share it (fuseopen.h) */
             st->st_size = (off_t)f->opts->max_message;
         } else if (!tr_is_writable(n.k)) {
-            GString *g = render(f, &n, false);
+            GString *g = tr_render(f, &n, false);
             st->st_size = (off_t)g->len;
             g_string_free(g, TRUE);
         }
     }
-    mt = mtime_of(&n);
+    mt = tr_mtime(&n);
     st->st_mtim.tv_sec = mt / 1000;
     st->st_mtim.tv_nsec = (mt % 1000) * 1000000;
     st->st_ctim = st->st_mtim;
@@ -566,7 +522,7 @@ static int node_open(const rq *r, const char *path, struct fuse_file_info *fi)
     else if (tr_is_ask(n.k)) /* the lead asks; through to/, that agent */
         h->ask = askf_open(n.k == N_TOASK || n.k == N_TOASKJ ? h->home : f->mb);
     else if (!tr_is_writable(n.k))
-        h->snap = render(f, &n, true);
+        h->snap = tr_render(f, &n, true);
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->direct_io = 1;
     fi->keep_cache = 0;

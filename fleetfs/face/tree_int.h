@@ -96,5 +96,9 @@ bool tr_is_ask(node_kind k);
 void tr_node_clear(node *n);
 bool tr_outsider(const rq *r);
 int tr_dir_list(const rq *r, const char *path, GPtrArray *out);
+/* render.c: a readable node's text (fresh: a status probed now), and its
+ * mtime (ms since the epoch) */
+GString *tr_render(fleet *f, const node *n, bool fresh);
+int64_t tr_mtime(const node *n);
 
 #endif
