@@ -6,6 +6,7 @@
 #include "fleetfs/face/tree_int.h"
 
 #include "fleetfs/agents/agents.h"
+#include "fleetfs/face/claims.h"
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/face/status.h"
 
@@ -34,6 +35,8 @@ GString *tr_render(fleet *f, const node *n, bool fresh)
         return hs_status(f, n->name);
     case N_HSPAWNS:
         return hs_spawns(f, n->name);
+    case N_CHOLDER:
+        return cl_render(f->cl, n->name);
     default:
         return g_string_new(NULL);
     }

@@ -57,6 +57,7 @@
 #include "fleetfs/agents/agents.h"
 #include "fleetfs/face/askfile.h"
 #include "fleetfs/face/fuseopen.h"
+#include "fleetfs/face/claims.h"
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/face/status.h"
@@ -229,7 +230,8 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
         tr_resolve_node(f, path, &n);
     /* presence: the poker announcing peers/<id> (agents/<gid>, groups/<g>)
      * coming or going */
-    if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_HOST || n.k == N_NONE) {
+    if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_HOST || n.k == N_CLAIM ||
+        n.k == N_NONE) {
         int pretend = nt_pretend(g_atomic_pointer_get(&f->nt), r->cx->pid, path + 1);
         if (pretend == 1) {
             tr_node_clear(&n);
@@ -239,6 +241,7 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
             n.k = g_str_has_prefix(path, "/agents/")   ? N_AGENT
                   : g_str_has_prefix(path, "/groups/") ? N_GROUP
                   : g_str_has_prefix(path, "/hosts/")  ? N_HOST
+                  : g_str_has_prefix(path, "/claims/") ? N_CLAIM
                                                        : N_PEER;
             *pretended = true;
         }
@@ -702,6 +705,10 @@ static int node_write(const rq *r, fuse_req_t req, handle *h, const char *buf, s
         int e = hs_stop(f, h->name, buf, size);
         return e ? -e : (int)size;
     }
+    case N_CNOTE: {
+        int e = cl_note(f->cl, h->name, buf, size);
+        return e ? -e : (int)size;
+    }
     default:
         g_free(w);
         return -EBADF;
@@ -858,6 +865,8 @@ static int node_mkdir(const rq *r, const char *path)
         return 0;
     if ((gid = agents_child(path)) && !tr_outsider(r) && tr_resolve(r->f, path) == N_NONE)
         return -ag_mkdir(r->f->ag, gid);
+    if (g_str_has_prefix(path, "/claims/") && !strchr(path + 8, '/') && !tr_outsider(r))
+        return -cl_mkdir(r->f->cl, path + 8);
     return deny_path(r, path);
 }
 
@@ -890,7 +899,9 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     int err = !path                                            ? -ENOENT
               : entry_poke(&r, path, false) == 0               ? 0
               : (gid = agents_child(path)) && !tr_outsider(&r) ? -ag_rmdir(r.f->ag, gid)
-                                                               : -EACCES;
+              : g_str_has_prefix(path, "/claims/") && !tr_outsider(&r)
+                  ? -cl_release(r.f->cl, path + 8)
+                  : -EACCES;
     g_free(path);
     fuse_reply_err(req, -err);
 }
