@@ -41,7 +41,7 @@
 #define BC_EXCHANGE "fleet.claims"
 #define BC_LOCK_PREFIX "fleet.claim."
 #define BC_TOKEN_PREFIX "fleet.claimtok."
-#define BC_HEARTBEAT_S 20
+#define BC_HEARTBEAT_S 10
 #define BC_GRACE_MS 6000
 #define BC_MAX_HELD 1000 /* claims one mount may hold (one channel each) */
 
