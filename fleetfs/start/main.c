@@ -39,6 +39,7 @@
 #include "fleetfs/face/fleet.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/mcp/ask.h"
+#include "fleetfs/mcp/claim.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/start/hostcmd.h"
@@ -697,6 +698,8 @@ int main(int argc, char **argv)
         return mcp_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "ask"))
         return mcp_ask_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "claim"))
+        return mcp_claim_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "declare"))
         return hc_declare_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "dlq"))

@@ -87,6 +87,41 @@ test_expect_success 'inotify: a release on beta is IN_DELETE in alpha/claims/' '
     peek build >p && grep -q "^consumers 0 tokens 1 max 1 holder beta$" p
 '
 
+test_expect_success 'fleetfs claim: prints the token; exit 3 when held; --wait takes it once released' '
+    "$FLEETFS" claim "$TEST_DIR/alpha" ship --note "release 1.2" >tok && echo 1 >want && test_cmp want tok &&
+    test "$(jq -r .note alpha/claims/ship/holder)" = "release 1.2" &&
+    { "$FLEETFS" claim "$TEST_DIR/beta" ship 2>err; rc=$?; } &&
+    test $rc = 3 && grep -q "ship is held by alpha" err &&
+    { "$FLEETFS" claim "$TEST_DIR/beta" Ship 2>err; rc=$?; } &&
+    test $rc = 2 && grep -q "not a claim name" err &&
+    { "$FLEETFS" claim "$TEST_DIR/beta" ship --wait 30 >tok2 2>err2 & } &&
+    wait_for 10 "test \"\$(jq -r .holder beta/claims/ship/holder 2>/dev/null)\" = alpha" &&
+    rmdir alpha/claims/ship &&
+    wait_for 20 "test -s tok2" && echo 2 >want && test_cmp want tok2 &&
+    peek ship >p && grep -q "^consumers 1 tokens 1 max 2 holder beta$" p &&
+    rmdir beta/claims/ship
+'
+
+mcp_line() {
+  printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n' "$2" "$3" |
+    timeout 60 "$FLEETFS" mcp "$TEST_DIR/$1"
+}
+
+test_expect_success 'MCP: fleet_claim, fleet_claims, fleet_release with the same meanings and errors' '
+    mcp_line alpha fleet_claim "{\"name\":\"tool\",\"note\":\"via mcp\"}" >r &&
+    test "$(jq -r .result.structuredContent.token r)" = 1 &&
+    test "$(jq -r .result.structuredContent.note r)" = "via mcp" &&
+    peek tool >p && grep -q "^consumers 1 tokens 1 max 1 holder alpha$" p &&
+    mcp_line beta fleet_claim "{\"name\":\"tool\"}" >r &&
+    test "$(jq -r .result.isError r)" = true && jq -r ".result.content[0].text" r | grep -q "held by another" &&
+    wait_for 10 "mcp_line beta fleet_claims {} | jq -e \".result.structuredContent.claims[] | select(.name == \\\"tool\\\" and .holder == \\\"alpha\\\")\" >/dev/null" &&
+    mcp_line beta fleet_release "{\"name\":\"tool\"}" >r &&
+    test "$(jq -r .result.isError r)" = true && jq -r ".result.content[0].text" r | grep -q "only its holder" &&
+    mcp_line alpha fleet_release "{\"name\":\"tool\"}" >r &&
+    test "$(jq -r .result.structuredContent.released r)" = true &&
+    peek tool >p && grep -q "^consumers 0 tokens 1 max 1 holder alpha$" p
+'
+
 test_expect_success 'beta (the holder) killed -9: the broker frees deploy, alpha takes it with token 3' '
     kill_fleet beta &&
     wait_for 15 "peek deploy | grep -q \"^consumers 0 \"" &&
