@@ -36,7 +36,7 @@
 #define RPC_TIMEOUT_MS 2000
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 5000
-#define PROBES_PER_ROUND 64
+#define PROBES_PER_ROUND 200
 
 typedef enum { RQ_TAKE, RQ_RELEASE, RQ_ANNOUNCE } rq_kind;
 

@@ -41,10 +41,12 @@ typedef struct {
 struct claims {
     struct fleet *f;
     bc_conn *bc;
-    GMutex lock;       /* guards the rest */
-    GHashTable *tab;   /* name -> entry */
-    GHashTable *watch; /* name -> monotonic ms until which it is probed */
-    guint rr;          /* round-robin cursor over tab */
+    GMutex lock;        /* guards the rest */
+    GHashTable *tab;    /* name -> entry */
+    GHashTable *watch;  /* name -> monotonic ms until which it is probed */
+    GQueue hot;         /* names looked up, most recent first: probed next */
+    GHashTable *hot_at; /* name -> its link in hot */
+    guint rr;           /* round-robin cursor over tab */
 };
 
 static int64_t mono_ms(void)
@@ -199,6 +201,14 @@ static char **on_to_probe(void *ud, unsigned max)
         else
             g_ptr_array_add(out, g_strdup(k));
     }
+    while (out->len < max && c->hot.head) {
+        char *h = g_queue_pop_head(&c->hot);
+        g_hash_table_remove(c->hot_at, h);
+        if (g_hash_table_contains(c->tab, h) && !g_hash_table_contains(c->watch, h))
+            g_ptr_array_add(out, h);
+        else
+            g_free(h);
+    }
     size = g_hash_table_size(c->tab);
     if (c->rr >= size)
         c->rr = 0;
@@ -261,6 +271,8 @@ claims *cl_new(struct fleet *f, char **uris)
     g_mutex_init(&c->lock);
     c->tab = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, entry_free);
     c->watch = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    c->hot_at = g_hash_table_new(g_str_hash, g_str_equal);
+    g_queue_init(&c->hot);
     c->bc = bc_new(&cfg, &cb);
     return c;
 }
@@ -284,17 +296,43 @@ void cl_free(claims *c)
     bc_free(c->bc);
     g_hash_table_destroy(c->tab);
     g_hash_table_destroy(c->watch);
+    g_hash_table_destroy(c->hot_at);
+    g_queue_clear_full(&c->hot, g_free);
     g_mutex_clear(&c->lock);
     g_free(c);
 }
 
+static void watch(claims *c, const char *name, int64_t ms)
+{
+    int64_t *until = g_new(int64_t, 1);
+    *until = mono_ms() + ms;
+    g_hash_table_replace(c->watch, g_strdup(name), until);
+}
+
+/* A lookup of another's claim puts it first in line for a probe (the
+ * latest first): a mkdir of a listed name never reaches us (the kernel
+ * answers EEXIST from the lookup), so a claim whose holder died must leave
+ * the listing soon after someone looks at it, not after the whole
+ * round-robin. */
 bool cl_known(claims *c, const char *name)
 {
+    entry *e;
     bool k;
     if (!c || !name)
         return false;
     g_mutex_lock(&c->lock);
-    k = g_hash_table_contains(c->tab, name);
+    e = g_hash_table_lookup(c->tab, name);
+    k = e != NULL;
+    if (e && !e->mine) {
+        GList *l = g_hash_table_lookup(c->hot_at, name);
+        if (l) {
+            g_queue_unlink(&c->hot, l);
+            g_queue_push_head_link(&c->hot, l);
+        } else {
+            g_queue_push_head(&c->hot, g_strdup(name));
+            g_hash_table_insert(c->hot_at, c->hot.head->data, c->hot.head);
+        }
+    }
     g_mutex_unlock(&c->lock);
     return k;
 }
@@ -359,13 +397,6 @@ GString *cl_render(claims *c, const char *name)
     return g;
 }
 
-static void watch(claims *c, const char *name)
-{
-    int64_t *until = g_new(int64_t, 1);
-    *until = mono_ms() + WATCH_MS;
-    g_hash_table_replace(c->watch, g_strdup(name), until);
-}
-
 int cl_take(claims *c, const char *name, const char *note, char *why, size_t n)
 {
     entry mine = {0}, *e;
@@ -409,7 +440,7 @@ int cl_take(claims *c, const char *name, const char *note, char *why, size_t n)
         g_hash_table_remove(c->watch, name);
         announce(c, "take", name, e);
     } else if (rc == EEXIST) {
-        watch(c, name);
+        watch(c, name, WATCH_MS);
         if (!g_hash_table_contains(c->tab, name)) {
             e = g_new0(entry, 1);
             e->unknown = true;
