@@ -7,11 +7,9 @@
  * given up by its waiter (abandoned) is still carried out, and a take that
  * succeeds for nobody is released at once.
  *
- * The connect sequence is a third private copy of conn.c's (the roster's
- * note says why there is no shared one yet): fold them when broker/ grows
- * one helper.
+ * The connect sequence is in claimconn.c.
  */
-#include "broker/claims.h"
+#include "broker/claims_int.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -24,113 +22,12 @@
 #include <unistd.h>
 
 #include <amqp.h>
-#include <amqp_ssl_socket.h>
-#include <amqp_tcp_socket.h>
 
-#include "broker/explain.h"
 #include "fleetfs/base/log.h"
-
-#define CH_MAIN 1  /* confirms, token gets, events in */
-#define CH_PROBE 2 /* passive declares */
-#define CH_FIRST 3 /* claims: CH_FIRST .. CH_FIRST + BC_MAX_HELD - 1 */
-#define RPC_TIMEOUT_MS 2000
-#define BACKOFF_MIN_MS 250
-#define BACKOFF_MAX_MS 5000
-#define PROBES_PER_ROUND 200
-
-typedef enum { RQ_TAKE, RQ_RELEASE, RQ_ANNOUNCE } rq_kind;
-
-typedef struct {
-    rq_kind kind;
-    char name[128];
-    char *body; /* take: the record; announce: the event */
-    /* answered under bc_conn.lock */
-    int rc;
-    uint64_t token;
-    char why[256];
-    bool done, abandoned;
-} bc_req;
-
-typedef struct {
-    int ch;
-    uint64_t token;
-} held;
-
-struct bc_conn {
-    bc_config cfg;
-    bc_callbacks cb;
-    GThread *thread;
-    int wakefd;
-
-    GMutex lock; /* guards up to the marker */
-    GCond done_cv;
-    GQueue reqs; /* bc_req *, in order */
-    bool stop, up;
-    char down_why[256]; /* why not up */
-    int sockfd;         /* while connected: bc_stop shuts it down */
-
-    /* ---- claims thread only ---- */
-    amqp_connection_state_t amqp;
-    bool connected;
-    unsigned uri_index;
-    int64_t next_attempt_ms, backoff_ms, last_ok_ms, next_round_ms;
-    uint64_t next_tag; /* publish sequence on CH_MAIN */
-    char shown[300];
-    char reason[256];
-    GHashTable *held;   /* name -> held */
-    bool *ch_used;      /* BC_MAX_HELD */
-    char **probe_names; /* this round's, probed one per loop */
-    unsigned probe_at;
-};
 
 static int64_t now_ms(void)
 {
     return g_get_monotonic_time() / 1000;
-}
-
-static void bytes_str(amqp_bytes_t b, char *out, size_t n)
-{
-    size_t len = MIN(b.len, n - 1);
-    if (len)
-        memcpy(out, b.bytes, len);
-    out[len] = '\0';
-    log_clean(out);
-}
-
-static void rpc_words(bc_conn *c, const char *what, char *out, size_t n)
-{
-    amqp_rpc_reply_t rep = amqp_get_rpc_reply(c->amqp);
-    char t[200] = "";
-    if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
-        (rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD ||
-         rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD)) {
-        amqp_bytes_t text = rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD
-                                ? ((amqp_channel_close_t *)rep.reply.decoded)->reply_text
-                                : ((amqp_connection_close_t *)rep.reply.decoded)->reply_text;
-        bytes_str(text, t, sizeof t);
-    } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
-        g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
-    } else {
-        g_strlcpy(t, "unexpected reply", sizeof t);
-    }
-    snprintf(out, n, "%s: %s", what, t);
-}
-
-/* After a failed synchronous call on channel ch: the broker's channel.close
- * code (answered close-ok; the channel is closed now), or 0 when it was not
- * a channel close (the connection is not usable then). */
-static int channel_refused(bc_conn *c, int ch)
-{
-    amqp_rpc_reply_t rep = amqp_get_rpc_reply(c->amqp);
-    amqp_channel_close_ok_t ok = {0};
-
-    if (rep.reply_type != AMQP_RESPONSE_SERVER_EXCEPTION ||
-        rep.reply.id != AMQP_CHANNEL_CLOSE_METHOD)
-        return 0;
-    if (amqp_send_method(c->amqp, (amqp_channel_t)ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) !=
-        AMQP_STATUS_OK)
-        return 0;
-    return ((amqp_channel_close_t *)rep.reply.decoded)->reply_code;
 }
 
 static void set_up(bc_conn *c, bool up)
@@ -175,121 +72,6 @@ static void drop(bc_conn *c, const char *why)
     c->backoff_ms = MIN(c->backoff_ms * 2, BACKOFF_MAX_MS);
 }
 
-static int open_login(bc_conn *c, const char *uri, char *why, size_t n)
-{
-    char *buf = g_strdup(uri);
-    struct amqp_connection_info info;
-    struct timeval tv = {2, 0}, rpc = {RPC_TIMEOUT_MS / 1000, 0};
-    amqp_socket_t *sock;
-    amqp_rpc_reply_t rep;
-    const char *vhost;
-    br_where w;
-    int rc = -1, s;
-    char name[200];
-    amqp_table_entry_t prop[2];
-    amqp_table_t props = {2, prop};
-
-    amqp_default_connection_info(&info);
-    if (amqp_parse_url(buf, &info) != AMQP_STATUS_OK) {
-        snprintf(why, n, "cannot parse a broker URI");
-        goto out;
-    }
-    snprintf(c->shown, sizeof c->shown, "%s:%d", info.host, info.port);
-    vhost = c->cfg.vhost && *c->cfg.vhost ? c->cfg.vhost : info.vhost;
-    c->amqp = amqp_new_connection();
-    if (info.ssl && !c->cfg.ca) {
-        snprintf(why, n, "%s: amqps:// needs -o ca=FILE", c->shown);
-        goto out;
-    }
-    sock = info.ssl ? amqp_ssl_socket_new(c->amqp) : amqp_tcp_socket_new(c->amqp);
-    if (sock && info.ssl) {
-        if (amqp_ssl_socket_set_cacert(sock, c->cfg.ca) != AMQP_STATUS_OK) {
-            snprintf(why, n, "cannot load CA file %s", c->cfg.ca);
-            goto out;
-        }
-        amqp_ssl_socket_set_verify_peer(sock, 1);
-        amqp_ssl_socket_set_verify_hostname(sock, 1);
-    }
-    if (!sock) {
-        snprintf(why, n, "cannot create a socket");
-        goto out;
-    }
-    w = (br_where){.shown = c->shown,
-                   .host = info.host,
-                   .port = info.port,
-                   .user = info.user,
-                   .vhost = vhost,
-                   .ca = c->cfg.ca,
-                   .uri_env = c->cfg.uri_env};
-    s = amqp_socket_open_noblock(sock, info.host, info.port, &tv);
-    if (s != AMQP_STATUS_OK) {
-        br_explain_open(&w, s, why, n);
-        goto out;
-    }
-    amqp_set_handshake_timeout(c->amqp, &rpc);
-    amqp_set_rpc_timeout(c->amqp, &rpc);
-    snprintf(name, sizeof name, "fleetfs %s@%s claims", c->cfg.coord_id, c->cfg.host);
-    prop[0].key = amqp_cstring_bytes("connection_name");
-    prop[0].value.kind = AMQP_FIELD_KIND_UTF8;
-    prop[0].value.value.bytes = amqp_cstring_bytes(name);
-    prop[1].key = amqp_cstring_bytes("product");
-    prop[1].value.kind = AMQP_FIELD_KIND_UTF8;
-    prop[1].value.value.bytes = amqp_cstring_bytes("fleetfs");
-    rep = amqp_login_with_properties(c->amqp, vhost, 0, 131072, BC_HEARTBEAT_S, &props,
-                                     AMQP_SASL_METHOD_PLAIN, info.user, info.password);
-    if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
-        br_explain_login_reply(&w, rep, why, n);
-        goto out;
-    }
-    rc = 0;
-out:
-    g_free(buf);
-    return rc;
-}
-
-/* The events exchange (topic, non-durable; an operator's durable one is
- * used as it is), our own queue bound to claims.#, consumed without acks. */
-static int setup(bc_conn *c, char *why, size_t n)
-{
-    amqp_bytes_t ex = amqp_cstring_bytes(BC_EXCHANGE), q;
-    amqp_queue_declare_ok_t *ok;
-
-    if (!amqp_channel_open(c->amqp, CH_MAIN) || !amqp_channel_open(c->amqp, CH_PROBE)) {
-        rpc_words(c, "cannot open a channel", why, n);
-        return -1;
-    }
-    if (!amqp_confirm_select(c->amqp, CH_MAIN)) {
-        rpc_words(c, "cannot select publisher confirms", why, n);
-        return -1;
-    }
-    c->next_tag = 1;
-    if (!amqp_exchange_declare(c->amqp, CH_PROBE, ex, amqp_cstring_bytes("topic"), 0, 0, 0, 0,
-                               amqp_empty_table)) {
-        int code = channel_refused(c, CH_PROBE);
-        if ((code != 403 && code != 406) || !amqp_channel_open(c->amqp, CH_PROBE) ||
-            !amqp_exchange_declare(c->amqp, CH_PROBE, ex, amqp_cstring_bytes("topic"), 1, 0, 0, 0,
-                                   amqp_empty_table)) {
-            rpc_words(c, "cannot declare exchange " BC_EXCHANGE, why, n);
-            return -1;
-        }
-    }
-    ok = amqp_queue_declare(c->amqp, CH_MAIN, amqp_empty_bytes, 0, 0, 1, 1, amqp_empty_table);
-    if (!ok) {
-        rpc_words(c, "cannot declare the claims events queue", why, n);
-        return -1;
-    }
-    q = amqp_bytes_malloc_dup(ok->queue);
-    if (!amqp_queue_bind(c->amqp, CH_MAIN, q, ex, amqp_cstring_bytes("claims.#"),
-                         amqp_empty_table) ||
-        !amqp_basic_consume(c->amqp, CH_MAIN, q, amqp_empty_bytes, 0, 1, 1, amqp_empty_table)) {
-        amqp_bytes_free(q);
-        rpc_words(c, "cannot bind or consume the claims events queue", why, n);
-        return -1;
-    }
-    amqp_bytes_free(q);
-    return 0;
-}
-
 static bool stopping(bc_conn *c)
 {
     bool s;
@@ -306,8 +88,8 @@ static void try_connect(bc_conn *c)
 
     if (n == 0 || stopping(c))
         return;
-    if (open_login(c, c->cfg.uris[c->uri_index % n], why, sizeof why) == 0 &&
-        setup(c, why, sizeof why) == 0) {
+    if (bc_open_login(c, c->cfg.uris[c->uri_index % n], why, sizeof why) == 0 &&
+        bc_setup(c, why, sizeof why) == 0) {
         c->connected = true;
         c->backoff_ms = BACKOFF_MIN_MS;
         c->last_ok_ms = now_ms();
@@ -362,8 +144,8 @@ static void other_frame(bc_conn *c)
         return;
     if (f.payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {
         amqp_connection_close_ok_t ok = {0};
-        bytes_str(((amqp_connection_close_t *)f.payload.method.decoded)->reply_text, text,
-                  sizeof text);
+        bc_bytes_str(((amqp_connection_close_t *)f.payload.method.decoded)->reply_text, text,
+                     sizeof text);
         amqp_send_method(c->amqp, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
         drop(c, text);
         return;
@@ -373,8 +155,8 @@ static void other_frame(bc_conn *c)
         return; /* a late confirm: nothing waits for it */
     if (f.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
         amqp_channel_close_ok_t ok = {0};
-        bytes_str(((amqp_channel_close_t *)f.payload.method.decoded)->reply_text, text,
-                  sizeof text);
+        bc_bytes_str(((amqp_channel_close_t *)f.payload.method.decoded)->reply_text, text,
+                     sizeof text);
         amqp_send_method(c->amqp, f.channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
     } else {
         g_strlcpy(text, "the broker cancelled our consumer (the queue was deleted?)", sizeof text);
@@ -507,8 +289,8 @@ static int declare_queues(bc_conn *c, const char *name, char *why, size_t n)
         snprintf(q, sizeof q, "%s%s", i ? BC_TOKEN_PREFIX : BC_LOCK_PREFIX, name);
         if (!amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(q), 0, 1, 0, 0,
                                 amqp_empty_table)) {
-            rpc_words(c, "cannot declare the claim's queue", why, n);
-            if (channel_refused(c, CH_PROBE) && amqp_channel_open(c->amqp, CH_PROBE))
+            bc_rpc_words(c, "cannot declare the claim's queue", why, n);
+            if (bc_channel_refused(c, CH_PROBE) && amqp_channel_open(c->amqp, CH_PROBE))
                 return EIO;
             return -1;
         }
@@ -536,7 +318,7 @@ static int take_tokens(bc_conn *c, const char *name, uint64_t *max, uint64_t *la
         *last_tag = ((amqp_basic_get_ok_t *)rep.reply.decoded)->delivery_tag;
         if (amqp_read_message(c->amqp, CH_MAIN, &m, 0).reply_type != AMQP_RESPONSE_NORMAL)
             return -1;
-        bytes_str(m.body, digits, sizeof digits);
+        bc_bytes_str(m.body, digits, sizeof digits);
         t = g_ascii_strtoull(digits, NULL, 10);
         *max = MAX(*max, t);
         amqp_destroy_message(&m);
@@ -572,16 +354,16 @@ static int do_take(bc_conn *c, bc_req *r)
     if (e)
         return e;
     if (!amqp_channel_open(c->amqp, (amqp_channel_t)ch)) {
-        rpc_words(c, "cannot open a channel", r->why, sizeof r->why);
+        bc_rpc_words(c, "cannot open a channel", r->why, sizeof r->why);
         return -1;
     }
     snprintf(q, sizeof q, "%s%s", BC_LOCK_PREFIX, r->name);
     if (!amqp_basic_consume(c->amqp, (amqp_channel_t)ch, amqp_cstring_bytes(q), amqp_empty_bytes, 0,
                             0, 1, amqp_empty_table)) {
-        int code = channel_refused(c, ch);
+        int code = bc_channel_refused(c, ch);
         if (code == 403 || code == 405)
             return EEXIST;
-        rpc_words(c, "cannot consume the claim's lock", r->why, sizeof r->why);
+        bc_rpc_words(c, "cannot consume the claim's lock", r->why, sizeof r->why);
         return code ? EIO : -1;
     }
     /* ours now, as long as the consumer stands: the token */
@@ -590,7 +372,7 @@ static int do_take(bc_conn *c, bc_req *r)
     c->ch_used[ch - CH_FIRST] = true;
     g_hash_table_insert(c->held, g_strdup(r->name), h);
     if (take_tokens(c, r->name, &max, &tag) < 0) {
-        rpc_words(c, "cannot read the claim's token", r->why, sizeof r->why);
+        bc_rpc_words(c, "cannot read the claim's token", r->why, sizeof r->why);
         return -1;
     }
     snprintf(q, sizeof q, "%s%s", BC_TOKEN_PREFIX, r->name);
@@ -677,11 +459,48 @@ static void run_one(bc_conn *c, bc_req *r)
     answer(c, r, rc);
 }
 
-/* Once a second: a round trip for liveness while holding claims, and the
- * owner's names probed. */
+/* A probe's answer: to the owner; for a claim of ours that the broker shows
+ * unheld (no consumer, or its queue unreachable: its node down), the claim
+ * is lost, whatever our channel still says. */
+static void probed(bc_conn *c, const char *name, int consumers, const char *why)
+{
+    if (consumers == 0 && g_hash_table_contains(c->held, name)) {
+        char *n = g_strdup(name);
+        let_go(c, n);
+        if (c->cb.lost)
+            c->cb.lost(c->cb.ud, n, why);
+        g_free(n);
+        return;
+    }
+    if (c->cb.probed)
+        c->cb.probed(c->cb.ud, name, consumers);
+}
+
+/* The held names to check this round: up to max of them, rotating. */
+static void add_held(bc_conn *c, GPtrArray *out, unsigned max)
+{
+    GHashTableIter it;
+    gpointer k;
+    unsigned i = 0, size = g_hash_table_size(c->held), added = 0;
+    if (c->held_at >= size)
+        c->held_at = 0;
+    g_hash_table_iter_init(&it, c->held);
+    while (added < max && g_hash_table_iter_next(&it, &k, NULL)) {
+        if (i++ < c->held_at)
+            continue;
+        g_ptr_array_add(out, g_strdup(k));
+        added++;
+        c->held_at = i;
+    }
+    if (i >= size)
+        c->held_at = 0;
+}
+
+/* Once a second: the owner's names probed, and some of ours (a round trip
+ * for liveness, and a check that the broker still holds them for us). */
 static void round_trip(bc_conn *c)
 {
-    char q[200];
+    char q[200], why[300];
     amqp_queue_declare_ok_t *ok;
     const char *name;
 
@@ -690,19 +509,19 @@ static void round_trip(bc_conn *c)
         if (now < c->next_round_ms)
             return;
         c->next_round_ms = now + 1000;
-        g_strfreev(c->probe_names);
-        c->probe_names = c->cb.to_probe ? c->cb.to_probe(c->cb.ud, PROBES_PER_ROUND) : NULL;
-        c->probe_at = 0;
-        if ((!c->probe_names || !c->probe_names[0]) && g_hash_table_size(c->held)) {
-            GHashTableIter it;
-            gpointer k;
-            g_hash_table_iter_init(&it, c->held);
-            g_hash_table_iter_next(&it, &k, NULL);
+        {
+            GPtrArray *names = g_ptr_array_new();
+            char **theirs = c->cb.to_probe ? c->cb.to_probe(c->cb.ud, PROBES_PER_ROUND) : NULL;
+            for (char **p = theirs; p && *p; p++)
+                g_ptr_array_add(names, *p);
+            g_free(theirs); /* its strings moved */
+            add_held(c, names, HELD_PER_ROUND);
+            g_ptr_array_add(names, NULL);
             g_strfreev(c->probe_names);
-            c->probe_names = g_new0(char *, 2);
-            c->probe_names[0] = g_strdup(k);
+            c->probe_names = (char **)g_ptr_array_free(names, FALSE);
+            c->probe_at = 0;
         }
-        if (!c->probe_names || !c->probe_names[0])
+        if (!c->probe_names[0])
             return;
     }
     name = c->probe_names[c->probe_at++];
@@ -710,14 +529,13 @@ static void round_trip(bc_conn *c)
     ok = amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(q), 1, 0, 0, 0, amqp_empty_table);
     if (ok) {
         c->last_ok_ms = now_ms();
-        if (c->cb.probed)
-            c->cb.probed(c->cb.ud, name, (int)ok->consumer_count);
+        probed(c, name, (int)ok->consumer_count, "the broker shows no consumer on its lock");
         return;
     }
-    if (channel_refused(c, CH_PROBE) && amqp_channel_open(c->amqp, CH_PROBE)) {
-        c->last_ok_ms = now_ms(); /* 404: an answer all the same */
-        if (c->cb.probed)
-            c->cb.probed(c->cb.ud, name, 0);
+    bc_rpc_words(c, "the broker cannot find its lock", why, sizeof why);
+    if (bc_channel_refused(c, CH_PROBE) && amqp_channel_open(c->amqp, CH_PROBE)) {
+        c->last_ok_ms = now_ms(); /* 404 (e.g. its node is down): an answer all the same */
+        probed(c, name, 0, why);
         return;
     }
     drop(c, "no answer to a probe");

@@ -130,6 +130,14 @@ test_expect_success 'beta (the holder) killed -9: the broker frees deploy, alpha
     test "$(holder_of alpha/claims/deploy/holder .token)" = 3
 '
 
+test_expect_success 'the lock deleted under its holder: the broker cancels the consumer, alpha is told it lost the claim' '
+    mkdir alpha/claims/gone &&
+    "$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/amqptry" "$URI" delete-queue fleet.claim.gone >out &&
+    grep -q "^ok$" out &&
+    wait_for 10 "grep -q \"claims: lost claim gone (token 1)\" alpha.log" &&
+    wait_for 5 "test_must_fail test -d alpha/claims/gone"
+'
+
 test_expect_success 'bad names: EINVAL and a log line; nothing on the broker' '
     for n in Deploy "a b" -x .hidden "$(printf "x%.0s" $(seq 70))"; do
         test_must_fail mkdir "alpha/claims/$n" 2>err && grep -q "Invalid argument" err || exit 1
