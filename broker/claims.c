@@ -159,7 +159,8 @@ static void other_frame(bc_conn *c)
                      sizeof text);
         amqp_send_method(c->amqp, f.channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
     } else {
-        g_strlcpy(text, "the broker cancelled our consumer (the queue was deleted?)", sizeof text);
+        g_strlcpy(text, "the broker cancelled our consumer (its queue deleted, or its node down)",
+                  sizeof text);
     }
     g_hash_table_iter_init(&it, c->held);
     while (g_hash_table_iter_next(&it, &k, &v)) {
