@@ -96,7 +96,7 @@ static void announce(claims *c, const char *op, const char *name, const entry *e
 
 /* ---- on the claims thread ---- */
 
-static void on_event(void *ud, const char *body, size_t len)
+void cl_event(void *ud, const char *body, size_t len)
 {
     claims *c = ud;
     json_t *o = json_loadb(body, len, 0, NULL);
@@ -226,7 +226,7 @@ static char **on_to_probe(void *ud, unsigned max)
     return (char **)g_ptr_array_free(out, FALSE);
 }
 
-static void on_probed(void *ud, const char *name, int consumers)
+void cl_probed(void *ud, const char *name, int consumers)
 {
     claims *c = ud;
     entry *e;
@@ -262,10 +262,10 @@ claims *cl_new(struct fleet *f, char **uris)
                      .host = f->host,
                      .uri_env = f->opts->broker_uri_env};
     bc_callbacks cb = {.lost = on_lost,
-                       .event = on_event,
+                       .event = cl_event,
                        .changed = on_changed,
                        .to_probe = on_to_probe,
-                       .probed = on_probed,
+                       .probed = cl_probed,
                        .ud = c};
     c->f = f;
     g_mutex_init(&c->lock);

@@ -49,4 +49,9 @@ int cl_release(claims *c, const char *name);
 /* echo note > claims/NAME/note: 0, EPERM (not ours), ENOENT. */
 int cl_note(claims *c, const char *name, const char *buf, size_t len);
 
+/* The claims thread's callbacks (ud: the claims), public for the unit
+ * tests: one event of fleet.claims (JSON), one probe's consumer count. */
+void cl_event(void *ud, const char *body, size_t len);
+void cl_probed(void *ud, const char *name, int consumers);
+
 #endif
