@@ -25,15 +25,14 @@ json_t *mt_claims(void *ctx, json_t *args);
 #define MCP_CLAIM_NAME_SCHEMA                                                                \
     "{\"type\":\"string\",\"pattern\":\"^[a-z0-9][a-z0-9_-]{0,62}$\",\"description\":\"the " \
     "claim's name: [a-z0-9] then up to 62 of [a-z0-9_-], like a peer name\"}"
-#define MCP_CLAIM_DESC                                                                          \
-    "Take NAME for this host, fleet-wide, as `mkdir <mount>/claims/NAME` does: exactly one "    \
-    "taker gets it; the others are told it is held (by whom). wait: seconds to wait for its "   \
-    "release (0: do not wait). Returns the holder record with its fencing token: a number "     \
-    "that grows with every grant of NAME; hand it to whatever you guard, which should refuse "  \
-    "a token smaller than the largest it has seen. The claim is held while the mount's "        \
-    "connection to the broker lives: if it is lost, the claim is gone (fleet_claims no longer " \
-    "lists it as yours) and you must stop acting on it. It is a lease, not a consensus lock "   \
-    "(doc/claims.md). Release it with fleet_release."
+#define MCP_CLAIM_DESC                                                                         \
+    "Take NAME for this host across the whole fleet, as `mkdir <mount>/claims/NAME` does "     \
+    "(exactly one taker gets it, the others are told who holds it; wait: seconds to wait for " \
+    "its release): the result is the holder record with its fencing token, a number that "     \
+    "grows with every grant of NAME, which whatever you guard should check (refuse one "       \
+    "smaller than the largest seen). It is a lease, not a consensus lock (doc/claims.md): "    \
+    "it is held while the mount's broker connection lives, once fleet_claims no longer lists " \
+    "it as yours you must stop acting on it, and fleet_release releases it."
 #define MCP_CLAIM_SCHEMA                                                              \
     "{\"type\":\"object\",\"properties\":{\"name\":" MCP_CLAIM_NAME_SCHEMA ","        \
     "\"wait\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" MCP_CLAIM_MAX_WAIT_S  \
