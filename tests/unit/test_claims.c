@@ -27,6 +27,7 @@ static int setup(void **state)
 {
     memset(&F, 0, sizeof F);
     opts_init(&O);
+    g_free(O.coord_id); /* opts_init's default: the host name */
     O.coord_id = g_strdup("alpha");
     F.opts = &O;
     g_strlcpy(F.host, "h1", sizeof F.host);
