@@ -39,6 +39,7 @@ typedef struct fleet {
     /* hosts.c: the control requests this host sent (hosts/<h>/spawns) */
     GMutex hs_lock;
     ak_book *asked;
+    struct claims *cl; /* claims/ (face/claims.h) */
 } fleet;
 
 /* name is in peers/: configured, or discovered by presence */

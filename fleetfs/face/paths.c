@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fleetfs/agents/agents.h"
+#include "fleetfs/face/claims.h"
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/face/status.h"
 
@@ -194,6 +195,7 @@ void tr_resolve_node(const fleet *f, const char *path, node *out)
             : !strcmp(c[0], "agents") ? N_AGENTS
             : !strcmp(c[0], "groups") ? N_GROUPS
             : !strcmp(c[0], "hosts")  ? N_HOSTS
+            : !strcmp(c[0], "claims") ? N_CLAIMS
                                       : N_NONE;
     else if (!strcmp(c[0], "leads") && !strcmp(c[1], f->opts->coord_id)) {
         out->home = mb_ref(f->mb);
@@ -210,6 +212,12 @@ void tr_resolve_node(const fleet *f, const char *path, node *out)
             : n == 3 && !strcmp(c[2], "spawn")  ? N_HSPAWN
             : n == 3 && !strcmp(c[2], "spawns") ? N_HSPAWNS
             : n == 3 && !strcmp(c[2], "stop")   ? N_HSTOP
+                                                : N_NONE;
+    } else if (!strcmp(c[0], "claims") && cl_known(f->cl, c[1])) {
+        g_strlcpy(out->name, c[1], sizeof out->name);
+        k = n == 2                              ? N_CLAIM
+            : n == 3 && !strcmp(c[2], "holder") ? N_CHOLDER
+            : n == 3 && !strcmp(c[2], "note")   ? N_CNOTE
                                                 : N_NONE;
     } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f->ag, c[1])) {
         g_strlcpy(out->name, c[1], sizeof out->name);
@@ -238,7 +246,8 @@ bool tr_is_dir(node_kind k)
 {
     return k == N_ROOT || k == N_LEADS || k == N_LEAD || k == N_PEERS || k == N_PEER ||
            k == N_REPLYDIR || k == N_HREPLYDIR || k == N_AGENTS || k == N_AGENT || k == N_TODIR ||
-           k == N_GROUPS || k == N_GROUP || k == N_HOSTS || k == N_HOST;
+           k == N_GROUPS || k == N_GROUP || k == N_HOSTS || k == N_HOST || k == N_CLAIMS ||
+           k == N_CLAIM;
 }
 
 bool tr_is_writable(node_kind k)
@@ -246,7 +255,7 @@ bool tr_is_writable(node_kind k)
     return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
            k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP ||
            k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK || k == N_ASKJ ||
-           k == N_TOJ || k == N_TOASK || k == N_TOASKJ;
+           k == N_TOJ || k == N_TOASK || k == N_TOASKJ || k == N_CNOTE;
 }
 
 /* A write to it is a message (mb_send): writers share these files. */
@@ -296,7 +305,7 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
     switch (n.k) {
     case N_ROOT: {
         static const char *const top[] = {"README", "status", "self",   "leads", "peers",
-                                          "roster", "agents", "groups", "hosts"};
+                                          "roster", "agents", "groups", "hosts", "claims"};
         list_const(out, top, G_N_ELEMENTS(top));
         break;
     }
@@ -380,6 +389,17 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
     }
     case N_HOST: {
         static const char *const files[] = {"status", "spawn", "spawns", "stop"};
+        list_const(out, files, G_N_ELEMENTS(files));
+        break;
+    }
+    case N_CLAIMS: {
+        char **names = cl_list(f->cl);
+        list_strv(out, names, "");
+        g_strfreev(names);
+        break;
+    }
+    case N_CLAIM: {
+        static const char *const files[] = {"holder", "note"};
         list_const(out, files, G_N_ELEMENTS(files));
         break;
     }

@@ -32,8 +32,8 @@
  *
  * Readable files are snapshots taken at open(); the inbox is a view that
  * keeps growing (mailbox.c).  No handler here waits on the broker except
- * ack writes (bounded by send_timeout) and status opens (bounded by
- * probe_timeout).  A write that sends a message is signed and encoded by
+ * ack writes (bounded by send_timeout), status opens (bounded by
+ * probe_timeout) and a claim's mkdir and rmdir (claims.c, 10 s).  A write that sends a message is signed and encoded by
  * the handler, handed to the broker's publishing thread, and answered by
  * that thread once the confirm came and `sent` has its line, or with
  * ETIMEDOUT at send_timeout (sent_answered): the handler returns at once,
@@ -57,6 +57,7 @@
 #include "fleetfs/agents/agents.h"
 #include "fleetfs/face/askfile.h"
 #include "fleetfs/os/fuseopen.h"
+#include "fleetfs/face/claims.h"
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/os/os.h"
@@ -196,50 +197,6 @@ static char *child_path(const char *dir, const char *name)
 }
 
 /* A snapshot of a readable file; fresh: may ask the broker. */
-static GString *render(fleet *f, const node *n, bool fresh)
-{
-    switch (n->k) {
-    case N_README:
-        return g_string_new(st_readme());
-    case N_STATUS:
-        return st_root(f);
-    case N_SENT:
-        return mb_render(n->home, MB_SENT);
-    case N_HISTORY:
-        return mb_render(n->home, MB_HISTORY);
-    case N_LSTATUS:
-        return st_lead(f, fresh);
-    case N_PSTATUS:
-        return st_peer(f, n->name, fresh);
-    case N_ASTATUS:
-        return st_agent(f, n->name, fresh);
-    case N_GMEMBERS:
-        return ag_members_text(f->ag, n->name);
-    case N_ROSTER:
-        return st_roster(f);
-    case N_HSTATUS:
-        return hs_status(f, n->name);
-    case N_HSPAWNS:
-        return hs_spawns(f, n->name);
-    default:
-        return g_string_new(NULL);
-    }
-}
-
-static int64_t mtime_of(const node *n)
-{
-    switch (n->k) {
-    case N_INBOX:
-        return mb_mtime(n->home, MB_INBOX);
-    case N_SENT:
-        return mb_mtime(n->home, MB_SENT);
-    case N_HISTORY:
-        return mb_mtime(n->home, MB_HISTORY);
-    default:
-        return env_now_ms();
-    }
-}
-
 /* A directory's attributes (mtime: now). */
 static void dir_stat(const fleet *f, struct stat *st)
 {
@@ -271,7 +228,8 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
         tr_resolve_node(f, path, &n);
     /* presence: the poker announcing peers/<id> (agents/<gid>, groups/<g>)
      * coming or going */
-    if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_HOST || n.k == N_NONE) {
+    if (n.k == N_PEER || n.k == N_AGENT || n.k == N_GROUP || n.k == N_HOST || n.k == N_CLAIM ||
+        n.k == N_NONE) {
         int pretend = nt_pretend(g_atomic_pointer_get(&f->nt), r->cx->pid, path + 1);
         if (pretend == 1) {
             tr_node_clear(&n);
@@ -281,6 +239,7 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
             n.k = g_str_has_prefix(path, "/agents/")   ? N_AGENT
                   : g_str_has_prefix(path, "/groups/") ? N_GROUP
                   : g_str_has_prefix(path, "/hosts/")  ? N_HOST
+                  : g_str_has_prefix(path, "/claims/") ? N_CLAIM
                                                        : N_PEER;
             *pretended = true;
         }
@@ -316,12 +275,12 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
              * write reaches past the end, so writers share it (fuseopen.h) */
             st->st_size = (off_t)f->opts->max_message;
         } else if (!tr_is_writable(n.k)) {
-            GString *g = render(f, &n, false);
+            GString *g = tr_render(f, &n, false);
             st->st_size = (off_t)g->len;
             g_string_free(g, TRUE);
         }
     }
-    mt = mtime_of(&n);
+    mt = tr_mtime(&n);
     os_st_set_times_ms(st, mt);
     /* stdio sizes its buffer from st_blksize: a big one keeps a message
      * written by printf(1) or cat(1) in one write(2), so one message */
@@ -561,7 +520,7 @@ static int node_open(const rq *r, const char *path, struct fuse_file_info *fi)
     else if (tr_is_ask(n.k)) /* the lead asks; through to/, that agent */
         h->ask = askf_open(n.k == N_TOASK || n.k == N_TOASKJ ? h->home : f->mb);
     else if (!tr_is_writable(n.k))
-        h->snap = render(f, &n, true);
+        h->snap = tr_render(f, &n, true);
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->direct_io = 1;
     fi->keep_cache = 0;
@@ -741,6 +700,10 @@ static int node_write(const rq *r, fuse_req_t req, handle *h, const char *buf, s
         int e = hs_stop(f, h->name, buf, size);
         return e ? -e : (int)size;
     }
+    case N_CNOTE: {
+        int e = cl_note(f->cl, h->name, buf, size);
+        return e ? -e : (int)size;
+    }
     default:
         g_free(w);
         return -EBADF;
@@ -897,6 +860,8 @@ static int node_mkdir(const rq *r, const char *path)
         return 0;
     if ((gid = agents_child(path)) && !tr_outsider(r) && tr_resolve(r->f, path) == N_NONE)
         return -ag_mkdir(r->f->ag, gid);
+    if (g_str_has_prefix(path, "/claims/") && !strchr(path + 8, '/') && !tr_outsider(r))
+        return -cl_mkdir(r->f->cl, path + 8);
     return deny_path(r, path);
 }
 
@@ -929,7 +894,9 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     int err = !path                                            ? -ENOENT
               : entry_poke(&r, path, false) == 0               ? 0
               : (gid = agents_child(path)) && !tr_outsider(&r) ? -ag_rmdir(r.f->ag, gid)
-                                                               : -EACCES;
+              : g_str_has_prefix(path, "/claims/") && !tr_outsider(&r)
+                  ? -cl_release(r.f->cl, path + 8)
+                  : -EACCES;
     g_free(path);
     fuse_reply_err(req, -err);
 }

@@ -63,6 +63,10 @@ typedef enum {
     N_TOJ,       /* agents/<local gid>/to/<target>.json: send.json as that agent */
     N_TOASK,     /* agents/<local gid>/to/<target>.ask: that agent asks */
     N_TOASKJ,    /* agents/<local gid>/to/<target>.ask.json: the same, as ask.json */
+    N_CLAIMS,    /* claims/ */
+    N_CLAIM,     /* claims/<name>/ */
+    N_CHOLDER,   /* claims/<name>/holder: who holds it, since, token, note (JSON) */
+    N_CNOTE,     /* claims/<name>/note: the holder writes its note */
 } node_kind;
 
 /* A resolved path.  name: the peer, agent gid, group or target the node is
@@ -96,5 +100,9 @@ bool tr_is_ask(node_kind k);
 void tr_node_clear(node *n);
 bool tr_outsider(const rq *r);
 int tr_dir_list(const rq *r, const char *path, GPtrArray *out);
+/* render.c: a readable node's text (fresh: a status probed now), and its
+ * mtime (ms since the epoch) */
+GString *tr_render(fleet *f, const node *n, bool fresh);
+int64_t tr_mtime(const node *n);
 
 #endif

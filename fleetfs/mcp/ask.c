@@ -109,6 +109,9 @@ static int ask_timeout_arg(json_t *args)
 int mcp_fleet_wait_s(const mcp_tool *tool, json_t *args)
 {
     int t;
+    json_t *cw = json_object_get(args, "wait");
+    if (!strcmp(tool->name, "fleet_claim")) /* its wait for a release, then the take */
+        return json_is_integer(cw) ? (int)CLAMP(json_integer_value(cw), 0, 600) + 12 : 12;
     if (strcmp(tool->name, "fleet_ask") != 0)
         return 0;
     t = ask_timeout_arg(args);

@@ -44,6 +44,7 @@
  * a call may block is bounded by the caller (serve.c), not here.
  *
  */
+#include "fleetfs/mcp/claim.h"
 #include "fleetfs/mcp/tools.h"
 #include "fleetfs/mcp/tools_int.h"
 
@@ -171,6 +172,7 @@ const mcp_tool mcp_fleet_tools[] = {
      "gid\"}},"
      "\"additionalProperties\":false}",
      READ_ONLY, t_status},
+    MCP_CLAIM_TOOLS,
 };
 const size_t mcp_fleet_ntools = G_N_ELEMENTS(mcp_fleet_tools);
 

@@ -58,33 +58,36 @@ static bool is_mount_only(const char *item)
 
 void cl_usage(FILE *to)
 {
-    fprintf(to,
-            "usage: fleetfs [SOURCE] MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
-            "       fleetfs keygen PATH\n"
-            "       fleetfs mcp [MOUNTPOINT] [--as GID]   (an MCP server on stdio; fleetfs mcp "
-            "--help)\n"
-            "       fleetfs ask [MOUNTPOINT] [--timeout D] PEER TEXT   (ask, print the answer)\n"
-            "       fleetfs declare NAME [-o opt[,opt...]]   (run by fleetfs-broker host add)\n"
-            "       fleetfs dlq list | show ID | redrive ID | purge [-o opt[,opt...]]\n"
-            "       fleetfs --help | --version\n"
-            "\n"
-            "Mounts the fleet's lead mailboxes (queues on an AMQP broker) as files.\n"
-            "  -f   stay in the foreground        -d  debug (FUSE traffic), implies -f\n"
-            "  -s   single-threaded FUSE loop\n"
-            "\n"
-            "%s"
-            "FUSE options passed through: allow_other, allow_root, default_permissions,\n"
-            "  auto_unmount, fsname=, subtype=, noatime, nodev, nosuid,\n"
-            "  and the generic mount flags rw, ro, dev, suid, exec, noexec, sync, ...\n"
-            "FUSE loop: max_idle_threads=N (1..1000, default 16) threads kept waiting\n"
-            "mount(8): mount -t fuse.fleetfs fleetfs MOUNTPOINT -o opts, or an fstab line\n"
-            "  (SOURCE is ignored; fstab-only options such as _netdev, nofail, x-systemd.*\n"
-            "  are ignored)\n"
-            "\n"
-            "The broker URI (with credentials) is read from the environment variable named\n"
-            "by broker_uri_env (default FLEET_BROKER_URI); several URIs separated by spaces\n"
-            "or commas are tried in turn.  Unmount with: " OS_UNMOUNT_CMD " MOUNTPOINT\n",
-            opts_help());
+    fprintf(
+        to,
+        "usage: fleetfs [SOURCE] MOUNTPOINT [-f] [-d] [-s] [-o opt[,opt...]]\n"
+        "       fleetfs keygen PATH\n"
+        "       fleetfs mcp [MOUNTPOINT] [--as GID]   (an MCP server on stdio; fleetfs mcp "
+        "--help)\n"
+        "       fleetfs ask [MOUNTPOINT] [--timeout D] PEER TEXT   (ask, print the answer)\n"
+        "       fleetfs claim [MOUNTPOINT] NAME [--wait S] [--note TEXT]   (take a claim, print "
+        "its token)\n"
+        "       fleetfs declare NAME [-o opt[,opt...]]   (run by fleetfs-broker host add)\n"
+        "       fleetfs dlq list | show ID | redrive ID | purge [-o opt[,opt...]]\n"
+        "       fleetfs --help | --version\n"
+        "\n"
+        "Mounts the fleet's lead mailboxes (queues on an AMQP broker) as files.\n"
+        "  -f   stay in the foreground        -d  debug (FUSE traffic), implies -f\n"
+        "  -s   single-threaded FUSE loop\n"
+        "\n"
+        "%s"
+        "FUSE options passed through: allow_other, allow_root, default_permissions,\n"
+        "  auto_unmount, fsname=, subtype=, noatime, nodev, nosuid,\n"
+        "  and the generic mount flags rw, ro, dev, suid, exec, noexec, sync, ...\n"
+        "FUSE loop: max_idle_threads=N (1..1000, default 16) threads kept waiting\n"
+        "mount(8): mount -t fuse.fleetfs fleetfs MOUNTPOINT -o opts, or an fstab line\n"
+        "  (SOURCE is ignored; fstab-only options such as _netdev, nofail, x-systemd.*\n"
+        "  are ignored)\n"
+        "\n"
+        "The broker URI (with credentials) is read from the environment variable named\n"
+        "by broker_uri_env (default FLEET_BROKER_URI); several URIs separated by spaces\n"
+        "or commas are tried in turn.  Unmount with: " OS_UNMOUNT_CMD " MOUNTPOINT\n",
+        opts_help());
 }
 
 static bool is_passthrough(const char *item)

@@ -39,9 +39,11 @@
 #include "fleetfs/face/fleet.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/mcp/ask.h"
+#include "fleetfs/mcp/claim.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/model/mailbox.h"
 #include "fleetfs/start/hostcmd.h"
+#include "fleetfs/face/claims.h"
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/face/notify.h"
 #include "fleetfs/config/options.h"
@@ -262,6 +264,7 @@ static int presence_new(fleet *f, char **err)
     cfg.uri_env = f->opts->broker_uri_env;
     cfg.scoped = pr_scoped(f->pr);
     g_atomic_pointer_set(&f->ro, ro_new(&cfg, &rc));
+    f->cl = cl_new(f, uris);
     g_strfreev(uris);
     push_hear(f, NULL);
     return 0;
@@ -472,6 +475,8 @@ static void stop_all(fleet *f, struct fuse_session *se)
      * broker that does not answer holds the unmount once, not three times */
     stop_step("the roster thread");
     ro_stop(f->ro, se != NULL);
+    stop_step("the claims thread");
+    cl_stop(f->cl);
     stop_step("the kernel to let go of the mount");
     /* Linux: fusermount3 -u for an unprivileged mount; macFUSE has no
      * fusermount3, libfuse unmounts as umount(8) or `diskutil unmount` does */
@@ -615,6 +620,7 @@ static int serve(cmdline *cl, fleet *f)
         }
     }
     ro_run(f->ro);
+    cl_run(f->cl);
     log_info("mounted %s as lead %s (peers: %s)", f->mountpoint, f->opts->coord_id,
              f->opts->peers && *f->opts->peers ? "configured" : "none configured");
     report(1, NULL);
@@ -697,6 +703,8 @@ int main(int argc, char **argv)
         return mcp_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "ask"))
         return mcp_ask_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "claim"))
+        return mcp_claim_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "declare"))
         return hc_declare_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "dlq"))
@@ -794,6 +802,7 @@ int main(int argc, char **argv)
     rc = serve(&cl, &f);
     hs_free(&f); /* the broker thread, which answers reach it on, has stopped */
     ro_free(f.ro);
+    cl_free(f.cl);
     pr_free(f.pr);
     mb_free(f.mb);
     br_free(f.br);

@@ -25,17 +25,17 @@ test_expect_success 'alpha and beta mount' '
     mount_fleet beta peers=alpha inject=none prefetch=300
 '
 
-test_expect_success 'the SDK client initializes and lists the eight tools, each with a schema and hints' '
+test_expect_success 'the SDK client initializes and lists the eleven tools, each with a schema and hints' '
     mcp alpha tools >tools.json &&
     jq -e ".server.name == \"fleetfs\"" tools.json &&
     jq -r ".tools[].name" tools.json | sort >names &&
-    printf "%s\n" fleet_ack fleet_ask fleet_inbox fleet_list fleet_resend fleet_send fleet_sent fleet_status >want &&
+    printf "%s\n" fleet_ack fleet_ask fleet_claim fleet_claims fleet_inbox fleet_list fleet_release fleet_resend fleet_send fleet_sent fleet_status >want &&
     test_cmp want names &&
     jq -r ".tools[] | select(.annotations.readOnlyHint == true) | .name" tools.json | sort >ro &&
-    printf "%s\n" fleet_inbox fleet_list fleet_sent fleet_status >want &&
+    printf "%s\n" fleet_claims fleet_inbox fleet_list fleet_sent fleet_status >want &&
     test_cmp want ro &&
-    jq -r ".tools[] | select(.annotations.destructiveHint == true) | .name" tools.json >destr &&
-    echo fleet_ack >want &&
+    jq -r ".tools[] | select(.annotations.destructiveHint == true) | .name" tools.json | sort >destr &&
+    printf "%s\n" fleet_ack fleet_release >want &&
     test_cmp want destr &&
     jq -e "all(.tools[]; .inputSchema.type == \"object\" and (.description | length) > 20)" tools.json &&
     jq -e ".tools[] | select(.name == \"fleet_send\") | .inputSchema.required == [\"to\",\"body\"]" tools.json

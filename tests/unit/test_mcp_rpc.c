@@ -422,7 +422,7 @@ static void test_result_text_utf8(void **state)
     json_decref(v);
 }
 
-/* the real table: eight tools, each with its handler and its hints, schemas that are JSON objects closed to
+/* the real table: eleven tools (three for claims), each with its handler and its hints, schemas that are JSON objects closed to
  * unknown arguments, one or two sentences each */
 static void test_fleet_tool_table(void **state)
 {
@@ -432,7 +432,9 @@ static void test_fleet_tool_table(void **state)
     } want[] = {{"fleet_send", false, false},   {"fleet_ask", false, false},
                 {"fleet_list", true, false},    {"fleet_inbox", true, false},
                 {"fleet_ack", false, true},     {"fleet_sent", true, false},
-                {"fleet_resend", false, false}, {"fleet_status", true, false}};
+                {"fleet_resend", false, false}, {"fleet_status", true, false},
+                {"fleet_claim", false, false},  {"fleet_release", false, true},
+                {"fleet_claims", true, false}};
     (void)state;
     assert_int_equal(mcp_fleet_ntools, G_N_ELEMENTS(want));
     for (size_t i = 0; i < mcp_fleet_ntools; i++) {

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* broker/claims_int.h — what the claims thread's two files share (broker/
+ * only): claims.c (the thread, requests, take and release, probes) and
+ * claimconn.c (the connect sequence and the helpers for a refused call).
+ * Ownership as claims.c's top comment says.
+ */
+#ifndef FLEETFS_BROKER_CLAIMS_INT_H
+#define FLEETFS_BROKER_CLAIMS_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <amqp.h>
+#include <glib.h>
+
+#include "broker/claims.h"
+#include "fleetfs/os/os.h"
+
+#define CH_MAIN 1  /* confirms, token gets, events in */
+#define CH_PROBE 2 /* passive declares */
+#define CH_FIRST 3 /* claims: CH_FIRST .. CH_FIRST + BC_MAX_HELD - 1 */
+#define RPC_TIMEOUT_MS 2000
+#define BACKOFF_MIN_MS 250
+#define BACKOFF_MAX_MS 5000
+#define PROBES_PER_ROUND 200
+#define HELD_PER_ROUND 20 /* our own claims checked each second */
+
+typedef enum { RQ_TAKE, RQ_RELEASE, RQ_ANNOUNCE } rq_kind;
+
+typedef struct {
+    rq_kind kind;
+    char name[128];
+    char *body; /* take: the record; announce: the event */
+    /* answered under bc_conn.lock */
+    int rc;
+    uint64_t token;
+    char why[256];
+    bool done, abandoned;
+} bc_req;
+
+typedef struct {
+    int ch;
+    uint64_t token;
+} held;
+
+struct bc_conn {
+    bc_config cfg;
+    bc_callbacks cb;
+    GThread *thread;
+    os_wake wake;
+
+    GMutex lock; /* guards up to the marker */
+    GCond done_cv;
+    GQueue reqs; /* bc_req *, in order */
+    bool stop, up;
+    char down_why[256]; /* why not up */
+    int sockfd;         /* while connected: bc_stop shuts it down */
+
+    /* ---- claims thread only ---- */
+    amqp_connection_state_t amqp;
+    bool connected;
+    unsigned uri_index;
+    int64_t next_attempt_ms, backoff_ms, last_ok_ms, next_round_ms;
+    uint64_t next_tag; /* publish sequence on CH_MAIN */
+    char shown[300];
+    char reason[256];
+    GHashTable *held;   /* name -> held */
+    bool *ch_used;      /* BC_MAX_HELD */
+    char **probe_names; /* this round's, probed one per loop */
+    unsigned probe_at;
+    unsigned held_at; /* rotation over held */
+};
+
+void bc_bytes_str(amqp_bytes_t b, char *out, size_t n);
+/* Words for the last failed synchronous call. */
+void bc_rpc_words(bc_conn *c, const char *what, char *out, size_t n);
+/* After a failed synchronous call on channel ch: the broker's
+ * channel.close code (answered close-ok; the channel is closed now), or 0
+ * when it was not a channel close (the connection is not usable then). */
+int bc_channel_refused(bc_conn *c, int ch);
+/* TCP or TLS, login: 0, or -1 and why. */
+int bc_open_login(bc_conn *c, const char *uri, char *why, size_t n);
+/* The channels, confirms, the events exchange and our queue: 0 or -1. */
+int bc_setup(bc_conn *c, char *why, size_t n);
+
+#endif

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* claimpeek — what the broker itself holds for a claim, for the claims
+ * tests' observer (never fleetfs's word).
+ *
+ *   claimpeek URI NAME
+ *
+ * Prints one line: "consumers C tokens N max T holder COORD" — C the
+ * consumers on fleet.claim.NAME (1: held), N the messages in
+ * fleet.claimtok.NAME, T the largest token among them and COORD the
+ * "coord" of the record beside it (the holder it was granted to; "-"
+ * for none).  The token messages are taken with basic.get without ack and
+ * given back when the connection closes, so run it only while no take of
+ * NAME is under way: a take meanwhile would not see them (doc/claims.md).
+ * Exit 0, 2 on usage or connection errors, 4 when a queue is missing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <amqp.h>
+#include <amqp_tcp_socket.h>
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "claimpeek: %s\n", what);
+    return 2;
+}
+
+/* The "coord" of a record line, in out. */
+static void coord_of(const char *body, size_t len, char *out, size_t n)
+{
+    const char *k = memmem(body, len, "\"coord\":\"", 9), *e;
+    snprintf(out, n, "-");
+    if (!k)
+        return;
+    k += 9;
+    e = memchr(k, '"', len - (size_t)(k - body));
+    if (e && (size_t)(e - k) < n)
+        snprintf(out, n, "%.*s", (int)(e - k), k);
+}
+
+int main(int argc, char **argv)
+{
+    struct amqp_connection_info info;
+    amqp_connection_state_t c;
+    amqp_socket_t *s;
+    amqp_queue_declare_ok_t *ok;
+    char q[300], holder[128] = "-", *uri;
+    unsigned long long max = 0, n = 0;
+    unsigned consumers;
+
+    if (argc != 3)
+        return fail("usage: claimpeek URI NAME");
+    uri = strdup(argv[1]);
+    amqp_default_connection_info(&info);
+    if (amqp_parse_url(uri, &info) != AMQP_STATUS_OK)
+        return fail("bad URI");
+    c = amqp_new_connection();
+    s = amqp_tcp_socket_new(c);
+    if (!s || amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK)
+        return fail("cannot connect");
+    if (amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password)
+            .reply_type != AMQP_RESPONSE_NORMAL)
+        return fail("login refused");
+    amqp_channel_open(c, 1);
+    snprintf(q, sizeof q, "fleet.claim.%s", argv[2]);
+    ok = amqp_queue_declare(c, 1, amqp_cstring_bytes(q), 1, 0, 0, 0, amqp_empty_table);
+    if (!ok) {
+        printf("no such claim\n");
+        return 4;
+    }
+    consumers = ok->consumer_count;
+    snprintf(q, sizeof q, "fleet.claimtok.%s", argv[2]);
+    for (;;) {
+        amqp_rpc_reply_t rep = amqp_basic_get(c, 1, amqp_cstring_bytes(q), 0);
+        amqp_message_t m;
+        char digits[24];
+        unsigned long long t;
+        const char *nl;
+        if (rep.reply_type != AMQP_RESPONSE_NORMAL)
+            return fail("basic.get failed");
+        if (rep.reply.id == AMQP_BASIC_GET_EMPTY_METHOD)
+            break;
+        if (amqp_read_message(c, 1, &m, 0).reply_type != AMQP_RESPONSE_NORMAL)
+            return fail("cannot read a token message");
+        snprintf(digits, sizeof digits, "%.*s", (int)(m.body.len < 23 ? m.body.len : 23),
+                 (const char *)m.body.bytes);
+        t = strtoull(digits, NULL, 10);
+        n++;
+        if (t >= max) {
+            max = t;
+            nl = memchr(m.body.bytes, '\n', m.body.len);
+            if (nl)
+                coord_of(nl, m.body.len - (size_t)(nl - (const char *)m.body.bytes), holder,
+                         sizeof holder);
+        }
+        amqp_destroy_message(&m);
+    }
+    printf("consumers %u tokens %llu max %llu holder %s\n", consumers, n, max, holder);
+    amqp_connection_close(c, AMQP_REPLY_SUCCESS);
+    amqp_destroy_connection(c);
+    free(uri);
+    return 0;
+}
