@@ -20,7 +20,8 @@
  * The network is left as it is (an agent talks to its model's API).
  *
  * macOS: sandbox-exec with a generated profile of the same rules (compiled
- * for, not yet run on). Pure: no process is started here. */
+ * for, not yet run on: only ever compiled on Linux with -D__APPLE__). Pure:
+ * no process is started here. */
 #ifndef FLEETFS_SPAWN_SANDBOX_H
 #define FLEETFS_SPAWN_SANDBOX_H
 
