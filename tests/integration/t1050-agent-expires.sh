@@ -85,4 +85,12 @@ test_expect_success 'a send to a collected mailbox is ENXIO; beta'"'"'s agents/ 
     ls beta/agents >got && echo wb@beta >want && test_cmp want got
 '
 
+test_expect_success 'agent_expires changed on beta: its agent mailbox is refused (406, twice), the log says which option' '
+    unmount_fleet beta &&
+    mount_fleet beta inject=none agents=wb $LIFE,agent_expires=20s &&
+    wait_for 15 "grep -q \"configuration mismatch on agent.wb@beta.inbox.*and the agent_expires this mailbox was made with\" beta.log" &&
+    test -z "$(rmqctl list_consumers -q -p $FLEET_VHOST queue_name | grep -x agent.wb@beta.inbox)" &&
+    args agent.wb@beta.inbox | grep -q "x-expires.*14000"
+'
+
 test_done
