@@ -8,7 +8,8 @@
  *     (and a private, empty /var/tmp, its TMPDIR; /tmp is read-only like
  *     the rest: a private /tmp would hide any mount or state kept there);
  *   - the daemon's state directory, trust directory, key and config file
- *     (and /etc/fleetfs, where units keep the broker's password) hidden:
+ *     (and /etc/fleetfs, where units keep the broker's password, and the
+ *     user's ~/.config/fleetfs, the default config's place) hidden:
  *     an empty tmpfs over a directory, /dev/null over a file;
  *   - the mount hidden but for the agent's own home agents/<gid>/ (inbox,
  *     ack, sent, to/<target>): no other agent's mail, no lead's home;

@@ -81,6 +81,7 @@ struct spawnd {
     sr_host host;
     sb_host sandbox;    /* what confines a spawned agent (sandbox.h) */
     char *sandbox_tool; /* its tool, g_free */
+    char *user_conf;    /* ~/.config/fleetfs: the default config (and keys) */
     GAsyncQueue *jobs;
     GThread *thread;
     gint stopping;
@@ -457,10 +458,11 @@ spawnd *spd_start(const spd_ctx *f, char **err)
                         .unprepare = spd_unprepare,
                         .arg = s};
     s->sandbox_tool = sb_find_tool();
+    s->user_conf = g_build_filename(g_get_user_config_dir(), "fleetfs", NULL);
     s->sandbox = (sb_host){.tool = s->sandbox_tool,
                            .mountpoint = f->mountpoint,
                            .hide = {f->opts->state_dir, f->opts->trusted_keys, f->opts->key,
-                                    f->opts->config, "/etc/fleetfs"}};
+                                    f->opts->config, "/etc/fleetfs", s->user_conf}};
     for (size_t i = 0; i < f->opts->profiles.n; i++)
         if (f->opts->profiles.v[i].unconfined)
             log_warn("spawn: profile %s starts its agents unconfined (sandbox = none): with this "
@@ -508,5 +510,6 @@ void spd_free(spawnd *s)
     lg_close(s->ledger);
     hd_client_free(s->herdr);
     g_free(s->sandbox_tool);
+    g_free(s->user_conf);
     g_free(s);
 }

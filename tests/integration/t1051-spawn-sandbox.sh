@@ -36,7 +36,7 @@ test_expect_success 'alpha and beta on their own links; beta offers a sandboxed 
     netns_host alpha && netns_host beta &&
     FLEET_BROKER_URI=$(broker_uri $FLEET_VHOST) "$FLEETFS" declare beta >/dev/null &&
     mcp_sdk_install &&
-    mkdir -p work/p1 work/u1 &&
+    mkdir -p work/p1 work/u1 xdg/fleetfs && echo "# the default config of the daemon user" >xdg/fleetfs/fleetfs.conf &&
     printf "#!/bin/sh\nMCP_AS=\$FLEETFS_AGENT exec node %s %s \"\$FLEET\" call fleet_send %s >mcp.out 2>&1\n" \
         "$MCP_SDK_DIR/mcp_client.mjs" "$FLEETFS" "'"'"'{\"to\":\"alpha\",\"body\":\"mcp-from-p1\"}'"'"'" >mcp-send &&
     printf "#!/bin/sh\nsetsid sleep 1234 </dev/null >/dev/null 2>&1 &\n" >leave-one &&
@@ -45,7 +45,7 @@ test_expect_success 'alpha and beta on their own links; beta offers a sandboxed 
         echo "[profile probe]"
         printf "command = %s probe.record" "$PROBE"
         printf " read:%s" "$TEST_DIR/hosts/beta/key" "$TEST_DIR/hosts/beta/trust/alpha.pub" \
-            "$TEST_DIR/state/beta/control.seen" "$TEST_DIR/beta.conf" \
+            "$TEST_DIR/state/beta/control.seen" "$TEST_DIR/beta.conf" "$TEST_DIR/xdg/fleetfs/fleetfs.conf" \
             "$M/agents/w9@beta/inbox" "$M/leads/beta/inbox" "$M/agents/p1@beta/inbox"
         printf " write:%s" "$TEST_DIR/outside=x" "$TEST_DIR/work/p1/inside=x" \
             "$M/peers/alpha/send=as-the-lead" "$M/agents/w9@beta/to/alpha=as-w9" \
@@ -62,7 +62,7 @@ test_expect_success 'alpha and beta on their own links; beta offers a sandboxed 
     cat beta.conf &&
     tmux -f /dev/null new-session -d -s far -x 200 -y 50 "sleep 100000" &&
     host_mount alpha peers=beta heartbeat=1s inject=none &&
-    host_mount beta peers=alpha heartbeat=1s inject=tmux inject_commands=sandbox-probe:fake-agent spawn_from=alpha agents=w9 config="$TEST_DIR/beta.conf" &&
+    XDG_CONFIG_HOME=$TEST_DIR/xdg host_mount beta peers=alpha heartbeat=1s inject=tmux inject_commands=sandbox-probe:fake-agent spawn_from=alpha agents=w9 config="$TEST_DIR/beta.conf" &&
     grep -q "profile unconfined starts its agents unconfined (sandbox = none)" beta.log &&
     wait_for 20 "test \"\$(offered)\" = \"nodir probe stuck unconfined \""
 '
@@ -75,13 +75,14 @@ test_expect_success 'alpha asks beta for p1 (profile probe): ready; the probe ra
     tmux list-panes -a -F "#{pane_title} #{pane_current_command}" | grep -qx "p1 bwrap"
 '
 
-test_expect_success 'the key and the config unreadable (/dev/null on a nodev mount: EACCES); trust, state, other homes: absent' '
+test_expect_success 'the key and the config unreadable (/dev/null on a nodev mount: EACCES); trust, state, ~/.config/fleetfs, other homes: absent' '
     test -s hosts/beta/key && test -s beta.conf && test -s hosts/beta/trust/alpha.pub &&
     test -s state/beta/control.seen && test -e beta/agents/w9@beta/inbox &&
     test "$(said "read $TEST_DIR/hosts/beta/key")" = "error Permission denied" &&
     test "$(said "read $TEST_DIR/beta.conf")" = "error Permission denied" &&
     said "read $TEST_DIR/hosts/beta/trust/alpha.pub" | grep -q "No such file" &&
     said "read $TEST_DIR/state/beta/control.seen" | grep -q "No such file" &&
+    said "read $TEST_DIR/xdg/fleetfs/fleetfs.conf" | grep -q "No such file" &&
     said "read $M/agents/w9@beta/inbox" | grep -q "No such file" &&
     said "read $M/leads/beta/inbox" | grep -q "No such file" &&
     said "read $M/agents/p1@beta/inbox" | grep -q "bytes$"
