@@ -46,6 +46,7 @@
 #include <amqp.h>
 
 #include "broker/conn_int.h"
+#include "broker/expiry.h"
 #include "broker/quirks.h"
 #include "broker/topology.h"
 #include "fleetfs/base/log.h"
@@ -228,6 +229,8 @@ void br_slots_lost(br_conn *c)
         s->retry_ms = s->bind_retry_ms = 0;
         s->gate_since_ms = 0;
         s->gate_waiting = s->gate_asked = s->gate_ok = s->gate_warned = false;
+        s->legacy = false; /* asked with x-expires first again (expiry.h) */
+        s->renew_ms = 0;
         g_mutex_lock(&c->lock);
         s->st.consumer = BR_CONS_NONE;
         s->st.reason[0] = '\0';
@@ -365,7 +368,7 @@ void br_slots_answered(br_conn *c, const char *queue)
  * or -1 when the connection is gone (and has been dropped). */
 static int slot_consume(br_conn *c, br_slot *s, char *text, size_t n, bool *declaring)
 {
-    amqp_table_entry_t entries[TOPO_MAILBOX_ARGS];
+    amqp_table_entry_t entries[TOPO_AGENT_ARGS];
     char tag[BR_QUEUE_MAX + 16];
     int code, rc;
 
@@ -388,6 +391,7 @@ static int slot_consume(br_conn *c, br_slot *s, char *text, size_t n, bool *decl
      * back to it) */
     if (!amqp_queue_declare(c->amqp, s->ch, amqp_cstring_bytes(s->queue), 0, 1, 0, 0,
                             s->box == BR_BOX_DEAD ? topo_dlq_args(&c->cfg, entries)
+                            : br_expiry_agent(s)  ? topo_agent_args(&c->cfg, entries, !s->legacy)
                                                   : topo_mailbox_args(&c->cfg, entries)))
         goto fail;
     s->declared = true;
@@ -418,8 +422,9 @@ static br_cons consumer_failure(br_conn *c, const br_slot *s, int code, bool dec
     if (declaring && code == 406) {
         snprintf(why, n,
                  "configuration mismatch on %s: %s%s; every fleetfs must use the same "
-                 "max_length, message_ttl and queue_type",
-                 s->queue, text, br_mismatch_hint(text));
+                 "max_length, message_ttl and queue_type%s",
+                 s->queue, text, br_mismatch_hint(text),
+                 br_expiry_agent(s) ? ", and the agent_expires this mailbox was made with" : "");
         return BR_CONS_MISMATCH;
     }
     if (!declaring && code == 403 && is_lead(s)) {
@@ -699,10 +704,15 @@ static int setup_boxes(br_conn *c, int64_t now)
             s->retry_ms = now + GATE_TICK_MS; /* sooner when the answer comes */
             continue;
         }
+        if (rc > 0 && declaring && br_expiry_refused(c, s, rc)) {
+            s->retry_ms = now; /* once more, as a legacy mailbox */
+            continue;
+        }
         if (rc > 0) {
             consumer_refused(c, s, rc, declaring, text);
             continue;
         }
+        br_expiry_consuming(c, s, now);
         s->refused_since_ms = 0;
         s->retry_ms = 0;
         br_slot_state(c, s, BR_CONS_OK, "");
@@ -741,6 +751,8 @@ static int64_t next_round(br_conn *c)
         if (t >= 0 && (next < 0 || t < next))
             next = t;
     }
+    if (br_expiry_next(c) && (next < 0 || br_expiry_next(c) < next))
+        next = br_expiry_next(c);
     return next < 0 ? 0 : MAX(next, 1);
 }
 
@@ -751,7 +763,7 @@ void br_setup_consumer(br_conn *c)
 
     if (c->publisher || !c->connected)
         return;
-    if (setup_lead(c, now) < 0 || setup_boxes(c, now) < 0)
+    if (setup_lead(c, now) < 0 || setup_boxes(c, now) < 0 || br_expiry_renew(c, now) < 0)
         return;
     for (guint i = 0; i < c->slots->len && c->connected; i++) {
         br_slot *s = c->slots->pdata[i];
@@ -762,7 +774,7 @@ void br_setup_consumer(br_conn *c)
     }
     for (guint i = 0; i < c->slots->len; i++) {
         br_slot *s = c->slots->pdata[i];
-        any = any || !s->consuming || wants_bind(c, s);
+        any = any || !s->consuming || wants_bind(c, s) || s->renew_ms;
     }
     c->consumer_retry_ms = any ? MAX(next_round(c), 1) : 0;
     /* a box whose turn is "now" but was put off (queued frames, waiting for

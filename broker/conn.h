@@ -72,6 +72,7 @@ typedef struct {
     const char *queue_type; /* classic | quorum */
     long max_length;
     int64_t message_ttl_ms;
+    int64_t agent_expires_ms; /* an agent mailbox's x-expires (broker/expiry.h) */
     int prefetch;
     const char *ca;   /* CA file for amqps:// */
     const char *host; /* for the connection name shown by the broker */

@@ -95,6 +95,8 @@ typedef struct br_slot {
     bool gate_warned;
     int64_t bind_retry_ms;    /* when to try the bindings again */
     int64_t refused_since_ms; /* first exclusive-use refusal in a row; 0: none */
+    bool legacy;              /* an agent mailbox made without x-expires (broker/expiry.h) */
+    int64_t renew_ms;         /* when its idle clock is renewed next (expiry.h); 0: not due */
     /* ---- under br_conn.lock ---- */
     br_box_status st;
 } br_slot;

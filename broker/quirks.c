@@ -24,7 +24,8 @@ const char *br_mismatch_hint(const char *text)
     if (text && strstr(text, "inequivalent arg"))
         return "";
     return " (the broker does not say which argument differs: compare the queue's arguments "
-           "(x-max-length, x-message-ttl, x-queue-type, x-overflow, x-dead-letter-exchange) "
+           "(x-max-length, x-message-ttl, x-queue-type, x-overflow, x-dead-letter-exchange, and "
+           "x-expires on an agent's) "
            "with this fleet's, e.g. scripts/broker ctl -- list_queues -q name arguments, or "
            "the broker's management UI)";
 }

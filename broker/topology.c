@@ -45,6 +45,14 @@ amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries
     return t;
 }
 
+amqp_table_t topo_agent_args(const br_config *cfg, amqp_table_entry_t *entries, bool expires)
+{
+    amqp_table_t t = topo_mailbox_args(cfg, entries);
+    if (expires && cfg->agent_expires_ms > 0)
+        entries[t.num_entries++] = entry_i64("x-expires", cfg->agent_expires_ms);
+    return t;
+}
+
 amqp_table_t topo_dlq_args(const br_config *cfg, amqp_table_entry_t *entries)
 {
     amqp_table_t t;

@@ -20,6 +20,11 @@
  * x-dead-letter-exchange, x-queue-type.  entries must hold TOPO_MAILBOX_ARGS. */
 #define TOPO_MAILBOX_ARGS 5
 amqp_table_t topo_mailbox_args(const br_config *cfg, amqp_table_entry_t *entries);
+/* An agent's mailbox: the mailbox arguments and, with expires, x-expires
+ * (cfg->agent_expires_ms; broker/expiry.h).  entries must hold
+ * TOPO_AGENT_ARGS. */
+#define TOPO_AGENT_ARGS (TOPO_MAILBOX_ARGS + 1)
+amqp_table_t topo_agent_args(const br_config *cfg, amqp_table_entry_t *entries, bool expires);
 
 /* The dead-letter queue's arguments: capped, and of the fleet's queue type
  * (quorum on a cluster, so that it survives the loss of a node like the

@@ -232,7 +232,9 @@ fg_verdict fg_judge(const char *tmux_cmd, const fg_proc *procs, size_t n, int le
         /* whoever is blocked in wait(2) for its only child in the
          * foreground reads nothing from the terminal: the child does (a
          * wrapper script running the agent; an agent running a shell) */
-        if (child && !strcmp(p->wchan, "do_wait")) {
+        /* so does bubblewrap, the spawn sandbox (fleetfs/spawn/sandbox.h),
+         * whatever it sleeps in: looked through to the agent it runs */
+        if (child && (!strcmp(p->wchan, "do_wait") || !strcmp(name, "bwrap"))) {
             g_strlcpy(via, v.name, sizeof via);
             p = child;
             continue;

@@ -35,6 +35,7 @@ struct ag_registry {
     GMutex lock;       /* registering and retiring: one step each */
     unsigned next_box; /* the last broker box given to an agent */
     GHashTable *ready; /* gids whose mailbox is known to be in the broker */
+    GHashTable *early; /* gids registered before their sandboxed start (ag_prepare) */
 };
 
 ag_registry *ag_new(const fs_opts *o, mailbox *lead, presence *pr, injector **inj)
@@ -46,6 +47,7 @@ ag_registry *ag_new(const fs_opts *o, mailbox *lead, presence *pr, injector **in
     ag->inj = inj;
     g_mutex_init(&ag->lock);
     ag->ready = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    ag->early = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     return ag;
 }
 
@@ -54,6 +56,7 @@ void ag_free(ag_registry *ag)
     if (!ag)
         return;
     g_hash_table_destroy(ag->ready);
+    g_hash_table_destroy(ag->early);
     g_mutex_clear(&ag->lock);
     g_free(ag);
 }
@@ -209,6 +212,14 @@ int ag_spawned(ag_registry *ag, const char *name, const char *pane, char **err)
     snprintf(gid, sizeof gid, "%s@%s", name, ag->o->coord_id);
     g_mutex_lock(&ag->lock);
     there = mb_find(ag->mb, gid);
+    if (there && g_hash_table_remove(ag->early, gid)) {
+        /* registered before its start (a sandbox binds its home): served now */
+        inj_add(g_atomic_pointer_get(ag->inj), there, pane);
+        mb_unref(there);
+        g_mutex_unlock(&ag->lock);
+        ag_announce(ag);
+        return 0;
+    }
     if (there) {
         mb_unref(there);
         g_mutex_unlock(&ag->lock);
@@ -222,11 +233,33 @@ int ag_spawned(ag_registry *ag, const char *name, const char *pane, char **err)
     return rc;
 }
 
+int ag_prepare(ag_registry *ag, const char *name, char **err)
+{
+    char gid[ADDR_MAX_LEN + 1];
+    mailbox *there;
+    int rc;
+    snprintf(gid, sizeof gid, "%s@%s", name, ag->o->coord_id);
+    g_mutex_lock(&ag->lock);
+    there = mb_find(ag->mb, gid);
+    if (there) {
+        mb_unref(there);
+        g_mutex_unlock(&ag->lock);
+        *err = g_strdup_printf("%s is registered already", gid);
+        return -1;
+    }
+    rc = add_locked(ag, name, opts_agent_groups(ag->o, NULL), NULL, false, err);
+    if (rc == 0)
+        g_hash_table_add(ag->early, g_strdup(gid));
+    g_mutex_unlock(&ag->lock);
+    return rc;
+}
+
 int ag_retire(ag_registry *ag, const char *gid, char *detail, size_t n)
 {
     mailbox *mb;
     fe_code r;
     g_mutex_lock(&ag->lock);
+    g_hash_table_remove(ag->early, gid);
     mb = mb_find(ag->mb, gid);
     if (!mb) {
         g_mutex_unlock(&ag->lock);

@@ -53,6 +53,11 @@ bool ag_heard(const ag_registry *ag, const char *gid);
  * injector slot pinned to pane (the id the spawn ledger recorded).  0, or
  * -1 and *err (g_free). */
 int ag_spawned(ag_registry *ag, const char *name, const char *pane, char **err);
+/* An agent about to start in a sandbox, which binds its home agents/<gid>/
+ * when it starts: registered (mailbox, box, bindings) but not yet typed
+ * into or announced; ag_spawned then serves it in its pane, ag_retire
+ * undoes it.  0, or -1 and *err (g_free). */
+int ag_prepare(ag_registry *ag, const char *name, char **err);
 /* Retire a local agent whatever waits in its mailbox (a stopped one): its
  * injector slot goes, its broker box is removed (the queue deleted when
  * empty, else unbound and kept with what waits in it), and the heartbeat

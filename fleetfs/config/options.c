@@ -554,6 +554,9 @@ static const struct opts_def opts_table[] = {
     {"expire_grace", opts_set_duration, OFF(expire_grace_ms), NULL, "10s",
      "after a message's expiresAt, how long sent waits for the receiver's word before it says "
      "expired by this host's clock"},
+    {"agent_expires", opts_set_duration, OFF(agent_expires_ms), NULL, "2 x message_ttl (14d)",
+     "the broker deletes an agent's mailbox after this long with no reader (x-expires); "
+     "longer than message_ttl + expire_grace (same fleet-wide)"},
     {"prefetch", opts_set_prefetch, 0, NULL, "64",
      "messages held from the broker at most, 1..65535"},
     {"max_message", opts_set_max_message, 0, NULL, "64KiB", "largest message body, 1..1020KiB"},
@@ -785,6 +788,17 @@ int opts_finish(fs_opts *o, char **err)
         *err = g_strdup_printf("expires_in: %lld ms is longer than message_ttl (%lld ms): a "
                                "receiver would refuse such messages; choose at most message_ttl",
                                (long long)o->expires_in_ms, (long long)o->message_ttl_ms);
+        return -1;
+    }
+    if (o->agent_expires_ms == 0)
+        o->agent_expires_ms = 2 * o->message_ttl_ms;
+    if (o->agent_expires_ms <= o->message_ttl_ms + o->expire_grace_ms) {
+        *err = g_strdup_printf(
+            "agent_expires: %lld ms is not longer than message_ttl + expire_grace (%lld ms): "
+            "the broker could delete an agent's mailbox while a message in it can still be "
+            "delivered; choose more than %lld ms (doc/protocol.md, \"Collecting agent mailboxes\")",
+            (long long)o->agent_expires_ms, (long long)(o->message_ttl_ms + o->expire_grace_ms),
+            (long long)(o->message_ttl_ms + o->expire_grace_ms));
         return -1;
     }
     if (o->ask_timeout_ms == 0) /* 2 minutes, unless messages live shorter */

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 static const char *const prof_keys[] = {"kind", "args",          "command", "dir_root",
-                                        "max",  "ready_timeout", NULL};
+                                        "max",  "ready_timeout", "sandbox", NULL};
 
 bool prof_is_group(const char *group)
 {
@@ -165,6 +165,13 @@ static int prof_key(prof *p, const char *key, const char *value, const char *pat
         return prof_command(p, value, path, err);
     } else if (!strcmp(key, "dir_root")) {
         return prof_dir_root(p, value, path, err);
+    } else if (!strcmp(key, "sandbox")) {
+        if (strcmp(value, "bwrap") && strcmp(value, "none"))
+            return prof_fail(err, path, p->name,
+                             "sandbox: expected bwrap (the default) or none (the agent runs "
+                             "unconfined, with this daemon's reach), got '%s'",
+                             value);
+        p->unconfined = !strcmp(value, "none");
     } else {
         return prof_number(p, key, value, path, err);
     }
@@ -201,7 +208,7 @@ static int prof_read(prof *p, GKeyFile *kf, const char *group, const char *path,
         if (!prof_known(keys[i])) {
             rc = prof_fail(err, path, p->name,
                            "unknown key '%s' (a profile has kind, args, command, dir_root, "
-                           "max, ready_timeout)",
+                           "max, ready_timeout, sandbox)",
                            keys[i]);
             break;
         }

@@ -9,6 +9,7 @@
  *   dir_root = /srv/work              # a request's dir must resolve inside it
  *   max = 2                           # instances of this profile at once (default 1)
  *   ready_timeout = 30s               # how long the agent may take to be ready (>3 s, <=5 min)
+ *   sandbox = bwrap                   # bwrap (default) | none: started unconfined
  *
  * Profiles live only in the local configuration: a request names one and
  * nothing else of what runs. Everything is checked when the file is read,
@@ -43,6 +44,9 @@ typedef struct {
     char *dir_root; /* resolved; NULL: a request carrying dir is refused */
     unsigned max;   /* >= 1 */
     int64_t ready_timeout_ms;
+    /* sandbox = none: started unconfined (said at every start); else in a
+     * sandbox (fleetfs/spawn/sandbox.h), and refused where none can be made */
+    bool unconfined;
 } prof;
 
 typedef struct {

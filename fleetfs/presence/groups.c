@@ -140,7 +140,9 @@ void pri_local_to_hb_locked(presence *pr, env_heartbeat *h)
 }
 
 /* Calls fn for every agent known: local ones (their host is our own lead
- * entry), then those of the other leads. */
+ * entry), then those of the other leads; not those of a lead unheard for
+ * agent_expires: the broker has collected their mailboxes by then, or
+ * will at once (doc/protocol.md, "Collecting agent mailboxes"). */
 typedef void (*agent_fn)(presence *pr, const pr_agent *a, const pr_lead *host, bool local,
                          int64_t now, void *ud);
 
@@ -155,6 +157,9 @@ static void each_agent_locked(presence *pr, int64_t now, agent_fn fn, void *ud)
     g_hash_table_iter_init(&it, pr->leads);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         pr_lead *l = v;
+        if (pr->o->agent_expires_ms > 0 && l->heard &&
+            now - l->heard_mono >= pr->o->agent_expires_ms)
+            continue;
         for (guint i = 0; !l->self && l->agents && i < l->agents->len; i++)
             fn(pr, l->agents->pdata[i], l, false, now, ud);
     }

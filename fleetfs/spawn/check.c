@@ -46,6 +46,8 @@ const char *sc_verdict_name(sc_verdict v)
         return "over max";
     case SC_NOT_OURS:
         return "not an agent this host started";
+    case SC_NO_SANDBOX:
+        return "no sandbox";
     }
     return "?";
 }

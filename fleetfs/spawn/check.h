@@ -34,6 +34,7 @@ typedef enum {
     SC_BAD_DIR,         /* dir outside dir_root after resolving, missing, not a directory */
     SC_OVER_MAX,        /* the profile's max instances run already */
     SC_NOT_OURS,        /* stop: not an agent this fleetfs started */
+    SC_NO_SANDBOX,      /* the profile's sandbox cannot be made here (spawn/run.c) */
 } sc_verdict;
 
 /* The host as the check needs it. The callbacks may be NULL (nothing

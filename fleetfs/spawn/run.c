@@ -12,6 +12,7 @@
  * end is one log line with the requester, the request and the reason. */
 #include "fleetfs/spawn/run.h"
 #include "fleetfs/base/log.h"
+#include "fleetfs/spawn/sandbox.h"
 #include "herdr/spawn.h"
 
 #include <errno.h>
@@ -184,13 +185,64 @@ static sp_request sr_request(sr_host *h, const sc_spawn *ok, sr_made_ctx *m)
     return rq;
 }
 
+/* Whether ok's agent can be started as its profile says: confined (the
+ * default) only through tmux, with a sandbox tool here and a directory to
+ * give it.  0, or -1 and why (nothing started: the request is refused). */
+static int sr_confinable(sr_host *h, const sc_spawn *ok, char *why, size_t n)
+{
+    const prof *p = ok->profile;
+
+    if (p->unconfined)
+        return 0;
+    if (strcmp(h->backend, "tmux") != 0) {
+        snprintf(why, n,
+                 "profile %s: herdr starts the agent itself (agent.start), so this host cannot "
+                 "confine it; the agent is not started unconfined: set sandbox = none in "
+                 "[profile %s] to start it with this daemon's reach, or use inject=tmux",
+                 p->name, p->name);
+        return -1;
+    }
+    if (!h->sandbox || !h->sandbox->tool) {
+        snprintf(why, n,
+                 "profile %s: no sandbox on this host: bwrap is not installed (Debian: apt-get "
+                 "install bubblewrap); the agent is not started unconfined: install it, or set "
+                 "sandbox = none in [profile %s]",
+                 p->name, p->name);
+        return -1;
+    }
+    if (!ok->dir[0] && !p->dir_root) {
+        snprintf(why, n,
+                 "profile %s: a sandboxed agent writes only in its directory, and the request "
+                 "names none and the profile has no dir_root",
+                 p->name);
+        return -1;
+    }
+    return 0;
+}
+
 /* The start itself, once checked and recorded as starting. */
 static int sr_start(sr_host *h, const sc_spawn *ok, lg_entry *e, char *why, size_t n)
 {
     sr_made_ctx m = {h, e};
     sp_request rq = sr_request(h, ok, &m);
     sp_result out;
+    char **confined = NULL;
     int rc;
+
+    if (!strcmp(h->backend, "tmux") && rq.argv && !ok->profile->unconfined) {
+        confined = sb_argv(h->sandbox, ok->gid, rq.dir, rq.argv, why, n);
+        if (!confined)
+            return -1;
+        if (h->prepare && h->prepare(ok->name, h->arg, why, n) < 0) {
+            g_strfreev(confined);
+            return -1;
+        }
+        rq.argv = (const char *const *)confined;
+    } else if (ok->profile->unconfined) {
+        log_warn("spawn: %s starts unconfined (profile %s: sandbox = none): it can read this "
+                 "host's key, trust directory and every agent's mail under the mount",
+                 ok->gid, ok->profile->name);
+    }
 
     if (!strcmp(h->backend, "tmux") && !rq.argv) {
         snprintf(why, n, "profile %s has no command for tmux", ok->profile->name);
@@ -202,6 +254,9 @@ static int sr_start(sr_host *h, const sc_spawn *ok, lg_entry *e, char *why, size
     }
     rc = !strcmp(h->backend, "tmux") ? sp_tmux_start(&rq, &out)
                                      : sp_herdr_start(h->herdr, &rq, SR_CALL_MS(h), &out);
+    if (confined && rc < 0 && h->unprepare)
+        h->unprepare(ok->gid, h->arg);
+    g_strfreev(confined);
     if (rc < 0) {
         snprintf(why, n, "%s", out.why);
         return -1;
@@ -219,6 +274,8 @@ sc_verdict sr_spawn(sr_host *h, const ctl_env *req, int64_t now_ms, ctl_env *ans
     char why[600];
     sc_verdict v = sc_check_spawn(&c, req, &ok, why, sizeof why);
 
+    if (v == SC_OK && sr_confinable(h, &ok, why, sizeof why) < 0)
+        v = SC_NO_SANDBOX;
     if (v != SC_OK) {
         log_warn("spawn: refused %s's request %s (%s, profile %s): %s", req->from, req->msgId,
                  req->name, req->profile, why);

@@ -20,6 +20,7 @@
 
 #include "fleetfs/spawn/check.h"
 #include "fleetfs/spawn/ledger.h"
+#include "fleetfs/spawn/sandbox.h"
 #include "fleetfs/config/profile.h"
 #include "herdr/client.h"
 
@@ -33,6 +34,12 @@ typedef struct {
     int call_ms;              /* herdr: bound of an ordinary call (0: 3000) */
     const char *tmux_session; /* tmux: NULL for tmux's current session */
     int quiet_ms;             /* tmux: 0 for 500 */
+    const sb_host *sandbox;   /* tmux: what confines a profile's agent (sandbox.h) */
+    /* A sandboxed start binds the agent's home, so it is registered first:
+     * prepare before the pane (-1 and why: not started), unprepare when the
+     * start fails (NULL: no such step). */
+    int (*prepare)(const char *name, void *arg, char *why, size_t n);
+    void (*unprepare)(const char *gid, void *arg);
     /* names in use here that the ledger does not know (configured agents) */
     bool (*name_taken)(const char *name, void *arg);
     void *arg;

@@ -79,6 +79,9 @@ struct spawnd {
     seen_set *seen;
     hd_client *herdr;
     sr_host host;
+    sb_host sandbox;    /* what confines a spawned agent (sandbox.h) */
+    char *sandbox_tool; /* its tool, g_free */
+    char *user_conf;    /* ~/.config/fleetfs: the default config (and keys) */
     GAsyncQueue *jobs;
     GThread *thread;
     gint stopping;
@@ -98,6 +101,28 @@ static void spd_job_free(spd_job *j)
 }
 
 /* ---- the host as spawn/run.c sees it -------------------------------------- */
+
+/* A sandboxed agent is registered before its start (its home is bound
+ * then), and retired again when the start fails. */
+static int spd_prepare(const char *name, void *arg, char *why, size_t n)
+{
+    spawnd *s = arg;
+    char *err = NULL;
+
+    if (ag_prepare(s->f.ag, name, &err) == 0)
+        return 0;
+    snprintf(why, n, "the agent could not be registered here before its sandboxed start (%s)", err);
+    g_free(err);
+    return -1;
+}
+
+static void spd_unprepare(const char *gid, void *arg)
+{
+    spawnd *s = arg;
+    char detail[300];
+
+    ag_retire(s->f.ag, gid, detail, sizeof detail);
+}
 
 /* A name taken by a local agent the ledger does not hold (configured,
  * mkdir'd), or the lead's own. */
@@ -428,7 +453,21 @@ spawnd *spd_start(const spd_ctx *f, char **err)
                         .backend = backend,
                         .herdr = s->herdr,
                         .name_taken = spd_name_taken,
+                        .sandbox = &s->sandbox,
+                        .prepare = spd_prepare,
+                        .unprepare = spd_unprepare,
                         .arg = s};
+    s->sandbox_tool = sb_find_tool();
+    s->user_conf = g_build_filename(g_get_user_config_dir(), "fleetfs", NULL);
+    s->sandbox = (sb_host){.tool = s->sandbox_tool,
+                           .mountpoint = f->mountpoint,
+                           .hide = {f->opts->state_dir, f->opts->trusted_keys, f->opts->key,
+                                    f->opts->config, "/etc/fleetfs", s->user_conf}};
+    for (size_t i = 0; i < f->opts->profiles.n; i++)
+        if (f->opts->profiles.v[i].unconfined)
+            log_warn("spawn: profile %s starts its agents unconfined (sandbox = none): with this "
+                     "daemon's reach (its key, its trust directory, every agent's mail)",
+                     f->opts->profiles.v[i].name);
     s->jobs = g_async_queue_new();
     spd_recover(s);
     s->thread = g_thread_new("spawn", spd_main, s);
@@ -470,5 +509,7 @@ void spd_free(spawnd *s)
     seen_close(s->seen);
     lg_close(s->ledger);
     hd_client_free(s->herdr);
+    g_free(s->sandbox_tool);
+    g_free(s->user_conf);
     g_free(s);
 }

@@ -301,6 +301,7 @@ static br_conn *broker_new(fleet *f)
     bc.queue_type = f->opts->queue_type;
     bc.max_length = f->opts->max_length;
     bc.message_ttl_ms = f->opts->message_ttl_ms;
+    bc.agent_expires_ms = f->opts->agent_expires_ms;
     bc.prefetch = f->opts->prefetch;
     bc.ca = f->opts->ca;
     bc.host = f->host;

@@ -63,13 +63,13 @@ test_expect_success 'it holds the daemon, the man page, both units and the docs'
     ! grep -q "\.wants/" contents
 '
 
-test_expect_success 'dependencies come from dpkg-shlibdeps, curl and jq recommended; units are not enabled' '
+test_expect_success 'dependencies come from dpkg-shlibdeps, curl, jq and bubblewrap recommended; units are not enabled' '
     dpkg-deb -f "b/$DEB" Depends >depends &&
     for lib in libfuse3-3 librabbitmq4 libjansson4 libsodium23 libglib2.0-0 fuse3; do
         grep -q "$lib" depends || { echo "not in Depends: $lib ($(cat depends))" >&2; exit 1; }
     done &&
     dpkg-deb -f "b/$DEB" Recommends >recommends &&
-    grep -qw curl recommends && grep -qw jq recommends &&
+    grep -qw curl recommends && grep -qw jq recommends && grep -qw bubblewrap recommends &&
     dpkg-deb -e "b/$DEB" ctl &&
     ! cat ctl/postinst ctl/preinst 2>/dev/null | grep -E "systemctl (--user )?(enable|start)|deb-systemd-invoke"
 '

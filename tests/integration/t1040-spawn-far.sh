@@ -45,11 +45,14 @@ command = $AGENT $TEST_DIR/typed.worker
 dir_root = $TEST_DIR/work
 max = 1
 ready_timeout = 8s
+# the stand-in agent records outside its dir; the sandbox is t1051's
+sandbox = none
 
 [profile noisy]
 command = $AGENT --never-quiet
 ready_timeout = 4s
 max = 3
+sandbox = none
 EOF
 
 test_expect_success 'beta offers profiles worker and noisy to alpha; hosts declared' '

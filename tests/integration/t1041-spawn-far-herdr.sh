@@ -31,10 +31,16 @@ args = --model opus
 dir_root = $TEST_DIR/work
 max = 2
 ready_timeout = 5s
+# herdr starts the agent itself: fleetfs cannot confine it (t1051)
+sandbox = none
 
 [profile stuck]
 kind = codex
 ready_timeout = 4s
+sandbox = none
+
+[profile confined]
+kind = claude
 EOF
 
 test_expect_success 'delta offers worker (claude) and stuck (codex) through the fake herdr' '
@@ -78,6 +84,16 @@ test_expect_success 'an agent herdr never sees ready: failed with the reason, it
     detail_of h2 | grep -q timeout &&
     grep -q "spawn: h2@delta for alpha (request $(jq -r .msgId h2.json)) failed" delta.log &&
     test $(hpanes) = 1 && test ! -d delta/agents/h2@delta
+'
+
+test_expect_success 'a profile left to the default sandbox through herdr: refused with the reason, nothing started' '
+    n=$(grep -c . "$HERDR_LOG.starts") &&
+    request c1 --profile confined --name c1 &&
+    wait_for 15 "test -n \"\$(state_of c1)\"" &&
+    test "$(state_of c1)" = refused &&
+    detail_of c1 | grep -q "herdr starts the agent itself (agent.start), so this host cannot confine it" &&
+    detail_of c1 | grep -q "set sandbox = none in \[profile confined\]" &&
+    test $(hpanes) = 1 && test $(grep -c . "$HERDR_LOG.starts") = $n && test ! -d delta/agents/c1@delta
 '
 
 test_expect_success 'a replayed request is refused, nothing started again' '

@@ -33,6 +33,7 @@ cat >beta.conf <<EOF2
 [profile worker]
 command = $BIN/tools/fake-agent $TEST_DIR/typed.worker
 max = 1
+sandbox = none
 EOF2
 
 test_expect_success 'beta serves control requests; alpha may spawn, gamma is only trusted' '

@@ -31,9 +31,9 @@ test_expect_success 'alpha (the lead), beta (tmux, a worker profile) and gamma (
         FLEET_BROKER_URI=$(broker_uri $FLEET_VHOST) "$FLEETFS" declare $h >/dev/null || exit 1
     done &&
     mkdir -p work &&
-    printf "[profile worker]\ncommand = %s %s\ndir_root = %s\nmax = 2\nready_timeout = 8s\n" \
+    printf "[profile worker]\ncommand = %s %s\ndir_root = %s\nmax = 2\nready_timeout = 8s\nsandbox = none\n" \
         "$AGENT" "$TEST_DIR/typed.w1" "$TEST_DIR/work" >beta.conf &&
-    printf "[profile reviewer]\nkind = claude\nready_timeout = 5s\n" >gamma.conf &&
+    printf "[profile reviewer]\nkind = claude\nready_timeout = 5s\nsandbox = none\n" >gamma.conf &&
     tmux -f /dev/null new-session -d -s far -x 200 -y 50 "sleep 100000" &&
     echo "{\"version\":\"0.8.2\",\"protocol\":20,\"panes\":[],\"busy_ms\":300,\"after_prompt_status\":\"working\"}" >gamma.herdr.json &&
     { "$FAKE_HERDR" --socket "$TEST_DIR/gamma.herdr.sock" --state "$TEST_DIR/gamma.herdr.json" \

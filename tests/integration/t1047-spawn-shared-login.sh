@@ -27,7 +27,7 @@ test_expect_success 'alpha and beta on one login, nothing declared: beta binds i
     bindings >before &&
     ! grep -q "control" before &&
     mkdir -p work &&
-    printf "[profile worker]\ncommand = %s %s\ndir_root = %s\nmax = 1\nready_timeout = 8s\n" \
+    printf "[profile worker]\ncommand = %s %s\ndir_root = %s\nmax = 1\nready_timeout = 8s\nsandbox = none\n" \
         "$AGENT" "$TEST_DIR/typed.w1" "$TEST_DIR/work" >beta.conf &&
     tmux -f /dev/null new-session -d -s far -x 200 -y 50 "sleep 100000" &&
     mount_fleet alpha peers=beta:gamma heartbeat=1s inject=none &&

@@ -6,8 +6,11 @@
  *
  *   amqptry URI OP ARG...
  *     declare-queue Q        active declare, durable (configure on Q)
- *     declare-mailbox Q      active declare with fleetfs's default mailbox arguments
- *                            (configure + read on Q, write on fleet.dlx)
+ *     declare-mailbox Q [TTL_MS]
+ *                            active declare with fleetfs's default mailbox arguments
+ *                            (configure + read on Q, write on fleet.dlx); TTL_MS: an
+ *                            x-message-ttl other than 7 d.  Never x-expires: what a
+ *                            fleetfs from before agent_expires made for an agent (t1050)
  *     probe-queue Q          passive declare (no permission needed)
  *     delete-queue Q         queue.delete (configure on Q)
  *     purge-queue Q          queue.purge (read on Q)
@@ -135,6 +138,8 @@ static int at_op(amqp_connection_state_t c, int argc, char **argv)
     } else if (!strcmp(op, "declare-mailbox")) {
         /* the defaults of fleetfs, from the one table (broker/topology.c) */
         br_config cfg = {.max_length = 10000, .message_ttl_ms = 7 * 24 * 3600 * 1000LL};
+        if (argc > 4)
+            cfg.message_ttl_ms = atoll(argv[4]);
         amqp_table_entry_t e[TOPO_MAILBOX_ARGS];
         amqp_queue_declare(c, 1, amqp_cstring_bytes(argv[3]), 0, 1, 0, 0,
                            topo_mailbox_args(&cfg, e));

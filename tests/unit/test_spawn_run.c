@@ -45,12 +45,14 @@ static int setup(void **state)
                       .command = worker_cmd,
                       .program = "fake-agent",
                       .max = 1,
-                      .ready_timeout_ms = 5000};
+                      .ready_timeout_ms = 5000,
+                      .unconfined = true}; /* the sandbox: t1051 */
     profs[1] = (prof){.name = "broken",
                       .command = false_cmd,
                       .program = "false",
                       .max = 2,
-                      .ready_timeout_ms = 3001};
+                      .ready_timeout_ms = 3001,
+                      .unconfined = true};
     return 0;
 }
 
@@ -220,8 +222,9 @@ static prof hprofs[2] = {
      .kind = "claude",
      .args = (char **)yes_args,
      .max = 2,
-     .ready_timeout_ms = 3001},
-    {.name = "slow", .kind = "codex", .max = 1, .ready_timeout_ms = 3001},
+     .ready_timeout_ms = 3001,
+     .unconfined = true},
+    {.name = "slow", .kind = "codex", .max = 1, .ready_timeout_ms = 3001, .unconfined = true},
 };
 static prof_set hset = {hprofs, 2};
 
