@@ -3,7 +3,7 @@
  * typing tests (t0711-t0719): what it records is what the tests count.
  *
  *   fake-tui RECORD [--swallow-ms N] [--hook CMD] [--session ID]
- *            [--transcript PATH] [--pidfile FILE]
+ *            [--transcript PATH] [--pidfile FILE] [--prompt STR]
  *
  * Like Claude Code, Codex and the like it puts its terminal in raw mode
  * (no echo, no canonical lines, no signals, no CR-to-NL: Enter arrives as
@@ -15,18 +15,20 @@
  * paste's end (--swallow-ms, default 0): a TUI that still treats the
  * paste as in progress swallows it, as real ones do, and the text stays.
  *
- * Each submission appends one JSON line to RECORD:
+ * It appends {"ready":true} to RECORD once its terminal is set up; then
+ * each submission one JSON line:
  *   {"n":K,"text":"...","hook_ms":M,"hook_rc":R}
  * (n counts from 1; text is exactly what was submitted, a paste's CRs
- * turned into LFs; hook_ms/hook_rc only with --hook).  Each swallowed
- * carriage return appends {"swallowed":true,"after_paste_ms":M}.
+ * turned into LFs; hook_ms/hook_rc only with --hook).  Each paste's end
+ * appends {"pasted":true}, each swallowed carriage return
+ * {"swallowed":true,"after_paste_ms":M}.
  * With --hook CMD, every submission first runs `sh -c CMD` with the JSON
  * Claude Code hands a UserPromptSubmit hook on its stdin: session_id,
  * transcript_path, cwd, hook_event_name "UserPromptSubmit", prompt; it
  * waits for it, as Claude Code does.
  *
  * The screen shows what was submitted so far, then the input line after
- * "> " (a newline in it starts a new screen line), the cursor at its end:
+ * "> " (--prompt: another marker, "" none) (a newline in it starts a new screen line), the cursor at its end:
  * what `tmux capture-pane` sees, as on a real TUI.  A compiled program,
  * so #{pane_current_command} shows fake-tui. */
 #include <errno.h>
@@ -46,6 +48,7 @@ static char input[INPUT_MAX];
 static size_t input_len;
 static char *last_sub[4];
 static int nsub;
+static const char *prompt_marker = "> ";
 
 static long long now_ms(void)
 {
@@ -103,7 +106,7 @@ static void redraw(void)
                 *c = ' ';
         puts1(line);
     }
-    puts1("> ");
+    puts1(prompt_marker);
     for (size_t i = 0; i < input_len; i++)
         put(1, input[i] == '\n' ? "\r\n  " : &input[i], input[i] == '\n' ? 4 : 1);
 }
@@ -194,11 +197,13 @@ int main(int argc, char **argv)
             transcript = argv[++i];
         else if (!strcmp(argv[i], "--pidfile") && i + 1 < argc)
             pidfile = argv[++i];
+        else if (!strcmp(argv[i], "--prompt") && i + 1 < argc)
+            prompt_marker = argv[++i];
         else if (!record && argv[i][0] != '-')
             record = argv[i];
         else {
             fprintf(stderr, "usage: fake-tui RECORD [--swallow-ms N] [--hook CMD] [--session ID] "
-                            "[--transcript PATH] [--pidfile FILE]\n");
+                            "[--transcript PATH] [--pidfile FILE] [--prompt STR]\n");
             return 2;
         }
     }
@@ -231,6 +236,8 @@ int main(int argc, char **argv)
     }
     puts1("\033[?2004h"); /* bracketed paste, as agent TUIs ask */
     redraw();
+    fputs("{\"ready\":true}\n", rec); /* the terminal is set up: a test may type */
+    fflush(rec);
     for (;;) {
         unsigned char buf[4096];
         ssize_t r = read(0, buf, sizeof buf);
@@ -253,6 +260,8 @@ int main(int argc, char **argv)
                 else if (esc_len == 6 && !memcmp(esc, "\033[201~", 6)) {
                     in_paste = 0;
                     paste_end = now_ms();
+                    fputs("{\"pasted\":true}\n", rec);
+                    fflush(rec);
                 }
                 esc_len = 0; /* any other sequence is ignored */
                 continue;
