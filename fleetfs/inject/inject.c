@@ -335,6 +335,7 @@ static void confirm_step(inj_slot *in)
     } else if (in->be->status(in->be, &in->confirm_t, &st, why, sizeof why) == IB_OK &&
                st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN && !hook) {
         mb_send_receipt(in->mb, e, "confirmed", "the agent left idle: its turn started");
+        wit_settled(in->wit, e->msgId);
     } else if (now_ms() < in->confirm_until) {
         in->confirm_left |= st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN;
         nap(in, CONFIRM_POLL_MS);
@@ -342,6 +343,7 @@ static void confirm_step(inj_slot *in)
     } else if (in->confirm_left) {
         mb_send_receipt(in->mb, e, "confirmed",
                         "the agent left idle: its turn started (its prompt hook did not report)");
+        wit_settled(in->wit, e->msgId);
     } else {
         log_warn("inject: %s typed into %s, but the agent did not leave idle within %d ms; "
                  "the sender sees injected, not confirmed",

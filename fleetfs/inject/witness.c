@@ -155,6 +155,11 @@ int wit_report(inj_witness *w, const char *buf, size_t size)
         log_warn("inject%s%s: a prompt hook reported %s, which fleetfs did not type here since "
                  "this mount started; refused (no receipt is sent)",
                  *w->who ? " " : "", w->who, id);
+    } else if (x->sent && !x->reported) {
+        e = EALREADY;
+        log_warn("inject%s%s: a prompt hook reported %s after the sender was told confirmed (the "
+                 "agent left idle); nothing more is sent",
+                 *w->who ? " " : "", w->who, id);
     } else if (x->reported) {
         e = EALREADY;
         log_warn("inject%s%s: a prompt hook reported %s again (the prompt submitted once more?); "
@@ -169,6 +174,15 @@ int wit_report(inj_witness *w, const char *buf, size_t size)
     }
     g_mutex_unlock(&w->m);
     return e;
+}
+
+void wit_settled(inj_witness *w, const char *msg_id)
+{
+    g_mutex_lock(&w->m);
+    wit_entry *x = find(w, msg_id);
+    if (x)
+        x->sent = true;
+    g_mutex_unlock(&w->m);
 }
 
 bool wit_reported(inj_witness *w, const char *msg_id)

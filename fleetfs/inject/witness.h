@@ -41,6 +41,9 @@ void wit_finished(inj_witness *w, const char *msg_id);
  * before).  Logged either way. */
 int wit_report(inj_witness *w, const char *buf, size_t size);
 
+/* The sender was told confirmed another way (herdr's status): a later
+ * report of msg_id sends nothing more. */
+void wit_settled(inj_witness *w, const char *msg_id);
 /* true: the hook reported msg_id (its receipt goes out through wit_take). */
 bool wit_reported(inj_witness *w, const char *msg_id);
 /* true: a hook report ever came for this entity since the mount started. */

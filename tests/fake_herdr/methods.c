@@ -15,8 +15,22 @@
  *                              |"error:<code>",
  *                    "send_input": same as "prompt" but "stalled" },
  *     "after_prompt_status": "working",
- *     "busy_ms": 300 }                         (optional: back to idle 300 ms
+ *     "busy_ms": 300,                          (optional: back to idle 300 ms
  *                                               after a prompt it took)
+ *     "enter_delay_ms": 300,                   (optional: herdr's own 300 ms
+ *                                               between text and Enter; the
+ *                                               turn starts only then)
+ *     "cold_start": true }                     (optional: herdr's false stall)
+ *
+ * herdr's known failure modes, as its source shows them (doc/injection.md
+ * section 12): agent.prompt answers before its delayed Enter lands, so
+ * with enter_delay_ms the pane's status changes (after_prompt_status) only
+ * that long after the answer — and a prompt with "wait" is answered at
+ * once with the status before the Enter (a wait that resolved before the
+ * Enter landed).  With cold_start, a prompt with "wait" to an agent whose
+ * turn starts late is answered agent_prompt_stalled although the text and
+ * the Enter were delivered (it is logged as typed; the status still
+ * changes after enter_delay_ms).
  *
  * Pane objects are served as PaneInfo verbatim (unknown keys included) with
  * the required keys filled in when missing. A pane is an agent when its
@@ -393,6 +407,21 @@ static void settle_turns(req *r)
     json_array_foreach(ps, i, p)
     {
         json_t *at = json_object_get(p, "idle_at");
+        json_t *sub = json_object_get(p, "submit_at");
+
+        /* the delayed Enter landed: the turn starts */
+        if (json_is_integer(sub) && wall_ms() >= json_integer_value(sub)) {
+            json_t *st = json_object_get(p, "submit_status");
+            json_int_t busy = json_integer_value(json_object_get(r->state, "busy_ms"));
+            if (json_is_string(st))
+                json_object_set(p, "agent_status", st);
+            if (busy > 0)
+                json_object_set_new(p, "idle_at", json_integer(wall_ms() + busy));
+            json_object_del(p, "submit_at");
+            json_object_del(p, "submit_status");
+            at = json_object_get(p, "idle_at");
+            changed = true;
+        }
 
         if (json_is_integer(at) && wall_ms() >= json_integer_value(at)) {
             json_object_set_new(p, "agent_status", json_string("idle"));
@@ -437,6 +466,18 @@ static json_t *m_agent_prompt(req *r)
     if (b.kind == B_STALLED && wait && !json_is_null(wait)) {
         fail(r, "agent_prompt_stalled", "agent did not start");
         return NULL;
+    }
+    json_int_t delay = json_integer_value(json_object_get(r->state, "enter_delay_ms"));
+    if (b.kind != B_STALLED && after && delay > 0) {
+        /* the Enter lands later: so does the turn */
+        json_object_set_new(p, "submit_at", json_integer(wall_ms() + delay));
+        json_object_set_new(p, "submit_status", json_string(after));
+        save_state(r);
+        if (wait && !json_is_null(wait) && json_is_true(json_object_get(r->state, "cold_start"))) {
+            fail(r, "agent_prompt_stalled", "agent prompt produced no observed state change");
+            return NULL;
+        }
+        return json_pack("{s:s, s:o}", "type", "agent_prompted", "agent", agent_info(p));
     }
     if (b.kind != B_STALLED && after) {
         json_int_t busy = json_integer_value(json_object_get(r->state, "busy_ms"));
