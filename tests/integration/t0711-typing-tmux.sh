@@ -185,4 +185,22 @@ test_expect_success 'the hook always exits 0: no mount, bad JSON, a prompt with 
     test ! -s out && grep -q "cannot open /nonexistent/self/submitted" hook.log
 '
 
+test_expect_success 'a local agent'\''s hook reports through its own home: confirmed for a message to the agent' '
+    unmount_fleet beta &&
+    logged=$(wc -l <hook.log) &&
+    tmux new-window -d -t lead -n w1 "$TUI $TEST_DIR/rec6 --hook \"$HOOK\"" &&
+    tmux select-pane -t lead:w1 -T w1 &&
+    wait_for 5 "grep -q ready rec6" &&
+    mount_fleet beta peers=alpha inject=tmux inject_commands=fake-tui "inject_target=$(PANE)" agents=w1 &&
+    wait_for 20 "test -d alpha/agents/w1@beta" &&
+    ls beta/agents/w1@beta | grep -qx submitted &&
+    echo "for w1 only" >alpha/agents/w1@beta/send &&
+    id=$(last_id) &&
+    wait_for 15 "test \$(nsubs rec6) = 1" &&
+    sub_text rec6 1 | head -n1 | grep -q "reply: echo .\.\.\.. > $TEST_DIR/beta/agents/w1@beta/reply/$id\]$" &&
+    wait_for 10 "test \"\$(state_of $id)\" = confirmed" &&
+    test "$(detail_of $id)" = "the agent'\''s prompt hook saw it submitted, as typed" &&
+    test "$(wc -l <hook.log)" = "$logged"
+'
+
 test_done
