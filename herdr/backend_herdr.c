@@ -192,6 +192,13 @@ static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char
                      "agent exited): nothing is typed until an agent runs there",
                      t->name, hd_status_name(a.status));
             v = IB_STALL;
+        } else if (a.launch_pending) {
+            /* a prompt sent before the agent's UI listens is lost */
+            snprintf(why, n,
+                     "waiting: %s is still starting (herdr: launch pending); nothing is typed "
+                     "until its input listens",
+                     t->name);
+            v = IB_WAIT;
         }
     } else if (rep.kind == HD_ERR_REMOTE) {
         snprintf(why, n, "waiting: %s runs no agent herdr knows (%s)", t->name, rep.code);

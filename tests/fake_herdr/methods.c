@@ -22,6 +22,10 @@
  *                                               turn starts only then)
  *     "cold_start": true }                     (optional: herdr's false stall)
  *
+ * A pane's "launch_pending": true is served in AgentInfo, and agent.prompt
+ * refuses it agent_not_ready, as herdr does while a managed start is not
+ * ready.
+ *
  * herdr's known failure modes, as its source shows them (doc/injection.md
  * section 12): agent.prompt answers before its delayed Enter lands, so
  * with enter_delay_ms the pane's status changes (after_prompt_status) only
@@ -214,9 +218,11 @@ static json_t *agent_info(const json_t *pane)
     json_t *name = json_object_get(pane, "name");
     json_t *agent = json_object_get(pane, "agent");
 
-    return json_pack("{s:O, s:O, s:O, s:s}", "pane_id", id ? id : json_null(), "name",
+    json_t *pending = json_object_get(pane, "launch_pending");
+
+    return json_pack("{s:O, s:O, s:O, s:s, s:b}", "pane_id", id ? id : json_null(), "name",
                      name ? name : json_null(), "agent", agent ? agent : json_null(),
-                     "agent_status", status_of(pane));
+                     "agent_status", status_of(pane), "launch_pending", json_is_true(pending));
 }
 
 static void save_state(const req *r)
@@ -454,6 +460,8 @@ static json_t *m_agent_prompt(req *r)
         fail(r, "agent_not_ready", "no agent in the foreground");
     else if (p && !strcmp(status_of(p), "blocked"))
         fail(r, "agent_blocked", "agent is waiting for approval");
+    else if (p && json_is_true(json_object_get(p, "launch_pending")))
+        fail(r, "agent_not_ready", "agent launch is still pending");
     if (!r->ecode && !apply_behaviour(r, b))
         p = NULL;
     if (r->ecode) {

@@ -93,4 +93,17 @@ test_expect_success 'a late or repeated hook report sends nothing more; one for 
     grep -q "a prompt hook reported 0123456789abcdef0123456789abcdef, which fleetfs did not type here" beta.log
 '
 
+test_expect_success 'an agent herdr still starts (launch_pending): held, says so, typed once it listens' '
+    herdr_set ".panes[0].launch_pending = true" &&
+    echo "after your start" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 10 "grep -q \"^injector: waiting: agent beta (w1:p2) is still starting (herdr: launch pending)\" beta/leads/beta/status" &&
+    n=$(herdr_calls) &&
+    test_absent 10 "herdr_looked_again 3 $n" "test \$(prompts) != 5" &&
+    grep -q "$id" beta/leads/beta/inbox &&
+    herdr_set ".panes[0].launch_pending = false" &&
+    wait_for 10 "test \$(prompts) = 6" &&
+    typed_for $id | tail -n1 | grep -qx "after your start"
+'
+
 test_done
