@@ -28,6 +28,7 @@
 
 #include <glib.h>
 
+#include "herdr/inputline.h"
 #include "herdr/tmux_int.h"
 
 int tl_person(const char *pane, int quiet_ms, int *ago_s)
@@ -119,33 +120,12 @@ int tl_draft(const char *pane)
 
 int tl_waits(const char *pane, const char *typed)
 {
-    char *line = cursor_line(pane), *tail;
-    const char *last;
-    glong k, want;
+    char *line = cursor_line(pane);
     int found;
 
     if (!line)
         return -1;
-    /* Claude Code shows a long paste as "[Pasted text #N +K lines]" */
-    if (strstr(line, "[Pasted text #")) {
-        g_free(line);
-        return 1;
-    }
-    g_strchomp(line);
-    /* the last line of what was typed ends right before the cursor when it
-     * waits there: compare their last characters (up to 16, at least 8 or
-     * the whole line typed; a long line wrapped leaves only its end on the
-     * cursor's screen line) */
-    tail = g_strdup(typed);
-    g_strchomp(tail);
-    last = strrchr(tail, '\n');
-    last = last ? last + 1 : tail;
-    want = MIN(g_utf8_strlen(last, -1), 8);
-    k = MIN(MIN(g_utf8_strlen(last, -1), g_utf8_strlen(line, -1)), 16);
-    found = k > 0 && k >= want &&
-            !strcmp(g_utf8_offset_to_pointer(last, g_utf8_strlen(last, -1) - k),
-                    g_utf8_offset_to_pointer(line, g_utf8_strlen(line, -1) - k));
-    g_free(tail);
+    found = il_waits(line, typed);
     g_free(line);
     return found;
 }

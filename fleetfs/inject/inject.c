@@ -107,6 +107,7 @@ typedef struct {
     char *verify_text;
     int64_t verify_until; /* 0: none pending */
     int verify_cr;        /* carriage returns sent after the first */
+    bool verify_left;     /* herdr: the agent was seen leaving idle meanwhile */
     inj_once *once;       /* text to type once, before any message (injector.lock) */
 } inj_slot;
 
@@ -330,14 +331,14 @@ static void confirm_step(inj_slot *in)
     hd_status st = HD_UNKNOWN;
     const envelope *e = &in->confirm_env;
     bool hook = wit_hook_seen(in->wit);
+    if (in->be->status(in->be, &in->confirm_t, &st, why, sizeof why) == IB_OK)
+        in->confirm_left |= st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN;
     if (wit_reported(in->wit, e->msgId)) {
         /* slot_step sends it */
-    } else if (in->be->status(in->be, &in->confirm_t, &st, why, sizeof why) == IB_OK &&
-               st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN && !hook) {
+    } else if (in->confirm_left && !hook) {
         mb_send_receipt(in->mb, e, "confirmed", "the agent left idle: its turn started");
         wit_settled(in->wit, e->msgId);
     } else if (now_ms() < in->confirm_until) {
-        in->confirm_left |= st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN;
         nap(in, CONFIRM_POLL_MS);
         return;
     } else if (in->confirm_left) {
@@ -364,13 +365,20 @@ static void verify_step(inj_slot *in)
     const envelope *e = &in->verify_env;
     const char *name = in->verify_t.name;
     char detail[512], why[256];
+    hd_status st = HD_UNKNOWN;
+    bool left = in->verify_left;
     int w = 0;
 
-    if (!wit_reported(in->wit, e->msgId) && now_ms() < in->verify_until) {
+    /* herdr: a turn that started says it was submitted; no need to look
+     * (asked at every poll: a short turn must not end unseen) */
+    if (!left && in->be->has_status &&
+        in->be->status(in->be, &in->verify_t, &st, why, sizeof why) == IB_OK)
+        left = in->verify_left = st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN;
+    if (!wit_reported(in->wit, e->msgId) && !left && now_ms() < in->verify_until) {
         nap(in, CONFIRM_POLL_MS / 2);
         return;
     }
-    if (!wit_reported(in->wit, e->msgId))
+    if (!wit_reported(in->wit, e->msgId) && !left)
         w = in->be->waits(in->be, &in->verify_t, in->verify_text);
     if (w == 1 && in->verify_cr == 0) {
         if (in->be->submit(in->be, &in->verify_t, why, sizeof why)) {
@@ -406,11 +414,20 @@ static void verify_step(inj_slot *in)
         log_warn("inject: %s: %s", e->msgId, detail);
     finish(in, e, "injected", detail);
     wit_finished(in->wit, e->msgId);
+    if (in->be->has_status) {
+        /* did its turn start: confirm_step looks on from here */
+        in->confirm_env = in->verify_env;
+        in->verify_env.body = NULL;
+        in->confirm_t = in->verify_t;
+        in->confirm_until = now_ms() + CONFIRM_MS;
+        in->confirm_left = left;
+    }
     env_free(&in->verify_env);
     g_free(in->verify_text);
     in->verify_text = NULL;
     in->verify_until = 0;
     in->verify_cr = 0;
+    in->verify_left = false;
 }
 
 /* Returns after one attempt; the caller loops. */
@@ -511,7 +528,7 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
         in->verify_t = t;
         in->verify_until = now_ms() + SUBMIT_CHECK_MS;
         in->verify_cr = 0;
-        nap(in, CONFIRM_POLL_MS / 2);
+        /* first look at once (herdr: a short turn must not end unseen) */
         return;
     }
     snprintf(words, sizeof words, "typed into %s", t.name);

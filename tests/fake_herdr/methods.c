@@ -22,6 +22,14 @@
  *                                               turn starts only then)
  *     "cold_start": true }                     (optional: herdr's false stall)
  *
+ * The agent's input line: text taken but not yet submitted (its Enter has
+ * not landed, or was swallowed) is kept in the pane's "input" and shown by
+ * pane.read {pane_id, source} as the screen's "> " line.  With
+ * "swallow_enters": N the next N Enters (agent.prompt's own, then
+ * pane.send_input's "enter") are swallowed, as a TUI still taking a paste
+ * does; an Enter that lands submits the input: the status becomes
+ * after_prompt_status.
+ *
  * A pane's "launch_pending": true is served in AgentInfo, and agent.prompt
  * refuses it agent_not_ready, as herdr does while a managed start is not
  * ready.
@@ -421,6 +429,7 @@ static void settle_turns(req *r)
             json_int_t busy = json_integer_value(json_object_get(r->state, "busy_ms"));
             if (json_is_string(st))
                 json_object_set(p, "agent_status", st);
+            json_object_del(p, "input");
             if (busy > 0)
                 json_object_set_new(p, "idle_at", json_integer(wall_ms() + busy));
             json_object_del(p, "submit_at");
@@ -476,7 +485,16 @@ static json_t *m_agent_prompt(req *r)
         return NULL;
     }
     json_int_t delay = json_integer_value(json_object_get(r->state, "enter_delay_ms"));
+    json_int_t swallow = json_integer_value(json_object_get(r->state, "swallow_enters"));
+    if (b.kind != B_STALLED && swallow > 0) {
+        /* its Enter swallowed: the text waits in the input line */
+        json_object_set_new(r->state, "swallow_enters", json_integer(swallow - 1));
+        json_object_set_new(p, "input", json_string(text));
+        save_state(r);
+        return json_pack("{s:s, s:o}", "type", "agent_prompted", "agent", agent_info(p));
+    }
     if (b.kind != B_STALLED && after && delay > 0) {
+        json_object_set_new(p, "input", json_string(text));
         /* the Enter lands later: so does the turn */
         json_object_set_new(p, "submit_at", json_integer(wall_ms() + delay));
         json_object_set_new(p, "submit_status", json_string(after));
@@ -537,7 +555,54 @@ static json_t *m_send_input(req *r)
         return NULL;
     }
     log_input(r, "pane.send_input", id, text, json_is_array(keys) ? keys : NULL, NULL);
+    json_array_foreach(keys, i, k) if (!strcmp(json_string_value(k), "enter"))
+    {
+        json_t *p = find_pane(r, id);
+        json_int_t swallow = json_integer_value(json_object_get(r->state, "swallow_enters"));
+        const char *after = sfield(r->state, "after_prompt_status");
+        json_int_t busy = json_integer_value(json_object_get(r->state, "busy_ms"));
+        if (!p || !json_object_get(p, "input"))
+            continue;
+        if (swallow > 0) {
+            json_object_set_new(r->state, "swallow_enters", json_integer(swallow - 1));
+        } else {
+            json_object_del(p, "input");
+            if (after)
+                json_object_set_new(p, "agent_status", json_string(after));
+            if (after && busy > 0)
+                json_object_set_new(p, "idle_at", json_integer(wall_ms() + busy));
+        }
+        save_state(r);
+    }
     return json_pack("{s:s}", "type", "ok");
+}
+
+/* pane.read {pane_id, source}: the screen, its last line the agent's input
+ * line ("> " and the text waiting there, if any). */
+static json_t *m_pane_read(req *r)
+{
+    const char *id = param(r, "pane_id");
+    const char *source = id ? param(r, "source") : NULL;
+    json_t *p;
+    char *screen;
+    json_t *res;
+
+    if (!source)
+        return NULL;
+    p = find_pane(r, id);
+    if (!p) {
+        fail(r, "pane_not_found", "no such pane");
+        return NULL;
+    }
+    const char *input = json_string_value(json_object_get(p, "input"));
+    if (asprintf(&screen, "welcome\n\n> %s\n? for shortcuts\n", input ? input : "") < 0)
+        return NULL;
+    res = json_pack("{s:s, s:{s:O, s:s, s:s, s:s, s:s, s:s, s:i, s:b}}", "type", "pane_read",
+                    "read", "pane_id", json_object_get(p, "pane_id"), "workspace_id", "w1",
+                    "tab_id", "w1:t1", "source", source, "format", "text", "text", screen,
+                    "revision", 0, "truncated", 0);
+    free(screen);
+    return res;
 }
 
 /* ------------------------------------------ making panes, starting agents */
@@ -774,6 +839,7 @@ static const struct {
     {"agent.list", m_agent_list},
     {"agent.prompt", m_agent_prompt},
     {"pane.send_input", m_send_input},
+    {"pane.read", m_pane_read},
     {"tab.create", m_tab_create},
     {"pane.split", m_pane_split},
     {"agent.start", m_agent_start},
