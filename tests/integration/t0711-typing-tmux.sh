@@ -162,6 +162,16 @@ test_expect_success 'a draft fleetfs cannot see (no prompt marker) is joined: th
     detail_of $id | grep -q "^joined: the agent.s prompt hook saw it submitted together with 13 bytes fleetfs did not type"
 '
 
+test_expect_success 'the MCP tool fleet_sent reports the same state and detail (joined) as sent' '
+    id=$(last_id) &&
+    printf "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"fleet_sent\",\"arguments\":{\"msgId\":\"%s\"}}}\n" "$id" |
+        timeout 60 "$FLEETFS" mcp "$TEST_DIR/alpha" >mcp.out &&
+    jq -e ".id == 1 and .result.isError == false" mcp.out &&
+    jq -c --arg id "$id" "[.result.structuredContent | .. | objects | select(.msgId == \$id)][0]" mcp.out >mcp.rec &&
+    jq -e ".state == \"confirmed\"" mcp.rec &&
+    jq -e ".detail | startswith(\"joined: the agent\")" mcp.rec
+'
+
 test_expect_success 'a hook report for a msgId this host never typed is refused and logged, never a receipt' '
     fake=0123456789abcdef0123456789abcdef &&
     test_must_fail sh -c "printf \"$fake 5\nhello\" >beta/leads/beta/submitted" &&
