@@ -575,6 +575,10 @@ static const struct opts_def opts_table[] = {
      "agent or pane to type into"},
     {"inject_commands", opts_set_commands, 0, NULL, FG_DEFAULT_COMMANDS,
      "tmux: programs that count as an agent (':'-separated); never a shell"},
+    {"inject_settle", opts_set_duration, OFF(inject_settle_ms), NULL, "500ms",
+     "tmux: from a paste's end to the carriage return that submits it"},
+    {"inject_quiet", opts_set_duration, OFF(inject_quiet_ms), NULL, "3s",
+     "tmux: a person's keys in the pane this recent hold typing"},
     {"key", opts_set_path, OFF(key), NULL, "none",
      "this host's ed25519 secret key file (fleetfs keygen PATH)"},
     {"trusted_keys", opts_set_path, OFF(trusted_keys), NULL, "none",
@@ -717,6 +721,8 @@ void opts_init(fs_opts *o)
     o->takeover_grace_ms = 15000;
     o->inject = g_strdup("auto");
     o->inject_commands = g_strdup(FG_DEFAULT_COMMANDS);
+    o->inject_settle_ms = 500;
+    o->inject_quiet_ms = 3000;
     o->insecure = false;
     o->heartbeat_ms = 5000;
     o->heartbeat_rate = 200;

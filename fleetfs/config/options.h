@@ -52,7 +52,9 @@ typedef struct {
     char *state_dir;
     char *inject; /* herdr | tmux | none */
     char *inject_target;
-    char *inject_commands; /* ':'-separated programs the tmux backend types into */
+    char *inject_commands;    /* ':'-separated programs the tmux backend types into */
+    int64_t inject_settle_ms; /* tmux: from a paste's end to the carriage return */
+    int64_t inject_quiet_ms;  /* tmux: a person's keys this recent hold typing */
     char *key;
     char *trusted_keys;
     char *ca;

@@ -40,6 +40,7 @@
 
 #include "fleetfs/store/applog.h"
 #include "fleetfs/base/log.h"
+#include "fleetfs/inject/witness.h"
 #include "herdr/sanitize.h"
 
 #define RETRY_WAIT_MS 1000
@@ -47,6 +48,7 @@
 #define CONFIRM_MS 5000
 #define CONFIRM_POLL_MS 200
 #define JOURNAL_KEEP 5000
+#define SUBMIT_CHECK_MS 1000 /* tmux: from the carriage return to the look at the input line */
 
 /* Text to type once into one entity's pane (inj_type_once): shared by the
  * caller, who waits on it, and the slot, which types it. */
@@ -96,7 +98,17 @@ typedef struct {
     envelope confirm_env;
     ib_target confirm_t;
     int64_t confirm_until; /* 0: none pending */
-    inj_once *once;        /* text to type once, before any message (injector.lock) */
+    bool confirm_left;     /* the agent was seen leaving idle */
+    inj_witness *wit;      /* the agent's prompt hook's reports (witness.h) */
+    /* tmux: a message typed, whether it was submitted not yet looked at;
+     * its `injected` goes out once it was (verify_step) */
+    envelope verify_env;
+    ib_target verify_t;
+    char *verify_text;
+    int64_t verify_until; /* 0: none pending */
+    int verify_cr;        /* carriage returns sent after the first */
+    bool verify_left;     /* herdr: the agent was seen leaving idle meanwhile */
+    inj_once *once;       /* text to type once, before any message (injector.lock) */
 } inj_slot;
 
 struct injector {
@@ -310,18 +322,29 @@ static ib_verdict gate(inj_slot *in, const ib_target *t, char *why, size_t n)
 }
 
 /* After typing: did the agent's turn start?  One look; the slot is looked
- * at again every CONFIRM_POLL_MS until confirm_until. */
+ * at again every CONFIRM_POLL_MS until confirm_until.  The prompt hook's
+ * word, where one reports (witness.h), goes out instead: it says what was
+ * submitted; herdr's status only that a turn started. */
 static void confirm_step(inj_slot *in)
 {
     char why[256];
     hd_status st = HD_UNKNOWN;
     const envelope *e = &in->confirm_env;
-    if (in->be->status(in->be, &in->confirm_t, &st, why, sizeof why) == IB_OK && st != HD_IDLE &&
-        st != HD_DONE && st != HD_UNKNOWN) {
+    bool hook = wit_hook_seen(in->wit);
+    if (in->be->status(in->be, &in->confirm_t, &st, why, sizeof why) == IB_OK)
+        in->confirm_left |= st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN;
+    if (wit_reported(in->wit, e->msgId)) {
+        /* slot_step sends it */
+    } else if (in->confirm_left && !hook) {
         mb_send_receipt(in->mb, e, "confirmed", "the agent left idle: its turn started");
+        wit_settled(in->wit, e->msgId);
     } else if (now_ms() < in->confirm_until) {
         nap(in, CONFIRM_POLL_MS);
         return;
+    } else if (in->confirm_left) {
+        mb_send_receipt(in->mb, e, "confirmed",
+                        "the agent left idle: its turn started (its prompt hook did not report)");
+        wit_settled(in->wit, e->msgId);
     } else {
         log_warn("inject: %s typed into %s, but the agent did not leave idle within %d ms; "
                  "the sender sees injected, not confirmed",
@@ -329,6 +352,82 @@ static void confirm_step(inj_slot *in)
     }
     env_free(&in->confirm_env);
     in->confirm_until = 0;
+    in->confirm_left = false;
+}
+
+/* tmux: the text was typed and a carriage return sent; was it submitted?
+ * The hook's report says so; else, SUBMIT_CHECK_MS after the carriage
+ * return, the text still at the cursor says it was not: one more carriage
+ * return (never the text again), and one more look.  Then the sender is
+ * told `injected` with what is known. */
+static void verify_step(inj_slot *in)
+{
+    const envelope *e = &in->verify_env;
+    const char *name = in->verify_t.name;
+    char detail[512], why[256];
+    hd_status st = HD_UNKNOWN;
+    bool left = in->verify_left;
+    int w = 0;
+
+    /* herdr: a turn that started says it was submitted; no need to look
+     * (asked at every poll: a short turn must not end unseen) */
+    if (!left && in->be->has_status &&
+        in->be->status(in->be, &in->verify_t, &st, why, sizeof why) == IB_OK)
+        left = in->verify_left = st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN;
+    if (!wit_reported(in->wit, e->msgId) && !left && now_ms() < in->verify_until) {
+        nap(in, CONFIRM_POLL_MS / 2);
+        return;
+    }
+    if (!wit_reported(in->wit, e->msgId) && !left)
+        w = in->be->waits(in->be, &in->verify_t, in->verify_text);
+    if (w == 1 && in->verify_cr == 0) {
+        if (in->be->submit(in->be, &in->verify_t, why, sizeof why)) {
+            log_warn("inject: %s typed into %s still waited in its input line %d ms after the "
+                     "carriage return; sent one more",
+                     e->msgId, name, SUBMIT_CHECK_MS);
+            in->verify_cr = 1;
+            in->verify_until = now_ms() + SUBMIT_CHECK_MS;
+            nap(in, CONFIRM_POLL_MS / 2);
+            return;
+        }
+        snprintf(detail, sizeof detail,
+                 "typed into %s, but it still waited in the input line and a second carriage "
+                 "return was not sent (%s): not submitted",
+                 name, why);
+    } else if (w == 1) {
+        snprintf(detail, sizeof detail,
+                 "typed into %s, but it still waits in the input line after a second carriage "
+                 "return: not submitted (press Enter in the pane)",
+                 name);
+    } else if (w == 0 && in->verify_cr) {
+        snprintf(detail, sizeof detail,
+                 "typed into %s; submitted with a second carriage return (the first was not "
+                 "taken)",
+                 name);
+    } else if (w < 0) {
+        snprintf(detail, sizeof detail,
+                 "typed into %s (whether it was submitted could not be read off the pane)", name);
+    } else {
+        snprintf(detail, sizeof detail, "typed into %s", name);
+    }
+    if (w == 1)
+        log_warn("inject: %s: %s", e->msgId, detail);
+    finish(in, e, "injected", detail);
+    wit_finished(in->wit, e->msgId);
+    if (in->be->has_status) {
+        /* did its turn start: confirm_step looks on from here */
+        in->confirm_env = in->verify_env;
+        in->verify_env.body = NULL;
+        in->confirm_t = in->verify_t;
+        in->confirm_until = now_ms() + CONFIRM_MS;
+        in->confirm_left = left;
+    }
+    env_free(&in->verify_env);
+    g_free(in->verify_text);
+    in->verify_text = NULL;
+    in->verify_until = 0;
+    in->verify_cr = 0;
+    in->verify_left = false;
 }
 
 /* Returns after one attempt; the caller loops. */
@@ -387,7 +486,15 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
     snprintf(words, sizeof words, "delivering: typing %s from %s into %s", e->msgId, e->from,
              t.name);
     say(in, words);
+    wit_typing(in->wit, e, text); /* the hook may report before type() returns */
     typed = in->be->type(in->be, &t, text, why, sizeof why);
+    if (typed != IT_TYPED)
+        wit_forget(in->wit, e->msgId);
+    if (typed == IT_TYPED && in->be->waits) {
+        /* looked at by verify_step, which tells the sender */
+        in->verify_text = text;
+        text = NULL;
+    }
     g_free(text);
     if (typed == IT_REFUSED) {
         /* nothing reached the pane: the journal must say so before the
@@ -415,8 +522,18 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
      * like kill -9 between typing and acking */
     if (g_getenv("FLEETFS_TEST_DIE_AFTER_TYPING"))
         raise(SIGKILL);
+    if (in->verify_text) {
+        in->verify_env = *e;
+        in->verify_env.body = g_memdup2(e->body, e->body_len + 1);
+        in->verify_t = t;
+        in->verify_until = now_ms() + SUBMIT_CHECK_MS;
+        in->verify_cr = 0;
+        /* first look at once (herdr: a short turn must not end unseen) */
+        return;
+    }
     snprintf(words, sizeof words, "typed into %s", t.name);
     finish(in, e, "injected", words);
+    wit_finished(in->wit, e->msgId);
     if (in->be->has_status) {
         /* looked at by the slot's next turns, while the others go on */
         in->confirm_env = *e;
@@ -492,6 +609,16 @@ static void slot_step(injector *inj, inj_slot *in)
 {
     envelope e;
     inj_once *o;
+    char detail[256];
+    /* the prompt hook's reports, each once its message's injected is out */
+    while (wit_take(in->wit, &e, detail, sizeof detail)) {
+        mb_send_receipt(in->mb, &e, "confirmed", detail);
+        env_free(&e);
+    }
+    if (in->verify_until) {
+        verify_step(in);
+        return;
+    }
     if (in->confirm_until) {
         confirm_step(in);
         return;
@@ -531,6 +658,10 @@ static void slot_unref(inj_slot *s)
     g_hash_table_destroy(s->journal);
     if (s->confirm_until)
         env_free(&s->confirm_env);
+    if (s->verify_until)
+        env_free(&s->verify_env);
+    g_free(s->verify_text);
+    wit_free(s->wit);
     once_unref(s->once);
     g_free(s->journal_path);
     g_free(s->words);
@@ -589,7 +720,9 @@ static inj_slot *slot_new(injector *inj, mailbox *mb, const char *target)
     ib_config cfg = {.coord_id = mb_name(mb),
                      .inject_target = target,
                      .state_dir = mb_state_dir(mb),
-                     .inject_commands = (const char *const *)commands};
+                     .inject_commands = (const char *const *)commands,
+                     .settle_ms = (int)o->inject_settle_ms,
+                     .quiet_ms = (int)o->inject_quiet_ms};
     if (!strcmp(inj->mode, "herdr"))
         be = inj_backend_herdr(&cfg);
     else if (!strcmp(inj->mode, "tmux"))
@@ -603,6 +736,7 @@ static inj_slot *slot_new(injector *inj, mailbox *mb, const char *target)
     in->be = be;
     in->journal = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     in->journal_path = g_build_filename(mb_state_dir(mb), "inject.journal", NULL);
+    in->wit = wit_new(mb_is_lead(mb) ? "" : mb_id(mb));
     journal_open(in);
     say(in, "starting");
     return in;
@@ -669,6 +803,28 @@ void inj_remove(injector *in, mailbox *mb)
             break;
         }
     g_mutex_unlock(&in->lock);
+}
+
+int inj_submitted(injector *in, mailbox *mb, const char *buf, size_t size)
+{
+    inj_witness *w = NULL;
+    int e;
+    if (!in) {
+        log_warn("inject: a prompt hook reported a submission, but this mount types nothing "
+                 "(inject=none); ignored");
+        return ENOENT;
+    }
+    g_mutex_lock(&in->lock);
+    for (guint i = 0; i < in->slots->len && !w; i++)
+        if (((inj_slot *)in->slots->pdata[i])->mb == mb)
+            w = ((inj_slot *)in->slots->pdata[i])->wit;
+    /* under the lock: a slot (and its witness) is freed only after it
+     * left the list and the thread let go of it */
+    e = w ? wit_report(w, buf, size) : ENOENT;
+    g_mutex_unlock(&in->lock);
+    if (!e)
+        inj_kick(in);
+    return e;
 }
 
 void inj_kick(injector *in)
