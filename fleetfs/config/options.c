@@ -554,7 +554,8 @@ static const struct opts_def opts_table[] = {
     {"expire_grace", opts_set_duration, OFF(expire_grace_ms), NULL, "10s",
      "after a message's expiresAt, how long sent waits for the receiver's word before it says "
      "expired by this host's clock"},
-    {"agent_expires", opts_set_duration, OFF(agent_expires_ms), NULL, "2 x message_ttl (14d)",
+    {"agent_expires", opts_set_duration, OFF(agent_expires_ms), NULL,
+     "2 x message_ttl + expire_grace (14d10s)",
      "the broker deletes an agent's mailbox after this long with no reader (x-expires); "
      "longer than message_ttl + expire_grace (same fleet-wide)"},
     {"prefetch", opts_set_prefetch, 0, NULL, "64",
@@ -797,7 +798,7 @@ int opts_finish(fs_opts *o, char **err)
         return -1;
     }
     if (o->agent_expires_ms == 0)
-        o->agent_expires_ms = 2 * o->message_ttl_ms;
+        o->agent_expires_ms = 2 * o->message_ttl_ms + o->expire_grace_ms;
     if (o->agent_expires_ms <= o->message_ttl_ms + o->expire_grace_ms) {
         *err = g_strdup_printf(
             "agent_expires: %lld ms is not longer than message_ttl + expire_grace (%lld ms): "

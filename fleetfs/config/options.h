@@ -36,7 +36,8 @@ typedef struct {
     long max_length;
     int64_t message_ttl_ms;
     /* an agent mailbox's idle lifetime (x-expires, doc/protocol.md section 10b):
-     * longer than message_ttl + expire_grace; 0 until opts_finish: 2 x message_ttl */
+     * longer than message_ttl + expire_grace; 0 until opts_finish: 2 x message_ttl + expire_grace,
+     * which keeps the rule whatever the two are */
     int64_t agent_expires_ms;
     int64_t expires_in_ms;   /* a message's default lifetime (expiresAt - sentAt); 0:
                                 message_ttl.  At most message_ttl (opts_finish) */
