@@ -12,7 +12,10 @@
  * The fate is the exit status of `fleetfs ask` (doc/fleetfs.1): 0
  * answered, 3 no such peer, 4 no answer within the lifetime, 5 refused
  * (the question was not sent, or its receiver refused it), 6 unknown
- * (the send timed out: the question may be out), 1 anything else, 2 usage.
+ * (the send timed out: the question may be out), 7 dead-lettered (the
+ * broker gave it back undelivered: nobody will answer it; the read's
+ * EHOSTUNREACH, and the sent entry's detail says why), 1 anything else,
+ * 2 usage.
  */
 #include "fleetfs/mcp/ask.h"
 
@@ -76,7 +79,10 @@ mcp_ask_fate mcp_ask_run(const char *path, const char *data, size_t len, int wai
     while (fate == MA_ANSWERED && (n = read(fd, buf, sizeof buf)) != 0) {
         if (n < 0) {
             *err = errno;
-            fate = *err == ETIMEDOUT ? MA_TIMED_OUT : *err == ECONNREFUSED ? MA_REFUSED : MA_FAILED;
+            fate = *err == ETIMEDOUT      ? MA_TIMED_OUT
+                   : *err == ECONNREFUSED ? MA_REFUSED
+                   : *err == EHOSTUNREACH ? MA_DEAD
+                                          : MA_FAILED;
             break;
         }
         g_string_append_len(got, buf, n);
@@ -89,6 +95,28 @@ mcp_ask_fate mcp_ask_run(const char *path, const char *data, size_t len, int wai
         g_string_free(got, TRUE);
     }
     return fate;
+}
+
+void mcp_ask_dead_words(const char *sent_path, const char *to, char *out, size_t n)
+{
+    GString *s = NULL;
+    json_t *arr;
+    size_t i;
+    json_t *e;
+    out[0] = '\0';
+    if (mt_read_all(sent_path, &s) != 0)
+        return;
+    arr = mt_json_lines(s);
+    g_string_free(s, TRUE);
+    json_array_foreach(arr, i, e)
+    {
+        const char *t = json_string_value(json_object_get(e, "to"));
+        const char *st = json_string_value(json_object_get(e, "state"));
+        const char *d = json_string_value(json_object_get(e, "detail"));
+        if (t && st && d && !strcmp(t, to) && !strcmp(st, "dead-lettered"))
+            g_strlcpy(out, d, n);
+    }
+    json_decref(arr);
 }
 
 /* ---- fleet_ask ---------------------------------------------------------- */
@@ -170,6 +198,15 @@ json_t *mt_ask(void *ctx, json_t *args)
     case MA_REFUSED:
         return mt_fail("%s: %s refused the question (fleet_sent says why); nothing to wait for",
                        what, to);
+    case MA_DEAD: {
+        char sp[PATH_MAX + 8], words[400];
+        snprintf(sp, sizeof sp, "%s/sent", w->home);
+        mcp_ask_dead_words(sp, to, words, sizeof words);
+        return mt_fail("%s: the question came back undelivered: the broker dead-lettered it (%s); "
+                       "nobody will answer it, and asking again will not help until that is "
+                       "fixed (fleet_sent says dead-lettered)",
+                       what, words[0] ? words : "fleet_sent says why");
+    }
     case MA_NO_WORD:
         return mt_fail("%s: the mount said nothing within %d s, not even that the question "
                        "expired: its daemon may be hung; tell your operator",
@@ -195,7 +232,9 @@ static void usage(FILE *to)
                 "Exit status: 0 answered, 3 no such peer, 4 no answer in time (the question\n"
                 "expired), 5 refused (not sent: see the message; or its receiver refused it),\n"
                 "6 unknown (the send timed out: the question may be out, its answer would\n"
-                "arrive as an ordinary reply), 1 any other failure, 2 usage.\n");
+                "arrive as an ordinary reply), 7 dead-lettered (the broker gave it back\n"
+                "undelivered, e.g. PEER does not trust this host's key: nobody will answer it),\n"
+                "1 any other failure, 2 usage.\n");
 }
 
 /* the message for a fate that is not an answer */
@@ -227,6 +266,17 @@ static void say(mcp_ask_fate fate, int err, const char *to, const char *mnt)
     case MA_REFUSED:
         fprintf(stderr, "fleetfs ask: %s refused the question (its sent entry says why)\n", to);
         break;
+    case MA_DEAD: {
+        char *sp = g_strdup_printf("%s/self/sent", mnt), words[400];
+        mcp_ask_dead_words(sp, to, words, sizeof words);
+        fprintf(stderr,
+                "fleetfs ask: the question to %s came back undelivered: the broker "
+                "dead-lettered it (%s); nobody will answer it, and asking again will not help "
+                "until that is fixed (e.g. %s does not trust this host's key)\n",
+                to, words[0] ? words : "its sent entry says why", to);
+        g_free(sp);
+        break;
+    }
     default:
         fprintf(stderr, "fleetfs ask: %s\n", g_strerror(err));
         break;
@@ -310,6 +360,7 @@ int mcp_ask_main(int argc, char **argv)
            : fate == MA_TIMED_OUT                       ? 4
            : fate == MA_NOT_ASKED || fate == MA_REFUSED ? 5
            : fate == MA_UNKNOWN                         ? 6
+           : fate == MA_DEAD                            ? 7
                                                         : 1;
     free(data);
     g_free(answer);

@@ -283,6 +283,7 @@ typedef enum {
     MB_ASK_DONE,     /* the answer was handed before */
     MB_ASK_EXPIRED,  /* the question's lifetime ended without an answer */
     MB_ASK_REFUSED,  /* the receiver refused the question (why) */
+    MB_ASK_DEAD,     /* the broker gave the question back undelivered (why) */
 } mb_ask_result;
 mb_ask *mb_ask_open(mailbox *mb, void (*ready)(void *ud), void *ud);
 /* One write: the question to `to` (a coord_id or gid), as text (lifetime
