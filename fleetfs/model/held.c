@@ -162,7 +162,7 @@ static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag
         return;
     mb->held_bytes += m->line_len;
     mb_touch_locked(mb, MB_INBOX);
-    views_append_locked(mb, m->line, m->line_len);
+    views_append_locked(mb, m);
 }
 
 void held_release_asked_locked(mailbox *mb, held_msg *m)
@@ -172,7 +172,7 @@ void held_release_asked_locked(mailbox *mb, held_msg *m)
     m->owner = HELD_FREE;
     mb->held_bytes += m->line_len;
     mb_touch_locked(mb, MB_INBOX);
-    views_append_locked(mb, m->line, m->line_len);
+    views_append_locked(mb, m);
 }
 
 /* Whether e is past its expiresAt by this host's clock. */
@@ -182,13 +182,21 @@ static bool expired_now(const envelope *e)
     return env_time_parse(e->expiresAt, &exp) == 0 && exp <= env_now_ms();
 }
 
-/* The receipt's detail for a message dropped unread here. */
-static void expired_words(const mailbox *mb, const envelope *e, char *out, size_t n)
+/* The receipt's detail for a message dropped here at its expiresAt: unread,
+ * or (a reader of an open inbox read its line, views.c) shown, then
+ * expired: nobody acked or typed it (issue 43). */
+static void expired_words(const mailbox *mb, const envelope *e, bool shown, char *out, size_t n)
 {
     char now[40];
     env_time_format(env_now_ms(), now);
-    snprintf(out, n, "dropped unread by %s at %s (its clock): past its expiresAt %s", mb->id, now,
-             e->expiresAt);
+    if (shown)
+        snprintf(out, n,
+                 "shown, then expired: a reader of %s's inbox read it, nobody acked it; dropped "
+                 "by %s at %s (its clock): past its expiresAt %s",
+                 mb->id, mb->id, now, e->expiresAt);
+    else
+        snprintf(out, n, "dropped unread by %s at %s (its clock): past its expiresAt %s", mb->id,
+                 now, e->expiresAt);
 }
 
 br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, const char *body,
@@ -294,7 +302,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
          * allows): consumed unread, never shown */
         char now[40], detail[256];
         env_time_format(env_now_ms(), now);
-        expired_words(mb, &e, detail, sizeof detail);
+        expired_words(mb, &e, false, detail, sizeof detail);
         history_add_locked(mb, &e, now, "expired", detail);
         outbox_queue_locked(mb, &e, "expired", detail);
         accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
@@ -598,7 +606,7 @@ int held_take_asked(mailbox *mb, const char *msg_id, char **body, size_t *len)
      * shown after it, as any message (expired, its sender told) */
     late = m->expires_ms <= env_now_ms();
     if (late) {
-        expired_words(mb, &m->env, detail, sizeof detail);
+        expired_words(mb, &m->env, false, detail, sizeof detail);
         it = consume_locked(mb, m, "expired", detail);
     } else {
         *body = g_memdup2(m->env.body, m->env.body_len + 1);
@@ -671,9 +679,11 @@ bool held_expire(mailbox *mb)
         /* being typed: the injector looks right before it types */
         if (m->owner != HELD_FREE || m->expires_ms > now)
             continue;
-        expired_words(mb, &m->env, detail, sizeof detail);
-        g_ptr_array_add(words, g_strdup_printf("%s from %s (expiresAt %s)", m->env.msgId,
-                                               m->env.from, m->env.expiresAt));
+        expired_words(mb, &m->env, m->shown, detail, sizeof detail);
+        g_ptr_array_add(words,
+                        g_strdup_printf("%s from %s (expiresAt %s)%s", m->env.msgId, m->env.from,
+                                        m->env.expiresAt,
+                                        m->shown ? ", shown to a reader but not acked," : ""));
         /* held on a lost connection: its redelivery is acked unseen (the
          * seen set has it as consumed) */
         ack = can_ack && m->gen == st.epoch;
@@ -686,8 +696,8 @@ bool held_expire(mailbox *mb)
     g_mutex_unlock(mb->lock);
     n = words->len;
     for (guint i = 0; i < words->len; i++)
-        log_info("inbox: %s expired while held: dropped unread, never typed or shown again; "
-                 "its sender is told it expired",
+        log_info("inbox: %s expired while held: dropped, never typed or shown again; its "
+                 "sender is told it expired",
                  (char *)words->pdata[i]);
     if (acks->len)
         ack_broker(mb, (ack_item *)acks->data, acks->len);
@@ -712,7 +722,7 @@ bool mb_expire_claimed(mailbox *mb, const char *msg_id)
         g_mutex_unlock(mb->lock);
         return false;
     }
-    expired_words(mb, &m->env, detail, sizeof detail);
+    expired_words(mb, &m->env, m->shown, detail, sizeof detail);
     log_info("inject: %s from %s expired (expiresAt %s) before it could be typed: dropped "
              "unread, its sender is told it expired",
              m->env.msgId, m->env.from, m->env.expiresAt);

@@ -88,6 +88,7 @@ typedef struct {
     int64_t expires_ms; /* its expiresAt (wall clock ms): past it, it is dropped unread */
     char *line;         /* the inbox line, "\n"-terminated */
     size_t line_len;
+    bool shown; /* a reader of an open inbox read (part of) its line (views.c) */
 } held_msg;
 
 /* Marks (store/seen.h) of a consumed msgId whose broker copy may still be
@@ -368,7 +369,7 @@ const char *history_sender_locked(mailbox *mb, const char *msg_id);
 void history_each_locked(mailbox *mb, void (*fn)(mailbox *mb, const char *msg_id, const char *how));
 
 /* views.c */
-void views_append_locked(mailbox *mb, const char *line, size_t len);
+void views_append_locked(mailbox *mb, const held_msg *m);
 void views_free_all(mailbox *mb);
 
 /* receipts.c */
