@@ -120,6 +120,28 @@ static br_action refuse_locked(mailbox *mb, envelope *e, const char *reason, con
     return BR_REJECT;
 }
 
+/* Lock held, and released here: e is a second copy of a message held from
+ * the same consumer channel (its sender's resend after ETIMEDOUT: the same
+ * signed envelope; or a replay of it).  Counted (rejected_duplicate) and
+ * dropped, acked rather than dead-lettered: its dead letter would go home
+ * and tell the sender its message died while the first copy waits here,
+ * whose fate the sender hears in its receipt (issue 43). */
+static br_action drop_duplicate_locked(mailbox *mb, envelope *e)
+{
+    gpointer old = g_hash_table_lookup(mb->h->rejections, "duplicate");
+    g_hash_table_replace(mb->h->rejections, g_strdup("duplicate"),
+                         GUINT_TO_POINTER(GPOINTER_TO_UINT(old) + 1));
+    mb->n.rejected++;
+    g_mutex_unlock(mb->lock);
+    log_warn("inbox: rejected %s from %s (duplicate: a second copy while the first is held); "
+             "dropped, not dead-lettered: the copy held here is the one whose fate its sender "
+             "is told",
+             e->msgId, e->from);
+    env_free(e);
+    mb_changed(mb, "status");
+    return BR_ACK;
+}
+
 /* Lock held: a verified sender's message was refused by a check.  It gets
  * a history line and a `rejected` receipt once per msgId, within the
  * sender's refusal budget; never about a msgId consumed or held here (its
@@ -249,7 +271,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     }
     m = g_hash_table_lookup(mb->held_ids, e.msgId);
     if (m && m->gen == gen)
-        return refuse_locked(mb, &e, "duplicate", "a second copy while the first is held");
+        return drop_duplicate_locked(mb, &e);
     if (m) {
         /* a redelivery on a new consumer channel: same message, new tag;
          * whoever owns it keeps it */
