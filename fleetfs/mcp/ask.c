@@ -31,6 +31,7 @@
 #include <jansson.h>
 
 #include "fleetfs/base/duration.h"
+#include "fleetfs/mcp/cancel.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/mcp/tools_int.h"
 #include "fleetfs/wire/names.h"
@@ -68,13 +69,18 @@ mcp_ask_fate mcp_ask_run(const char *path, const char *data, size_t len, int wai
         fate = *err == ETIMEDOUT ? MA_UNKNOWN : MA_NOT_ASKED;
     }
     if (fate == MA_ANSWERED && wait_ms >= 0) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
+        /* and the MCP client's cancellation (cancel.c): then the file is
+         * closed unread, and an answer goes to the inbox */
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                              {.fd = mcp_cancel_fd(), .events = POLLIN}};
         int rc;
         do
-            rc = poll(&p, 1, wait_ms);
+            rc = poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
         while (rc < 0 && errno == EINTR);
         if (rc == 0)
             fate = MA_NO_WORD;
+        else if (rc > 0 && !(p[0].revents & POLLIN) && (p[1].revents & POLLIN))
+            fate = MA_CANCELLED;
     }
     while (fate == MA_ANSWERED && (n = read(fd, buf, sizeof buf)) != 0) {
         if (n < 0) {
@@ -207,6 +213,11 @@ json_t *mt_ask(void *ctx, json_t *args)
                        "fixed (fleet_sent says dead-lettered)",
                        what, words[0] ? words : "fleet_sent says why");
     }
+    case MA_CANCELLED:
+        return mt_fail("%s: cancelled by the client before an answer came; the question stays "
+                       "asked until its expiresAt, and an answer that comes arrives in "
+                       "fleet_inbox as an ordinary reply (fleet_sent follows the question)",
+                       what);
     case MA_NO_WORD:
         return mt_fail("%s: the mount said nothing within %d s, not even that the question "
                        "expired: its daemon may be hung; tell your operator",

@@ -16,6 +16,7 @@ typedef enum {
     MA_REFUSED,   /* its receiver refused the question (ECONNREFUSED) */
     MA_DEAD,      /* the broker gave it back undelivered (EHOSTUNREACH) */
     MA_NO_WORD,   /* the mount said nothing within wait_ms (hung?) */
+    MA_CANCELLED, /* the MCP client cancelled the call (cancel.h): closed unread */
     MA_FAILED,    /* anything else (err) */
 } mcp_ask_fate;
 
