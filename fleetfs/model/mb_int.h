@@ -70,7 +70,8 @@ _Static_assert(SEEN_CAP > PREFETCH_MAX && SEEN_DELIVERED_CAP > PREFETCH_MAX,
 /* send.c: one published-unread (or not-known-whether-read) line per peer
  * and kind a minute */
 #define SEND_LOG_EVERY_MS 60000
-#define VIEW_KEEP (256 * 1024) /* bytes an open inbox keeps behind its reader */
+#define VIEW_KEEP (256 * 1024)       /* bytes an open inbox keeps behind its reader */
+#define VIEW_AHEAD (4 * 1024 * 1024) /* bytes an open inbox keeps unread ahead of it */
 
 typedef enum {
     HELD_FREE,   /* anyone may consume it (the ack file) or claim it */

@@ -9,6 +9,14 @@
  * of the copy, the part behind it is dropped.  Offsets stay those of the
  * whole view (base + position in buf); a read behind base finds nothing.
  *
+ * Nor must a view whose reader never reads (an open file descriptor left
+ * idle) keep everything that arrives: once VIEW_AHEAD bytes wait unread
+ * in it, a new line is not added but counted (issue 43); when the reader
+ * has read all but VIEW_AHEAD / 2 of them, one line
+ * {"fleetfs":"view-overflow","dropped":N,"detail":...} is added, then
+ * arrivals again.  The messages stay in the mailbox: a fresh open of the
+ * inbox shows those still held.
+ *
  * A view also knows which message each of its lines is (marks, in view
  * order): a read that reaches a line marks that message `shown`, so one
  * that expires after its reader saw it is receipted "shown, then expired",
@@ -27,10 +35,11 @@ typedef struct {
 
 struct mb_view {
     pid_t pid;
-    GArray *marks;  /* view_mark, lines not yet reached by a read */
-    GString *buf;   /* the view from offset base on */
-    size_t base;    /* view offset of buf->str[0] */
-    size_t read_hi; /* furthest view offset read */
+    GArray *marks;    /* view_mark, lines not yet reached by a read */
+    GString *buf;     /* the view from offset base on */
+    size_t base;      /* view offset of buf->str[0] */
+    size_t read_hi;   /* furthest view offset read */
+    unsigned dropped; /* lines not added since the last view-overflow line */
     struct fuse_pollhandle *ph;
 };
 
@@ -71,10 +80,31 @@ static void view_mark_shown(mailbox *mb, mb_view *v)
         g_array_remove_range(v->marks, 0, i);
 }
 
+/* Lock held: the view-overflow line, once the reader caught up enough */
+static void view_overflow_line(mb_view *v)
+{
+    size_t ahead = v->base + v->buf->len - v->read_hi;
+    if (!v->dropped || ahead > VIEW_AHEAD / 2)
+        return;
+    g_string_append_printf(v->buf,
+                           "{\"fleetfs\":\"view-overflow\",\"dropped\":%u,\"detail\":\"this open "
+                           "inbox had more than %d bytes unread, so %u messages that arrived "
+                           "meanwhile are not in it; nothing was dropped from the mailbox: open "
+                           "the inbox again for those still held (history has those consumed)\"}\n",
+                           v->dropped, VIEW_AHEAD, v->dropped);
+    v->dropped = 0;
+}
+
 void views_append_locked(mailbox *mb, const held_msg *m)
 {
     for (GList *l = mb->views; l; l = l->next) {
         mb_view *v = l->data;
+        size_t ahead = v->base + v->buf->len - v->read_hi;
+        view_overflow_line(v);
+        if (v->dropped || (ahead > 0 && ahead + m->line_len > VIEW_AHEAD)) {
+            v->dropped++;
+            continue;
+        }
         view_add(v, m);
         if (v->ph && mb->hooks.poll_wake) {
             mb->hooks.poll_wake(mb->hooks.ud, v->ph);
@@ -123,6 +153,7 @@ size_t mb_view_read(mailbox *mb, mb_view *v, char *buf, size_t size, off_t off)
 {
     size_t n = 0, end;
     g_mutex_lock(mb->lock);
+    view_overflow_line(v);
     end = v->base + v->buf->len;
     if (off >= 0 && (size_t)off >= v->base && (size_t)off < end) {
         n = MIN(size, end - (size_t)off);
