@@ -143,7 +143,8 @@ static br_action drop_duplicate_locked(mailbox *mb, envelope *e)
 }
 
 /* Lock held: a verified sender's message was refused by a check.  It gets
- * a history line and a `rejected` receipt once per msgId, within the
+ * a history line and a `rejected` receipt (`expired` for the reason
+ * expired) once per msgId, within the
  * sender's refusal budget; never about a msgId consumed or held here (its
  * sender has, or will get, the receipt that says what became of it: a
  * refusal of a late copy would contradict it). */
@@ -151,6 +152,7 @@ static void report_refusal_locked(mailbox *mb, const envelope *e, const char *re
                                   const char *why)
 {
     char now[40], detail[400];
+    const char *how;
     seen_state st = accept_seen_locked(mb, e->msgId, NULL);
     if (st == SEEN_CONSUMED || st == SEEN_REFUSED || g_hash_table_contains(mb->held_ids, e->msgId))
         return;
@@ -159,8 +161,12 @@ static void report_refusal_locked(mailbox *mb, const envelope *e, const char *re
         return;
     env_time_format(env_now_ms(), now);
     snprintf(detail, sizeof detail, "%s: %s", reason, why);
-    history_add_locked(mb, e, now, "rejected", reason);
-    outbox_queue_locked(mb, e, "rejected", detail);
+    /* more than 5 minutes past its expiresAt (a redriven dead letter):
+     * what became of it is that it expired, not that it was refused
+     * (issue 43) */
+    how = !strcmp(reason, "expired") ? "expired" : "rejected";
+    history_add_locked(mb, e, now, how, !strcmp(how, "expired") ? detail : reason);
+    outbox_queue_locked(mb, e, how, detail);
 }
 
 /* asked: the answer to an open ask, kept for its asker (not shown) */
