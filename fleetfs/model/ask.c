@@ -348,20 +348,26 @@ unsigned mb_ask_poll(mb_ask *a, struct fuse_pollhandle *ph)
 void mb_ask_close(mb_ask *a)
 {
     mailbox *mb = a->mb;
-    bool released = false;
+    bool released = false, expired = false;
     g_mutex_lock(mb->lock);
     if (a->q_id[0])
         ask_unregister_locked(mb, a);
     if (a->state == ASK_ANSWERED) {
         held_msg *m = g_hash_table_lookup(mb->held_ids, a->a_id);
         if (m && m->owner == HELD_ASKED) {
-            held_release_asked_locked(mb, m);
-            released = true;
+            released = held_release_asked_locked(mb, m);
+            expired = !released;
         }
     }
     if (a->ph)
         fuse_pollhandle_destroy(a->ph);
     g_mutex_unlock(mb->lock);
+    if (expired) {
+        log_info("ask %s: its asker closed without reading answer %s, which is past its own "
+                 "expiresAt: not shown, dropped as expired",
+                 a->to, a->a_id);
+        held_expire(mb);
+    }
     if (released) {
         log_info("ask %s: its asker closed before reading answer %s: it goes to the inbox as "
                  "an ordinary reply",

@@ -193,14 +193,19 @@ static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag
     views_append_locked(mb, m);
 }
 
-void held_release_asked_locked(mailbox *mb, held_msg *m)
+bool held_release_asked_locked(mailbox *mb, held_msg *m)
 {
     if (m->owner != HELD_ASKED)
-        return;
+        return false;
     m->owner = HELD_FREE;
     mb->held_bytes += m->line_len;
     mb_touch_locked(mb, MB_INBOX);
+    /* past its expiresAt: never shown (held_expire consumes it as expired;
+     * issue 43) */
+    if (m->expires_ms <= env_now_ms())
+        return false;
     views_append_locked(mb, m);
+    return true;
 }
 
 /* Whether e is past its expiresAt by this host's clock. */

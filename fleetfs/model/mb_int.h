@@ -237,7 +237,9 @@ bool held_expire(mailbox *mb);
 
 /* Lock held: a HELD_ASKED message becomes an ordinary one (FREE, in the
  * inbox and its views): its asker closed before reading it. */
-void held_release_asked_locked(mailbox *mb, held_msg *m);
+/* true: shown in the inbox; false: already past its expiresAt (not shown;
+ * held_expire consumes it) */
+bool held_release_asked_locked(mailbox *mb, held_msg *m);
 /* The answer msg_id (HELD_ASKED) handed to its asker: consumed as `acked`
  * (history, the receipt, the broker ack), its body into *body (g_free):
  * 1.  Past its own expiresAt: consumed as `expired` instead, -1.  0 when
