@@ -646,6 +646,11 @@ int held_take_asked(mailbox *mb, const char *msg_id, char **body, size_t *len)
         *len = m->env.body_len;
         it = consume_locked(mb, m, "acked", "read by its asker (ask), not typed");
     }
+    /* no ack can go out now (issue 43): the seen set must say so, or the
+     * broker's copy, back without the redelivered flag (LavinMQ after its
+     * own restart), would be refused as a replay */
+    if (!acks_ok(&st) || it.gen != st.epoch)
+        accept_record_locked(mb, it.msg_id, SEEN_CONSUMED, ACK_NOT_SENT);
     g_mutex_unlock(mb->lock);
     /* held on a lost connection: its redelivery is acked unseen (the seen
      * set has it as consumed) */
