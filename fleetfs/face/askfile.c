@@ -39,7 +39,7 @@ struct askf {
     size_t want;        /* its size */
     GString *answer;    /* the answer, once taken; reads go through it */
     size_t pos;         /* how much of it was read */
-    int err;            /* the end without an answer: ETIMEDOUT, ECONNREFUSED, EHOSTUNREACH */
+    int err;            /* the end without an answer: ETIMEDOUT, ECONNREFUSED */
 };
 
 static GThreadPool *pool;
@@ -74,9 +74,6 @@ static int answer_locked(askf *a, fuse_req_t req, size_t size)
             break;
         case MB_ASK_REFUSED:
             a->err = ECONNREFUSED;
-            break;
-        case MB_ASK_DEAD:
-            a->err = EHOSTUNREACH;
             break;
         case MB_ASK_ANSWERED:
             a->answer = g_string_new_len(body, (gssize)len);

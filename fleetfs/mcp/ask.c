@@ -11,11 +11,10 @@
  *
  * The fate is the exit status of `fleetfs ask` (doc/fleetfs.1): 0
  * answered, 3 no such peer, 4 no answer within the lifetime, 5 refused
- * (the question was not sent, or its receiver refused it), 6 unknown
- * (the send timed out: the question may be out), 7 dead-lettered (the
- * broker gave it back undelivered: nobody will answer it; the read's
- * EHOSTUNREACH, and the sent entry's detail says why), 1 anything else,
- * 2 usage.
+ * (the question was not sent, or its receiver refused it: a `rejected`
+ * receipt or its dead letter home, at once; the sent entry's detail says
+ * why), 6 unknown (the send timed out: the question may be out), 1
+ * anything else, 2 usage.
  */
 #include "fleetfs/mcp/ask.h"
 
@@ -85,10 +84,7 @@ mcp_ask_fate mcp_ask_run(const char *path, const char *data, size_t len, int wai
     while (fate == MA_ANSWERED && (n = read(fd, buf, sizeof buf)) != 0) {
         if (n < 0) {
             *err = errno;
-            fate = *err == ETIMEDOUT      ? MA_TIMED_OUT
-                   : *err == ECONNREFUSED ? MA_REFUSED
-                   : *err == EHOSTUNREACH ? MA_DEAD
-                                          : MA_FAILED;
+            fate = *err == ETIMEDOUT ? MA_TIMED_OUT : *err == ECONNREFUSED ? MA_REFUSED : MA_FAILED;
             break;
         }
         g_string_append_len(got, buf, n);
@@ -103,7 +99,7 @@ mcp_ask_fate mcp_ask_run(const char *path, const char *data, size_t len, int wai
     return fate;
 }
 
-void mcp_ask_dead_words(const char *sent_path, const char *to, char *out, size_t n)
+void mcp_ask_refusal_words(const char *sent_path, const char *to, char *out, size_t n)
 {
     GString *s = NULL;
     json_t *arr;
@@ -119,7 +115,8 @@ void mcp_ask_dead_words(const char *sent_path, const char *to, char *out, size_t
         const char *t = json_string_value(json_object_get(e, "to"));
         const char *st = json_string_value(json_object_get(e, "state"));
         const char *d = json_string_value(json_object_get(e, "detail"));
-        if (t && st && d && !strcmp(t, to) && !strcmp(st, "dead-lettered"))
+        if (t && st && d && !strcmp(t, to) &&
+            (!strcmp(st, "dead-lettered") || !strcmp(st, "rejected")))
             g_strlcpy(out, d, n);
     }
     json_decref(arr);
@@ -201,17 +198,13 @@ json_t *mt_ask(void *ctx, json_t *args)
         return mt_fail("%s: no answer within %d s: the question expired (fleet_sent says so); an "
                        "answer that comes later arrives in fleet_inbox",
                        what, timeout);
-    case MA_REFUSED:
-        return mt_fail("%s: %s refused the question (fleet_sent says why); nothing to wait for",
-                       what, to);
-    case MA_DEAD: {
+    case MA_REFUSED: {
         char sp[PATH_MAX + 8], words[400];
         snprintf(sp, sizeof sp, "%s/sent", w->home);
-        mcp_ask_dead_words(sp, to, words, sizeof words);
-        return mt_fail("%s: the question came back undelivered: the broker dead-lettered it (%s); "
-                       "nobody will answer it, and asking again will not help until that is "
-                       "fixed (fleet_sent says dead-lettered)",
-                       what, words[0] ? words : "fleet_sent says why");
+        mcp_ask_refusal_words(sp, to, words, sizeof words);
+        return mt_fail("%s: %s refused the question (%s); nobody will answer it, nothing to wait "
+                       "for, and asking again will not help until that is fixed",
+                       what, to, words[0] ? words : "fleet_sent says why");
     }
     case MA_CANCELLED:
         return mt_fail("%s: cancelled by the client before an answer came; the question stays "
@@ -243,9 +236,7 @@ static void usage(FILE *to)
                 "Exit status: 0 answered, 3 no such peer, 4 no answer in time (the question\n"
                 "expired), 5 refused (not sent: see the message; or its receiver refused it),\n"
                 "6 unknown (the send timed out: the question may be out, its answer would\n"
-                "arrive as an ordinary reply), 7 dead-lettered (the broker gave it back\n"
-                "undelivered, e.g. PEER does not trust this host's key: nobody will answer it),\n"
-                "1 any other failure, 2 usage.\n");
+                "arrive as an ordinary reply), 1 any other failure, 2 usage.\n");
 }
 
 /* the message for a fate that is not an answer */
@@ -274,16 +265,13 @@ static void say(mcp_ask_fate fate, int err, const char *to, const char *mnt)
                 "is expired (an answer that comes later arrives as an ordinary reply)\n",
                 to);
         break;
-    case MA_REFUSED:
-        fprintf(stderr, "fleetfs ask: %s refused the question (its sent entry says why)\n", to);
-        break;
-    case MA_DEAD: {
+    case MA_REFUSED: {
         char *sp = g_strdup_printf("%s/self/sent", mnt), words[400];
-        mcp_ask_dead_words(sp, to, words, sizeof words);
+        mcp_ask_refusal_words(sp, to, words, sizeof words);
         fprintf(stderr,
-                "fleetfs ask: the question to %s came back undelivered: the broker "
-                "dead-lettered it (%s); nobody will answer it, and asking again will not help "
-                "until that is fixed (e.g. %s does not trust this host's key)\n",
+                "fleetfs ask: %s refused the question (%s); nobody will answer it, and asking "
+                "again will not help until that is fixed (e.g. %s does not trust this host's "
+                "key)\n",
                 to, words[0] ? words : "its sent entry says why", to);
         g_free(sp);
         break;
@@ -371,7 +359,6 @@ int mcp_ask_main(int argc, char **argv)
            : fate == MA_TIMED_OUT                       ? 4
            : fate == MA_NOT_ASKED || fate == MA_REFUSED ? 5
            : fate == MA_UNKNOWN                         ? 6
-           : fate == MA_DEAD                            ? 7
                                                         : 1;
     free(data);
     g_free(answer);

@@ -16,9 +16,11 @@
  * MB_ASK_EXPIRED, the read's ETIMEDOUT; the question is expired at the
  * receiver by part 1's rules), its receiver refuses it (a `rejected`
  * receipt: MB_ASK_REFUSED), or the broker gives it back undelivered (its
- * dead letter came home, dead.c: MB_ASK_DEAD, at once; one that died of
- * expiry is MB_ASK_EXPIRED).  Nobody can answer a question in the last
- * two, so the asker is told as soon as its sent entry is (issue 43).  An answer that comes after the ask ended, or
+ * dead letter came home, dead.c: MB_ASK_REFUSED too, at once — a receiver
+ * that rejects a verified sender's question also sends the receipt, and
+ * either may come first; one that died of expiry is MB_ASK_EXPIRED).
+ * Nobody can answer a question in the last two, so the asker is told as
+ * soon as its sent entry is (issue 43).  An answer that comes after the ask ended, or
  * after its asker closed, is an ordinary reply: held FREE, shown and
  * typed.  An answer that came and was not read when the asker closed is
  * released the same way (held_release_asked_locked), once.
@@ -43,7 +45,6 @@ typedef enum {
     ASK_TAKEN,    /* the answer was handed */
     ASK_EXPIRED,  /* the question's lifetime ended first */
     ASK_REFUSED,  /* its receiver refused the question */
-    ASK_DEAD,     /* the broker gave it back undelivered (a dead letter home) */
 } ask_state;
 
 struct mb_ask {
@@ -53,7 +54,7 @@ struct mb_ask {
     char to[ADDR_MAX_LEN + 1]; /* who was asked: the answer comes from there */
     int64_t expires_ms;        /* the question's expiresAt (wall clock) */
     char a_id[ENV_ID_LEN + 1]; /* the answer's msgId */
-    char why[256];             /* ASK_REFUSED: the receiver's word; ASK_DEAD the broker's */
+    char why[256];             /* ASK_REFUSED: the receiver's word, or the broker's */
     struct fuse_pollhandle *ph;
     void (*ready)(void *ud);
     void *ud;
@@ -234,9 +235,7 @@ void ask_sent_state_locked(mailbox *mb, const char *msg_id, const char *state, c
     if (!a)
         return;
     /* the broker's words start with its reason (br_death_words) */
-    a->state = !dead                                           ? ASK_REFUSED
-               : detail && g_str_has_prefix(detail, "expired") ? ASK_EXPIRED
-                                                               : ASK_DEAD;
+    a->state = dead && detail && g_str_has_prefix(detail, "expired") ? ASK_EXPIRED : ASK_REFUSED;
     g_strlcpy(a->why, detail ? detail : "", sizeof a->why);
     g_hash_table_remove(mb->asks, a->q_id);
     if (!dead)
@@ -245,7 +244,7 @@ void ask_sent_state_locked(mailbox *mb, const char *msg_id, const char *state, c
     else
         log_info("ask %s: question %s was dead-lettered (%s): nobody will answer it; the "
                  "asker's read fails %s",
-                 a->to, a->q_id, a->why, a->state == ASK_DEAD ? "EHOSTUNREACH" : "ETIMEDOUT");
+                 a->to, a->q_id, a->why, a->state == ASK_REFUSED ? "ECONNREFUSED" : "ETIMEDOUT");
     ask_wake_locked(a);
 }
 
@@ -295,10 +294,6 @@ mb_ask_result mb_ask_take(mb_ask *a, char **body, size_t *len, char *why, size_t
     case ASK_REFUSED:
         g_strlcpy(why, a->why, n);
         r = MB_ASK_REFUSED;
-        break;
-    case ASK_DEAD:
-        g_strlcpy(why, a->why, n);
-        r = MB_ASK_DEAD;
         break;
     case ASK_ANSWERED:
     default:

@@ -291,8 +291,7 @@ typedef enum {
     MB_ASK_ANSWERED, /* *body is the answer (handed once) */
     MB_ASK_DONE,     /* the answer was handed before */
     MB_ASK_EXPIRED,  /* the question's lifetime ended without an answer */
-    MB_ASK_REFUSED,  /* the receiver refused the question (why) */
-    MB_ASK_DEAD,     /* the broker gave the question back undelivered (why) */
+    MB_ASK_REFUSED,  /* the receiver refused the question, or its dead letter came home (why) */
 } mb_ask_result;
 mb_ask *mb_ask_open(mailbox *mb, void (*ready)(void *ud), void *ud);
 /* One write: the question to `to` (a coord_id or gid), as text (lifetime

@@ -4,7 +4,7 @@
 # trust alpha's key, so beta's mount rejects alpha's question unread and
 # the broker dead-letters it home to alpha. `fleetfs ask --timeout 60s`
 # ends as soon as that dead letter is home, long before the 60 s, with
-# exit 7 and words saying the question came back undelivered (on 8dc6d57
+# exit 5 and words saying beta refused the question and why (on 8dc6d57
 # it waited the whole 60 s and exited 4, "expired"); alpha's sent entry
 # says dead-lettered, "rejected by the reader of lead.beta.inbox" (read
 # from the file, not the tool). fleet_ask through the official MCP SDK
@@ -37,11 +37,11 @@ test_expect_success 'alpha and gamma mounted; beta trusts gamma, not alpha' '
     wait_for 10 "grep -qx \"dead_letters: ok\" alpha/status"
 '
 
-test_expect_success 'fleetfs ask to a receiver that rejects it unread: exit 7 at once, the dead letter named' '
+test_expect_success 'fleetfs ask to a receiver that rejects it unread: exit 5 at once, the dead letter named' '
     ask_bg a1 "$TEST_DIR/alpha" --timeout 60s beta "do you trust me?" &&
     wait_for 30 "test -s a1.rc" &&
-    test "$(cat a1.rc)" = 7 && test ! -s a1 &&
-    grep -q "the question to beta came back undelivered" a1.err &&
+    test "$(cat a1.rc)" = 5 && test ! -s a1 &&
+    grep -q "beta refused the question" a1.err &&
     grep -q "rejected by the reader of lead.beta.inbox" a1.err &&
     q=$(last_sent_id alpha) &&
     test "$(sent_of alpha $q state)" = dead-lettered &&
@@ -60,7 +60,7 @@ test_expect_success 'the same ask from gamma (trusted) is answered: the refusal 
 test_expect_success 'fleet_ask the same: an error naming the dead letter, well before its timeout' '
     call alpha fleet_ask "{\"to\":\"beta\",\"body\":\"mcp, trust me?\",\"timeout\":50}" >m1 &&
     jq -e ".isError == true" m1 &&
-    jq -r .text m1 | grep -q "came back undelivered" &&
+    jq -r .text m1 | grep -q "beta refused the question" &&
     jq -r .text m1 | grep -q "rejected by the reader of lead.beta.inbox" &&
     q=$(last_sent_id alpha) && test "$(sent_of alpha $q state)" = dead-lettered
 '
