@@ -7,7 +7,13 @@
  * redelivery after a restart or a lost ack) and is consumed without being
  * typed again: as injected when it was, as uncertain when fleetfs stopped
  * between the two lines.  "not-typed" records a refusal (nothing reached
- * the pane), so a later crash does not turn it into uncertain.
+ * the pane), so a later crash does not turn it into uncertain.  The
+ * "injecting" line also names the message's sender and expiresAt: a
+ * message that never comes back (fleetfs was away past its expiresAt, and
+ * the broker dropped the requeued copy) is consumed by the journal's word
+ * all the same once its expiresAt has passed (mb_settle_journaled;
+ * issue 43), so its sender ends at uncertain or injected, not at the
+ * broker's dead-lettered.
  *
  * The gate.  The agent must be idle or done — never blocked, where typing
  * can press a modal's default button — and it is asked twice: once to
@@ -92,6 +98,7 @@ typedef struct {
     char journal_err[160]; /* why it cannot be written, for the words */
     GHashTable *journal;   /* msgId -> last word (static string) */
     GQueue journal_order;  /* msgIds, oldest first (owned by the hash table) */
+    GHashTable *meta;      /* msgId -> "from expiresAt" of an injecting line, until settled */
     char *words;           /* last state shown, to log changes once */
     int64_t next_ms;       /* monotonic: not tried before */
     /* a message typed, its confirmation pending */
@@ -161,10 +168,14 @@ static void journal_open(inj_slot *in)
         return;
     }
     for (guint i = 0; i < lines->len; i++) {
-        gchar **f = g_strsplit(lines->pdata[i], " ", 2);
+        gchar **f = g_strsplit(lines->pdata[i], " ", 4);
         const char *w = f[0] ? journal_word(f[0]) : NULL;
-        if (w && f[1] && env_id_valid(f[1]))
+        if (w && f[1] && env_id_valid(f[1])) {
             journal_set(in, f[1], w);
+            if (f[2] && f[3])
+                g_hash_table_replace(in->meta, g_strdup(f[1]),
+                                     g_strdup_printf("%s %s", f[2], f[3]));
+        }
         g_strfreev(f);
     }
     g_ptr_array_free(lines, TRUE);
@@ -174,29 +185,74 @@ static void journal_open(inj_slot *in)
 static void journal_compact(inj_slot *in)
 {
     GString *s = g_string_new(NULL);
-    for (GList *l = in->journal_order.head; l; l = l->next)
-        g_string_append_printf(s, "%s %s\n", (char *)g_hash_table_lookup(in->journal, l->data),
-                               (char *)l->data);
+    for (GList *l = in->journal_order.head; l; l = l->next) {
+        const char *meta = g_hash_table_lookup(in->meta, l->data);
+        g_string_append_printf(s, "%s %s%s%s\n", (char *)g_hash_table_lookup(in->journal, l->data),
+                               (char *)l->data, meta ? " " : "", meta ? meta : "");
+    }
     if (applog_rewrite(in->journal_log, s, in->journal_order.length) < 0)
         log_warn("inject: cannot rewrite %s (%s); it keeps growing until it can", in->journal_path,
                  g_strerror(errno));
     g_string_free(s, TRUE);
 }
 
-/* Durable before it returns: the at-most-once promise rests on it. */
-static bool journal_write(inj_slot *in, const char *word, const char *id)
+/* Durable before it returns: the at-most-once promise rests on it.
+ * meta: "from expiresAt" (an injecting line), or NULL. */
+static bool journal_append(inj_slot *in, const char *word, const char *id, const char *meta)
 {
-    char line[64];
-    snprintf(line, sizeof line, "%s %s", word, id);
+    char line[256];
+    snprintf(line, sizeof line, "%s %s%s%s", word, id, meta ? " " : "", meta ? meta : "");
     if (!in->journal_log || applog_append(in->journal_log, line) < 0) {
         if (in->journal_log)
             g_strlcpy(in->journal_err, strerror(errno), sizeof in->journal_err);
         return false;
     }
     journal_set(in, id, journal_word(word));
+    if (meta)
+        g_hash_table_replace(in->meta, g_strdup(id), g_strdup(meta));
     if (applog_lines(in->journal_log) > 4 * JOURNAL_KEEP)
         journal_compact(in);
     return true;
+}
+
+static bool journal_write(inj_slot *in, const char *word, const char *id)
+{
+    return journal_append(in, word, id, NULL);
+}
+
+/* "injecting" for message e, with its sender and expiresAt */
+static bool journal_write_typing(inj_slot *in, const envelope *e)
+{
+    char meta[ADDR_MAX_LEN + 64];
+    snprintf(meta, sizeof meta, "%s %s", e->from, e->expiresAt);
+    return journal_append(in, "injecting", e->msgId, meta);
+}
+
+/* The journal's word on messages typed (or being typed) that are not
+ * known to the mailbox once their expiresAt passed: it is theirs
+ * (journaled.c).  Each msgId is looked at until the mailbox knows it or
+ * has settled it. */
+static void journal_settle(inj_slot *in)
+{
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, in->meta);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const char *word = g_hash_table_lookup(in->journal, k);
+        gchar **f = g_strsplit(v, " ", 2);
+        int r = 0;
+        if (word && strcmp(word, "not-typed") != 0 && f[0] && f[1])
+            r = mb_settle_journaled(
+                in->mb, k, f[0], f[1], !strcmp(word, "injected") ? "injected" : "uncertain",
+                !strcmp(word, "injected")
+                    ? "typed before fleetfs stopped; its copy never came back (the broker "
+                      "dropped it at its expiresAt); not typed again"
+                    : "fleetfs stopped while typing it and was back only after its expiresAt "
+                      "(the broker had dropped its copy); it is not typed again (at most once)");
+        g_strfreev(f);
+        if (r >= 0)
+            g_hash_table_iter_remove(&it);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -295,6 +351,7 @@ char *inj_render(const envelope *e, const char *mountpoint, const char *reply_di
 static void finish(inj_slot *in, const envelope *e, const char *how, const char *detail)
 {
     fe_code r = mb_consume(in->mb, e->msgId, how, detail);
+    g_hash_table_remove(in->meta, e->msgId); /* settled the ordinary way */
     if (r != FE_OK)
         log_err("inject: %s %s, but it was no longer ours to consume (%s)", how, e->msgId,
                 fe_hint(r));
@@ -471,7 +528,7 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
         g_free(text);
         return;
     }
-    if (v != IB_OK || !journal_write(in, "injecting", e->msgId)) {
+    if (v != IB_OK || !journal_write_typing(in, e)) {
         mb_claim(in->mb, e->msgId, false);
         g_free(text);
         if (v == IB_OK)
@@ -507,6 +564,7 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
             sleep_kickable(inj, RETRY_WAIT_MS);
         }
         mb_claim(in->mb, e->msgId, false);
+        g_hash_table_remove(in->meta, e->msgId);
         snprintf(words, sizeof words, "waiting: %s", why);
         say(in, words);
         nap(in, RETRY_WAIT_MS);
@@ -631,6 +689,8 @@ static void slot_step(injector *inj, inj_slot *in)
         once_unref(o);
         return;
     }
+    if (g_hash_table_size(in->meta))
+        journal_settle(in);
     if (!mb_next_for_injection(in->mb, &e)) {
         char words[256];
         snprintf(words, sizeof words, "ready: nothing to deliver (backend %s)", in->be->name);
@@ -656,6 +716,7 @@ static void slot_unref(inj_slot *s)
     applog_close(s->journal_log);
     g_queue_clear(&s->journal_order);
     g_hash_table_destroy(s->journal);
+    g_hash_table_destroy(s->meta);
     if (s->confirm_until)
         env_free(&s->confirm_env);
     if (s->verify_until)
@@ -735,6 +796,7 @@ static inj_slot *slot_new(injector *inj, mailbox *mb, const char *target)
     in->mb = mb_ref(mb);
     in->be = be;
     in->journal = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    in->meta = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     in->journal_path = g_build_filename(mb_state_dir(mb), "inject.journal", NULL);
     in->wit = wit_new(mb_is_lead(mb) ? "" : mb_id(mb));
     journal_open(in);
