@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "broker/claims.h"
+#include "fleetfs/base/errors.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/face/fleet.h"
 #include "fleetfs/wire/names.h"
@@ -31,7 +32,8 @@
 typedef struct {
     char host[256];
     char coord[NAME_MAX_LEN + 1];
-    int64_t since_ms; /* wall clock, ms since the epoch */
+    char agent[ADDR_MAX_LEN + 1]; /* the local agent of coord that took it; "": the lead */
+    int64_t since_ms;             /* wall clock, ms since the epoch */
     uint64_t token;
     char *note;
     bool mine;
@@ -68,6 +70,54 @@ static void announce_change(claims *c, const char *name, bool added)
         nt_entry(nt, "claims", name, added);
 }
 
+/* The same in a local agent's own claims/ (agents/<gid>/claims/): its
+ * watchers see its own claims come and go. */
+static void announce_agent(claims *c, const char *agent, const char *name, bool added)
+{
+    notifier *nt = g_atomic_pointer_get(&c->f->nt);
+    char *dir;
+    if (!nt || !agent || !agent[0])
+        return;
+    dir = g_strdup_printf("agents/%s/claims", agent);
+    nt_entry(nt, dir, name, added);
+    g_free(dir);
+}
+
+static void told(void *ud, fe_code res, const char *detail)
+{
+    if (res != FE_OK)
+        log_warn("claims: the message to %s was not delivered (%s: %s); it learns of the claim "
+                 "from its claims/ only",
+                 (char *)ud, fe_errno_text(fe_errno(res)), detail ? detail : "");
+    g_free(ud);
+}
+
+/* A local agent that held a claim is told it is no longer its own: one
+ * message from the lead into its inbox (typed into its pane when it has
+ * one), as any message from the lead.  Never under c->lock. */
+static void tell_agent(claims *c, const char *agent, const char *name, uint64_t token,
+                       const char *what)
+{
+    char detail[300];
+    char *text;
+    fe_code res;
+
+    if (!agent || !agent[0])
+        return;
+    text = g_strdup_printf("fleetfs: your claim %s (token %llu) is no longer yours: %s. Stop "
+                           "acting on it (its token is stale); take it again (fleet_claim, or "
+                           "mkdir agents/%s/claims/%s) for a new token.",
+                           name, (unsigned long long)token, what, agent, name);
+    res = mb_send_start(c->f->mb, agent, NULL, text, strlen(text), told, g_strdup(agent), detail,
+                        sizeof detail);
+    if (res != FE_OK)
+        told(g_strdup(agent), res, detail);
+    else
+        log_info("claims: %s told that it lost %s (token %llu)", agent, name,
+                 (unsigned long long)token);
+    g_free(text);
+}
+
 /* An event's JSON (g_free). */
 static char *event_json(const char *op, const char *name, const entry *e)
 {
@@ -76,6 +126,8 @@ static char *event_json(const char *op, const char *name, const entry *e)
     if (e) {
         json_object_set_new(o, "host", json_string(e->host));
         json_object_set_new(o, "coord", json_string(e->coord));
+        if (e->agent[0])
+            json_object_set_new(o, "agent", json_string(e->agent));
         json_object_set_new(o, "since", json_integer(e->since_ms));
         json_object_set_new(o, "token", json_integer((json_int_t)e->token));
         json_object_set_new(o, "note", json_string(e->note ? e->note : ""));
@@ -104,6 +156,7 @@ void cl_event(void *ud, const char *body, size_t len)
     const char *name = json_string_value(json_object_get(o, "name"));
     const char *coord = json_string_value(json_object_get(o, "coord"));
     json_int_t token = json_integer_value(json_object_get(o, "token"));
+    const char *agent;
     entry *e;
 
     if (!o || !op || (coord && !strcmp(coord, c->f->opts->coord_id))) {
@@ -146,6 +199,8 @@ void cl_event(void *ud, const char *body, size_t len)
             }
             g_strlcpy(e->host, json_string_value(json_object_get(o, "host")) ?: "", sizeof e->host);
             g_strlcpy(e->coord, coord, sizeof e->coord);
+            agent = json_string_value(json_object_get(o, "agent"));
+            g_strlcpy(e->agent, agent && gid_valid(agent) ? agent : "", sizeof e->agent);
             e->since_ms = json_integer_value(json_object_get(o, "since"));
             e->token = (uint64_t)token;
             g_free(e->note);
@@ -163,16 +218,23 @@ static void on_lost(void *ud, const char *name, const char *why)
 {
     claims *c = ud;
     entry *e;
+    char agent[ADDR_MAX_LEN + 1] = "";
+    uint64_t token = 0;
     g_mutex_lock(&c->lock);
     e = g_hash_table_lookup(c->tab, name);
     if (e && e->mine) {
-        log_warn("claims: lost claim %s (token %llu): %s; it is no longer ours: stop acting on "
-                 "it (its token is stale) and take it again with mkdir for a new token",
-                 name, (unsigned long long)e->token, why);
+        log_warn("claims: lost claim %s (token %llu%s%s): %s; it is no longer ours: stop acting "
+                 "on it (its token is stale) and take it again with mkdir for a new token",
+                 name, (unsigned long long)e->token, e->agent[0] ? ", taken by " : "", e->agent,
+                 why);
+        g_strlcpy(agent, e->agent, sizeof agent);
+        token = e->token;
         g_hash_table_remove(c->tab, name);
         announce_change(c, name, false);
+        announce_agent(c, agent, name, false);
     }
     g_mutex_unlock(&c->lock);
+    tell_agent(c, agent, name, token, why);
 }
 
 static void on_changed(void *ud, bool up)
@@ -360,7 +422,7 @@ char **cl_list(claims *c)
     return (char **)g_ptr_array_free(out, FALSE);
 }
 
-GString *cl_render(claims *c, const char *name)
+GString *cl_render(claims *c, const char *name, const char *viewer)
 {
     GString *g = g_string_new(NULL);
     entry *e;
@@ -373,7 +435,8 @@ GString *cl_render(claims *c, const char *name)
         g_mutex_unlock(&c->lock);
         return g;
     }
-    o = json_pack("{s:s,s:b}", "name", name, "mine", e->mine);
+    o = json_pack("{s:s,s:b}", "name", name, "mine",
+                  e->mine && (!viewer || !strcmp(e->agent, viewer)));
     if (e->unknown) {
         json_object_set_new(o, "holder", json_null());
     } else {
@@ -381,6 +444,7 @@ GString *cl_render(claims *c, const char *name)
         char *iso = g_date_time_format(t, "%Y-%m-%dT%H:%M:%SZ");
         json_object_set_new(o, "host", json_string(e->host));
         json_object_set_new(o, "holder", json_string(e->coord));
+        json_object_set_new(o, "agent", e->agent[0] ? json_string(e->agent) : json_null());
         json_object_set_new(o, "since", json_string(iso));
         json_object_set_new(o, "sinceMs", json_integer(e->since_ms));
         json_object_set_new(o, "token", json_integer((json_int_t)e->token));
@@ -397,7 +461,7 @@ GString *cl_render(claims *c, const char *name)
     return g;
 }
 
-int cl_take(claims *c, const char *name, const char *note, char *why, size_t n)
+int cl_take(claims *c, const char *name, const char *agent, const char *note, char *why, size_t n)
 {
     entry mine = {0}, *e;
     char *record;
@@ -424,6 +488,7 @@ int cl_take(claims *c, const char *name, const char *note, char *why, size_t n)
     }
     g_strlcpy(mine.host, c->f->host, sizeof mine.host);
     g_strlcpy(mine.coord, c->f->opts->coord_id, sizeof mine.coord);
+    g_strlcpy(mine.agent, agent ? agent : "", sizeof mine.agent);
     mine.since_ms = g_get_real_time() / 1000;
     mine.note = (char *)(note ? note : "");
     record = event_json("record", name, &mine);
@@ -439,6 +504,9 @@ int cl_take(claims *c, const char *name, const char *note, char *why, size_t n)
         g_hash_table_replace(c->tab, g_strdup(name), e);
         g_hash_table_remove(c->watch, name);
         announce(c, "take", name, e);
+        /* the mkdir was in one of the two directories: the other is told */
+        if (agent && agent[0])
+            announce_change(c, name, true);
     } else if (rc == EEXIST) {
         watch(c, name, WATCH_MS);
         if (!g_hash_table_contains(c->tab, name)) {
@@ -449,7 +517,8 @@ int cl_take(claims *c, const char *name, const char *note, char *why, size_t n)
     }
     g_mutex_unlock(&c->lock);
     if (rc == 0) {
-        log_info("claims: took %s (token %llu)", name, (unsigned long long)token);
+        log_info("claims: took %s (token %llu)%s%s", name, (unsigned long long)token,
+                 agent && agent[0] ? " for " : "", agent && agent[0] ? agent : "");
         return 0;
     }
     if (rc == EEXIST || rc == EALREADY)
@@ -474,20 +543,31 @@ int cl_take(claims *c, const char *name, const char *note, char *why, size_t n)
     return EIO;
 }
 
-int cl_mkdir(claims *c, const char *name)
+int cl_mkdir(claims *c, const char *name, const char *agent)
 {
     char why[300];
-    return c ? cl_take(c, name, NULL, why, sizeof why) : ENOTCONN;
+    return c ? cl_take(c, name, agent, NULL, why, sizeof why) : ENOTCONN;
 }
 
-int cl_release(claims *c, const char *name)
+/* The rule of cl_release and cl_note: 0 when agent (NULL: the lead) may
+ * act on e. */
+static int may_act(const entry *e, const char *agent)
+{
+    if (!e)
+        return ENOENT;
+    if (!e->mine)
+        return EPERM;
+    return agent && strcmp(e->agent, agent) != 0 ? EPERM : 0;
+}
+
+int cl_release(claims *c, const char *name, const char *agent)
 {
     entry *e, copy = {0};
     int rc;
 
     g_mutex_lock(&c->lock);
     e = g_hash_table_lookup(c->tab, name);
-    rc = !e ? ENOENT : !e->mine ? EPERM : 0;
+    rc = may_act(e, agent);
     if (e)
         copy = *e;
     g_mutex_unlock(&c->lock);
@@ -504,12 +584,25 @@ int cl_release(claims *c, const char *name)
         g_hash_table_remove(c->tab, name);
     copy.note = NULL;
     announce(c, "release", name, &copy);
+    /* the rmdir was in one of the two directories: the other is told */
+    if (agent)
+        announce_change(c, name, false);
+    else
+        announce_agent(c, copy.agent, name, false);
     g_mutex_unlock(&c->lock);
-    log_info("claims: released %s (token %llu)", name, (unsigned long long)copy.token);
+    log_info("claims: released %s (token %llu)%s%s%s", name, (unsigned long long)copy.token,
+             copy.agent[0] ? " of " : "", copy.agent,
+             copy.agent[0] && !agent ? " by the lead" : "");
+    if (!agent) {
+        char what[300];
+        snprintf(what, sizeof what, "the lead %s released it (rmdir claims/%s)",
+                 c->f->opts->coord_id, name);
+        tell_agent(c, copy.agent, name, copy.token, what);
+    }
     return 0;
 }
 
-int cl_note(claims *c, const char *name, const char *buf, size_t len)
+int cl_note(claims *c, const char *name, const char *agent, const char *buf, size_t len)
 {
     entry *e;
     int rc = 0;
@@ -521,10 +614,7 @@ int cl_note(claims *c, const char *name, const char *buf, size_t len)
     g_strchomp(note);
     g_mutex_lock(&c->lock);
     e = g_hash_table_lookup(c->tab, name);
-    if (!e)
-        rc = ENOENT;
-    else if (!e->mine)
-        rc = EPERM;
+    rc = may_act(e, agent);
     if (!rc) {
         g_free(e->note);
         e->note = note;

@@ -153,6 +153,49 @@ static node_kind home_path(node *out, gchar **c, guint n, bool lead)
     return N_NONE;
 }
 
+/* c[0] is "claims" (the lead's claims/, or claims/ in a local agent's
+ * home: the same listing, taken and released as that agent): claims/,
+ * claims/NAME/, its holder and note. */
+static node_kind claim_path(const fleet *f, node *out, gchar **c, guint n)
+{
+    if (n == 1)
+        return N_CLAIMS;
+    if (!cl_known(f->cl, c[1]))
+        return N_NONE;
+    g_strlcpy(out->name, c[1], sizeof out->name);
+    return n == 2                              ? N_CLAIM
+           : n == 3 && !strcmp(c[2], "holder") ? N_CHOLDER
+           : n == 3 && !strcmp(c[2], "note")   ? N_CNOTE
+                                               : N_NONE;
+}
+
+/* mkdir (take) or rmdir (release) of claims/NAME, for the lead, or of
+ * agents/<local gid>/claims/NAME, for that agent (face/claims.h has the
+ * rule of who releases what): 0 or -errno; 1: path is neither. */
+int tr_claim_op(const rq *r, const char *path, bool take)
+{
+    gchar **c = g_strsplit(path + 1, "/", 0);
+    guint n = g_strv_length(c);
+    mailbox *home = NULL;
+    const char *name = NULL, *agent;
+    int rc = 1;
+
+    if (n == 2 && !strcmp(c[0], "claims"))
+        name = c[1];
+    else if (n == 4 && !strcmp(c[0], "agents") && !strcmp(c[2], "claims") && gid_valid(c[1]) &&
+             (home = mb_find(r->f->mb, c[1])))
+        name = c[3];
+    if (name && tr_outsider(r)) {
+        rc = -EACCES;
+    } else if (name) {
+        agent = home ? mb_id(home) : NULL;
+        rc = -(take ? cl_mkdir(r->f->cl, name, agent) : cl_release(r->f->cl, name, agent));
+    }
+    mb_unref(home);
+    g_strfreev(c);
+    return rc;
+}
+
 /* agents/<gid>/...: a local agent's home, or a remote agent's send and
  * status.  The model is asked once (mb_find), presence only for a gid the
  * model does not have. */
@@ -172,6 +215,8 @@ static node_kind agent_path(const fleet *f, node *out, gchar **c, guint n)
                : n == 3 && !strcmp(c[2], "ask.json")  ? N_ASKJ
                : n == 3 && !strcmp(c[2], "status")    ? N_ASTATUS
                                                       : N_NONE;
+    if (!strcmp(c[2], "claims"))
+        return claim_path(f, out, c + 2, n - 2);
     return home_path(out, c, n, false);
 }
 
@@ -213,12 +258,8 @@ void tr_resolve_node(const fleet *f, const char *path, node *out)
             : n == 3 && !strcmp(c[2], "spawns") ? N_HSPAWNS
             : n == 3 && !strcmp(c[2], "stop")   ? N_HSTOP
                                                 : N_NONE;
-    } else if (!strcmp(c[0], "claims") && cl_known(f->cl, c[1])) {
-        g_strlcpy(out->name, c[1], sizeof out->name);
-        k = n == 2                              ? N_CLAIM
-            : n == 3 && !strcmp(c[2], "holder") ? N_CHOLDER
-            : n == 3 && !strcmp(c[2], "note")   ? N_CNOTE
-                                                : N_NONE;
+    } else if (!strcmp(c[0], "claims")) {
+        k = claim_path(f, out, c, n);
     } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f->ag, c[1])) {
         g_strlcpy(out->name, c[1], sizeof out->name);
         k = n == 2                                 ? N_GROUP
@@ -347,9 +388,9 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
     }
     case N_AGENT:
         if (n.home) {
-            static const char *const files[] = {"inbox",  "ack",       "history", "sent",
-                                                "status", "resend",    "reply",   "to",
-                                                "send",   "send.json", "ask",     "ask.json"};
+            static const char *const files[] = {
+                "inbox", "ack",  "history",   "sent", "status",   "resend", "reply",
+                "to",    "send", "send.json", "ask",  "ask.json", "claims"};
             list_const(out, files, G_N_ELEMENTS(files));
         } else {
             static const char *const files[] = {"send", "send.json", "ask", "ask.json", "status"};
