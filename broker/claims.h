@@ -90,6 +90,14 @@ int bc_take(bc_conn *c, const char *name, const char *record, uint64_t *token, i
             char *why, size_t n);
 /* Release name: 0, or ENOENT (not ours), ENOTCONN, ETIMEDOUT. */
 int bc_release(bc_conn *c, const char *name, int timeout_ms);
+/* The watchdog, twice a second on a thread of its own (bc_run starts it;
+ * public for the record): a claims thread
+ * that shows no progress for BC_GRACE_MS while connected is blocked in a
+ * send the broker does not take (RPCs are bounded; a send is not): its
+ * socket is shut down, so the send fails and the thread gives the
+ * connection, and every claim on it, up (the lost callback) before the
+ * broker can hand them to another. */
+void bc_watchdog(bc_conn *c);
 /* Publish one event to the fleet (routing key claims.<name>, or
  * claims._ for none); queued, never waits.  false: not connected. */
 bool bc_announce(bc_conn *c, const char *name, const char *body);

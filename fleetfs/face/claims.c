@@ -25,7 +25,8 @@
 #include "fleetfs/face/fleet.h"
 #include "fleetfs/wire/names.h"
 
-#define TAKE_TIMEOUT_MS 10000
+#define TAKE_TIMEOUT_MS \
+    5000 /* below BC_GRACE_MS: a stalled take answers before a holder gives up */
 #define WATCH_MS (10 * 60 * 1000) /* a name found taken is probed this long */
 #define NOTE_MAX 1024
 
