@@ -33,7 +33,7 @@
  * Readable files are snapshots taken at open(); the inbox is a view that
  * keeps growing (mailbox.c).  No handler here waits on the broker except
  * ack writes (bounded by send_timeout), status opens (bounded by
- * probe_timeout) and a claim's mkdir and rmdir (claims.c, 10 s).  A write that sends a message is signed and encoded by
+ * probe_timeout) and a claim's mkdir and rmdir (claims.c, 5 s).  A write that sends a message is signed and encoded by
  * the handler, handed to the broker's publishing thread, and answered by
  * that thread once the confirm came and `sent` has its line, or with
  * ETIMEDOUT at send_timeout (sent_answered): the handler returns at once,
