@@ -442,12 +442,22 @@ static void run_one(bc_conn *c, bc_req *r)
     bool abandoned;
 
     if (!c->connected) {
-        if (r->kind == RQ_ANNOUNCE) {
+        if (r->kind == RQ_ANNOUNCE || r->kind == RQ_EXPIRE) {
             g_free(r->body);
             g_free(r);
         } else {
             answer(c, r, ENOTCONN);
         }
+        return;
+    }
+    if (r->kind == RQ_EXPIRE) {
+        if (g_hash_table_contains(c->held, r->name)) {
+            let_go(c, r->name);
+            if (c->cb.lost)
+                c->cb.lost(c->cb.ud, r->name, r->body);
+        }
+        g_free(r->body);
+        g_free(r);
         return;
     }
     if (r->kind == RQ_ANNOUNCE) {
@@ -621,7 +631,7 @@ static gpointer claims_main(gpointer data)
             log_warn("claims: wake-up read: %s", strerror(errno));
     }
     while ((r = next_req(c))) {
-        if (r->kind == RQ_ANNOUNCE) {
+        if (r->kind == RQ_ANNOUNCE || r->kind == RQ_EXPIRE) {
             g_free(r->body);
             g_free(r);
         } else {
@@ -682,6 +692,8 @@ static gpointer watch_main(gpointer data)
             break;
         g_mutex_unlock(&c->lock);
         bc_watchdog(c);
+        if (c->cb.tick)
+            c->cb.tick(c->cb.ud);
         g_mutex_lock(&c->lock);
     }
     g_mutex_unlock(&c->lock);
@@ -853,13 +865,13 @@ int bc_release(bc_conn *c, const char *name, int timeout_ms)
     return submit_wait(c, r, timeout_ms, NULL, NULL, 0);
 }
 
-bool bc_announce(bc_conn *c, const char *name, const char *body)
+static bool enqueue(bc_conn *c, rq_kind kind, const char *name, const char *body)
 {
     bc_req *r;
     if (!bc_up(c))
         return false;
     r = g_new0(bc_req, 1);
-    r->kind = RQ_ANNOUNCE;
+    r->kind = kind;
     g_strlcpy(r->name, name ? name : "", sizeof r->name);
     r->body = g_strdup(body);
     g_mutex_lock(&c->lock);
@@ -867,4 +879,14 @@ bool bc_announce(bc_conn *c, const char *name, const char *body)
     g_mutex_unlock(&c->lock);
     wake(c);
     return true;
+}
+
+bool bc_announce(bc_conn *c, const char *name, const char *body)
+{
+    return enqueue(c, RQ_ANNOUNCE, name, body);
+}
+
+bool bc_expire(bc_conn *c, const char *name, const char *why)
+{
+    return enqueue(c, RQ_EXPIRE, name, why);
 }

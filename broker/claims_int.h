@@ -25,12 +25,12 @@
 #define PROBES_PER_ROUND 200
 #define HELD_PER_ROUND 20 /* our own claims checked each second */
 
-typedef enum { RQ_TAKE, RQ_RELEASE, RQ_ANNOUNCE } rq_kind;
+typedef enum { RQ_TAKE, RQ_RELEASE, RQ_ANNOUNCE, RQ_EXPIRE } rq_kind;
 
 typedef struct {
     rq_kind kind;
     char name[128];
-    char *body; /* take: the record; announce: the event */
+    char *body; /* take: the record; announce: the event; expire: why */
     /* answered under bc_conn.lock */
     int rc;
     uint64_t token;

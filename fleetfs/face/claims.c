@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "broker/claims.h"
+#include "fleetfs/base/duration.h"
 #include "fleetfs/base/errors.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/face/fleet.h"
@@ -38,7 +39,10 @@ typedef struct {
     uint64_t token;
     char *note;
     bool mine;
-    bool unknown; /* held, the broker says; its holder not heard from yet */
+    bool unknown;       /* held, the broker says; its holder not heard from yet */
+    int64_t lease_ms;   /* its lease's length (0: none), renewed by each write of lease */
+    int64_t lease_end;  /* ours: when it runs out, monotonic ms */
+    int64_t lease_endw; /* the same, wall clock ms (for every host's holder) */
 } entry;
 
 struct claims {
@@ -49,6 +53,7 @@ struct claims {
     GHashTable *watch;  /* name -> monotonic ms until which it is probed */
     GQueue hot;         /* names looked up, most recent first: probed next */
     GHashTable *hot_at; /* name -> its link in hot */
+    GHashTable *leased; /* names of ours with a lease, checked every 500 ms */
     guint rr;           /* round-robin cursor over tab */
 };
 
@@ -132,6 +137,10 @@ static char *event_json(const char *op, const char *name, const entry *e)
         json_object_set_new(o, "since", json_integer(e->since_ms));
         json_object_set_new(o, "token", json_integer((json_int_t)e->token));
         json_object_set_new(o, "note", json_string(e->note ? e->note : ""));
+        if (e->lease_ms) {
+            json_object_set_new(o, "lease", json_integer(e->lease_ms));
+            json_object_set_new(o, "leaseEnds", json_integer(e->lease_endw));
+        }
     }
     s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
@@ -187,7 +196,8 @@ void cl_event(void *ud, const char *body, size_t len)
             g_hash_table_remove(c->tab, name);
             announce_change(c, name, false);
         }
-    } else if (!strcmp(op, "take") || !strcmp(op, "held") || !strcmp(op, "note")) {
+    } else if (!strcmp(op, "take") || !strcmp(op, "held") || !strcmp(op, "note") ||
+               !strcmp(op, "lease")) {
         bool added = !e;
         if (e && e->mine) {
             log_warn("claims: %s says it holds %s (token %lld) which the broker granted us "
@@ -206,6 +216,8 @@ void cl_event(void *ud, const char *body, size_t len)
             e->token = (uint64_t)token;
             g_free(e->note);
             e->note = g_strdup(json_string_value(json_object_get(o, "note")) ?: "");
+            e->lease_ms = json_integer_value(json_object_get(o, "lease"));
+            e->lease_endw = json_integer_value(json_object_get(o, "leaseEnds"));
             e->unknown = false;
             if (added)
                 announce_change(c, name, true);
@@ -236,6 +248,40 @@ static void on_lost(void *ud, const char *name, const char *why)
     }
     g_mutex_unlock(&c->lock);
     tell_agent(c, agent, name, token, why);
+}
+
+/* Every 500 ms (the claims watchdog's thread): a lease of ours that ran
+ * out unrenewed is given up (bc_expire: the claims thread lets go and
+ * reports it lost, so the log, the listing and the agent hear of it as of
+ * any loss), and the fleet is told it is free. */
+static void on_tick(void *ud)
+{
+    claims *c = ud;
+    GHashTableIter it;
+    gpointer k;
+    int64_t now = mono_ms();
+
+    g_mutex_lock(&c->lock);
+    g_hash_table_iter_init(&it, c->leased);
+    while (g_hash_table_iter_next(&it, &k, NULL)) {
+        entry *e = g_hash_table_lookup(c->tab, k);
+        char why[160];
+        if (!e || !e->mine || !e->lease_ms) {
+            g_hash_table_iter_remove(&it);
+            continue;
+        }
+        if (now < e->lease_end)
+            continue;
+        snprintf(why, sizeof why, "its lease of %lld ms ran out without a renewal",
+                 (long long)e->lease_ms);
+        if (bc_expire(c->bc, k, why)) {
+            entry copy = *e;
+            copy.note = NULL;
+            announce(c, "release", k, &copy);
+        }
+        g_hash_table_iter_remove(&it);
+    }
+    g_mutex_unlock(&c->lock);
 }
 
 static void on_changed(void *ud, bool up)
@@ -329,12 +375,14 @@ claims *cl_new(struct fleet *f, char **uris)
                        .changed = on_changed,
                        .to_probe = on_to_probe,
                        .probed = cl_probed,
+                       .tick = on_tick,
                        .ud = c};
     c->f = f;
     g_mutex_init(&c->lock);
     c->tab = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, entry_free);
     c->watch = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     c->hot_at = g_hash_table_new(g_str_hash, g_str_equal);
+    c->leased = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     g_queue_init(&c->hot);
     c->bc = bc_new(&cfg, &cb);
     return c;
@@ -360,6 +408,7 @@ void cl_free(claims *c)
     g_hash_table_destroy(c->tab);
     g_hash_table_destroy(c->watch);
     g_hash_table_destroy(c->hot_at);
+    g_hash_table_destroy(c->leased);
     g_queue_clear_full(&c->hot, g_free);
     g_mutex_clear(&c->lock);
     g_free(c);
@@ -450,6 +499,15 @@ GString *cl_render(claims *c, const char *name, const char *viewer)
         json_object_set_new(o, "sinceMs", json_integer(e->since_ms));
         json_object_set_new(o, "token", json_integer((json_int_t)e->token));
         json_object_set_new(o, "note", json_string(e->note ? e->note : ""));
+        json_object_set_new(o, "lease",
+                            e->lease_ms ? json_integer(e->lease_ms / 1000) : json_null());
+        if (e->lease_ms) {
+            GDateTime *le = g_date_time_new_from_unix_utc(e->lease_endw / 1000);
+            char *les = g_date_time_format(le, "%Y-%m-%dT%H:%M:%SZ");
+            json_object_set_new(o, "leaseEnds", json_string(les));
+            g_free(les);
+            g_date_time_unref(le);
+        }
         g_free(iso);
         g_date_time_unref(t);
     }
@@ -624,5 +682,33 @@ int cl_note(claims *c, const char *name, const char *agent, const char *buf, siz
     }
     g_mutex_unlock(&c->lock);
     g_free(note);
+    return rc;
+}
+
+int cl_lease(claims *c, const char *name, const char *agent, const char *buf, size_t len)
+{
+    char text[64];
+    int64_t ms;
+    entry *e;
+    int rc;
+
+    if (len == 0 || len >= sizeof text)
+        return EINVAL;
+    memcpy(text, buf, len);
+    text[len] = '\0';
+    g_strstrip(text);
+    if (parse_duration(text, &ms) != 0 || ms < 1000 || ms > CL_LEASE_MAX_MS)
+        return EINVAL;
+    g_mutex_lock(&c->lock);
+    e = g_hash_table_lookup(c->tab, name);
+    rc = may_act(e, agent);
+    if (!rc) {
+        e->lease_ms = ms;
+        e->lease_end = mono_ms() + ms;
+        e->lease_endw = g_get_real_time() / 1000 + ms;
+        g_hash_table_add(c->leased, g_strdup(name));
+        announce(c, "lease", name, e);
+    }
+    g_mutex_unlock(&c->lock);
     return rc;
 }

@@ -57,6 +57,12 @@ int cl_release(claims *c, const char *name, const char *agent);
 /* echo note > .../claims/NAME/note, by the same rule as cl_release:
  * 0, EPERM, ENOENT. */
 int cl_note(claims *c, const char *name, const char *agent, const char *buf, size_t len);
+/* echo 60 > .../claims/NAME/lease (a duration: "90", "90s", "5m"; 1 s to
+ * a day), by the rule of cl_release: from now on the claim is given up
+ * (reported lost) unless written again within that time.  0, EINVAL,
+ * EPERM, ENOENT. */
+#define CL_LEASE_MAX_MS (24LL * 3600 * 1000)
+int cl_lease(claims *c, const char *name, const char *agent, const char *buf, size_t len);
 
 /* The claims thread's callbacks (ud: the claims), public for the unit
  * tests: one event of fleet.claims (JSON), one probe's consumer count. */

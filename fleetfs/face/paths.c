@@ -166,6 +166,7 @@ static node_kind claim_path(const fleet *f, node *out, gchar **c, guint n)
     return n == 2                              ? N_CLAIM
            : n == 3 && !strcmp(c[2], "holder") ? N_CHOLDER
            : n == 3 && !strcmp(c[2], "note")   ? N_CNOTE
+           : n == 3 && !strcmp(c[2], "lease")  ? N_CLEASE
                                                : N_NONE;
 }
 
@@ -296,7 +297,7 @@ bool tr_is_writable(node_kind k)
     return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
            k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP ||
            k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK || k == N_ASKJ ||
-           k == N_TOJ || k == N_TOASK || k == N_TOASKJ || k == N_CNOTE;
+           k == N_TOJ || k == N_TOASK || k == N_TOASKJ || k == N_CNOTE || k == N_CLEASE;
 }
 
 /* A write to it is a message (mb_send): writers share these files. */
@@ -440,7 +441,7 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
         break;
     }
     case N_CLAIM: {
-        static const char *const files[] = {"holder", "note"};
+        static const char *const files[] = {"holder", "note", "lease"};
         list_const(out, files, G_N_ELEMENTS(files));
         break;
     }

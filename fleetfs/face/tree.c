@@ -700,8 +700,11 @@ static int node_write(const rq *r, fuse_req_t req, handle *h, const char *buf, s
         int e = hs_stop(f, h->name, buf, size);
         return e ? -e : (int)size;
     }
-    case N_CNOTE: {
-        int e = cl_note(f->cl, h->name, h->home ? mb_id(h->home) : NULL, buf, size);
+    case N_CNOTE:
+    case N_CLEASE: {
+        const char *as = h->home ? mb_id(h->home) : NULL;
+        int e = h->kind == N_CNOTE ? cl_note(f->cl, h->name, as, buf, size)
+                                   : cl_lease(f->cl, h->name, as, buf, size);
         return e ? -e : (int)size;
     }
     default:

@@ -67,6 +67,7 @@ typedef enum {
     N_CLAIM,     /* claims/<name>/ (name: the claim) */
     N_CHOLDER,   /* claims/<name>/holder: who holds it, since, token, note (JSON) */
     N_CNOTE,     /* claims/<name>/note: the holder writes its note */
+    N_CLEASE,    /* claims/<name>/lease: the holder sets or renews its lease */
 } node_kind;
 
 /* A resolved path.  name: the peer, agent gid, group or target the node is

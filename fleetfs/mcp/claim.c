@@ -38,7 +38,7 @@ static json_t *read_holder(const char *dir, const char *name)
     return j;
 }
 
-int mcp_claim_take(const char *dir, const char *name, int wait_ms, const char *note,
+int mcp_claim_take(const char *dir, const char *name, int wait_ms, const char *note, int lease_s,
                    json_t **holder)
 {
     char *path = g_strdup_printf("%s/%s", dir, name);
@@ -55,6 +55,13 @@ int mcp_claim_take(const char *dir, const char *name, int wait_ms, const char *n
             break;
         }
         err = errno;
+        if (err == EEXIST && lease_s > 0) { /* ours: renewed below, not waited for */
+            json_t *h = read_holder(dir, name);
+            bool mine = json_is_true(json_object_get(h, "mine"));
+            json_decref(h);
+            if (mine)
+                break;
+        }
         left = (until - g_get_monotonic_time()) / 1000;
         if (err != EEXIST || left <= 0)
             break;
@@ -81,6 +88,19 @@ int mcp_claim_take(const char *dir, const char *name, int wait_ms, const char *n
         }
     }
     os_dirwatch_close(w);
+    if (err == EEXIST && lease_s > 0) { /* ours already: a renewal */
+        json_t *h = read_holder(dir, name);
+        if (json_is_true(json_object_get(h, "mine")))
+            err = 0;
+        json_decref(h);
+    }
+    if (!err && lease_s > 0) {
+        char *lp = g_strdup_printf("%s/lease", path), secs[24];
+        snprintf(secs, sizeof secs, "%d", lease_s);
+        if (mt_write_once(lp, secs, strlen(secs)) != 0)
+            err = errno; /* lost meanwhile (ENOENT), or not ours to renew (EPERM) */
+        g_free(lp);
+    }
     if (!err && note && *note) {
         char *np = g_strdup_printf("%s/note", path);
         if (mt_write_once(np, note, strlen(note)) != 0)
@@ -122,12 +142,13 @@ static const char *why_not(int err)
 json_t *mt_claim(void *ctx, json_t *args)
 {
     who *w = ctx;
-    static const char *const keys[] = {"name", "wait", "note", NULL};
+    static const char *const keys[] = {"name", "wait", "note", "lease", NULL};
     json_t *bad = mt_only_keys(args, "fleet_claim", keys), *holder = NULL, *res;
     const char *name = json_string_value(json_object_get(args, "name"));
     const char *note = json_string_value(json_object_get(args, "note"));
-    json_t *jw = json_object_get(args, "wait");
+    json_t *jw = json_object_get(args, "wait"), *jl = json_object_get(args, "lease");
     int wait = jw ? (int)json_integer_value(jw) : 0, err;
+    json_int_t lease = jl ? json_integer_value(jl) : 0;
     char *dir;
 
     if (bad)
@@ -136,8 +157,10 @@ json_t *mt_claim(void *ctx, json_t *args)
         return mt_fail("fleet_claim: name must match [a-z0-9][a-z0-9_-]{0,62}");
     if ((jw && !json_is_integer(jw)) || wait < 0 || wait > MCP_CLAIM_MAX_WAIT)
         return mt_fail("fleet_claim: wait is whole seconds, 0 to %d", MCP_CLAIM_MAX_WAIT);
+    if (jl && (!json_is_integer(jl) || lease < 1 || lease > 86400))
+        return mt_fail("fleet_claim: lease is whole seconds, 1 to 86400");
     dir = claims_dir(w->mnt, w->as);
-    err = mcp_claim_take(dir, name, wait * 1000, note, &holder);
+    err = mcp_claim_take(dir, name, wait * 1000, note, (int)lease, &holder);
     g_free(dir);
     if (!err)
         return mt_ok_json(holder ? holder : json_pack("{s:s}", "name", name));
@@ -215,6 +238,7 @@ json_t *mt_claims(void *ctx, json_t *args)
 static void usage(FILE *to)
 {
     fprintf(to, "usage: fleetfs claim [MOUNTPOINT] NAME [--wait SECONDS] [--note TEXT] [--as GID]\n"
+                "                    [--lease SECONDS]\n"
                 "\n"
                 "Takes NAME for this host across the fleet (mkdir MOUNTPOINT/claims/NAME) and\n"
                 "prints its fencing token, a number that grows with every grant of NAME.\n"
@@ -224,13 +248,16 @@ static void usage(FILE *to)
                 "fleetfs mount. Exit status: 0 taken, 3 held by another (its holder on\n"
                 "stderr), 4 the broker unreachable or not answering (nothing taken), 2 usage\n"
                 "or a bad name, 1 any other failure. --as GID: take it for that local agent\n"
-                "(mkdir MOUNTPOINT/agents/GID/claims/NAME; the holder record names it).\n");
+                "(mkdir MOUNTPOINT/agents/GID/claims/NAME; the holder record names it).\n"
+                "--lease SECONDS: the claim is given up unless renewed within SECONDS (run\n"
+                "the same command again, or write SECONDS to .../claims/NAME/lease); a\n"
+                "claim this mount holds already is renewed.\n");
 }
 
 int mcp_claim_main(int argc, char **argv)
 {
-    const char *pos[2], *wait = NULL, *note = NULL, *as = NULL;
-    int npos = 0, err, secs = 0;
+    const char *pos[2], *wait = NULL, *note = NULL, *as = NULL, *lease = NULL;
+    int npos = 0, err, secs = 0, lease_s = 0;
     char *mnt, *end, *dir;
     json_t *holder = NULL;
 
@@ -244,6 +271,8 @@ int mcp_claim_main(int argc, char **argv)
             note = argv[++i];
         } else if (!strcmp(argv[i], "--as") && i + 1 < argc && !as) {
             as = argv[++i];
+        } else if (!strcmp(argv[i], "--lease") && i + 1 < argc && !lease) {
+            lease = argv[++i];
         } else if ((argv[i][0] == '-' && argv[i][1]) || npos == 2) {
             fprintf(stderr, "fleetfs claim: unexpected '%s'\n", argv[i]);
             usage(stderr);
@@ -264,6 +293,14 @@ int mcp_claim_main(int argc, char **argv)
         }
         secs = (int)v;
     }
+    if (lease) {
+        long v = strtol(lease, &end, 10);
+        if (*end || v < 1 || v > 86400) {
+            fprintf(stderr, "fleetfs claim: --lease %s: give whole seconds, 1 to 86400\n", lease);
+            return 2;
+        }
+        lease_s = (int)v;
+    }
     if (!name_valid(pos[npos - 1])) {
         fprintf(stderr,
                 "fleetfs claim: '%s' is not a claim name ([a-z0-9] then up to 62 of "
@@ -280,7 +317,7 @@ int mcp_claim_main(int argc, char **argv)
         return 2;
     }
     dir = claims_dir(mnt, as);
-    err = mcp_claim_take(dir, pos[npos - 1], secs * 1000, note, &holder);
+    err = mcp_claim_take(dir, pos[npos - 1], secs * 1000, note, lease_s, &holder);
     g_free(dir);
     if (!err) {
         printf("%lld\n", (long long)json_integer_value(json_object_get(holder, "token")));

@@ -8,12 +8,13 @@
 #include <jansson.h>
 
 /* Take name in dir (<mnt>/claims, or an agent's <mnt>/agents/<gid>/claims):
- * mkdir dir/NAME; on EEXIST wait up to
+ * mkdir dir/NAME (lease_s > 0: then write it to its lease, which also
+ * renews a claim already ours); on EEXIST wait up to
  * wait_ms for its release (inotify on claims/, and a retry every second
  * for a release missed between two tries) and try again.  0, and
  * *holder (json_decref) the claim's holder file; or the errno of the last
  * mkdir (EEXIST: still held by another when wait_ms ran out). */
-int mcp_claim_take(const char *dir, const char *name, int wait_ms, const char *note,
+int mcp_claim_take(const char *dir, const char *name, int wait_ms, const char *note, int lease_s,
                    json_t **holder);
 
 /* The MCP tools' table entries, appended to tools.c's table (tools_int.h
@@ -34,15 +35,19 @@ json_t *mt_claims(void *ctx, json_t *args);
     "with its fencing token, a number that grows with every grant of NAME, which whatever " \
     "you guard should check (refuse one smaller than the largest seen). It is a lease, "    \
     "not a consensus lock (doc/claims.md): held while the mount's broker connection "       \
-    "lives; when it is lost, or the lead releases an agent's claim, that agent gets a "     \
-    "message from the lead in its inbox (fleet_inbox) and must stop acting on it; "         \
-    "fleet_release releases it."
-#define MCP_CLAIM_SCHEMA                                                              \
-    "{\"type\":\"object\",\"properties\":{\"name\":" MCP_CLAIM_NAME_SCHEMA ","        \
-    "\"wait\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" MCP_CLAIM_MAX_WAIT_S  \
-    ",\"default\":0,\"description\":\"seconds to wait for a held claim's release\"}," \
-    "\"note\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"what you do " \
-    "with it, shown to every host\"}},\"required\":[\"name\"],\"additionalProperties\":false}"
+    "lives, and with lease (seconds) until that time passes unless fleet_claim renews it; " \
+    "when it is lost, or the lead releases an agent's claim, that agent gets a message "    \
+    "from the lead in its inbox (fleet_inbox) and must stop acting on it; fleet_release "   \
+    "releases it."
+#define MCP_CLAIM_SCHEMA                                                                  \
+    "{\"type\":\"object\",\"properties\":{\"name\":" MCP_CLAIM_NAME_SCHEMA ","            \
+    "\"wait\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" MCP_CLAIM_MAX_WAIT_S      \
+    ",\"default\":0,\"description\":\"seconds to wait for a held claim's release\"},"     \
+    "\"note\":{\"type\":\"string\",\"maxLength\":1024,\"description\":\"what you do "     \
+    "with it, shown to every host\"},\"lease\":{\"type\":\"integer\",\"minimum\":1,"      \
+    "\"maximum\":86400,\"description\":\"seconds: given up unless fleet_claim renews it " \
+    "within that time (a claim you hold is renewed)\"}},\"required\":[\"name\"],"         \
+    "\"additionalProperties\":false}"
 #define MCP_RELEASE_DESC                                                                    \
     "Release NAME, which you hold (fleet_claim), as `rmdir <mount>/claims/NAME` does "      \
     "(with --as: <mount>/agents/<gid>/claims/NAME). Only its holder releases a claim, and " \
