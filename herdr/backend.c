@@ -13,6 +13,8 @@ ib_config *ib_config_copy(const ib_config *cfg)
     c->herdr_socket = g_strdup(cfg->herdr_socket);
     c->call_ms = cfg->call_ms;
     c->prompt_ms = cfg->prompt_ms;
+    c->settle_ms = cfg->settle_ms;
+    c->quiet_ms = cfg->quiet_ms;
     c->inject_commands = (const char *const *)g_strdupv((char **)cfg->inject_commands);
     if (!c->inject_commands)
         c->inject_commands = (const char *const *)g_new0(char *, 1);

@@ -25,6 +25,8 @@ typedef struct {
     /* tmux: the programs that count as an agent (NULL-terminated; NULL or
      * empty = none, so nothing is ever typed).  See herdr/foreground.h. */
     const char *const *inject_commands;
+    int settle_ms; /* tmux: from the paste's end to the carriage return that submits */
+    int quiet_ms;  /* tmux: a person's keys this recent in the pane's client hold typing */
 } ib_config;
 
 typedef enum {
@@ -54,6 +56,12 @@ typedef struct inj_backend {
     ib_typed (*type)(struct inj_backend *b, const ib_target *t, const char *text, char *why,
                      size_t n);
     void (*free)(struct inj_backend *b);
+    /* Optional (NULL: the backend cannot tell; herdr/tmux_look.c for tmux).
+     * waits: is text (just typed) still waiting unsubmitted in the input
+     * line: 1 yes, 0 not seen there, -1 cannot look.  submit: one more
+     * carriage return, never the text again (false and why when refused). */
+    int (*waits)(struct inj_backend *b, const ib_target *t, const char *text);
+    bool (*submit)(struct inj_backend *b, const ib_target *t, char *why, size_t n);
     void *priv;
 } inj_backend;
 

@@ -26,6 +26,7 @@
 
 #include "fleetfs/base/log.h"
 #include "herdr/backend.h"
+#include "herdr/inputline.h"
 #include "herdr/spawn.h"
 
 typedef struct {
@@ -192,6 +193,13 @@ static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char
                      "agent exited): nothing is typed until an agent runs there",
                      t->name, hd_status_name(a.status));
             v = IB_STALL;
+        } else if (a.launch_pending) {
+            /* a prompt sent before the agent's UI listens is lost */
+            snprintf(why, n,
+                     "waiting: %s is still starting (herdr: launch pending); nothing is typed "
+                     "until its input listens",
+                     t->name);
+            v = IB_WAIT;
         }
     } else if (rep.kind == HD_ERR_REMOTE) {
         snprintf(why, n, "waiting: %s runs no agent herdr knows (%s)", t->name, rep.code);
@@ -243,6 +251,60 @@ static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char 
     return r;
 }
 
+/* Does the text still wait in the agent's input?  herdr's pane.read of
+ * the visible screen: one of its last INPUT_LINES non-empty lines ends
+ * with the end of what was typed (herdr gives no cursor position). */
+#define INPUT_LINES 4
+static int waits(inj_backend *b, const ib_target *t, const char *text)
+{
+    hd_reply rep = {0};
+    json_t *p = json_pack("{s:s, s:s}", "pane_id", t->id, "source", "visible");
+    const char *screen;
+    int found = -1;
+
+    hd_call(client(b), "pane.read", p, CALL_MS(b), &rep);
+    json_decref(p);
+    screen = rep.kind == HD_OK && json_is_object(rep.result)
+                 ? json_string_value(json_object_get(json_object_get(rep.result, "read"), "text"))
+                 : NULL;
+    if (screen) {
+        gchar **lines = g_strsplit(screen, "\n", -1);
+        int seen = 0;
+        found = 0;
+        for (int i = (int)g_strv_length(lines) - 1; i >= 0 && seen < INPUT_LINES && !found; i--) {
+            if (!*g_strstrip(lines[i]))
+                continue;
+            seen++;
+            found = il_waits(lines[i], text);
+        }
+        g_strfreev(lines);
+    }
+    hd_reply_clear(&rep);
+    return found;
+}
+
+/* One more Enter (pane.send_input keys ["enter"]), never the text again;
+ * only to an agent still there and not blocked (a dialog's default
+ * button). */
+static bool submit(inj_backend *b, const ib_target *t, char *why, size_t n)
+{
+    static const char *const enter[] = {"enter", NULL};
+    hd_reply rep = {0};
+    hd_status st = HD_UNKNOWN;
+    bool ok;
+    if (status(b, t, &st, why, n) != IB_OK)
+        return false;
+    if (st == HD_BLOCKED) {
+        snprintf(why, n, "%s is blocked (an approval or question is up)", t->name);
+        return false;
+    }
+    ok = hd_pane_send_input(client(b), t->id, NULL, enter, CALL_MS(b), &rep) == HD_OK;
+    if (!ok)
+        snprintf(why, n, "herdr refused the Enter (%s %s)", hd_kind_name(rep.kind), rep.code);
+    hd_reply_clear(&rep);
+    return ok;
+}
+
 static void hb_free(inj_backend *b)
 {
     hb *h = b->priv;
@@ -262,6 +324,8 @@ inj_backend *inj_backend_herdr(const ib_config *cfg)
     b->status = status;
     b->type = type;
     b->free = hb_free;
+    b->waits = waits;
+    b->submit = submit;
     h->cfg = ib_config_copy(cfg);
     b->priv = h;
     return b;

@@ -76,6 +76,7 @@ typedef struct {
     char name[HD_ID_MAX];
     char agent[HD_ID_MAX];
     hd_status status;
+    bool launch_pending; /* herdr 0.8.2+: its managed start is not ready yet (absent: false) */
 } hd_agent;
 
 typedef struct {

@@ -233,6 +233,7 @@ int hd_parse_agent(const json_t *obj, hd_agent *out)
         return -1;
     copy_field(out->agent, sizeof(out->agent), obj, "agent");
     out->status = hd_status_parse(json_string_value(json_object_get(obj, "agent_status")));
+    out->launch_pending = json_is_true(json_object_get(obj, "launch_pending"));
     return 0;
 }
 

@@ -317,46 +317,92 @@ static ib_verdict look(inj_backend *b, const ib_target *t, char *why, size_t n)
     return v;
 }
 
-static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char *why, size_t n)
+/* Never into a person's way: keys from a client on this pane less than
+ * quiet_ms ago, or text in its input line fleetfs did not type, hold it
+ * (herdr/tmux_look.c). */
+static ib_verdict person(inj_backend *b, const ib_target *t, char *why, size_t n)
 {
-    *st = HD_IDLE;
-    return look(b, t, why, n);
+    int ago = 0, quiet_s = (CFG(b)->quiet_ms + 999) / 1000;
+    if (tl_person(t->id, CFG(b)->quiet_ms, &ago) == 1) {
+        snprintf(why, n,
+                 "waiting: a person is typing on %s (keys in %s %d s ago); typing once it has "
+                 "been quiet for %d s",
+                 g_get_host_name(), t->name, ago, quiet_s);
+        return IB_WAIT;
+    }
+    if (tl_draft(t->id) == 1) {
+        snprintf(why, n,
+                 "waiting: a person's draft is in the input line of %s on %s (text fleetfs did "
+                 "not type); typing once it is submitted or cleared",
+                 t->name, g_get_host_name());
+        return IB_WAIT;
+    }
+    return IB_OK;
 }
 
+static ib_verdict status(inj_backend *b, const ib_target *t, hd_status *st, char *why, size_t n)
+{
+    ib_verdict v = look(b, t, why, n);
+    *st = HD_IDLE;
+    return v == IB_OK ? person(b, t, why, n) : v;
+}
+
+/* Load, look, paste; let the paste settle (settle_ms: a TUI that still
+ * takes its input as a paste turns a carriage return into a newline);
+ * look again; then one literal carriage return. */
 static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char *why, size_t n)
 {
-    char buf[64], err[256];
-    ib_typed r = IT_TYPED;
+    char buf[64], err[256], words[512];
 
     snprintf(buf, sizeof buf, "fleetfs-%ld", (long)getpid());
     const char *load[] = {"load-buffer", "-b", buf, "-", NULL};
     const char *paste[] = {"paste-buffer", "-p", "-d", "-b", buf, "-t", t->id, NULL};
-    const char *enter[] = {"send-keys", "-t", t->id, "Enter", NULL};
-    char words[512];
     if (!tmux_in(load, text, err, sizeof err)) {
         snprintf(why, n, "tmux refused the paste into %s: %s", t->name, err);
-        r = IT_REFUSED;
-    } else if (look(b, t, words, sizeof words) != IB_OK) {
+        return IT_REFUSED;
+    }
+    if (look(b, t, words, sizeof words) != IB_OK) {
         /* the last moment: the agent may have exited since the gate */
         const char *delete[] = {"delete-buffer", "-b", buf, NULL};
         tmux(delete, NULL, err, sizeof err);
         snprintf(why, n, "%s", strchr(words, ' ') ? strchr(words, ' ') + 1 : words);
-        r = IT_REFUSED;
-    } else if (!tmux(paste, NULL, err, sizeof err)) {
+        return IT_REFUSED;
+    }
+    if (!tmux(paste, NULL, err, sizeof err)) {
         snprintf(why, n, "tmux refused the paste into %s: %s", t->name, err);
-        r = IT_REFUSED;
-    } else if (look(b, t, words, sizeof words) != IB_OK) {
+        return IT_REFUSED;
+    }
+    g_usleep((gulong)CFG(b)->settle_ms * 1000);
+    if (look(b, t, words, sizeof words) != IB_OK) {
         /* the agent left while the paste went in: whatever now reads the
-         * terminal (a shell) must not get an Enter that submits the text */
+         * terminal (a shell) must not get a carriage return that submits
+         * the text */
         snprintf(why, n,
                  "pasted into %s, but it stopped running an agent before Enter (%s); Enter "
                  "was not pressed and the text may sit unsubmitted in the pane",
                  t->name, strchr(words, ' ') ? strchr(words, ' ') + 1 : words);
-        r = IT_UNKNOWN;
-    } else if (!tmux(enter, NULL, err, sizeof err)) {
-        log_warn("inject: pasted into %s but Enter failed: %s", t->name, err);
+        return IT_UNKNOWN;
     }
-    return r;
+    if (!tl_carriage_return(t->id, err, sizeof err))
+        log_warn("inject: pasted into %s but its carriage return failed: %s", t->name, err);
+    return IT_TYPED;
+}
+
+static int waits(inj_backend *b, const ib_target *t, const char *text)
+{
+    (void)b;
+    return tl_waits(t->id, text);
+}
+
+static bool submit(inj_backend *b, const ib_target *t, char *why, size_t n)
+{
+    char words[512];
+    /* only into the agent still there: never a carriage return to a shell */
+    if (look(b, t, words, sizeof words) != IB_OK) {
+        snprintf(why, n, "%s", strchr(words, ' ') ? strchr(words, ' ') + 1 : words);
+        return false;
+    }
+    return tl_carriage_return(t->id, why, n);
 }
 
 static void tb_free(inj_backend *b)
@@ -375,6 +421,8 @@ inj_backend *inj_backend_tmux(const ib_config *cfg)
     b->status = status;
     b->type = type;
     b->free = tb_free;
+    b->waits = waits;
+    b->submit = submit;
     b->priv = g_new0(tb_priv, 1);
     PRIV(b)->cfg = ib_config_copy(cfg);
     return b;

@@ -17,4 +17,17 @@
  * TMUX_TIMEOUT_MS (then killed). TMUX_TMPDIR picks the server. */
 bool tb_run(const char *const *args, const char *input, char **out, char *why, size_t n);
 
+/* herdr/tmux_look.c: what is read off a pane around typing.
+ * tl_person: 1 when a client whose current pane is PANE read a key from
+ * its terminal less than quiet_ms ago (*ago_s: how long ago), 0 when not,
+ * -1 when tmux cannot tell.  tl_draft: 1 when text follows the input
+ * line's prompt marker before the cursor, 0 when none does, -1 when no
+ * marker is seen.  tl_waits: 1 when TYPED still waits unsubmitted at the
+ * cursor, 0 when not seen there, -1 when tmux cannot tell.
+ * tl_carriage_return: one literal carriage return into PANE. */
+int tl_person(const char *pane, int quiet_ms, int *ago_s);
+int tl_draft(const char *pane);
+int tl_waits(const char *pane, const char *typed);
+bool tl_carriage_return(const char *pane, char *why, size_t n);
+
 #endif

@@ -554,7 +554,8 @@ static const struct opts_def opts_table[] = {
     {"expire_grace", opts_set_duration, OFF(expire_grace_ms), NULL, "10s",
      "after a message's expiresAt, how long sent waits for the receiver's word before it says "
      "expired by this host's clock"},
-    {"agent_expires", opts_set_duration, OFF(agent_expires_ms), NULL, "2 x message_ttl (14d)",
+    {"agent_expires", opts_set_duration, OFF(agent_expires_ms), NULL,
+     "2 x message_ttl + expire_grace (14d10s)",
      "the broker deletes an agent's mailbox after this long with no reader (x-expires); "
      "longer than message_ttl + expire_grace (same fleet-wide)"},
     {"prefetch", opts_set_prefetch, 0, NULL, "64",
@@ -575,6 +576,10 @@ static const struct opts_def opts_table[] = {
      "agent or pane to type into"},
     {"inject_commands", opts_set_commands, 0, NULL, FG_DEFAULT_COMMANDS,
      "tmux: programs that count as an agent (':'-separated); never a shell"},
+    {"inject_settle", opts_set_duration, OFF(inject_settle_ms), NULL, "500ms",
+     "tmux: from a paste's end to the carriage return that submits it"},
+    {"inject_quiet", opts_set_duration, OFF(inject_quiet_ms), NULL, "3s",
+     "tmux: a person's keys in the pane this recent hold typing"},
     {"key", opts_set_path, OFF(key), NULL, "none",
      "this host's ed25519 secret key file (fleetfs keygen PATH)"},
     {"trusted_keys", opts_set_path, OFF(trusted_keys), NULL, "none",
@@ -717,6 +722,8 @@ void opts_init(fs_opts *o)
     o->takeover_grace_ms = 15000;
     o->inject = g_strdup("auto");
     o->inject_commands = g_strdup(FG_DEFAULT_COMMANDS);
+    o->inject_settle_ms = 500;
+    o->inject_quiet_ms = 3000;
     o->insecure = false;
     o->heartbeat_ms = 5000;
     o->heartbeat_rate = 200;
@@ -791,7 +798,7 @@ int opts_finish(fs_opts *o, char **err)
         return -1;
     }
     if (o->agent_expires_ms == 0)
-        o->agent_expires_ms = 2 * o->message_ttl_ms;
+        o->agent_expires_ms = 2 * o->message_ttl_ms + o->expire_grace_ms;
     if (o->agent_expires_ms <= o->message_ttl_ms + o->expire_grace_ms) {
         *err = g_strdup_printf(
             "agent_expires: %lld ms is not longer than message_ttl + expire_grace (%lld ms): "

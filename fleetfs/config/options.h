@@ -36,7 +36,8 @@ typedef struct {
     long max_length;
     int64_t message_ttl_ms;
     /* an agent mailbox's idle lifetime (x-expires, doc/protocol.md section 10b):
-     * longer than message_ttl + expire_grace; 0 until opts_finish: 2 x message_ttl */
+     * longer than message_ttl + expire_grace; 0 until opts_finish: 2 x message_ttl + expire_grace,
+     * which keeps the rule whatever the two are */
     int64_t agent_expires_ms;
     int64_t expires_in_ms;   /* a message's default lifetime (expiresAt - sentAt); 0:
                                 message_ttl.  At most message_ttl (opts_finish) */
@@ -52,7 +53,9 @@ typedef struct {
     char *state_dir;
     char *inject; /* herdr | tmux | none */
     char *inject_target;
-    char *inject_commands; /* ':'-separated programs the tmux backend types into */
+    char *inject_commands;    /* ':'-separated programs the tmux backend types into */
+    int64_t inject_settle_ms; /* tmux: from a paste's end to the carriage return */
+    int64_t inject_quiet_ms;  /* tmux: a person's keys this recent hold typing */
     char *key;
     char *trusted_keys;
     char *ca;

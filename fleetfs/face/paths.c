@@ -84,8 +84,9 @@ static node_kind home_file(const char *s, bool lead)
     static const struct {
         const char *name;
         node_kind kind;
-    } files[] = {{"inbox", N_INBOX}, {"ack", N_ACK},       {"history", N_HISTORY},
-                 {"sent", N_SENT},   {"resend", N_RESEND}, {"reply", N_HREPLYDIR}};
+    } files[] = {{"inbox", N_INBOX},        {"ack", N_ACK},       {"history", N_HISTORY},
+                 {"sent", N_SENT},          {"resend", N_RESEND}, {"reply", N_HREPLYDIR},
+                 {"submitted", N_SUBMITTED}};
     for (size_t i = 0; i < G_N_ELEMENTS(files); i++)
         if (strcmp(s, files[i].name) == 0)
             return files[i].kind;
@@ -294,10 +295,11 @@ bool tr_is_dir(node_kind k)
 
 bool tr_is_writable(node_kind k)
 {
-    return k == N_ACK || k == N_SEND || k == N_REPLY || k == N_RESEND || k == N_HREPLY ||
-           k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN || k == N_HSTOP ||
-           k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK || k == N_ASKJ ||
-           k == N_TOJ || k == N_TOASK || k == N_TOASKJ || k == N_CNOTE || k == N_CLEASE;
+    return k == N_ACK || k == N_SUBMITTED || k == N_SEND || k == N_REPLY || k == N_RESEND ||
+           k == N_HREPLY || k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN ||
+           k == N_HSTOP || k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK ||
+           k == N_ASKJ || k == N_TOJ || k == N_TOASK || k == N_TOASKJ || k == N_CNOTE ||
+           k == N_CLEASE;
 }
 
 /* A write to it is a message (mb_send): writers share these files. */
@@ -356,7 +358,7 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
         break;
     case N_LEAD: {
         static const char *const files[] = {"inbox",  "ack",    "history", "sent",
-                                            "status", "resend", "reply"};
+                                            "status", "resend", "reply",   "submitted"};
         list_const(out, files, G_N_ELEMENTS(files));
         break;
     }
@@ -390,8 +392,8 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
     case N_AGENT:
         if (n.home) {
             static const char *const files[] = {
-                "inbox", "ack",  "history",   "sent", "status",   "resend", "reply",
-                "to",    "send", "send.json", "ask",  "ask.json", "claims"};
+                "inbox", "ack",  "history",   "sent", "status",   "resend",    "reply",
+                "to",    "send", "send.json", "ask",  "ask.json", "submitted", "claims"};
             list_const(out, files, G_N_ELEMENTS(files));
         } else {
             static const char *const files[] = {"send", "send.json", "ask", "ask.json", "status"};

@@ -692,6 +692,8 @@ static int node_write(const rq *r, fuse_req_t req, handle *h, const char *buf, s
     case N_ACK:
         res = mb_ack(h->home, buf, size, detail, sizeof detail);
         break;
+    case N_SUBMITTED: /* the prompt hook's report: always its own answer */
+        return inj_submitted(f->inj, h->home, buf, size) ? -ENOENT : (int)size;
     case N_HSPAWN: {
         int e = hs_spawn(f, h->name, buf, size);
         return e ? -e : (int)size;

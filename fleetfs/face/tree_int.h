@@ -24,11 +24,12 @@ typedef enum {
     N_SELF,
     N_LEADS,
     N_LEAD,
-    N_INBOX,   /* <home>/inbox: a home is leads/<me>/ or a local agent's agents/<gid>/ */
-    N_ACK,     /* <home>/ack */
-    N_HISTORY, /* <home>/history */
-    N_SENT,    /* <home>/sent */
-    N_LSTATUS, /* leads/<me>/status */
+    N_INBOX,     /* <home>/inbox: a home is leads/<me>/ or a local agent's agents/<gid>/ */
+    N_ACK,       /* <home>/ack */
+    N_SUBMITTED, /* <home>/submitted: the agent's prompt hook reports (fleetfs hook) */
+    N_HISTORY,   /* <home>/history */
+    N_SENT,      /* <home>/sent */
+    N_LSTATUS,   /* leads/<me>/status */
     N_PEERS,
     N_PEER,
     N_SEND,

@@ -7,7 +7,13 @@
  * redelivery after a restart or a lost ack) and is consumed without being
  * typed again: as injected when it was, as uncertain when fleetfs stopped
  * between the two lines.  "not-typed" records a refusal (nothing reached
- * the pane), so a later crash does not turn it into uncertain.
+ * the pane), so a later crash does not turn it into uncertain.  The
+ * "injecting" line also names the message's sender and expiresAt: a
+ * message that never comes back (fleetfs was away past its expiresAt, and
+ * the broker dropped the requeued copy) is consumed by the journal's word
+ * all the same once its expiresAt has passed (mb_settle_journaled;
+ * issue 43), so its sender ends at uncertain or injected, not at the
+ * broker's dead-lettered.
  *
  * The gate.  The agent must be idle or done — never blocked, where typing
  * can press a modal's default button — and it is asked twice: once to
@@ -40,6 +46,7 @@
 
 #include "fleetfs/store/applog.h"
 #include "fleetfs/base/log.h"
+#include "fleetfs/inject/witness.h"
 #include "herdr/sanitize.h"
 
 #define RETRY_WAIT_MS 1000
@@ -47,6 +54,7 @@
 #define CONFIRM_MS 5000
 #define CONFIRM_POLL_MS 200
 #define JOURNAL_KEEP 5000
+#define SUBMIT_CHECK_MS 1000 /* tmux: from the carriage return to the look at the input line */
 
 /* Text to type once into one entity's pane (inj_type_once): shared by the
  * caller, who waits on it, and the slot, which types it. */
@@ -90,13 +98,24 @@ typedef struct {
     char journal_err[160]; /* why it cannot be written, for the words */
     GHashTable *journal;   /* msgId -> last word (static string) */
     GQueue journal_order;  /* msgIds, oldest first (owned by the hash table) */
+    GHashTable *meta;      /* msgId -> "from expiresAt" of an injecting line, until settled */
     char *words;           /* last state shown, to log changes once */
     int64_t next_ms;       /* monotonic: not tried before */
     /* a message typed, its confirmation pending */
     envelope confirm_env;
     ib_target confirm_t;
     int64_t confirm_until; /* 0: none pending */
-    inj_once *once;        /* text to type once, before any message (injector.lock) */
+    bool confirm_left;     /* the agent was seen leaving idle */
+    inj_witness *wit;      /* the agent's prompt hook's reports (witness.h) */
+    /* tmux: a message typed, whether it was submitted not yet looked at;
+     * its `injected` goes out once it was (verify_step) */
+    envelope verify_env;
+    ib_target verify_t;
+    char *verify_text;
+    int64_t verify_until; /* 0: none pending */
+    int verify_cr;        /* carriage returns sent after the first */
+    bool verify_left;     /* herdr: the agent was seen leaving idle meanwhile */
+    inj_once *once;       /* text to type once, before any message (injector.lock) */
 } inj_slot;
 
 struct injector {
@@ -149,10 +168,14 @@ static void journal_open(inj_slot *in)
         return;
     }
     for (guint i = 0; i < lines->len; i++) {
-        gchar **f = g_strsplit(lines->pdata[i], " ", 2);
+        gchar **f = g_strsplit(lines->pdata[i], " ", 4);
         const char *w = f[0] ? journal_word(f[0]) : NULL;
-        if (w && f[1] && env_id_valid(f[1]))
+        if (w && f[1] && env_id_valid(f[1])) {
             journal_set(in, f[1], w);
+            if (f[2] && f[3])
+                g_hash_table_replace(in->meta, g_strdup(f[1]),
+                                     g_strdup_printf("%s %s", f[2], f[3]));
+        }
         g_strfreev(f);
     }
     g_ptr_array_free(lines, TRUE);
@@ -162,29 +185,74 @@ static void journal_open(inj_slot *in)
 static void journal_compact(inj_slot *in)
 {
     GString *s = g_string_new(NULL);
-    for (GList *l = in->journal_order.head; l; l = l->next)
-        g_string_append_printf(s, "%s %s\n", (char *)g_hash_table_lookup(in->journal, l->data),
-                               (char *)l->data);
+    for (GList *l = in->journal_order.head; l; l = l->next) {
+        const char *meta = g_hash_table_lookup(in->meta, l->data);
+        g_string_append_printf(s, "%s %s%s%s\n", (char *)g_hash_table_lookup(in->journal, l->data),
+                               (char *)l->data, meta ? " " : "", meta ? meta : "");
+    }
     if (applog_rewrite(in->journal_log, s, in->journal_order.length) < 0)
         log_warn("inject: cannot rewrite %s (%s); it keeps growing until it can", in->journal_path,
                  g_strerror(errno));
     g_string_free(s, TRUE);
 }
 
-/* Durable before it returns: the at-most-once promise rests on it. */
-static bool journal_write(inj_slot *in, const char *word, const char *id)
+/* Durable before it returns: the at-most-once promise rests on it.
+ * meta: "from expiresAt" (an injecting line), or NULL. */
+static bool journal_append(inj_slot *in, const char *word, const char *id, const char *meta)
 {
-    char line[64];
-    snprintf(line, sizeof line, "%s %s", word, id);
+    char line[256];
+    snprintf(line, sizeof line, "%s %s%s%s", word, id, meta ? " " : "", meta ? meta : "");
     if (!in->journal_log || applog_append(in->journal_log, line) < 0) {
         if (in->journal_log)
             g_strlcpy(in->journal_err, strerror(errno), sizeof in->journal_err);
         return false;
     }
     journal_set(in, id, journal_word(word));
+    if (meta)
+        g_hash_table_replace(in->meta, g_strdup(id), g_strdup(meta));
     if (applog_lines(in->journal_log) > 4 * JOURNAL_KEEP)
         journal_compact(in);
     return true;
+}
+
+static bool journal_write(inj_slot *in, const char *word, const char *id)
+{
+    return journal_append(in, word, id, NULL);
+}
+
+/* "injecting" for message e, with its sender and expiresAt */
+static bool journal_write_typing(inj_slot *in, const envelope *e)
+{
+    char meta[ADDR_MAX_LEN + 64];
+    snprintf(meta, sizeof meta, "%s %s", e->from, e->expiresAt);
+    return journal_append(in, "injecting", e->msgId, meta);
+}
+
+/* The journal's word on messages typed (or being typed) that are not
+ * known to the mailbox once their expiresAt passed: it is theirs
+ * (journaled.c).  Each msgId is looked at until the mailbox knows it or
+ * has settled it. */
+static void journal_settle(inj_slot *in)
+{
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, in->meta);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        const char *word = g_hash_table_lookup(in->journal, k);
+        gchar **f = g_strsplit(v, " ", 2);
+        int r = 0;
+        if (word && strcmp(word, "not-typed") != 0 && f[0] && f[1])
+            r = mb_settle_journaled(
+                in->mb, k, f[0], f[1], !strcmp(word, "injected") ? "injected" : "uncertain",
+                !strcmp(word, "injected")
+                    ? "typed before fleetfs stopped; its copy never came back (the broker "
+                      "dropped it at its expiresAt); not typed again"
+                    : "fleetfs stopped while typing it and was back only after its expiresAt "
+                      "(the broker had dropped its copy); it is not typed again (at most once)");
+        g_strfreev(f);
+        if (r >= 0)
+            g_hash_table_iter_remove(&it);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -283,6 +351,7 @@ char *inj_render(const envelope *e, const char *mountpoint, const char *reply_di
 static void finish(inj_slot *in, const envelope *e, const char *how, const char *detail)
 {
     fe_code r = mb_consume(in->mb, e->msgId, how, detail);
+    g_hash_table_remove(in->meta, e->msgId); /* settled the ordinary way */
     if (r != FE_OK)
         log_err("inject: %s %s, but it was no longer ours to consume (%s)", how, e->msgId,
                 fe_hint(r));
@@ -310,18 +379,29 @@ static ib_verdict gate(inj_slot *in, const ib_target *t, char *why, size_t n)
 }
 
 /* After typing: did the agent's turn start?  One look; the slot is looked
- * at again every CONFIRM_POLL_MS until confirm_until. */
+ * at again every CONFIRM_POLL_MS until confirm_until.  The prompt hook's
+ * word, where one reports (witness.h), goes out instead: it says what was
+ * submitted; herdr's status only that a turn started. */
 static void confirm_step(inj_slot *in)
 {
     char why[256];
     hd_status st = HD_UNKNOWN;
     const envelope *e = &in->confirm_env;
-    if (in->be->status(in->be, &in->confirm_t, &st, why, sizeof why) == IB_OK && st != HD_IDLE &&
-        st != HD_DONE && st != HD_UNKNOWN) {
+    bool hook = wit_hook_seen(in->wit);
+    if (in->be->status(in->be, &in->confirm_t, &st, why, sizeof why) == IB_OK)
+        in->confirm_left |= st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN;
+    if (wit_reported(in->wit, e->msgId)) {
+        /* slot_step sends it */
+    } else if (in->confirm_left && !hook) {
         mb_send_receipt(in->mb, e, "confirmed", "the agent left idle: its turn started");
+        wit_settled(in->wit, e->msgId);
     } else if (now_ms() < in->confirm_until) {
         nap(in, CONFIRM_POLL_MS);
         return;
+    } else if (in->confirm_left) {
+        mb_send_receipt(in->mb, e, "confirmed",
+                        "the agent left idle: its turn started (its prompt hook did not report)");
+        wit_settled(in->wit, e->msgId);
     } else {
         log_warn("inject: %s typed into %s, but the agent did not leave idle within %d ms; "
                  "the sender sees injected, not confirmed",
@@ -329,6 +409,82 @@ static void confirm_step(inj_slot *in)
     }
     env_free(&in->confirm_env);
     in->confirm_until = 0;
+    in->confirm_left = false;
+}
+
+/* tmux: the text was typed and a carriage return sent; was it submitted?
+ * The hook's report says so; else, SUBMIT_CHECK_MS after the carriage
+ * return, the text still at the cursor says it was not: one more carriage
+ * return (never the text again), and one more look.  Then the sender is
+ * told `injected` with what is known. */
+static void verify_step(inj_slot *in)
+{
+    const envelope *e = &in->verify_env;
+    const char *name = in->verify_t.name;
+    char detail[512], why[256];
+    hd_status st = HD_UNKNOWN;
+    bool left = in->verify_left;
+    int w = 0;
+
+    /* herdr: a turn that started says it was submitted; no need to look
+     * (asked at every poll: a short turn must not end unseen) */
+    if (!left && in->be->has_status &&
+        in->be->status(in->be, &in->verify_t, &st, why, sizeof why) == IB_OK)
+        left = in->verify_left = st != HD_IDLE && st != HD_DONE && st != HD_UNKNOWN;
+    if (!wit_reported(in->wit, e->msgId) && !left && now_ms() < in->verify_until) {
+        nap(in, CONFIRM_POLL_MS / 2);
+        return;
+    }
+    if (!wit_reported(in->wit, e->msgId) && !left)
+        w = in->be->waits(in->be, &in->verify_t, in->verify_text);
+    if (w == 1 && in->verify_cr == 0) {
+        if (in->be->submit(in->be, &in->verify_t, why, sizeof why)) {
+            log_warn("inject: %s typed into %s still waited in its input line %d ms after the "
+                     "carriage return; sent one more",
+                     e->msgId, name, SUBMIT_CHECK_MS);
+            in->verify_cr = 1;
+            in->verify_until = now_ms() + SUBMIT_CHECK_MS;
+            nap(in, CONFIRM_POLL_MS / 2);
+            return;
+        }
+        snprintf(detail, sizeof detail,
+                 "typed into %s, but it still waited in the input line and a second carriage "
+                 "return was not sent (%s): not submitted",
+                 name, why);
+    } else if (w == 1) {
+        snprintf(detail, sizeof detail,
+                 "typed into %s, but it still waits in the input line after a second carriage "
+                 "return: not submitted (press Enter in the pane)",
+                 name);
+    } else if (w == 0 && in->verify_cr) {
+        snprintf(detail, sizeof detail,
+                 "typed into %s; submitted with a second carriage return (the first was not "
+                 "taken)",
+                 name);
+    } else if (w < 0) {
+        snprintf(detail, sizeof detail,
+                 "typed into %s (whether it was submitted could not be read off the pane)", name);
+    } else {
+        snprintf(detail, sizeof detail, "typed into %s", name);
+    }
+    if (w == 1)
+        log_warn("inject: %s: %s", e->msgId, detail);
+    finish(in, e, "injected", detail);
+    wit_finished(in->wit, e->msgId);
+    if (in->be->has_status) {
+        /* did its turn start: confirm_step looks on from here */
+        in->confirm_env = in->verify_env;
+        in->verify_env.body = NULL;
+        in->confirm_t = in->verify_t;
+        in->confirm_until = now_ms() + CONFIRM_MS;
+        in->confirm_left = left;
+    }
+    env_free(&in->verify_env);
+    g_free(in->verify_text);
+    in->verify_text = NULL;
+    in->verify_until = 0;
+    in->verify_cr = 0;
+    in->verify_left = false;
 }
 
 /* Returns after one attempt; the caller loops. */
@@ -372,7 +528,7 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
         g_free(text);
         return;
     }
-    if (v != IB_OK || !journal_write(in, "injecting", e->msgId)) {
+    if (v != IB_OK || !journal_write_typing(in, e)) {
         mb_claim(in->mb, e->msgId, false);
         g_free(text);
         if (v == IB_OK)
@@ -387,7 +543,15 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
     snprintf(words, sizeof words, "delivering: typing %s from %s into %s", e->msgId, e->from,
              t.name);
     say(in, words);
+    wit_typing(in->wit, e, text); /* the hook may report before type() returns */
     typed = in->be->type(in->be, &t, text, why, sizeof why);
+    if (typed != IT_TYPED)
+        wit_forget(in->wit, e->msgId);
+    if (typed == IT_TYPED && in->be->waits) {
+        /* looked at by verify_step, which tells the sender */
+        in->verify_text = text;
+        text = NULL;
+    }
     g_free(text);
     if (typed == IT_REFUSED) {
         /* nothing reached the pane: the journal must say so before the
@@ -400,6 +564,7 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
             sleep_kickable(inj, RETRY_WAIT_MS);
         }
         mb_claim(in->mb, e->msgId, false);
+        g_hash_table_remove(in->meta, e->msgId);
         snprintf(words, sizeof words, "waiting: %s", why);
         say(in, words);
         nap(in, RETRY_WAIT_MS);
@@ -415,8 +580,18 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
      * like kill -9 between typing and acking */
     if (g_getenv("FLEETFS_TEST_DIE_AFTER_TYPING"))
         raise(SIGKILL);
+    if (in->verify_text) {
+        in->verify_env = *e;
+        in->verify_env.body = g_memdup2(e->body, e->body_len + 1);
+        in->verify_t = t;
+        in->verify_until = now_ms() + SUBMIT_CHECK_MS;
+        in->verify_cr = 0;
+        /* first look at once (herdr: a short turn must not end unseen) */
+        return;
+    }
     snprintf(words, sizeof words, "typed into %s", t.name);
     finish(in, e, "injected", words);
+    wit_finished(in->wit, e->msgId);
     if (in->be->has_status) {
         /* looked at by the slot's next turns, while the others go on */
         in->confirm_env = *e;
@@ -492,6 +667,16 @@ static void slot_step(injector *inj, inj_slot *in)
 {
     envelope e;
     inj_once *o;
+    char detail[256];
+    /* the prompt hook's reports, each once its message's injected is out */
+    while (wit_take(in->wit, &e, detail, sizeof detail)) {
+        mb_send_receipt(in->mb, &e, "confirmed", detail);
+        env_free(&e);
+    }
+    if (in->verify_until) {
+        verify_step(in);
+        return;
+    }
     if (in->confirm_until) {
         confirm_step(in);
         return;
@@ -504,6 +689,8 @@ static void slot_step(injector *inj, inj_slot *in)
         once_unref(o);
         return;
     }
+    if (g_hash_table_size(in->meta))
+        journal_settle(in);
     if (!mb_next_for_injection(in->mb, &e)) {
         char words[256];
         snprintf(words, sizeof words, "ready: nothing to deliver (backend %s)", in->be->name);
@@ -529,8 +716,13 @@ static void slot_unref(inj_slot *s)
     applog_close(s->journal_log);
     g_queue_clear(&s->journal_order);
     g_hash_table_destroy(s->journal);
+    g_hash_table_destroy(s->meta);
     if (s->confirm_until)
         env_free(&s->confirm_env);
+    if (s->verify_until)
+        env_free(&s->verify_env);
+    g_free(s->verify_text);
+    wit_free(s->wit);
     once_unref(s->once);
     g_free(s->journal_path);
     g_free(s->words);
@@ -589,7 +781,9 @@ static inj_slot *slot_new(injector *inj, mailbox *mb, const char *target)
     ib_config cfg = {.coord_id = mb_name(mb),
                      .inject_target = target,
                      .state_dir = mb_state_dir(mb),
-                     .inject_commands = (const char *const *)commands};
+                     .inject_commands = (const char *const *)commands,
+                     .settle_ms = (int)o->inject_settle_ms,
+                     .quiet_ms = (int)o->inject_quiet_ms};
     if (!strcmp(inj->mode, "herdr"))
         be = inj_backend_herdr(&cfg);
     else if (!strcmp(inj->mode, "tmux"))
@@ -602,7 +796,9 @@ static inj_slot *slot_new(injector *inj, mailbox *mb, const char *target)
     in->mb = mb_ref(mb);
     in->be = be;
     in->journal = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    in->meta = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     in->journal_path = g_build_filename(mb_state_dir(mb), "inject.journal", NULL);
+    in->wit = wit_new(mb_is_lead(mb) ? "" : mb_id(mb));
     journal_open(in);
     say(in, "starting");
     return in;
@@ -669,6 +865,28 @@ void inj_remove(injector *in, mailbox *mb)
             break;
         }
     g_mutex_unlock(&in->lock);
+}
+
+int inj_submitted(injector *in, mailbox *mb, const char *buf, size_t size)
+{
+    inj_witness *w = NULL;
+    int e;
+    if (!in) {
+        log_warn("inject: a prompt hook reported a submission, but this mount types nothing "
+                 "(inject=none); ignored");
+        return ENOENT;
+    }
+    g_mutex_lock(&in->lock);
+    for (guint i = 0; i < in->slots->len && !w; i++)
+        if (((inj_slot *)in->slots->pdata[i])->mb == mb)
+            w = ((inj_slot *)in->slots->pdata[i])->wit;
+    /* under the lock: a slot (and its witness) is freed only after it
+     * left the list and the thread let go of it */
+    e = w ? wit_report(w, buf, size) : ENOENT;
+    g_mutex_unlock(&in->lock);
+    if (!e)
+        inj_kick(in);
+    return e;
 }
 
 void inj_kick(injector *in)

@@ -31,6 +31,10 @@ injector *inj_start(const fs_opts *o, mailbox *mb, const char *mountpoint);
 void inj_add(injector *in, mailbox *mb, const char *target);
 void inj_remove(injector *in, mailbox *mb);
 void inj_kick(injector *in);
+/* A prompt hook's report for mb's pane (`fleetfs hook` writes it to the
+ * home's `submitted` file; fleetfs/inject/witness.h): 0, or the errno the
+ * write returns (ENOENT: not a msgId typed here, or no injector). */
+int inj_submitted(injector *in, mailbox *mb, const char *buf, size_t size);
 /* inj_stop ends the thread (inj_kick stays safe); inj_free frees. */
 void inj_stop(injector *in);
 void inj_free(injector *in);

@@ -11,8 +11,10 @@
  *
  * The fate is the exit status of `fleetfs ask` (doc/fleetfs.1): 0
  * answered, 3 no such peer, 4 no answer within the lifetime, 5 refused
- * (the question was not sent, or its receiver refused it), 6 unknown
- * (the send timed out: the question may be out), 1 anything else, 2 usage.
+ * (the question was not sent, or its receiver refused it: a `rejected`
+ * receipt or its dead letter home, at once; the sent entry's detail says
+ * why), 6 unknown (the send timed out: the question may be out), 1
+ * anything else, 2 usage.
  */
 #include "fleetfs/mcp/ask.h"
 
@@ -30,6 +32,7 @@
 #include "fleetfs/base/duration.h"
 #include "fleetfs/base/errors.h"
 #include "fleetfs/os/os.h"
+#include "fleetfs/mcp/cancel.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/mcp/tools_int.h"
 #include "fleetfs/wire/names.h"
@@ -67,13 +70,18 @@ mcp_ask_fate mcp_ask_run(const char *path, const char *data, size_t len, int wai
         fate = *err == ETIMEDOUT ? MA_UNKNOWN : MA_NOT_ASKED;
     }
     if (fate == MA_ANSWERED && wait_ms >= 0) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
+        /* and the MCP client's cancellation (cancel.c): then the file is
+         * closed unread, and an answer goes to the inbox */
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN},
+                              {.fd = mcp_cancel_fd(), .events = POLLIN}};
         int rc;
         do
-            rc = poll(&p, 1, wait_ms);
+            rc = poll(p, p[1].fd >= 0 ? 2 : 1, wait_ms);
         while (rc < 0 && errno == EINTR);
         if (rc == 0)
             fate = MA_NO_WORD;
+        else if (rc > 0 && !(p[0].revents & POLLIN) && (p[1].revents & POLLIN))
+            fate = MA_CANCELLED;
     }
     while (fate == MA_ANSWERED && (n = read(fd, buf, sizeof buf)) != 0) {
         if (n < 0) {
@@ -91,6 +99,29 @@ mcp_ask_fate mcp_ask_run(const char *path, const char *data, size_t len, int wai
         g_string_free(got, TRUE);
     }
     return fate;
+}
+
+void mcp_ask_refusal_words(const char *sent_path, const char *to, char *out, size_t n)
+{
+    GString *s = NULL;
+    json_t *arr;
+    size_t i;
+    json_t *e;
+    out[0] = '\0';
+    if (mt_read_all(sent_path, &s) != 0)
+        return;
+    arr = mt_json_lines(s);
+    g_string_free(s, TRUE);
+    json_array_foreach(arr, i, e)
+    {
+        const char *t = json_string_value(json_object_get(e, "to"));
+        const char *st = json_string_value(json_object_get(e, "state"));
+        const char *d = json_string_value(json_object_get(e, "detail"));
+        if (t && st && d && !strcmp(t, to) &&
+            (!strcmp(st, "dead-lettered") || !strcmp(st, "rejected")))
+            g_strlcpy(out, d, n);
+    }
+    json_decref(arr);
 }
 
 /* ---- fleet_ask ---------------------------------------------------------- */
@@ -172,9 +203,19 @@ json_t *mt_ask(void *ctx, json_t *args)
         return mt_fail("%s: no answer within %d s: the question expired (fleet_sent says so); an "
                        "answer that comes later arrives in fleet_inbox",
                        what, timeout);
-    case MA_REFUSED:
-        return mt_fail("%s: %s refused the question (fleet_sent says why); nothing to wait for",
-                       what, to);
+    case MA_REFUSED: {
+        char sp[PATH_MAX + 8], words[400];
+        snprintf(sp, sizeof sp, "%s/sent", w->home);
+        mcp_ask_refusal_words(sp, to, words, sizeof words);
+        return mt_fail("%s: %s refused the question (%s); nobody will answer it, nothing to wait "
+                       "for, and asking again will not help until that is fixed",
+                       what, to, words[0] ? words : "fleet_sent says why");
+    }
+    case MA_CANCELLED:
+        return mt_fail("%s: cancelled by the client before an answer came; the question stays "
+                       "asked until its expiresAt, and an answer that comes arrives in "
+                       "fleet_inbox as an ordinary reply (fleet_sent follows the question)",
+                       what);
     case MA_NO_WORD:
         return mt_fail("%s: the mount said nothing within %d s, not even that the question "
                        "expired: its daemon may be hung; tell your operator",
@@ -229,9 +270,17 @@ static void say(mcp_ask_fate fate, int err, const char *to, const char *mnt)
                 "is expired (an answer that comes later arrives as an ordinary reply)\n",
                 to);
         break;
-    case MA_REFUSED:
-        fprintf(stderr, "fleetfs ask: %s refused the question (its sent entry says why)\n", to);
+    case MA_REFUSED: {
+        char *sp = g_strdup_printf("%s/self/sent", mnt), words[400];
+        mcp_ask_refusal_words(sp, to, words, sizeof words);
+        fprintf(stderr,
+                "fleetfs ask: %s refused the question (%s); nobody will answer it, and asking "
+                "again will not help until that is fixed (e.g. %s does not trust this host's "
+                "key)\n",
+                to, words[0] ? words : "its sent entry says why", to);
+        g_free(sp);
         break;
+    }
     default:
         fprintf(stderr, "fleetfs ask: %s\n", fe_errno_text(err));
         break;

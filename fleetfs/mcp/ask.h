@@ -15,6 +15,7 @@ typedef enum {
     MA_TIMED_OUT, /* no answer within the question's lifetime (ETIMEDOUT) */
     MA_REFUSED,   /* its receiver refused the question (ECONNREFUSED) */
     MA_NO_WORD,   /* the mount said nothing within wait_ms (hung?) */
+    MA_CANCELLED, /* the MCP client cancelled the call (cancel.h): closed unread */
     MA_FAILED,    /* anything else (err) */
 } mcp_ask_fate;
 
@@ -27,6 +28,10 @@ char *mcp_ask_path(const char *mnt, const char *to, bool json);
  * when answered; *err the errno behind any other fate. */
 mcp_ask_fate mcp_ask_run(const char *path, const char *data, size_t len, int wait_ms, char **answer,
                          size_t *alen, int *err);
+
+/* Why the newest refused (rejected or dead-lettered) entry to `to` in the
+ * sent file sent_path was refused (its detail), into out; "" when none. */
+void mcp_ask_refusal_words(const char *sent_path, const char *to, char *out, size_t n);
 
 /* `fleetfs ask [MOUNTPOINT] [--timeout D] PEER TEXT`: argv[1] is "ask";
  * returns the exit code (doc/fleetfs.1). */

@@ -5,7 +5,8 @@
  *
  * stdout carries protocol lines only; every log line goes to stderr, which
  * MCP clients keep as the server's log.  Requests are answered one at a
- * time, in order.
+ * time, in order; while one runs, a notifications/cancelled for it is
+ * honoured (cancel.c): it gets no response and the next is read at once.
  *
  * Never a hang past send_timeout: every touch of the mount is a call with
  * a deadline (dcall_run: a thread of its own, waited for until the
@@ -43,6 +44,7 @@
 
 #include "fleetfs/base/log.h"
 #include "fleetfs/os/os.h"
+#include "fleetfs/mcp/cancel.h"
 #include "fleetfs/mcp/rpc.h"
 #include "fleetfs/mcp/tools.h"
 
@@ -56,7 +58,31 @@ typedef struct {
     gint send_timeout_s; /* 0 until read from the mount */
     gint stuck;          /* abandoned tool threads still running */
     mcp_fleet *fleet;    /* never freed: an abandoned thread may use it */
+    mcp_in *in;          /* the client's lines (cancel.c) */
+    json_t *call_id;     /* the running tools/call's id; NULL: none */
+    bool cancelled;      /* the client cancelled it: no response */
 } server;
+
+/* While a call runs: a notifications/cancelled for it fires its
+ * cancellation; any other line is kept for after the call. */
+static void watch_input(server *srv)
+{
+    mcp_in_line *l;
+    while ((l = mcp_in_fresh(srv->in))) {
+        if (srv->call_id && mcp_is_cancel_of(l, srv->call_id)) {
+            char *id = json_dumps(srv->call_id, JSON_ENCODE_ANY);
+            log_info("mcp: the client cancelled request %s; it gets no response (a fleet_ask's "
+                     "answer, when it comes, goes to the inbox)",
+                     id ? id : "?");
+            free(id);
+            srv->cancelled = true;
+            mcp_cancel_fire();
+            mcp_in_line_free(l);
+            continue;
+        }
+        mcp_in_putback(srv->in, l); /* read in order after the call */
+    }
+}
 
 /* ---- a call with a deadline --------------------------------------------
  *
@@ -132,7 +158,7 @@ static gpointer dcall_thread(gpointer p)
  * call's: free_arg frees it whenever the last user is done. */
 static void *dcall_run(const char *what, dcall_fn fn, void *arg, void (*free_arg)(void *),
                        void (*free_res)(void *), gint64 budget_us, gint *stuck, bool *late,
-                       char **why)
+                       char **why, server *watch)
 {
     dcall *dc = g_new0(dcall, 1);
     GError *err = NULL;
@@ -161,8 +187,16 @@ static void *dcall_run(const char *what, dcall_fn fn, void *arg, void (*free_arg
     }
     g_thread_unref(th);
     g_mutex_lock(&dc->m);
-    while (!dc->done && g_get_monotonic_time() < dc->deadline)
-        g_cond_wait_until(&dc->c, &dc->m, dc->deadline);
+    while (!dc->done && g_get_monotonic_time() < dc->deadline) {
+        gint64 slice = g_get_monotonic_time() + G_TIME_SPAN_SECOND / 10;
+        g_cond_wait_until(&dc->c, &dc->m, watch ? MIN(slice, dc->deadline) : dc->deadline);
+        if (watch && !dc->done) {
+            /* the client's lines meanwhile: a cancellation of this call */
+            g_mutex_unlock(&dc->m);
+            watch_input(watch);
+            g_mutex_lock(&dc->m);
+        }
+    }
     if (dc->done) {
         res = dc->res;
         dc->res = NULL;
@@ -240,7 +274,7 @@ static json_t *bounded_call(void *ud, const mcp_tool *tool, json_t *args)
     j->args = json_deep_copy(args);
     res = dcall_run(tool->name, tool_run, j, tool_job_free, free_json,
                     (gint64)(DEFAULT_SEND_TIMEOUT_S + MARGIN_S) * G_TIME_SPAN_SECOND, &srv->stuck,
-                    &late, &why);
+                    &late, &why, srv);
     if (res)
         return res;
     if (!late) {
@@ -338,7 +372,7 @@ static char *check_as(const char *mnt, const char *gid)
     a->gid = g_strdup(gid);
     res = dcall_run("the --as check", as_run, a, as_job_free, g_free,
                     (gint64)(DEFAULT_SEND_TIMEOUT_S + MARGIN_S) * G_TIME_SPAN_SECOND, NULL, &late,
-                    &why);
+                    &why, NULL);
     if (late)
         return g_strdup_printf("the fleetfs mount at %s did not answer within %d s (its daemon "
                                "may be hung); tell your operator",
@@ -410,10 +444,9 @@ int mcp_main(int argc, char **argv)
     const char *arg = NULL, *as = NULL;
     server srv = {0};
     mcp_rpc *r;
-    GString *line = g_string_new(NULL);
     char *instr;
-    ssize_t n;
-    int rc = 0;
+    bool failed = false;
+    int rc = 0, in_err = 0;
 
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -475,21 +508,35 @@ int mcp_main(int argc, char **argv)
     srv.fleet = mcp_fleet_new(srv.mnt, srv.as);
     r = mcp_rpc_new(mcp_fleet_tools, mcp_fleet_ntools, bounded_call, &srv, FLEETFS_VERSION, instr);
     g_free(instr);
+    srv.in = mcp_in_start(stdin, read_line);
     for (;;) {
         char *out;
-        bool too_long;
-        n = read_line(stdin, line, &too_long);
-        if (n < 0)
+        mcp_in_line *l = mcp_in_next(srv.in, -1);
+        if (!l->text) {
+            failed = l->failed;
+            in_err = l->err;
+            mcp_in_line_free(l);
             break;
-        if (too_long) {
+        }
+        if (l->too_long) {
             log_warn("mcp: an input line longer than " MCP_LINE_MAX_TEXT
                      "; answered -32600 and skipped");
             out = mcp_rpc_error_line(MCP_INVALID_REQUEST,
                                      "Invalid Request: the line is longer than " MCP_LINE_MAX_TEXT
                                      "; it was skipped unread (one JSON-RPC message a line)");
         } else {
-            out = mcp_rpc_line(r, line->str, line->len);
+            srv.call_id = mcp_call_id(l);
+            srv.cancelled = false;
+            mcp_cancel_clear();
+            out = mcp_rpc_line(r, l->text, l->len);
+            json_decref(srv.call_id);
+            srv.call_id = NULL;
+            if (srv.cancelled) {
+                free(out); /* a cancelled request gets no response */
+                out = NULL;
+            }
         }
+        mcp_in_line_free(l);
         if (!out)
             continue;
         if (fputs(out, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) == EOF) {
@@ -500,14 +547,13 @@ int mcp_main(int argc, char **argv)
         }
         free(out);
     }
-    if (ferror(stdin)) {
+    if (failed) {
         log_err("mcp: cannot read stdin (%s); stopping: the client cannot reach this server",
-                strerror(errno));
+                strerror(in_err));
         rc = 1;
     } else if (rc == 0) {
         log_info("mcp: the client closed stdin; done");
     }
-    g_string_free(line, TRUE);
     mcp_rpc_free(r);
     g_free(srv.mnt);
     /* a tool thread may still be blocked in the kernel: do not wait for it */

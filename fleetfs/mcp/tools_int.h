@@ -78,8 +78,8 @@ json_t *mt_only_keys(json_t *args, const char *tool, const char *const *allowed)
 bool mt_is_msgid(const char *s);
 
 /* fleet_ask's timeout: seconds, the question's lifetime (ask.c) */
-#define MCP_ASK_DEFAULT 120
-#define MCP_ASK_DEFAULT_S "120"
+#define MCP_ASK_DEFAULT 50
+#define MCP_ASK_DEFAULT_S "50"
 #define MCP_ASK_MAX 600
 #define MCP_ASK_MAX_S "600"
 

@@ -14,8 +14,13 @@
  *
  * Ends other than an answer: the question's expiresAt passes (the tick:
  * MB_ASK_EXPIRED, the read's ETIMEDOUT; the question is expired at the
- * receiver by part 1's rules), or its receiver refuses it (a `rejected`
- * receipt: MB_ASK_REFUSED).  An answer that comes after the ask ended, or
+ * receiver by part 1's rules), its receiver refuses it (a `rejected`
+ * receipt: MB_ASK_REFUSED), or the broker gives it back undelivered (its
+ * dead letter came home, dead.c: MB_ASK_REFUSED too, at once — a receiver
+ * that rejects a verified sender's question also sends the receipt, and
+ * either may come first; one that died of expiry is MB_ASK_EXPIRED).
+ * Nobody can answer a question in the last two, so the asker is told as
+ * soon as its sent entry is (issue 43).  An answer that comes after the ask ended, or
  * after its asker closed, is an ordinary reply: held FREE, shown and
  * typed.  An answer that came and was not read when the asker closed is
  * released the same way (held_release_asked_locked), once.
@@ -49,7 +54,7 @@ struct mb_ask {
     char to[ADDR_MAX_LEN + 1]; /* who was asked: the answer comes from there */
     int64_t expires_ms;        /* the question's expiresAt (wall clock) */
     char a_id[ENV_ID_LEN + 1]; /* the answer's msgId */
-    char why[256];             /* ASK_REFUSED: the receiver's word */
+    char why[256];             /* ASK_REFUSED: the receiver's word, or the broker's */
     struct fuse_pollhandle *ph;
     void (*ready)(void *ud);
     void *ud;
@@ -223,16 +228,23 @@ bool ask_claim_locked(mailbox *mb, const envelope *e)
 void ask_sent_state_locked(mailbox *mb, const char *msg_id, const char *state, const char *detail)
 {
     mb_ask *a;
-    if (!mb->asks || strcmp(state, "rejected") != 0)
+    bool dead = !strcmp(state, "dead-lettered");
+    if (!mb->asks || (!dead && strcmp(state, "rejected") != 0))
         return;
     a = g_hash_table_lookup(mb->asks, msg_id);
     if (!a)
         return;
-    a->state = ASK_REFUSED;
+    /* the broker's words start with its reason (br_death_words) */
+    a->state = dead && detail && g_str_has_prefix(detail, "expired") ? ASK_EXPIRED : ASK_REFUSED;
     g_strlcpy(a->why, detail ? detail : "", sizeof a->why);
     g_hash_table_remove(mb->asks, a->q_id);
-    log_info("ask %s: question %s was refused by %s (%s): the asker's read fails ECONNREFUSED",
-             a->to, a->q_id, a->to, a->why);
+    if (!dead)
+        log_info("ask %s: question %s was refused by %s (%s): the asker's read fails ECONNREFUSED",
+                 a->to, a->q_id, a->to, a->why);
+    else
+        log_info("ask %s: question %s was dead-lettered (%s): nobody will answer it; the "
+                 "asker's read fails %s",
+                 a->to, a->q_id, a->why, a->state == ASK_REFUSED ? "ECONNREFUSED" : "ETIMEDOUT");
     ask_wake_locked(a);
 }
 
@@ -331,20 +343,26 @@ unsigned mb_ask_poll(mb_ask *a, struct fuse_pollhandle *ph)
 void mb_ask_close(mb_ask *a)
 {
     mailbox *mb = a->mb;
-    bool released = false;
+    bool released = false, expired = false;
     g_mutex_lock(mb->lock);
     if (a->q_id[0])
         ask_unregister_locked(mb, a);
     if (a->state == ASK_ANSWERED) {
         held_msg *m = g_hash_table_lookup(mb->held_ids, a->a_id);
         if (m && m->owner == HELD_ASKED) {
-            held_release_asked_locked(mb, m);
-            released = true;
+            released = held_release_asked_locked(mb, m);
+            expired = !released;
         }
     }
     if (a->ph)
         fuse_pollhandle_destroy(a->ph);
     g_mutex_unlock(mb->lock);
+    if (expired) {
+        log_info("ask %s: its asker closed without reading answer %s, which is past its own "
+                 "expiresAt: not shown, dropped as expired",
+                 a->to, a->a_id);
+        held_expire(mb);
+    }
     if (released) {
         log_info("ask %s: its asker closed before reading answer %s: it goes to the inbox as "
                  "an ordinary reply",

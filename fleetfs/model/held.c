@@ -120,8 +120,31 @@ static br_action refuse_locked(mailbox *mb, envelope *e, const char *reason, con
     return BR_REJECT;
 }
 
+/* Lock held, and released here: e is a second copy of a message held from
+ * the same consumer channel (its sender's resend after ETIMEDOUT: the same
+ * signed envelope; or a replay of it).  Counted (rejected_duplicate) and
+ * dropped, acked rather than dead-lettered: its dead letter would go home
+ * and tell the sender its message died while the first copy waits here,
+ * whose fate the sender hears in its receipt (issue 43). */
+static br_action drop_duplicate_locked(mailbox *mb, envelope *e)
+{
+    gpointer old = g_hash_table_lookup(mb->h->rejections, "duplicate");
+    g_hash_table_replace(mb->h->rejections, g_strdup("duplicate"),
+                         GUINT_TO_POINTER(GPOINTER_TO_UINT(old) + 1));
+    mb->n.rejected++;
+    g_mutex_unlock(mb->lock);
+    log_warn("inbox: rejected %s from %s (duplicate: a second copy while the first is held); "
+             "dropped, not dead-lettered: the copy held here is the one whose fate its sender "
+             "is told",
+             e->msgId, e->from);
+    env_free(e);
+    mb_changed(mb, "status");
+    return BR_ACK;
+}
+
 /* Lock held: a verified sender's message was refused by a check.  It gets
- * a history line and a `rejected` receipt once per msgId, within the
+ * a history line and a `rejected` receipt (`expired` for the reason
+ * expired) once per msgId, within the
  * sender's refusal budget; never about a msgId consumed or held here (its
  * sender has, or will get, the receipt that says what became of it: a
  * refusal of a late copy would contradict it). */
@@ -129,6 +152,7 @@ static void report_refusal_locked(mailbox *mb, const envelope *e, const char *re
                                   const char *why)
 {
     char now[40], detail[400];
+    const char *how;
     seen_state st = accept_seen_locked(mb, e->msgId, NULL);
     if (st == SEEN_CONSUMED || st == SEEN_REFUSED || g_hash_table_contains(mb->held_ids, e->msgId))
         return;
@@ -137,8 +161,12 @@ static void report_refusal_locked(mailbox *mb, const envelope *e, const char *re
         return;
     env_time_format(env_now_ms(), now);
     snprintf(detail, sizeof detail, "%s: %s", reason, why);
-    history_add_locked(mb, e, now, "rejected", reason);
-    outbox_queue_locked(mb, e, "rejected", detail);
+    /* more than 5 minutes past its expiresAt (a redriven dead letter):
+     * what became of it is that it expired, not that it was refused
+     * (issue 43) */
+    how = !strcmp(reason, "expired") ? "expired" : "rejected";
+    history_add_locked(mb, e, now, how, !strcmp(how, "expired") ? detail : reason);
+    outbox_queue_locked(mb, e, how, detail);
 }
 
 /* asked: the answer to an open ask, kept for its asker (not shown) */
@@ -162,17 +190,22 @@ static void held_add_locked(mailbox *mb, envelope *e, uint64_t gen, uint64_t tag
         return;
     mb->held_bytes += m->line_len;
     mb_touch_locked(mb, MB_INBOX);
-    views_append_locked(mb, m->line, m->line_len);
+    views_append_locked(mb, m);
 }
 
-void held_release_asked_locked(mailbox *mb, held_msg *m)
+bool held_release_asked_locked(mailbox *mb, held_msg *m)
 {
     if (m->owner != HELD_ASKED)
-        return;
+        return false;
     m->owner = HELD_FREE;
     mb->held_bytes += m->line_len;
     mb_touch_locked(mb, MB_INBOX);
-    views_append_locked(mb, m->line, m->line_len);
+    /* past its expiresAt: never shown (held_expire consumes it as expired;
+     * issue 43) */
+    if (m->expires_ms <= env_now_ms())
+        return false;
+    views_append_locked(mb, m);
+    return true;
 }
 
 /* Whether e is past its expiresAt by this host's clock. */
@@ -182,13 +215,21 @@ static bool expired_now(const envelope *e)
     return env_time_parse(e->expiresAt, &exp) == 0 && exp <= env_now_ms();
 }
 
-/* The receipt's detail for a message dropped unread here. */
-static void expired_words(const mailbox *mb, const envelope *e, char *out, size_t n)
+/* The receipt's detail for a message dropped here at its expiresAt: unread,
+ * or (a reader of an open inbox read its line, views.c) shown, then
+ * expired: nobody acked or typed it (issue 43). */
+static void expired_words(const mailbox *mb, const envelope *e, bool shown, char *out, size_t n)
 {
     char now[40];
     env_time_format(env_now_ms(), now);
-    snprintf(out, n, "dropped unread by %s at %s (its clock): past its expiresAt %s", mb->id, now,
-             e->expiresAt);
+    if (shown)
+        snprintf(out, n,
+                 "shown, then expired: a reader of %s's inbox read it, nobody acked it; dropped "
+                 "by %s at %s (its clock): past its expiresAt %s",
+                 mb->id, mb->id, now, e->expiresAt);
+    else
+        snprintf(out, n, "dropped unread by %s at %s (its clock): past its expiresAt %s", mb->id,
+                 now, e->expiresAt);
 }
 
 br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, const char *body,
@@ -241,7 +282,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
     }
     m = g_hash_table_lookup(mb->held_ids, e.msgId);
     if (m && m->gen == gen)
-        return refuse_locked(mb, &e, "duplicate", "a second copy while the first is held");
+        return drop_duplicate_locked(mb, &e);
     if (m) {
         /* a redelivery on a new consumer channel: same message, new tag;
          * whoever owns it keeps it */
@@ -294,7 +335,7 @@ br_action mb_deliver(mailbox *mb, uint64_t gen, uint64_t tag, bool redelivered, 
          * allows): consumed unread, never shown */
         char now[40], detail[256];
         env_time_format(env_now_ms(), now);
-        expired_words(mb, &e, detail, sizeof detail);
+        expired_words(mb, &e, false, detail, sizeof detail);
         history_add_locked(mb, &e, now, "expired", detail);
         outbox_queue_locked(mb, &e, "expired", detail);
         accept_record_locked(mb, e.msgId, SEEN_CONSUMED, gen);
@@ -598,13 +639,18 @@ int held_take_asked(mailbox *mb, const char *msg_id, char **body, size_t *len)
      * shown after it, as any message (expired, its sender told) */
     late = m->expires_ms <= env_now_ms();
     if (late) {
-        expired_words(mb, &m->env, detail, sizeof detail);
+        expired_words(mb, &m->env, false, detail, sizeof detail);
         it = consume_locked(mb, m, "expired", detail);
     } else {
         *body = g_memdup2(m->env.body, m->env.body_len + 1);
         *len = m->env.body_len;
         it = consume_locked(mb, m, "acked", "read by its asker (ask), not typed");
     }
+    /* no ack can go out now (issue 43): the seen set must say so, or the
+     * broker's copy, back without the redelivered flag (LavinMQ after its
+     * own restart), would be refused as a replay */
+    if (!acks_ok(&st) || it.gen != st.epoch)
+        accept_record_locked(mb, it.msg_id, SEEN_CONSUMED, ACK_NOT_SENT);
     g_mutex_unlock(mb->lock);
     /* held on a lost connection: its redelivery is acked unseen (the seen
      * set has it as consumed) */
@@ -671,9 +717,11 @@ bool held_expire(mailbox *mb)
         /* being typed: the injector looks right before it types */
         if (m->owner != HELD_FREE || m->expires_ms > now)
             continue;
-        expired_words(mb, &m->env, detail, sizeof detail);
-        g_ptr_array_add(words, g_strdup_printf("%s from %s (expiresAt %s)", m->env.msgId,
-                                               m->env.from, m->env.expiresAt));
+        expired_words(mb, &m->env, m->shown, detail, sizeof detail);
+        g_ptr_array_add(words,
+                        g_strdup_printf("%s from %s (expiresAt %s)%s", m->env.msgId, m->env.from,
+                                        m->env.expiresAt,
+                                        m->shown ? ", shown to a reader but not acked," : ""));
         /* held on a lost connection: its redelivery is acked unseen (the
          * seen set has it as consumed) */
         ack = can_ack && m->gen == st.epoch;
@@ -686,8 +734,8 @@ bool held_expire(mailbox *mb)
     g_mutex_unlock(mb->lock);
     n = words->len;
     for (guint i = 0; i < words->len; i++)
-        log_info("inbox: %s expired while held: dropped unread, never typed or shown again; "
-                 "its sender is told it expired",
+        log_info("inbox: %s expired while held: dropped, never typed or shown again; its "
+                 "sender is told it expired",
                  (char *)words->pdata[i]);
     if (acks->len)
         ack_broker(mb, (ack_item *)acks->data, acks->len);
@@ -712,7 +760,7 @@ bool mb_expire_claimed(mailbox *mb, const char *msg_id)
         g_mutex_unlock(mb->lock);
         return false;
     }
-    expired_words(mb, &m->env, detail, sizeof detail);
+    expired_words(mb, &m->env, m->shown, detail, sizeof detail);
     log_info("inject: %s from %s expired (expiresAt %s) before it could be typed: dropped "
              "unread, its sender is told it expired",
              m->env.msgId, m->env.from, m->env.expiresAt);

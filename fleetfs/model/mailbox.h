@@ -182,6 +182,15 @@ fe_code mb_consume(mailbox *mb, const char *msg_id, const char *how, const char 
  * `expired` receipt to its sender, the broker ack) and return true; else
  * false and nothing changed.  The injector asks right before it types. */
 bool mb_expire_claimed(mailbox *mb, const char *msg_id);
+/* The inject journal's word (how: injected or uncertain) on msg_id from
+ * `from`, typed (or being typed) when fleetfs stopped, whose copy never
+ * came back by its expiresAt: consumed as that (history, a receipt to
+ * its sender, the seen set; journaled.c): 1.  0, nothing done, when this
+ * mailbox holds it or consumed or refused it already (or the arguments
+ * are not a message's); -1 when its expiresAt has not passed yet (it may
+ * still come back: ask again later). */
+int mb_settle_journaled(mailbox *mb, const char *msg_id, const char *from, const char *expires_at,
+                        const char *how, const char *detail);
 /* What the injector is doing, in words (status files); g_free the copy. */
 void mb_set_injector(mailbox *mb, const char *words);
 char *mb_injector_words(mailbox *mb);
@@ -282,7 +291,7 @@ typedef enum {
     MB_ASK_ANSWERED, /* *body is the answer (handed once) */
     MB_ASK_DONE,     /* the answer was handed before */
     MB_ASK_EXPIRED,  /* the question's lifetime ended without an answer */
-    MB_ASK_REFUSED,  /* the receiver refused the question (why) */
+    MB_ASK_REFUSED,  /* the receiver refused the question, or its dead letter came home (why) */
 } mb_ask_result;
 mb_ask *mb_ask_open(mailbox *mb, void (*ready)(void *ud), void *ud);
 /* One write: the question to `to` (a coord_id or gid), as text (lifetime

@@ -70,7 +70,8 @@ _Static_assert(SEEN_CAP > PREFETCH_MAX && SEEN_DELIVERED_CAP > PREFETCH_MAX,
 /* send.c: one published-unread (or not-known-whether-read) line per peer
  * and kind a minute */
 #define SEND_LOG_EVERY_MS 60000
-#define VIEW_KEEP (256 * 1024) /* bytes an open inbox keeps behind its reader */
+#define VIEW_KEEP (256 * 1024)       /* bytes an open inbox keeps behind its reader */
+#define VIEW_AHEAD (4 * 1024 * 1024) /* bytes an open inbox keeps unread ahead of it */
 
 typedef enum {
     HELD_FREE,   /* anyone may consume it (the ack file) or claim it */
@@ -88,6 +89,7 @@ typedef struct {
     int64_t expires_ms; /* its expiresAt (wall clock ms): past it, it is dropped unread */
     char *line;         /* the inbox line, "\n"-terminated */
     size_t line_len;
+    bool shown; /* a reader of an open inbox read (part of) its line (views.c) */
 } held_msg;
 
 /* Marks (store/seen.h) of a consumed msgId whose broker copy may still be
@@ -235,7 +237,9 @@ bool held_expire(mailbox *mb);
 
 /* Lock held: a HELD_ASKED message becomes an ordinary one (FREE, in the
  * inbox and its views): its asker closed before reading it. */
-void held_release_asked_locked(mailbox *mb, held_msg *m);
+/* true: shown in the inbox; false: already past its expiresAt (not shown;
+ * held_expire consumes it) */
+bool held_release_asked_locked(mailbox *mb, held_msg *m);
 /* The answer msg_id (HELD_ASKED) handed to its asker: consumed as `acked`
  * (history, the receipt, the broker ack), its body into *body (g_free):
  * 1.  Past its own expiresAt: consumed as `expired` instead, -1.  0 when
@@ -368,7 +372,7 @@ const char *history_sender_locked(mailbox *mb, const char *msg_id);
 void history_each_locked(mailbox *mb, void (*fn)(mailbox *mb, const char *msg_id, const char *how));
 
 /* views.c */
-void views_append_locked(mailbox *mb, const char *line, size_t len);
+void views_append_locked(mailbox *mb, const held_msg *m);
 void views_free_all(mailbox *mb);
 
 /* receipts.c */

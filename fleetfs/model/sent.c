@@ -356,7 +356,10 @@ static void early_free(void *p)
     g_free(er);
 }
 
-/* A broadcast's state: the least advanced of its recipients'. */
+/* A broadcast's state: the least advanced of its recipients'.  Once every
+ * recipient has a word of its own or the broker's (rank 2 or more), that
+ * replaces the sender's own conclusion (expired by its clock), as for a
+ * message to one (issue 43). */
 static void group_state_locked(sent_entry *se)
 {
     GHashTableIter it;
@@ -366,8 +369,12 @@ static void group_state_locked(sent_entry *se)
     while (g_hash_table_iter_next(&it, &k, &v))
         if (!least || state_rank(v) < state_rank(least))
             least = v;
-    if (least && state_rank(least) > state_rank(se->state))
+    if (least && !strcmp(se->expired_by, "sender") && state_rank(least) >= 2) {
         g_strlcpy(se->state, least, sizeof se->state);
+        se->expired_by[0] = '\0';
+    } else if (least && state_rank(least) > state_rank(se->state)) {
+        g_strlcpy(se->state, least, sizeof se->state);
+    }
 }
 
 /* The exceptions to "only forward" among the states of rank 2: the

@@ -42,6 +42,7 @@
 #include "fleetfs/mcp/claim.h"
 #include "fleetfs/mcp/serve.h"
 #include "fleetfs/model/mailbox.h"
+#include "fleetfs/start/hook.h"
 #include "fleetfs/start/hostcmd.h"
 #include "fleetfs/face/claims.h"
 #include "fleetfs/face/hosts.h"
@@ -710,6 +711,8 @@ int main(int argc, char **argv)
         return hc_declare_main(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "dlq"))
         return hc_dlq_main(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "hook"))
+        return hook_main(argc, argv);
     /* a closed pipe (the notifier's poker gone) is an error, not a death */
     signal(SIGPIPE, SIG_IGN);
     /* past a file size limit (ulimit -f, LimitFSIZE=) a write fails EFBIG

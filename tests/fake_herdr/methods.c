@@ -15,8 +15,34 @@
  *                              |"error:<code>",
  *                    "send_input": same as "prompt" but "stalled" },
  *     "after_prompt_status": "working",
- *     "busy_ms": 300 }                         (optional: back to idle 300 ms
+ *     "busy_ms": 300,                          (optional: back to idle 300 ms
  *                                               after a prompt it took)
+ *     "enter_delay_ms": 300,                   (optional: herdr's own 300 ms
+ *                                               between text and Enter; the
+ *                                               turn starts only then)
+ *     "cold_start": true }                     (optional: herdr's false stall)
+ *
+ * The agent's input line: text taken but not yet submitted (its Enter has
+ * not landed, or was swallowed) is kept in the pane's "input" and shown by
+ * pane.read {pane_id, source} as the screen's "> " line.  With
+ * "swallow_enters": N the next N Enters (agent.prompt's own, then
+ * pane.send_input's "enter") are swallowed, as a TUI still taking a paste
+ * does; an Enter that lands submits the input: the status becomes
+ * after_prompt_status.
+ *
+ * A pane's "launch_pending": true is served in AgentInfo, and agent.prompt
+ * refuses it agent_not_ready, as herdr does while a managed start is not
+ * ready.
+ *
+ * herdr's known failure modes, as its source shows them (doc/injection.md
+ * section 12): agent.prompt answers before its delayed Enter lands, so
+ * with enter_delay_ms the pane's status changes (after_prompt_status) only
+ * that long after the answer — and a prompt with "wait" is answered at
+ * once with the status before the Enter (a wait that resolved before the
+ * Enter landed).  With cold_start, a prompt with "wait" to an agent whose
+ * turn starts late is answered agent_prompt_stalled although the text and
+ * the Enter were delivered (it is logged as typed; the status still
+ * changes after enter_delay_ms).
  *
  * Pane objects are served as PaneInfo verbatim (unknown keys included) with
  * the required keys filled in when missing. A pane is an agent when its
@@ -200,9 +226,11 @@ static json_t *agent_info(const json_t *pane)
     json_t *name = json_object_get(pane, "name");
     json_t *agent = json_object_get(pane, "agent");
 
-    return json_pack("{s:O, s:O, s:O, s:s}", "pane_id", id ? id : json_null(), "name",
+    json_t *pending = json_object_get(pane, "launch_pending");
+
+    return json_pack("{s:O, s:O, s:O, s:s, s:b}", "pane_id", id ? id : json_null(), "name",
                      name ? name : json_null(), "agent", agent ? agent : json_null(),
-                     "agent_status", status_of(pane));
+                     "agent_status", status_of(pane), "launch_pending", json_is_true(pending));
 }
 
 static void save_state(const req *r)
@@ -393,6 +421,22 @@ static void settle_turns(req *r)
     json_array_foreach(ps, i, p)
     {
         json_t *at = json_object_get(p, "idle_at");
+        json_t *sub = json_object_get(p, "submit_at");
+
+        /* the delayed Enter landed: the turn starts */
+        if (json_is_integer(sub) && wall_ms() >= json_integer_value(sub)) {
+            json_t *st = json_object_get(p, "submit_status");
+            json_int_t busy = json_integer_value(json_object_get(r->state, "busy_ms"));
+            if (json_is_string(st))
+                json_object_set(p, "agent_status", st);
+            json_object_del(p, "input");
+            if (busy > 0)
+                json_object_set_new(p, "idle_at", json_integer(wall_ms() + busy));
+            json_object_del(p, "submit_at");
+            json_object_del(p, "submit_status");
+            at = json_object_get(p, "idle_at");
+            changed = true;
+        }
 
         if (json_is_integer(at) && wall_ms() >= json_integer_value(at)) {
             json_object_set_new(p, "agent_status", json_string("idle"));
@@ -425,6 +469,8 @@ static json_t *m_agent_prompt(req *r)
         fail(r, "agent_not_ready", "no agent in the foreground");
     else if (p && !strcmp(status_of(p), "blocked"))
         fail(r, "agent_blocked", "agent is waiting for approval");
+    else if (p && json_is_true(json_object_get(p, "launch_pending")))
+        fail(r, "agent_not_ready", "agent launch is still pending");
     if (!r->ecode && !apply_behaviour(r, b))
         p = NULL;
     if (r->ecode) {
@@ -437,6 +483,27 @@ static json_t *m_agent_prompt(req *r)
     if (b.kind == B_STALLED && wait && !json_is_null(wait)) {
         fail(r, "agent_prompt_stalled", "agent did not start");
         return NULL;
+    }
+    json_int_t delay = json_integer_value(json_object_get(r->state, "enter_delay_ms"));
+    json_int_t swallow = json_integer_value(json_object_get(r->state, "swallow_enters"));
+    if (b.kind != B_STALLED && swallow > 0) {
+        /* its Enter swallowed: the text waits in the input line */
+        json_object_set_new(r->state, "swallow_enters", json_integer(swallow - 1));
+        json_object_set_new(p, "input", json_string(text));
+        save_state(r);
+        return json_pack("{s:s, s:o}", "type", "agent_prompted", "agent", agent_info(p));
+    }
+    if (b.kind != B_STALLED && after && delay > 0) {
+        json_object_set_new(p, "input", json_string(text));
+        /* the Enter lands later: so does the turn */
+        json_object_set_new(p, "submit_at", json_integer(wall_ms() + delay));
+        json_object_set_new(p, "submit_status", json_string(after));
+        save_state(r);
+        if (wait && !json_is_null(wait) && json_is_true(json_object_get(r->state, "cold_start"))) {
+            fail(r, "agent_prompt_stalled", "agent prompt produced no observed state change");
+            return NULL;
+        }
+        return json_pack("{s:s, s:o}", "type", "agent_prompted", "agent", agent_info(p));
     }
     if (b.kind != B_STALLED && after) {
         json_int_t busy = json_integer_value(json_object_get(r->state, "busy_ms"));
@@ -488,7 +555,54 @@ static json_t *m_send_input(req *r)
         return NULL;
     }
     log_input(r, "pane.send_input", id, text, json_is_array(keys) ? keys : NULL, NULL);
+    json_array_foreach(keys, i, k) if (!strcmp(json_string_value(k), "enter"))
+    {
+        json_t *p = find_pane(r, id);
+        json_int_t swallow = json_integer_value(json_object_get(r->state, "swallow_enters"));
+        const char *after = sfield(r->state, "after_prompt_status");
+        json_int_t busy = json_integer_value(json_object_get(r->state, "busy_ms"));
+        if (!p || !json_object_get(p, "input"))
+            continue;
+        if (swallow > 0) {
+            json_object_set_new(r->state, "swallow_enters", json_integer(swallow - 1));
+        } else {
+            json_object_del(p, "input");
+            if (after)
+                json_object_set_new(p, "agent_status", json_string(after));
+            if (after && busy > 0)
+                json_object_set_new(p, "idle_at", json_integer(wall_ms() + busy));
+        }
+        save_state(r);
+    }
     return json_pack("{s:s}", "type", "ok");
+}
+
+/* pane.read {pane_id, source}: the screen, its last line the agent's input
+ * line ("> " and the text waiting there, if any). */
+static json_t *m_pane_read(req *r)
+{
+    const char *id = param(r, "pane_id");
+    const char *source = id ? param(r, "source") : NULL;
+    json_t *p;
+    char *screen;
+    json_t *res;
+
+    if (!source)
+        return NULL;
+    p = find_pane(r, id);
+    if (!p) {
+        fail(r, "pane_not_found", "no such pane");
+        return NULL;
+    }
+    const char *input = json_string_value(json_object_get(p, "input"));
+    if (asprintf(&screen, "welcome\n\n> %s\n? for shortcuts\n", input ? input : "") < 0)
+        return NULL;
+    res = json_pack("{s:s, s:{s:O, s:s, s:s, s:s, s:s, s:s, s:i, s:b}}", "type", "pane_read",
+                    "read", "pane_id", json_object_get(p, "pane_id"), "workspace_id", "w1",
+                    "tab_id", "w1:t1", "source", source, "format", "text", "text", screen,
+                    "revision", 0, "truncated", 0);
+    free(screen);
+    return res;
 }
 
 /* ------------------------------------------ making panes, starting agents */
@@ -725,6 +839,7 @@ static const struct {
     {"agent.list", m_agent_list},
     {"agent.prompt", m_agent_prompt},
     {"pane.send_input", m_send_input},
+    {"pane.read", m_pane_read},
     {"tab.create", m_tab_create},
     {"pane.split", m_pane_split},
     {"agent.start", m_agent_start},

@@ -6,7 +6,8 @@
 # herdr's prompt log), never shown (a fresh cat and a tail -f of the inbox
 # started then), an ack of it fails, and its sender's sent says expired
 # with the receiver's word ("expiredBy": "receiver", "dropped unread by
-# ...") within a few seconds — before alpha's own clock would conclude it
+# ...", or "shown, then expired" for the one its reader read: t0321)
+# within a few seconds — before alpha's own clock would conclude it
 # (expiresAt + expire_grace). A receiver offline across the expiry never
 # sees it (the broker drops it: the AMQP per-message expiration and the
 # queue's TTL; fleet.dlq counts it) and the sender's sent says
@@ -26,12 +27,16 @@ until_expired() {
     exp=$(date -d "$(field alpha "$1" expiresAt)" +%s%N) &&
         echo $(( (exp - $(date +%s%N)) / 1000000000 > 0 ? (exp - $(date +%s%N)) / 1000000000 : 0 ))
 }
-# expired_by_receiver MSGID PEER: sent says expired with PEER's word
+# expired_by_receiver MSGID PEER [WORDS]: sent says expired with PEER's
+# word: "dropped unread by PEER" (nobody read its inbox line), or WORDS
 expired_by_receiver() {
     test "$(field alpha "$1" state)" = expired &&
         test "$(field alpha "$1" expiredBy)" = receiver &&
-        field alpha "$1" detail | grep -q "dropped unread by $2"
+        field alpha "$1" detail | grep -q "${3:-dropped unread by $2}"
 }
+# held_at MOUNT N: MOUNT's lead holds N messages (its status; reading the
+# inbox itself would show them)
+held_at() { test "$(sed -n "s/^held: //p" "$1/leads/$1/status")" = "$2"; }
 
 test_expect_success 'alpha sends; beta types into a fake herdr whose agent is busy; gamma has no injector' '
     herdr_state "{\"version\":\"0.8.2\",\"protocol\":20,\"after_prompt_status\":\"working\",\"busy_ms\":100,\"panes\":[$(pane beta working)]}" &&
@@ -45,7 +50,7 @@ test_expect_success 'alpha sends; beta types into a fake herdr whose agent is bu
 test_expect_success 'waiting in the injector'"'"'s queue past expiresAt: never typed, sender expired by beta'"'"'s word' '
     echo "typed too late" >alpha/peers/beta/send &&
     id=$(last_sent_id alpha) &&
-    wait_for 5 "grep -q $id beta/leads/beta/inbox" &&
+    wait_for 5 "held_at beta 1" &&
     wait_for $(( $(until_expired $id) + 3 )) "expired_by_receiver $id beta" &&
     test "$(prompts)" = 0 &&
     herdr_set ".panes[0].agent_status=\"idle\"" &&
@@ -58,7 +63,7 @@ test_expect_success 'waiting in the injector'"'"'s queue past expiresAt: never t
 test_expect_success 'held past expiresAt with nobody reading: never shown (cat, tail -f), sender expired by gamma'"'"'s word' '
     echo "held too long" >alpha/peers/gamma/send &&
     id=$(last_sent_id alpha) &&
-    wait_for 5 "grep -q $id gamma/leads/gamma/inbox" &&
+    wait_for 5 "held_at gamma 1" &&
     wait_for $(( $(until_expired $id) + 3 )) "expired_by_receiver $id gamma" &&
     { tail -f gamma/leads/gamma/inbox >tailed 2>/dev/null & echo $! >tail.pid; } &&
     ! grep -q "held too long" gamma/leads/gamma/inbox &&
@@ -78,7 +83,7 @@ test_expect_success 'read in time, acked too late: the ack fails (ENOENT), sende
     sleep $(( $(until_expired $id) + 1 )) &&
     test_must_fail bash -c "echo $read_id >gamma/leads/gamma/ack" 2>err &&
     grep -q "No such file or directory" err &&
-    wait_for 5 "expired_by_receiver $id gamma" &&
+    wait_for 5 "expired_by_receiver $id gamma \"shown, then expired\"" &&
     wait_for 10 "test \"\$(broker_count lead.gamma.inbox)\" = 0"
 '
 

@@ -171,6 +171,26 @@ test_expect_success 'the answering side: the question is typed with until when a
     wait_for 15 "grep -q ^answer: o9" && grep -qx "answer: typed answer" o9
 '
 
+# issue 43 item 7: an answer whose own expiresAt passed while its asker
+# held the file and did not read it is not shown when the file closes (on
+# 8dc6d57 a tail -f reader of the inbox got it): it is expired, its
+# answerer told so, nothing typed.
+test_expect_success 'an answer that expired unread while the ask was open: not shown at close, expired' '
+    herdr_set ".panes[0].agent_status=\"idle\"" &&
+    before=$(prompts) &&
+    { tail -n 0 -f alpha/leads/alpha/inbox >tailed12 & echo $! >tail12.pid; } &&
+    { "$ASKTRY" alpha/peers/beta/ask "short-lived answer?" write poll 30000 sleep 4000 >o12 & echo $! >asker12.pid; } &&
+    q=$(question_at beta "short-lived answer?") &&
+    echo "{\"body\":\"gone soon\",\"replyTo\":\"$q\",\"expiresIn\":\"2s\"}" >beta/peers/alpha/send.json &&
+    a=$(last_sent_id beta) &&
+    wait_for 15 "grep -q readable o12" &&
+    wait_for 15 "! kill -0 \$(cat asker12.pid) 2>/dev/null" &&
+    wait_for 15 "test \"\$(sent_state beta $a)\" = expired" &&
+    test "$(jq -r "select(.msgId == \"$a\") | .consumed" alpha/leads/alpha/history)" = expired &&
+    sleep 1 && kill $(cat tail12.pid) &&
+    ! grep -q "gone soon" tailed12 && test "$(prompts)" = "$before"
+'
+
 test_expect_success 'unmount cleanly' '
     unmount_fleet alpha && unmount_fleet beta
 '

@@ -8,6 +8,9 @@
 broker_start_own
 
 state_of() { grep "$1" alpha/leads/alpha/sent | tail -n1 | jq -r .state; }
+BIN=$FLEET_ROOT/${FLEETFS_BUILD:-build}
+[[ ${FLEETFS_BUILD:-} == /* ]] && BIN=$FLEETFS_BUILD
+RAWPUB=$BIN/tools/rawpub
 copies() { msgids "$2" | grep -c "^$1$"; }
 
 test_expect_success 'alpha and beta mount' '
@@ -116,10 +119,32 @@ test_expect_success 'delivered although unconfirmed: the resent copy is refused,
     mount_fleet alpha peers=beta send_timeout=2s inject=none &&
     wait_for 30 "grep -q \"^broker: connected\" alpha/status" &&
     test "$(state_of $id)" = unconfirmed &&
+    d0=$(broker_count fleet.dlq) &&
     echo $id >alpha/leads/alpha/resend &&
     wait_for 10 "grep -q \"^rejected_duplicate: 1$\" beta/status" &&
     test "$(copies $id beta/leads/beta/inbox)" = 1 &&
-    grep -q "$id from alpha (duplicate" beta.log
+    grep -q "$id from alpha (duplicate" beta.log &&
+    echo $id >dup.id && echo $d0 >dlq.before
+'
+
+# Issue 43 item 2: the refused duplicate is a duplicate, not a death. A
+# malformed message put into beta's mailbox after the resend is the
+# marker: beta judges deliveries in order and the broker dead-letters them
+# in order, so once the marker is in fleet.dlq, a dead letter of the
+# duplicate would be there before it (on 8dc6d57: fleet.dlq grew by 2, and
+# alpha's sent said dead-lettered, "rejected by the reader of
+# lead.beta.inbox", while beta still held the first copy).
+test_expect_success 'the refused duplicate is not a death: no dead letter, alpha not dead-lettered; the held copy decides' '
+    id=$(cat dup.id) && d0=$(cat dlq.before) &&
+    "$RAWPUB" "$(broker_uri)" lead.beta.inbox --body "not an envelope" >/dev/null &&
+    wait_for 10 "grep -q \"^rejected_malformed: 1$\" beta/status" &&
+    test_absent 10 "test \$(broker_count fleet.dlq) -ge $((d0 + 1))" \
+        "test \$(broker_count fleet.dlq) -ge $((d0 + 2))" &&
+    wait_for 10 "test \$(broker_count lead.alpha.dead) = 0" &&
+    test "$(state_of $id)" != dead-lettered &&
+    test "$(copies $id beta/leads/beta/inbox)" = 1 &&
+    echo $id >beta/leads/beta/ack &&
+    wait_for 10 "test \"\$(state_of $id)\" = acked"
 '
 
 test_expect_success 'unmount cleanly' '

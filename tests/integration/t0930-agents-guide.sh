@@ -59,6 +59,7 @@ cat >known <<'EOT'
 ^claude mcp add fleet -- fleetfs mcp /fleet$|skip|needs Claude Code's CLI; t0940 runs fleetfs mcp MOUNT (the command it registers) through the MCP SDK's client
 ^\{ "mcpServers": \{|run|the .mcp.json
 ^claude mcp add fleet -- fleetfs mcp /fleet --as w1@mac$|skip|needs Claude Code's CLI; t0942 runs fleetfs mcp MOUNT --as GID through the MCP SDK's client
+^\{ "hooks": \{ "UserPromptSubmit"|run|the prompt-submit hook settings
 EOT
 
 test_expect_success 'every block of the guide is run here or listed as not run, with the reason' '
@@ -281,6 +282,22 @@ test_expect_success 'send as an agent: w1@mac to its lead, to another agent, to 
 
 test_expect_success 'the .mcp.json: JSON whose server is fleetfs mcp /fleet' '
     jq -e ".mcpServers.fleet == {\"command\": \"fleetfs\", \"args\": [\"mcp\", \"/fleet\"]}" "$(block_of "the .mcp.json")"
+'
+
+# both hook blocks (Claude Code's settings.json, Codex's hooks.json) have
+# this shape; the command runs as written on Claude Code's JSON with no
+# fleet header in the prompt: nothing on stdout, exit 0 (t0711 runs it as
+# a TUI's hook against a real mount)
+test_expect_success 'the prompt-submit hook settings: UserPromptSubmit runs fleetfs hook, which prints nothing and exits 0' '
+    test "$(grep -c "^\`\`\`json$" "$GUIDE")" -ge 3 &&
+    for f in $(awk -F"\t" "\$2 == \"json\" && \$3 ~ /UserPromptSubmit/ { print \"blocks/\" \$1 }" index); do
+        jq -e ".hooks.UserPromptSubmit == [{\"hooks\": [{\"type\": \"command\", \"command\": \"fleetfs hook\"}]}]" "$f" || return 1
+        cmd=$(jq -r ".hooks.UserPromptSubmit[0].hooks[0].command" "$f") &&
+        echo "{\"session_id\":\"s1\",\"transcript_path\":\"/tmp/t.jsonl\",\"cwd\":\"$TEST_DIR\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"hello\"}" |
+            PATH=$(dirname "$FLEETFS"):$PATH $cmd >hook.out &&
+        test ! -s hook.out || return 1
+    done &&
+    test "$(awk -F"\t" "\$2 == \"json\" && \$3 ~ /UserPromptSubmit/" index | wc -l)" = 2
 '
 
 test_expect_success 'unmount' '

@@ -263,7 +263,7 @@ test_expect_success 'a stateless (2026-07-28) client: server/discover has the in
     sed -n 1p raw | jq -e ".result.supportedVersions | index(\"2026-07-28\")" &&
     sed -n 1p raw | jq -r .result.instructions | grep "fleetfs mount at $TEST_DIR/alpha" &&
     sed -n 2p raw | jq -e ".result.ttlMs >= 0 and (.result.cacheScope | IN(\"private\", \"public\"))" &&
-    sed -n 2p raw | jq -e "(.result.tools | length) == 8" &&
+    sed -n 2p raw | jq -e "(.result.tools | length) == 11" &&
     sed -n 2p raw | jq -e ".result.resultType == \"complete\"" &&
     sed -n 2p raw | jq -e ".result._meta[\"io.modelcontextprotocol/serverInfo\"].name == \"fleetfs\"" &&
     sed -n 3p raw | jq -e ".result.isError == false and .result.structuredContent.me == \"alpha\"" &&

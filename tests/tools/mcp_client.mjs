@@ -12,7 +12,8 @@
 //   node mcp_client.mjs FLEETFS MOUNT session
 //       one long-lived server: each line of stdin "NAME ARGS_JSON" is one
 //       call, answered by one line {isError, text, structured} (or {rpcError: {code,
-//       message}} when the server answered with a JSON-RPC error); ends at EOF
+//       message}} when the server answered with a JSON-RPC error, or the call
+//       timed out: MCP_CALL_TIMEOUT_MS); ends at EOF
 // Exit 0 when every request got an answer (tool errors included), else 1.
 // With MCP_AS=<gid> in the environment the server is `fleetfs mcp MOUNT --as <gid>`.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -26,6 +27,9 @@ const transport = new StdioClientTransport({
   stderr: "inherit",
 });
 const client = new Client({ name: "fleetfs-test", version: "1.0.0" });
+// MCP_CALL_TIMEOUT_MS: each session call's timeout; on it the SDK sends
+// notifications/cancelled and the call ends with its RequestTimeout error
+const callOptions = process.env.MCP_CALL_TIMEOUT_MS ? { timeout: Number(process.env.MCP_CALL_TIMEOUT_MS) } : undefined;
 
 try {
   await client.connect(transport);
@@ -49,7 +53,7 @@ try {
       const name = sp < 0 ? line : line.slice(0, sp);
       const args = sp < 0 ? {} : JSON.parse(line.slice(sp + 1));
       try {
-        const res = await client.callTool({ name, arguments: args });
+        const res = await client.callTool({ name, arguments: args }, undefined, callOptions);
         const text = (res.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
         console.log(JSON.stringify({ isError: res.isError === true, text, structured: res.structuredContent }));
       } catch (e) {

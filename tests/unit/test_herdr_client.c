@@ -146,6 +146,17 @@ static void agent_info_line(void **state)
     assert_string_equal(a.agent, "codex");
     assert_int_equal(a.status, HD_BLOCKED);
     assert_string_equal(hd_status_name(a.status), "blocked");
+    assert_false(a.launch_pending); /* absent: false, as before herdr 0.8.2 */
+    hd_reply_clear(&r);
+    /* herdr's AgentInfo of a managed start not ready yet */
+    assert_int_equal(PARSE("{\"id\":\"a\",\"result\":{\"type\":\"agent_info\","
+                           "\"agent\":{\"pane_id\":\"w2:p7\",\"agent\":\"claude\","
+                           "\"agent_status\":\"idle\",\"launch_pending\":true,"
+                           "\"interactive_ready\":false,\"state_change_seq\":3}}}",
+                           "a", &r),
+                     HD_OK);
+    assert_int_equal(hd_parse_agent(json_object_get(r.result, "agent"), &a), 0);
+    assert_true(a.launch_pending);
     hd_reply_clear(&r);
 }
 

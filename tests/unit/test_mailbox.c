@@ -356,8 +356,9 @@ static void test_arrival_and_duplicate(void **state)
     assert_int_equal(deliver(x, ID1, 1, 1, false), BR_KEEP);
     assert_int_equal(held(x), 1);
     assert_true(mb_size(x->mb, MB_INBOX) > 0);
-    /* the same msgId again on the same consumer generation: a second publish */
-    assert_int_equal(deliver(x, ID1, 1, 2, false), BR_REJECT);
+    /* the same msgId again on the same consumer generation: a second
+     * publish, dropped (acked), not dead-lettered (issue 43) */
+    assert_int_equal(deliver(x, ID1, 1, 2, false), BR_ACK);
     assert_int_equal(held(x), 1);
     GString *r = mb_render_rejections(x->mb);
     assert_non_null(strstr(r->str, "rejected_duplicate: 1"));
