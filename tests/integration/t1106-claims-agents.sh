@@ -81,6 +81,14 @@ test_expect_success 'fleet_claim through fleetfs mcp --as w1@alpha: the record n
     peek build | grep -q "^consumers 1 "
 '
 
+test_expect_success 'fleetfs claim --as w2@alpha takes ship for w2: the broker records the agent' '
+    "$FLEETFS" claim "$TEST_DIR/alpha" ship --as w2@alpha >tok && echo 1 >want && test_cmp want tok &&
+    peek ship | grep -qx "consumers 1 tokens 1 max 1 holder alpha agent w2@alpha" &&
+    rc=0 && { "$FLEETFS" claim "$TEST_DIR/alpha" ship --as W2 2>err || rc=$?; } &&
+    test "$rc" = 2 && grep -q "not an agent" err &&
+    rmdir $W2/claims/ship && peek ship | grep -q "^consumers 0 "
+'
+
 test_expect_success 'the broker closes alpha'"'"'s claims connection: alpha logs the loss, w1 is told once in its inbox' '
     pid=$(claims_conn alpha) &&
     test -n "$pid" &&
