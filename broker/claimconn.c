@@ -6,8 +6,11 @@
  */
 #include "broker/claims_int.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
@@ -58,6 +61,17 @@ int bc_channel_refused(bc_conn *c, int ch)
         AMQP_STATUS_OK)
         return 0;
     return ((amqp_channel_close_t *)rep.reply.decoded)->reply_code;
+}
+
+/* Tests only (as the mailbox connection's, broker/session.c):
+ * FLEETFS_TEST_SNDBUF=BYTES fixes the socket's send buffer, so that a test
+ * can fill it with a few announcements (t1107). */
+static void test_sndbuf(int fd)
+{
+    const char *env = getenv("FLEETFS_TEST_SNDBUF");
+    int v = env ? atoi(env) : 0;
+    if (v > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v) < 0)
+        log_warn("claims: FLEETFS_TEST_SNDBUF: %s", strerror(errno));
 }
 
 int bc_open_login(bc_conn *c, const char *uri, char *why, size_t n)
@@ -111,6 +125,7 @@ int bc_open_login(bc_conn *c, const char *uri, char *why, size_t n)
         br_explain_open(&w, s, why, n);
         goto out;
     }
+    test_sndbuf(amqp_socket_get_sockfd(sock));
     amqp_set_handshake_timeout(c->amqp, &rpc);
     amqp_set_rpc_timeout(c->amqp, &rpc);
     snprintf(name, sizeof name, "fleetfs %s@%s claims", c->cfg.coord_id, c->cfg.host);

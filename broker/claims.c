@@ -30,22 +30,39 @@ static int64_t now_ms(void)
     return g_get_monotonic_time() / 1000;
 }
 
+/* A sign of life for the watchdog (bc_watchdog). */
+static void progress(bc_conn *c)
+{
+    g_mutex_lock(&c->lock);
+    c->progress_ms = now_ms();
+    g_mutex_unlock(&c->lock);
+}
+
 static void set_up(bc_conn *c, bool up)
 {
     g_mutex_lock(&c->lock);
     c->up = up;
     c->sockfd = up ? amqp_get_sockfd(c->amqp) : -1;
+    c->progress_ms = now_ms();
+    if (up)
+        c->kick_why[0] = '\0';
     g_mutex_unlock(&c->lock);
     if (c->cb.changed)
         c->cb.changed(c->cb.ud, up);
 }
 
 /* The connection is gone (or given up): every claim on it with it. */
-static void drop(bc_conn *c, const char *why)
+static void drop(bc_conn *c, const char *cause)
 {
     GHashTableIter it;
     gpointer k;
+    char why[300];
 
+    /* no shutdown of a descriptor number about to be closed (and reused) */
+    g_mutex_lock(&c->lock);
+    c->sockfd = -1;
+    g_strlcpy(why, c->kick_why[0] ? c->kick_why : cause, sizeof why);
+    g_mutex_unlock(&c->lock);
     if (c->amqp)
         amqp_destroy_connection(c->amqp);
     c->amqp = NULL;
@@ -354,6 +371,7 @@ static int do_take(bc_conn *c, bc_req *r)
     e = declare_queues(c, r->name, r->why, sizeof r->why);
     if (e)
         return e;
+    progress(c);
     if (!amqp_channel_open(c->amqp, (amqp_channel_t)ch)) {
         bc_rpc_words(c, "cannot open a channel", r->why, sizeof r->why);
         return -1;
@@ -367,6 +385,7 @@ static int do_take(bc_conn *c, bc_req *r)
         bc_rpc_words(c, "cannot consume the claim's lock", r->why, sizeof r->why);
         return code ? EIO : -1;
     }
+    progress(c);
     /* ours now, as long as the consumer stands: the token */
     h = g_new0(held, 1);
     h->ch = ch;
@@ -423,12 +442,22 @@ static void run_one(bc_conn *c, bc_req *r)
     bool abandoned;
 
     if (!c->connected) {
-        if (r->kind == RQ_ANNOUNCE) {
+        if (r->kind == RQ_ANNOUNCE || r->kind == RQ_EXPIRE) {
             g_free(r->body);
             g_free(r);
         } else {
             answer(c, r, ENOTCONN);
         }
+        return;
+    }
+    if (r->kind == RQ_EXPIRE) {
+        if (g_hash_table_contains(c->held, r->name)) {
+            let_go(c, r->name);
+            if (c->cb.lost)
+                c->cb.lost(c->cb.ud, r->name, r->body);
+        }
+        g_free(r->body);
+        g_free(r);
         return;
     }
     if (r->kind == RQ_ANNOUNCE) {
@@ -530,6 +559,7 @@ static void round_trip(bc_conn *c)
     ok = amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(q), 1, 0, 0, 0, amqp_empty_table);
     if (ok) {
         c->last_ok_ms = now_ms();
+        progress(c);
         probed(c, name, (int)ok->consumer_count, "the broker shows no consumer on its lock");
         return;
     }
@@ -574,10 +604,13 @@ static gpointer claims_main(gpointer data)
         struct pollfd pfd[2];
         int nfd = 1;
 
+        progress(c);
         if (!c->connected && now_ms() >= c->next_attempt_ms)
             try_connect(c);
-        while ((r = next_req(c)))
+        while ((r = next_req(c))) {
             run_one(c, r);
+            progress(c);
+        }
         if (c->connected)
             read_all(c);
         if (c->connected)
@@ -598,7 +631,7 @@ static gpointer claims_main(gpointer data)
             log_warn("claims: wake-up read: %s", strerror(errno));
     }
     while ((r = next_req(c))) {
-        if (r->kind == RQ_ANNOUNCE) {
+        if (r->kind == RQ_ANNOUNCE || r->kind == RQ_EXPIRE) {
             g_free(r->body);
             g_free(r);
         } else {
@@ -611,6 +644,11 @@ static gpointer claims_main(gpointer data)
         c->amqp = NULL;
         c->connected = false;
     }
+    g_mutex_lock(&c->lock);
+    c->sockfd = -1;
+    c->finished = true;
+    g_cond_broadcast(&c->done_cv);
+    g_mutex_unlock(&c->lock);
     return NULL;
 }
 
@@ -640,10 +678,34 @@ bc_conn *bc_new(const bc_config *cfg, const bc_callbacks *cb)
     return c;
 }
 
+/* The watchdog's thread: bc_watchdog every 500 ms until the claims
+ * thread has ended.  Its own thread, so that nothing the rest of the
+ * daemon waits on can delay it. */
+static gpointer watch_main(gpointer data)
+{
+    bc_conn *c = data;
+    g_mutex_lock(&c->lock);
+    while (!c->finished) {
+        gint64 until = g_get_monotonic_time() + 500 * G_TIME_SPAN_MILLISECOND;
+        g_cond_wait_until(&c->done_cv, &c->lock, until);
+        if (c->finished)
+            break;
+        g_mutex_unlock(&c->lock);
+        bc_watchdog(c);
+        if (c->cb.tick)
+            c->cb.tick(c->cb.ud);
+        g_mutex_lock(&c->lock);
+    }
+    g_mutex_unlock(&c->lock);
+    return NULL;
+}
+
 void bc_run(bc_conn *c)
 {
-    if (c && !c->thread)
+    if (c && !c->thread) {
         c->thread = g_thread_new("claims", claims_main, c);
+        c->watch = g_thread_new("claims-watch", watch_main, c);
+    }
 }
 
 static void wake(bc_conn *c)
@@ -652,16 +714,63 @@ static void wake(bc_conn *c)
         log_warn("claims: wake-up write: %s", strerror(errno));
 }
 
+/* Shut the socket down (under c->lock): a send blocked on it fails. */
+static bool kick_locked(bc_conn *c, const char *why)
+{
+    if (c->sockfd < 0 || c->kick_why[0])
+        return false;
+    g_strlcpy(c->kick_why, why, sizeof c->kick_why);
+    return shutdown(c->sockfd, SHUT_RDWR) == 0;
+}
+
+void bc_watchdog(bc_conn *c)
+{
+    int64_t idle;
+    bool kicked = false;
+    char why[300];
+
+    if (!c)
+        return;
+    g_mutex_lock(&c->lock);
+    idle = now_ms() - c->progress_ms;
+    if (c->up && !c->stop && idle > BC_GRACE_MS) {
+        snprintf(why, sizeof why,
+                 "the claims thread made no progress for %lld ms: the broker does not take what "
+                 "it sends (blocked in a send); given up before the broker can hand the claims "
+                 "to another",
+                 (long long)idle);
+        kicked = kick_locked(c, why);
+    }
+    g_mutex_unlock(&c->lock);
+    if (kicked)
+        log_warn("claims: %s; its connection is shut down and reconnects", why);
+}
+
 void bc_stop(bc_conn *c)
 {
+    gint64 until;
     if (!c || !c->thread)
         return;
     g_mutex_lock(&c->lock);
     c->stop = true;
     g_mutex_unlock(&c->lock);
     wake(c);
+    /* a thread blocked in a send would never see stop: its socket is shut
+     * down once it has had an RPC's time to finish */
+    until = g_get_monotonic_time() + (RPC_TIMEOUT_MS + 1000) * G_TIME_SPAN_MILLISECOND;
+    g_mutex_lock(&c->lock);
+    while (!c->finished)
+        if (!g_cond_wait_until(&c->done_cv, &c->lock, until))
+            break;
+    if (!c->finished && kick_locked(c, "unmounting"))
+        log_warn("claims: the claims thread did not end within %d ms of the unmount (blocked on "
+                 "the broker); its connection is shut down",
+                 RPC_TIMEOUT_MS + 1000);
+    g_mutex_unlock(&c->lock);
     g_thread_join(c->thread);
     c->thread = NULL;
+    g_thread_join(c->watch); /* it ends with the claims thread */
+    c->watch = NULL;
 }
 
 void bc_free(bc_conn *c)
@@ -756,13 +865,13 @@ int bc_release(bc_conn *c, const char *name, int timeout_ms)
     return submit_wait(c, r, timeout_ms, NULL, NULL, 0);
 }
 
-bool bc_announce(bc_conn *c, const char *name, const char *body)
+static bool enqueue(bc_conn *c, rq_kind kind, const char *name, const char *body)
 {
     bc_req *r;
     if (!bc_up(c))
         return false;
     r = g_new0(bc_req, 1);
-    r->kind = RQ_ANNOUNCE;
+    r->kind = kind;
     g_strlcpy(r->name, name ? name : "", sizeof r->name);
     r->body = g_strdup(body);
     g_mutex_lock(&c->lock);
@@ -770,4 +879,14 @@ bool bc_announce(bc_conn *c, const char *name, const char *body)
     g_mutex_unlock(&c->lock);
     wake(c);
     return true;
+}
+
+bool bc_announce(bc_conn *c, const char *name, const char *body)
+{
+    return enqueue(c, RQ_ANNOUNCE, name, body);
+}
+
+bool bc_expire(bc_conn *c, const char *name, const char *why)
+{
+    return enqueue(c, RQ_EXPIRE, name, why);
 }

@@ -70,6 +70,8 @@ typedef struct {
      * -1: the probe failed). */
     char **(*to_probe)(void *ud, unsigned max);
     void (*probed)(void *ud, const char *name, int consumers);
+    /* On the watchdog's thread, every 500 ms (leases: face/claims.c). */
+    void (*tick)(void *ud);
     void *ud;
 } bc_callbacks;
 
@@ -90,6 +92,17 @@ int bc_take(bc_conn *c, const char *name, const char *record, uint64_t *token, i
             char *why, size_t n);
 /* Release name: 0, or ENOENT (not ours), ENOTCONN, ETIMEDOUT. */
 int bc_release(bc_conn *c, const char *name, int timeout_ms);
+/* Give name up now, if we hold it (a lease ran out): queued, never
+ * waits; the lost callback says so with why.  false: not connected. */
+bool bc_expire(bc_conn *c, const char *name, const char *why);
+/* The watchdog, twice a second on a thread of its own (bc_run starts it;
+ * public for the record): a claims thread
+ * that shows no progress for BC_GRACE_MS while connected is blocked in a
+ * send the broker does not take (RPCs are bounded; a send is not): its
+ * socket is shut down, so the send fails and the thread gives the
+ * connection, and every claim on it, up (the lost callback) before the
+ * broker can hand them to another. */
+void bc_watchdog(bc_conn *c);
 /* Publish one event to the fleet (routing key claims.<name>, or
  * claims._ for none); queued, never waits.  false: not connected. */
 bool bc_announce(bc_conn *c, const char *name, const char *body);

@@ -25,12 +25,12 @@
 #define PROBES_PER_ROUND 200
 #define HELD_PER_ROUND 20 /* our own claims checked each second */
 
-typedef enum { RQ_TAKE, RQ_RELEASE, RQ_ANNOUNCE } rq_kind;
+typedef enum { RQ_TAKE, RQ_RELEASE, RQ_ANNOUNCE, RQ_EXPIRE } rq_kind;
 
 typedef struct {
     rq_kind kind;
     char name[128];
-    char *body; /* take: the record; announce: the event */
+    char *body; /* take: the record; announce: the event; expire: why */
     /* answered under bc_conn.lock */
     int rc;
     uint64_t token;
@@ -47,14 +47,18 @@ struct bc_conn {
     bc_config cfg;
     bc_callbacks cb;
     GThread *thread;
+    GThread *watch; /* bc_watchdog's */
     os_wake wake;
 
     GMutex lock; /* guards up to the marker */
     GCond done_cv;
     GQueue reqs; /* bc_req *, in order */
     bool stop, up;
-    char down_why[256]; /* why not up */
-    int sockfd;         /* while connected: bc_stop shuts it down */
+    char down_why[256];  /* why not up */
+    int sockfd;          /* while connected: bc_watchdog and bc_stop shut it down */
+    int64_t progress_ms; /* the thread's last sign of life: a loop, an answer */
+    char kick_why[300];  /* why the watchdog shut the socket down ("": it did not) */
+    bool finished;       /* the thread has ended */
 
     /* ---- claims thread only ---- */
     amqp_connection_state_t amqp;

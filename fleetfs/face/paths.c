@@ -154,6 +154,50 @@ static node_kind home_path(node *out, gchar **c, guint n, bool lead)
     return N_NONE;
 }
 
+/* c[0] is "claims" (the lead's claims/, or claims/ in a local agent's
+ * home: the same listing, taken and released as that agent): claims/,
+ * claims/NAME/, its holder and note. */
+static node_kind claim_path(const fleet *f, node *out, gchar **c, guint n)
+{
+    if (n == 1)
+        return N_CLAIMS;
+    if (!cl_known(f->cl, c[1]))
+        return N_NONE;
+    g_strlcpy(out->name, c[1], sizeof out->name);
+    return n == 2                              ? N_CLAIM
+           : n == 3 && !strcmp(c[2], "holder") ? N_CHOLDER
+           : n == 3 && !strcmp(c[2], "note")   ? N_CNOTE
+           : n == 3 && !strcmp(c[2], "lease")  ? N_CLEASE
+                                               : N_NONE;
+}
+
+/* mkdir (take) or rmdir (release) of claims/NAME, for the lead, or of
+ * agents/<local gid>/claims/NAME, for that agent (face/claims.h has the
+ * rule of who releases what): 0 or -errno; 1: path is neither. */
+int tr_claim_op(const rq *r, const char *path, bool take)
+{
+    gchar **c = g_strsplit(path + 1, "/", 0);
+    guint n = g_strv_length(c);
+    mailbox *home = NULL;
+    const char *name = NULL, *agent;
+    int rc = 1;
+
+    if (n == 2 && !strcmp(c[0], "claims"))
+        name = c[1];
+    else if (n == 4 && !strcmp(c[0], "agents") && !strcmp(c[2], "claims") && gid_valid(c[1]) &&
+             (home = mb_find(r->f->mb, c[1])))
+        name = c[3];
+    if (name && tr_outsider(r)) {
+        rc = -EACCES;
+    } else if (name) {
+        agent = home ? mb_id(home) : NULL;
+        rc = -(take ? cl_mkdir(r->f->cl, name, agent) : cl_release(r->f->cl, name, agent));
+    }
+    mb_unref(home);
+    g_strfreev(c);
+    return rc;
+}
+
 /* agents/<gid>/...: a local agent's home, or a remote agent's send and
  * status.  The model is asked once (mb_find), presence only for a gid the
  * model does not have. */
@@ -173,6 +217,8 @@ static node_kind agent_path(const fleet *f, node *out, gchar **c, guint n)
                : n == 3 && !strcmp(c[2], "ask.json")  ? N_ASKJ
                : n == 3 && !strcmp(c[2], "status")    ? N_ASTATUS
                                                       : N_NONE;
+    if (!strcmp(c[2], "claims"))
+        return claim_path(f, out, c + 2, n - 2);
     return home_path(out, c, n, false);
 }
 
@@ -214,12 +260,8 @@ void tr_resolve_node(const fleet *f, const char *path, node *out)
             : n == 3 && !strcmp(c[2], "spawns") ? N_HSPAWNS
             : n == 3 && !strcmp(c[2], "stop")   ? N_HSTOP
                                                 : N_NONE;
-    } else if (!strcmp(c[0], "claims") && cl_known(f->cl, c[1])) {
-        g_strlcpy(out->name, c[1], sizeof out->name);
-        k = n == 2                              ? N_CLAIM
-            : n == 3 && !strcmp(c[2], "holder") ? N_CHOLDER
-            : n == 3 && !strcmp(c[2], "note")   ? N_CNOTE
-                                                : N_NONE;
+    } else if (!strcmp(c[0], "claims")) {
+        k = claim_path(f, out, c, n);
     } else if (!strcmp(c[0], "groups") && group_valid(c[1]) && ag_group_known(f->ag, c[1])) {
         g_strlcpy(out->name, c[1], sizeof out->name);
         k = n == 2                                 ? N_GROUP
@@ -256,7 +298,8 @@ bool tr_is_writable(node_kind k)
     return k == N_ACK || k == N_SUBMITTED || k == N_SEND || k == N_REPLY || k == N_RESEND ||
            k == N_HREPLY || k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN ||
            k == N_HSTOP || k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK ||
-           k == N_ASKJ || k == N_TOJ || k == N_TOASK || k == N_TOASKJ || k == N_CNOTE;
+           k == N_ASKJ || k == N_TOJ || k == N_TOASK || k == N_TOASKJ || k == N_CNOTE ||
+           k == N_CLEASE;
 }
 
 /* A write to it is a message (mb_send): writers share these files. */
@@ -349,8 +392,8 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
     case N_AGENT:
         if (n.home) {
             static const char *const files[] = {
-                "inbox", "ack",  "history",   "sent", "status",   "resend",   "reply",
-                "to",    "send", "send.json", "ask",  "ask.json", "submitted"};
+                "inbox", "ack",  "history",   "sent", "status",   "resend",    "reply",
+                "to",    "send", "send.json", "ask",  "ask.json", "submitted", "claims"};
             list_const(out, files, G_N_ELEMENTS(files));
         } else {
             static const char *const files[] = {"send", "send.json", "ask", "ask.json", "status"};
@@ -400,7 +443,7 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
         break;
     }
     case N_CLAIM: {
-        static const char *const files[] = {"holder", "note"};
+        static const char *const files[] = {"holder", "note", "lease"};
         list_const(out, files, G_N_ELEMENTS(files));
         break;
     }

@@ -36,7 +36,7 @@ GString *tr_render(fleet *f, const node *n, bool fresh)
     case N_HSPAWNS:
         return hs_spawns(f, n->name);
     case N_CHOLDER:
-        return cl_render(f->cl, n->name);
+        return cl_render(f->cl, n->name, n->home ? mb_id(n->home) : NULL);
     default:
         return g_string_new(NULL);
     }

@@ -33,7 +33,7 @@
  * Readable files are snapshots taken at open(); the inbox is a view that
  * keeps growing (mailbox.c).  No handler here waits on the broker except
  * ack writes (bounded by send_timeout), status opens (bounded by
- * probe_timeout) and a claim's mkdir and rmdir (claims.c, 10 s).  A write that sends a message is signed and encoded by
+ * probe_timeout) and a claim's mkdir and rmdir (claims.c, 5 s).  A write that sends a message is signed and encoded by
  * the handler, handed to the broker's publishing thread, and answered by
  * that thread once the confirm came and `sent` has its line, or with
  * ETIMEDOUT at send_timeout (sent_answered): the handler returns at once,
@@ -702,8 +702,11 @@ static int node_write(const rq *r, fuse_req_t req, handle *h, const char *buf, s
         int e = hs_stop(f, h->name, buf, size);
         return e ? -e : (int)size;
     }
-    case N_CNOTE: {
-        int e = cl_note(f->cl, h->name, buf, size);
+    case N_CNOTE:
+    case N_CLEASE: {
+        const char *as = h->home ? mb_id(h->home) : NULL;
+        int e = h->kind == N_CNOTE ? cl_note(f->cl, h->name, as, buf, size)
+                                   : cl_lease(f->cl, h->name, as, buf, size);
         return e ? -e : (int)size;
     }
     default:
@@ -858,12 +861,13 @@ static const char *agents_child(const char *path)
 static int node_mkdir(const rq *r, const char *path)
 {
     const char *gid;
+    int rc;
     if (entry_poke(r, path, true) == 0)
         return 0;
     if ((gid = agents_child(path)) && !tr_outsider(r) && tr_resolve(r->f, path) == N_NONE)
         return -ag_mkdir(r->f->ag, gid);
-    if (g_str_has_prefix(path, "/claims/") && !strchr(path + 8, '/') && !tr_outsider(r))
-        return -cl_mkdir(r->f->cl, path + 8);
+    if ((rc = tr_claim_op(r, path, true)) <= 0)
+        return rc;
     return deny_path(r, path);
 }
 
@@ -893,12 +897,12 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     rq r = rq_of(req);
     char *path = req_child(&r, parent, name);
     const char *gid;
+    int rc;
     int err = !path                                            ? -ENOENT
               : entry_poke(&r, path, false) == 0               ? 0
               : (gid = agents_child(path)) && !tr_outsider(&r) ? -ag_rmdir(r.f->ag, gid)
-              : g_str_has_prefix(path, "/claims/") && !tr_outsider(&r)
-                  ? -cl_release(r.f->cl, path + 8)
-                  : -EACCES;
+              : (rc = tr_claim_op(&r, path, false)) <= 0       ? rc
+                                                               : -EACCES;
     g_free(path);
     fuse_reply_err(req, -err);
 }

@@ -64,10 +64,11 @@ typedef enum {
     N_TOJ,       /* agents/<local gid>/to/<target>.json: send.json as that agent */
     N_TOASK,     /* agents/<local gid>/to/<target>.ask: that agent asks */
     N_TOASKJ,    /* agents/<local gid>/to/<target>.ask.json: the same, as ask.json */
-    N_CLAIMS,    /* claims/ */
-    N_CLAIM,     /* claims/<name>/ */
+    N_CLAIMS,    /* claims/, and agents/<local gid>/claims/ (home set) */
+    N_CLAIM,     /* claims/<name>/ (name: the claim) */
     N_CHOLDER,   /* claims/<name>/holder: who holds it, since, token, note (JSON) */
     N_CNOTE,     /* claims/<name>/note: the holder writes its note */
+    N_CLEASE,    /* claims/<name>/lease: the holder sets or renews its lease */
 } node_kind;
 
 /* A resolved path.  name: the peer, agent gid, group or target the node is
@@ -101,6 +102,9 @@ bool tr_is_ask(node_kind k);
 void tr_node_clear(node *n);
 bool tr_outsider(const rq *r);
 int tr_dir_list(const rq *r, const char *path, GPtrArray *out);
+/* mkdir (take) / rmdir of claims/NAME or agents/<local gid>/claims/NAME:
+ * 0 or -errno; 1: not such a path (paths.c). */
+int tr_claim_op(const rq *r, const char *path, bool take);
 /* render.c: a readable node's text (fresh: a status probed now), and its
  * mtime (ms since the epoch) */
 GString *tr_render(fleet *f, const node *n, bool fresh);

@@ -90,7 +90,7 @@ test_expect_success 'agents/ lists every agent of the fleet once presence has he
         test_cmp want got &&
         ls $h/groups >got && printf "%s\n" all blue red >want && test_cmp want got || exit 1
     done &&
-    ls alpha/agents/w1@alpha >home && printf "%s\n" ack ask ask.json history inbox reply resend send send.json sent status submitted to >want && sort -o home home && test_cmp want home &&
+    ls alpha/agents/w1@alpha >home && printf "%s\n" ack ask ask.json claims history inbox reply resend send send.json sent status submitted to >want && sort -o home home && test_cmp want home &&
     ls alpha/agents/w1@beta >remote && printf "%s\n" ask ask.json send send.json status >want && sort -o remote remote && test_cmp want remote &&
     cat alpha/groups/red/members >got && printf "%s\n" beta w1@beta w2@beta >want && test_cmp want got
 '

@@ -8,7 +8,8 @@
  * consumers on fleet.claim.NAME (1: held), N the messages in
  * fleet.claimtok.NAME, T the largest token among them and COORD the
  * "coord" of the record beside it (the holder it was granted to; "-"
- * for none).  The token messages are taken with basic.get without ack and
+ * for none), then " agent GID" when the record names the agent that
+ * took it.  The token messages are taken with basic.get without ack and
  * given back when the connection closes, so run it only while no take of
  * NAME is under way: a take meanwhile would not see them (doc/claims.md).
  * Exit 0, 2 on usage or connection errors, 4 when a queue is missing.
@@ -26,14 +27,15 @@ static int fail(const char *what)
     return 2;
 }
 
-/* The "coord" of a record line, in out. */
-static void coord_of(const char *body, size_t len, char *out, size_t n)
+/* The string field key ("\"coord\":\"") of a record line, in out ("-":
+ * none). */
+static void field_of(const char *body, size_t len, const char *key, char *out, size_t n)
 {
-    const char *k = memmem(body, len, "\"coord\":\"", 9), *e;
+    const char *k = memmem(body, len, key, strlen(key)), *e;
     snprintf(out, n, "-");
     if (!k)
         return;
-    k += 9;
+    k += strlen(key);
     e = memchr(k, '"', len - (size_t)(k - body));
     if (e && (size_t)(e - k) < n)
         snprintf(out, n, "%.*s", (int)(e - k), k);
@@ -45,7 +47,7 @@ int main(int argc, char **argv)
     amqp_connection_state_t c;
     amqp_socket_t *s;
     amqp_queue_declare_ok_t *ok;
-    char q[300], holder[128] = "-", *uri;
+    char q[300], holder[128] = "-", agent[160] = "-", *uri;
     unsigned long long max = 0, n = 0;
     unsigned consumers;
 
@@ -90,13 +92,16 @@ int main(int argc, char **argv)
         if (t >= max) {
             max = t;
             nl = memchr(m.body.bytes, '\n', m.body.len);
-            if (nl)
-                coord_of(nl, m.body.len - (size_t)(nl - (const char *)m.body.bytes), holder,
-                         sizeof holder);
+            if (nl) {
+                size_t rest = m.body.len - (size_t)(nl - (const char *)m.body.bytes);
+                field_of(nl, rest, "\"coord\":\"", holder, sizeof holder);
+                field_of(nl, rest, "\"agent\":\"", agent, sizeof agent);
+            }
         }
         amqp_destroy_message(&m);
     }
-    printf("consumers %u tokens %llu max %llu holder %s\n", consumers, n, max, holder);
+    printf("consumers %u tokens %llu max %llu holder %s%s%s\n", consumers, n, max, holder,
+           strcmp(agent, "-") ? " agent " : "", strcmp(agent, "-") ? agent : "");
     amqp_connection_close(c, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c);
     free(uri);

@@ -55,7 +55,7 @@ static void ev(claims *c, const char *op, const char *name, const char *coord, l
 
 static json_t *holder(claims *c, const char *name)
 {
-    GString *g = cl_render(c, name);
+    GString *g = cl_render(c, name, NULL);
     json_t *j = json_loads(g->str, 0, NULL);
     g_string_free(g, TRUE);
     return j;
@@ -82,11 +82,11 @@ static void test_take_note_release(void **state)
     ev(c, "release", "deploy", "gamma", 2, "");
     assert_true(cl_known(c, "deploy"));
     /* nor can another host release it for us: only the holder's EPERM */
-    assert_int_equal(cl_release(c, "deploy"), EPERM);
-    assert_int_equal(cl_note(c, "deploy", "x", 1), EPERM);
+    assert_int_equal(cl_release(c, "deploy", NULL), EPERM);
+    assert_int_equal(cl_note(c, "deploy", NULL, "x", 1), EPERM);
     ev(c, "release", "deploy", "beta", 3, "");
     assert_false(cl_known(c, "deploy"));
-    assert_int_equal(cl_release(c, "deploy"), ENOENT);
+    assert_int_equal(cl_release(c, "deploy", NULL), ENOENT);
 }
 
 static void test_ignored(void **state)
@@ -139,11 +139,11 @@ static void test_names_and_no_connection(void **state)
     memset(long_name, 'x', 64);
     long_name[64] = '\0';
     for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
-        assert_int_equal(cl_take(c, bad[i], NULL, why, sizeof why), EINVAL);
+        assert_int_equal(cl_take(c, bad[i], NULL, NULL, why, sizeof why), EINVAL);
     long_name[63] = '\0';
     /* valid, but the claims thread is not connected: never a grant */
-    assert_int_equal(cl_take(c, long_name, NULL, why, sizeof why), ENOTCONN);
-    assert_int_equal(cl_take(c, "deploy", NULL, why, sizeof why), ENOTCONN);
+    assert_int_equal(cl_take(c, long_name, NULL, NULL, why, sizeof why), ENOTCONN);
+    assert_int_equal(cl_take(c, "deploy", NULL, NULL, why, sizeof why), ENOTCONN);
     assert_false(cl_known(c, "deploy"));
 }
 
