@@ -441,7 +441,7 @@ test_expect_success 'fleetfs(1) EXAMPLES run as printed: key and trust, a mount,
 '
 
 test_expect_success 'doc/architecture.md: the repository layout names every source file, script and document, and nothing gone' '
-    sed -n "/^Repository layout/,/^Read the manual/p" "$FLEET_ROOT/doc/architecture.md" >layout &&
+    sed -n "/^## Repository layout/,/^Read the manual/p" "$FLEET_ROOT/doc/architecture.md" >layout &&
     test $(wc -l <layout) -gt 20 &&
     (cd "$FLEET_ROOT" && find fleetfs broker herdr -name "*.c" && find scripts -maxdepth 1 -type f &&
         find doc -maxdepth 1 -type f) | sort >files &&
