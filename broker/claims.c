@@ -639,6 +639,9 @@ static gpointer claims_main(gpointer data)
         }
     }
     if (c->connected) {
+        /* a goodbye, not a conversation (the broker threads' and the
+         * roster's too): a broker that does not answer holds it 1 s */
+        amqp_set_rpc_timeout(c->amqp, &(struct timeval){1, 0});
         amqp_connection_close(c->amqp, AMQP_REPLY_SUCCESS);
         amqp_destroy_connection(c->amqp);
         c->amqp = NULL;
@@ -679,16 +682,17 @@ bc_conn *bc_new(const bc_config *cfg, const bc_callbacks *cb)
 }
 
 /* The watchdog's thread: bc_watchdog every 500 ms until the claims
- * thread has ended.  Its own thread, so that nothing the rest of the
- * daemon waits on can delay it. */
+ * thread is told to stop (bc_watchdog does nothing then, and the leases'
+ * tick is for a mount that goes on) or has ended.  Its own thread, so
+ * that nothing the rest of the daemon waits on can delay it. */
 static gpointer watch_main(gpointer data)
 {
     bc_conn *c = data;
     g_mutex_lock(&c->lock);
-    while (!c->finished) {
+    while (!c->finished && !c->stop) {
         gint64 until = g_get_monotonic_time() + 500 * G_TIME_SPAN_MILLISECOND;
         g_cond_wait_until(&c->done_cv, &c->lock, until);
-        if (c->finished)
+        if (c->finished || c->stop)
             break;
         g_mutex_unlock(&c->lock);
         bc_watchdog(c);
@@ -746,31 +750,74 @@ void bc_watchdog(bc_conn *c)
         log_warn("claims: %s; its connection is shut down and reconnects", why);
 }
 
-void bc_stop(bc_conn *c)
+void bc_stop_begin(bc_conn *c)
 {
-    gint64 until;
     if (!c || !c->thread)
         return;
     g_mutex_lock(&c->lock);
-    c->stop = true;
+    if (!c->stop) {
+        c->stop = true;
+        c->stop_at = g_get_monotonic_time();
+    }
+    g_cond_broadcast(&c->done_cv); /* the watchdog's thread ends now */
     g_mutex_unlock(&c->lock);
     wake(c);
-    /* a thread blocked in a send would never see stop: its socket is shut
-     * down once it has had an RPC's time to finish */
-    until = g_get_monotonic_time() + (RPC_TIMEOUT_MS + 1000) * G_TIME_SPAN_MILLISECOND;
+}
+
+/* until the deadline: true once the claims thread has ended */
+static bool finished_by(bc_conn *c, gint64 until)
+{
+    bool done;
     g_mutex_lock(&c->lock);
     while (!c->finished)
         if (!g_cond_wait_until(&c->done_cv, &c->lock, until))
             break;
-    if (!c->finished && kick_locked(c, "unmounting"))
-        log_warn("claims: the claims thread did not end within %d ms of the unmount (blocked on "
-                 "the broker); its connection is shut down",
-                 RPC_TIMEOUT_MS + 1000);
+    done = c->finished;
     g_mutex_unlock(&c->lock);
+    return done;
+}
+
+void bc_stop(bc_conn *c)
+{
+    gint64 until;
+    bool kicked;
+    if (!c || !c->thread)
+        return;
+    bc_stop_begin(c);
+    /* BC_STOP_WAIT_MS from the request, however long the caller stopped
+     * other threads meanwhile: a thread blocked in a send would never see
+     * stop, so its socket is then shut down and it gets as long again */
+    until = c->stop_at + BC_STOP_WAIT_MS * G_TIME_SPAN_MILLISECOND;
+    if (!finished_by(c, until)) {
+        g_mutex_lock(&c->lock);
+        kicked = kick_locked(c, "unmounting");
+        g_mutex_unlock(&c->lock);
+        if (kicked)
+            log_warn("claims: the claims thread did not end within %d ms of the unmount "
+                     "(blocked on the broker); its connection is shut down",
+                     BC_STOP_WAIT_MS);
+        until = MAX(until, g_get_monotonic_time()) + BC_STOP_WAIT_MS * G_TIME_SPAN_MILLISECOND;
+        if (!finished_by(c, until)) {
+            log_err("claims: the claims thread did not end within %d s of the unmount (the "
+                    "broker does not answer); exiting without it",
+                    2 * BC_STOP_WAIT_MS / 1000);
+            g_thread_unref(c->thread);
+            c->thread = NULL;
+            g_thread_join(c->watch); /* it ends on stop, not with the thread */
+            c->watch = NULL;
+            c->left_behind = true;
+            return;
+        }
+    }
     g_thread_join(c->thread);
     c->thread = NULL;
-    g_thread_join(c->watch); /* it ends with the claims thread */
+    g_thread_join(c->watch);
     c->watch = NULL;
+}
+
+bool bc_left_behind(bc_conn *c)
+{
+    return c && c->left_behind;
 }
 
 void bc_free(bc_conn *c)
@@ -778,6 +825,8 @@ void bc_free(bc_conn *c)
     if (!c)
         return;
     bc_stop(c);
+    if (c->left_behind) /* its thread may still use it: leaked on purpose */
+        return;
     g_strfreev(c->cfg.uris);
     g_free((char *)c->cfg.vhost);
     g_free((char *)c->cfg.ca);

@@ -77,8 +77,15 @@ typedef struct {
 
 bc_conn *bc_new(const bc_config *cfg, const bc_callbacks *cb);
 void bc_run(bc_conn *c);
-/* Ends the thread: the claims held are released with the connection. */
+/* Tells the thread to stop, never waits (the unmount tells every broker
+ * thread first, then waits for them together: one bound, not one each). */
+void bc_stop_begin(bc_conn *c);
+/* Ends the thread: the claims held are released with the connection.
+ * Bounded like the broker threads' (BC_STOP_WAIT_MS from bc_stop_begin, a
+ * kick of the socket, as long again); a thread still running after that
+ * is left behind (bc_left_behind) and bc_free frees nothing. */
 void bc_stop(bc_conn *c);
+bool bc_left_behind(bc_conn *c);
 void bc_free(bc_conn *c);
 bool bc_up(bc_conn *c);
 

@@ -20,6 +20,10 @@
 #define CH_PROBE 2 /* passive declares */
 #define CH_FIRST 3 /* claims: CH_FIRST .. CH_FIRST + BC_MAX_HELD - 1 */
 #define RPC_TIMEOUT_MS 2000
+/* bc_stop's bound, the broker threads' (conn_int.h STOP_WAIT_MS) and the
+ * roster's: this long from the stop request, a kick of the socket, as long
+ * again, then the thread is left behind rather than hold the unmount */
+#define BC_STOP_WAIT_MS 3000
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 5000
 #define PROBES_PER_ROUND 200
@@ -59,6 +63,8 @@ struct bc_conn {
     int64_t progress_ms; /* the thread's last sign of life: a loop, an answer */
     char kick_why[300];  /* why the watchdog shut the socket down ("": it did not) */
     bool finished;       /* the thread has ended */
+    int64_t stop_at;     /* monotonic us of the first stop request (bc_stop_begin) */
+    bool left_behind;    /* did not end in time: never freed (bc_stop) */
 
     /* ---- claims thread only ---- */
     amqp_connection_state_t amqp;

@@ -394,6 +394,12 @@ void cl_run(claims *c)
         bc_run(c->bc);
 }
 
+void cl_stop_begin(claims *c)
+{
+    if (c)
+        bc_stop_begin(c->bc);
+}
+
 void cl_stop(claims *c)
 {
     if (c)
@@ -403,6 +409,9 @@ void cl_stop(claims *c)
 void cl_free(claims *c)
 {
     if (!c)
+        return;
+    bc_stop(c->bc);
+    if (bc_left_behind(c->bc)) /* its callbacks reach c: leaked on purpose */
         return;
     bc_free(c->bc);
     g_hash_table_destroy(c->tab);

@@ -28,7 +28,10 @@ typedef struct claims claims;
 /* The table and the claims thread (not running yet). */
 claims *cl_new(struct fleet *f, char **uris);
 void cl_run(claims *c);
-/* Ends the thread; claims held are released with its connection. */
+/* Tells the thread to stop, never waits (stop_all: with the broker threads). */
+void cl_stop_begin(claims *c);
+/* Ends the thread; claims held are released with its connection.  Bounded
+ * from cl_stop_begin (bc_stop). */
 void cl_stop(claims *c);
 void cl_free(claims *c);
 

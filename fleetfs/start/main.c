@@ -469,12 +469,15 @@ static void stop_all(fleet *f, struct fuse_session *se)
     stop_step("the receipt outbox");
     mb_stop_begin(f->mb);
     g_atomic_pointer_set(&sd_br, NULL);
+    /* told with the broker threads and waited for after them: one bound
+     * for every connection, not one after the other */
+    cl_stop_begin(f->cl);
     stop_step("the broker threads");
     br_stop(f->br);
     stop_step("the mailbox's threads");
     mb_stop(f->mb);
     /* waited for after the broker threads, which stopped meanwhile: a
-     * broker that does not answer holds the unmount once, not three times */
+     * broker that does not answer holds the unmount once, not four times */
     stop_step("the roster thread");
     ro_stop(f->ro, se != NULL);
     stop_step("the claims thread");
