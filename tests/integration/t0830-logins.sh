@@ -457,7 +457,13 @@ test_expect_success 'claims on the logins: alpha takes one, beta gets EEXIST, th
     wait_for 10 "peek deploy | grep -q \"^consumers 0 \"" &&
     wait_for 10 "mkdir beta/claims/deploy 2>/dev/null" &&
     peek deploy >p && cat p && grep -q "^consumers 1 tokens 1 max 2 holder beta$" p &&
-    rmdir beta/claims/deploy
+    rmdir beta/claims/deploy &&
+    ev=$(queues | grep "^fleet\.claimev\.beta\." | head -n1) && test -n "$ev" &&
+    refused alpha consume "$ev" &&
+    refused alpha delete-exchange fleet.claims &&
+    redeclare_refused alpha declare-exchange fleet.claims topic &&
+    as alpha declare-queue fleet.claim.other &&
+    as alpha delete-queue fleet.claim.other
 '
 
 test_expect_success 'claims on a login from before claims: one line saying to run host update; after it, claims work' '
