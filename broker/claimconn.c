@@ -156,11 +156,15 @@ out:
 }
 
 /* The events exchange (topic, non-durable; an operator's durable one is
- * used as it is), our own queue bound to claims.#, consumed without acks. */
+ * used as it is; a per-host login may not make it: `fleetfs declare` does),
+ * our own queue fleet.claimev.<coord_id>.<random> bound to claims.#,
+ * consumed without acks.  A refusal by the login's permissions says what
+ * the operator must run. */
 int bc_setup(bc_conn *c, char *why, size_t n)
 {
-    amqp_bytes_t ex = amqp_cstring_bytes(BC_EXCHANGE), q;
-    amqp_queue_declare_ok_t *ok;
+    amqp_bytes_t ex = amqp_cstring_bytes(BC_EXCHANGE);
+    char qname[200];
+    int code;
 
     if (!amqp_channel_open(c->amqp, CH_MAIN) || !amqp_channel_open(c->amqp, CH_PROBE)) {
         bc_rpc_words(c, "cannot open a channel", why, n);
@@ -173,27 +177,50 @@ int bc_setup(bc_conn *c, char *why, size_t n)
     c->next_tag = 1;
     if (!amqp_exchange_declare(c->amqp, CH_PROBE, ex, amqp_cstring_bytes("topic"), 0, 0, 0, 0,
                                amqp_empty_table)) {
-        int code = bc_channel_refused(c, CH_PROBE);
-        if ((code != 403 && code != 406) || !amqp_channel_open(c->amqp, CH_PROBE) ||
-            !amqp_exchange_declare(c->amqp, CH_PROBE, ex, amqp_cstring_bytes("topic"), 1, 0, 0, 0,
-                                   amqp_empty_table)) {
+        code = bc_channel_refused(c, CH_PROBE);
+        if ((code != 403 && code != 406) || !amqp_channel_open(c->amqp, CH_PROBE)) {
             bc_rpc_words(c, "cannot declare exchange " BC_EXCHANGE, why, n);
             return -1;
         }
+        if (!amqp_exchange_declare(c->amqp, CH_PROBE, ex, amqp_cstring_bytes("topic"), 1, 0, 0, 0,
+                                   amqp_empty_table)) {
+            bc_rpc_words(c, "cannot find exchange " BC_EXCHANGE, why, n);
+            if (code == 403 && bc_channel_refused(c, CH_PROBE) == 404)
+                snprintf(why, n,
+                         "this login may not configure %s and it does not exist: an operator "
+                         "must run `fleetfs-broker host update %s` (or `fleetfs declare %s`), "
+                         "which makes it",
+                         BC_EXCHANGE, c->cfg.coord_id, c->cfg.coord_id);
+            return -1;
+        }
     }
-    ok = amqp_queue_declare(c->amqp, CH_MAIN, amqp_empty_bytes, 0, 0, 1, 1, amqp_empty_table);
-    if (!ok) {
+    snprintf(qname, sizeof qname, BC_EVENTS_PREFIX "%s.%08x%08x", c->cfg.coord_id, g_random_int(),
+             g_random_int());
+    if (!amqp_queue_declare(c->amqp, CH_MAIN, amqp_cstring_bytes(qname), 0, 0, 1, 1,
+                            amqp_empty_table)) {
         bc_rpc_words(c, "cannot declare the claims events queue", why, n);
+        if (bc_channel_refused(c, CH_MAIN) == 403)
+            snprintf(why, n,
+                     "this login may not declare its claims events queue " BC_EVENTS_PREFIX
+                     "%s.*: it predates claims; an operator must run `fleetfs-broker host "
+                     "update %s`, which gives it today's permissions",
+                     c->cfg.coord_id, c->cfg.coord_id);
         return -1;
     }
-    q = amqp_bytes_malloc_dup(ok->queue);
-    if (!amqp_queue_bind(c->amqp, CH_MAIN, q, ex, amqp_cstring_bytes("claims.#"),
-                         amqp_empty_table) ||
-        !amqp_basic_consume(c->amqp, CH_MAIN, q, amqp_empty_bytes, 0, 1, 1, amqp_empty_table)) {
-        amqp_bytes_free(q);
-        bc_rpc_words(c, "cannot bind or consume the claims events queue", why, n);
+    if (!amqp_queue_bind(c->amqp, CH_MAIN, amqp_cstring_bytes(qname), ex,
+                         amqp_cstring_bytes("claims.#"), amqp_empty_table)) {
+        bc_rpc_words(c, "cannot bind the claims events queue to " BC_EXCHANGE, why, n);
+        if (bc_channel_refused(c, CH_MAIN) == 403)
+            snprintf(why, n,
+                     "this login may not bind to %s: it predates claims; an operator must run "
+                     "`fleetfs-broker host update %s`, which gives it today's permissions",
+                     BC_EXCHANGE, c->cfg.coord_id);
         return -1;
     }
-    amqp_bytes_free(q);
+    if (!amqp_basic_consume(c->amqp, CH_MAIN, amqp_cstring_bytes(qname), amqp_empty_bytes, 0, 1, 1,
+                            amqp_empty_table)) {
+        bc_rpc_words(c, "cannot consume the claims events queue", why, n);
+        return -1;
+    }
     return 0;
 }

@@ -307,8 +307,15 @@ static int declare_queues(bc_conn *c, const char *name, char *why, size_t n)
         snprintf(q, sizeof q, "%s%s", i ? BC_TOKEN_PREFIX : BC_LOCK_PREFIX, name);
         if (!amqp_queue_declare(c->amqp, CH_PROBE, amqp_cstring_bytes(q), 0, 1, 0, 0,
                                 amqp_empty_table)) {
+            int code;
             bc_rpc_words(c, "cannot declare the claim's queue", why, n);
-            if (bc_channel_refused(c, CH_PROBE) && amqp_channel_open(c->amqp, CH_PROBE))
+            code = bc_channel_refused(c, CH_PROBE);
+            if (code == 403)
+                snprintf(why + strlen(why), n - strlen(why),
+                         " (this login may not declare fleet.claim.* or fleet.claimtok.*: an "
+                         "operator must run `fleetfs-broker host update %s`)",
+                         c->cfg.coord_id);
+            if (code && amqp_channel_open(c->amqp, CH_PROBE))
                 return EIO;
             return -1;
         }

@@ -41,6 +41,9 @@
 #define BC_EXCHANGE "fleet.claims"
 #define BC_LOCK_PREFIX "fleet.claim."
 #define BC_TOKEN_PREFIX "fleet.claimtok."
+/* each mount's events queue: fleet.claimev.<coord_id>.<random>, so that a
+ * per-host login can be allowed exactly its own (doc/security.md) */
+#define BC_EVENTS_PREFIX "fleet.claimev."
 #define BC_HEARTBEAT_S 10
 #define BC_GRACE_MS 6000
 #define BC_MAX_HELD 1000 /* claims one mount may hold (one channel each) */

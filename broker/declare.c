@@ -20,6 +20,7 @@
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 
+#include "broker/claims.h"
 #include "broker/death.h"
 #include "broker/explain.h"
 #include "broker/quirks.h"
@@ -133,7 +134,8 @@ static int dc_objects(amqp_connection_state_t a, const br_config *cfg, const cha
     }
     if (dc_exchange(a, TOPO_ROSTER_EXCHANGE, "topic", why, n) < 0 ||
         dc_exchange(a, BR_EXCHANGE_MSG, "topic", why, n) < 0 ||
-        dc_exchange(a, BR_EXCHANGE_CONTROL, "direct", why, n) < 0)
+        dc_exchange(a, BR_EXCHANGE_CONTROL, "direct", why, n) < 0 ||
+        dc_exchange(a, BC_EXCHANGE, "topic", why, n) < 0)
         return -1;
     for (int inbox = 1; inbox >= 0; inbox--) {
         topo_consumer_queue(inbox, name, q, sizeof q);

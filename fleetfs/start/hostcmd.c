@@ -100,8 +100,8 @@ int hc_declare_main(int argc, char **argv)
         fprintf(stderr, "fleetfs declare: %s\n", why);
     else
         printf("declared lead.%s.inbox, lead.%s.receipts, control.%s and lead.%s.dead (%s); "
-               "fleet.dlx, fleet.dlq, fleet.dead, fleet.roster, fleet.msg and fleet.control are "
-               "there\n",
+               "fleet.dlx, fleet.dlq, fleet.dead, fleet.roster, fleet.msg, fleet.control and "
+               "fleet.claims are there\n",
                argv[2], argv[2], argv[2], argv[2], made);
     g_strfreev(cfg.uris);
 done:

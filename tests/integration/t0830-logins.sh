@@ -21,6 +21,8 @@ case ${FLEETFS_BUILD:-build} in *san*) test_skip_all --planned "plain run only: 
 broker_start_own
 TRY=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/amqptry
 [[ ${FLEETFS_BUILD:-} == /* ]] && TRY=$FLEETFS_BUILD/tools/amqptry
+PEEK=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/claimpeek
+[[ ${FLEETFS_BUILD:-} == /* ]] && PEEK=$FLEETFS_BUILD/tools/claimpeek
 
 # login NAME: the FLEET_BROKER_URI host add printed for NAME
 login() { sed -n 's/^FLEET_BROKER_URI=//p' "$TEST_DIR/$1.login"; }
@@ -113,7 +115,7 @@ test_expect_success 'three hosts on their own logins: connected, consuming, each
     done &&
     wait_for 10 "presence_of alpha beta | grep -q \"^live (\" && presence_of alpha gamma | grep -q \"^live (\"" &&
     wait_for 5 "presence_of beta alpha | grep -q \"^live (\" && presence_of gamma beta | grep -q \"^live (\"" &&
-    ! grep -E "cannot declare|roster connection failed" alpha.log beta.log gamma.log &&
+    ! grep -E "cannot declare|roster connection failed|claims: connection failed" alpha.log beta.log gamma.log &&
     queues | grep "^roster\.alpha\.[0-9a-f]\{16\}$" &&
     grep "may not configure fleet.control, so control.alpha is not bound to it here" alpha.log |
         grep "fleetfs declare alpha"
@@ -433,6 +435,67 @@ test_expect_success 'a login with the topic permissions from before fleet_view: 
     mount_as alpha peers=beta:gamma:delta &&
     wait_for 10 "test \"\$(roster_bindings)\" = \"roster.#\"" &&
     ! grep -q "fleet_view_note" alpha/status
+'
+
+# claims (doc/claims.md) on the least-privilege logins: what the broker
+# holds is read by tests/tools/claimpeek as the admin, never fleetfs's word
+peek() { "$PEEK" "$(broker_uri)" "$1"; }
+claims_up() { test "$(grep -c "claims: connected" "$1.log")" -gt "${2:-0}"; }
+test_expect_success 'claims on the logins: alpha takes one, beta gets EEXIST, the broker holds it for alpha' '
+    wait_for 10 "claims_up alpha && claims_up beta && claims_up gamma" &&
+    ! grep -E "may not (configure fleet\.claims|declare its claims)|cannot declare the claim" alpha.log beta.log gamma.log &&
+    queues | grep "^fleet\.claimev\.alpha\.[0-9a-f]\{16\}$" &&
+    mkdir alpha/claims/deploy &&
+    peek deploy >p && cat p &&
+    grep -q "^consumers 1 tokens 1 max 1 holder alpha$" p &&
+    test_must_fail mkdir beta/claims/deploy 2>err && cat err &&
+    grep -q "File exists" err &&
+    wait_for 10 "test -d gamma/claims/deploy" &&
+    jq -e ".mine == false" gamma/claims/deploy/holder &&
+    peek deploy >p && grep -q "^consumers 1 tokens 1 max 1 holder alpha$" p &&
+    rmdir alpha/claims/deploy &&
+    wait_for 10 "peek deploy | grep -q \"^consumers 0 \"" &&
+    wait_for 10 "mkdir beta/claims/deploy 2>/dev/null" &&
+    peek deploy >p && cat p && grep -q "^consumers 1 tokens 1 max 2 holder beta$" p &&
+    rmdir beta/claims/deploy &&
+    ev=$(queues | grep "^fleet\.claimev\.beta\." | head -n1) && test -n "$ev" &&
+    refused alpha consume "$ev" &&
+    refused alpha delete-exchange fleet.claims &&
+    redeclare_refused alpha declare-exchange fleet.claims topic &&
+    as alpha declare-queue fleet.claim.other &&
+    as alpha delete-queue fleet.claim.other
+'
+
+test_expect_success 'claims on a login from before claims: one line saying to run host update; after it, claims work' '
+    rmqctl set_permissions alpha "^(lead\\.alpha\\.(inbox|receipts|dead)|control\\.alpha|roster\\.alpha\\..+)\$" \
+        "^(amq\\.default|fleet\\.dlx|fleet\\.roster|fleet\\.msg|fleet\\.control|roster\\.alpha\\..+|lead\\.alpha\\.inbox)\$" \
+        "^(lead\\.alpha\\.(inbox|receipts|dead)|control\\.alpha|roster\\.alpha\\..+|fleet\\.roster|fleet\\.msg)\$" &&
+    refused alpha declare-queue fleet.claim.x &&
+    n=$(grep -c "claims: connected" alpha.log) &&
+    rmqctl close_all_user_connections alpha "t0830: a login from before claims" >/dev/null &&
+    wait_for 20 "grep -q \"may not declare its claims events queue fleet.claimev.alpha\" alpha.log" &&
+    grep "claims: connection failed" alpha.log | tail -n 3 &&
+    test "$(grep -c "may not declare its claims events queue" alpha.log)" = 1 &&
+    grep "may not declare its claims events queue" alpha.log | grep -q "fleetfs-broker host update alpha" &&
+    test_must_fail mkdir alpha/claims/late 2>err && grep -q "not connected" err &&
+    "$FLEET_ROOT/scripts/broker" host update alpha --dir "$BROKER_DIR" 2>update.err &&
+    wait_for 20 "claims_up alpha $n" &&
+    mkdir alpha/claims/late &&
+    peek late | grep "^consumers 1 tokens 1 max 1 holder alpha$" &&
+    rmdir alpha/claims/late
+'
+
+test_expect_success 'fleet.claims missing (no fleetfs declare since claims): one line naming what to run; host update makes it' '
+    "$TRY" "$(broker_uri)" delete-exchange fleet.claims &&
+    n=$(grep -c "claims: connected" alpha.log) &&
+    rmqctl close_all_user_connections alpha "t0830: fleet.claims deleted" >/dev/null &&
+    wait_for 20 "grep -q \"may not configure fleet.claims and it does not exist\" alpha.log" &&
+    grep "may not configure fleet.claims and it does not exist" alpha.log | grep "fleetfs-broker host update alpha" &&
+    "$FLEET_ROOT/scripts/broker" host update alpha --dir "$BROKER_DIR" 2>update.err &&
+    "$TRY" "$(broker_uri)" probe-exchange fleet.claims &&
+    wait_for 20 "claims_up alpha $n" &&
+    mkdir alpha/claims/again && peek again | grep "^consumers 1 tokens 1 max 1 holder alpha$" &&
+    rmdir alpha/claims/again
 '
 
 test_expect_success 'host remove: login and queues gone, beta is cut off, alpha gets ENXIO for beta' '
