@@ -67,8 +67,10 @@ int main(int argc, char **argv)
     amqp_channel_open(c, 1);
     snprintf(q, sizeof q, "fleet.claim.%s", argv[2]);
     ok = amqp_queue_declare(c, 1, amqp_cstring_bytes(q), 1, 0, 0, 0, amqp_empty_table);
-    if (!ok) {
+    if (!ok) { /* the channel is closed (404): the connection goes too */
         printf("no such claim\n");
+        amqp_destroy_connection(c);
+        free(uri);
         return 4;
     }
     consumers = ok->consumer_count;
