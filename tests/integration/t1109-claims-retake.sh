@@ -16,7 +16,8 @@ URI=$(broker_uri $FLEET_VHOST)
 
 test_expect_success 'alpha mounts' '
     mount_fleet alpha &&
-    wait_for 10 "grep -q \"^broker: connected\" alpha/status"
+    wait_for 10 "grep -q \"^broker: connected\" alpha/status" &&
+    wait_for 10 "grep -q \"claims: connected\" alpha.log"
 '
 
 test_expect_success 'twenty rounds of mkdir then rmdir of one name, back to back: every one succeeds' '
