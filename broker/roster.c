@@ -485,10 +485,11 @@ static void try_connect(ro_conn *r)
         r->amqp = NULL;
         return;
     }
-    if (strcmp(r->st.reason, why) != 0)
+    bool fresh = strcmp(r->st.reason, why) != 0;
+    drop(r, why); /* the status says down before the log says why */
+    if (fresh)
         log_warn("presence: roster connection failed: %s; retrying (backoff up to %d ms)", why,
                  RO_BACKOFF_MAX_MS);
-    drop(r, why);
 }
 
 /* Our heartbeat's keys (scoped): our groups, and those left less than

@@ -204,10 +204,15 @@ test_expect_success 'then the captured message, replayed: refused, never typed' 
 
 # counted by its own text: a prompt count taken here could include the
 # marker the step before sent (read_until), typed a moment later (CI's ASan
-# run saw prompts go up by that one while "still here" was not typed yet)
+# run saw prompts go up by that one while "still here" was not typed yet).
+# "still here" queues behind "after eight", and each typed message holds
+# the pane up to 5 s waiting for a turn that the fake pane never starts:
+# CI saw "after eight" typed at the step's start and "still here" not yet
+# 10 s later, so the wait is for "after eight" first, then its hold.
 test_expect_success 'beta still works: a new message from alpha is typed' '
     echo "still here" >alpha/peers/beta/send &&
-    wait_for 10 "test \$(typed \"still here\") -ge 1" &&
+    wait_for 20 "test \$(typed \"after eight\") -ge 1" &&
+    wait_for 20 "test \$(typed \"still here\") -ge 1" &&
     sleep 1 &&
     test "$(typed "still here")" = 1
 '
