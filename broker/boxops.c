@@ -18,14 +18,20 @@
  * The slot helpers both files use (creating one, its open and consumer
  * state, acked tags, binding a key) are boxes.c's, declared in conn_int.h.
  */
+#include "broker/boxops.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <amqp.h>
 
+#include "broker/boxes.h"
+#include "broker/chan.h"
 #include "broker/conn_int.h"
 #include "broker/death.h"
+#include "broker/slots.h"
+#include "broker/state.h"
 #include "fleetfs/base/log.h"
 
 /* ------------------------------------------------------------------ */

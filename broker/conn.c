@@ -13,7 +13,8 @@
  * watchdog tells a deadline only when this thread is stuck in a send(2).
  * session.c connects, declares and consumes; frames.c reads
  * what the broker sends unasked; publish.c is the caller's side of a
- * publish and of a probe.  See conn_int.h for who owns what.
+ * publish and of a probe; state.c the requests and the shared status.
+ * See conn_int.h for the parts, their order and who owns what.
  *
  * Confirms: the publish channel is in confirm mode and publishes are
  * pipelined; each publish gets the next delivery tag and waits in
@@ -32,394 +33,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "broker/boxes.h"
+#include "broker/boxops.h"
 #include "broker/conn_int.h"
 #include "broker/death.h"
+#include "broker/frames.h"
+#include "broker/probes.h"
+#include "broker/pubchan.h"
+#include "broker/session.h"
+#include "broker/slots.h"
+#include "broker/state.h"
 #include "broker/topology.h"
+#include "broker/watchdog.h"
 #include "fleetfs/base/log.h"
-
-int64_t br_now_ms(void)
-{
-    return g_get_monotonic_time() / 1000;
-}
-
-int64_t br_wall_ms(void)
-{
-    return g_get_real_time() / 1000;
-}
-
-void br_heard(br_conn *c)
-{
-    c->last_recv_ms = br_now_ms();
-    atomic_store(&c->progress_ms, c->last_recv_ms);
-}
-
-void br_set_sock(br_conn *c, int fd, char *kicked, size_t n)
-{
-    g_mutex_lock(&c->lock);
-    c->sockfd = fd;
-    if (kicked && n)
-        g_strlcpy(kicked, c->kick_reason, n);
-    c->kick_reason[0] = '\0';
-    g_mutex_unlock(&c->lock);
-}
-
-/* Shut down c's socket (any thread): a send or poll blocked on it fails
- * at once.  Under c->lock, so the broker thread cannot have closed the
- * descriptor (and the number been reused) meanwhile. */
-static bool kick(br_conn *c, const char *why)
-{
-    bool done = false;
-    g_mutex_lock(&c->lock);
-    if (c->sockfd >= 0 && !c->kick_reason[0]) {
-        g_strlcpy(c->kick_reason, why, sizeof c->kick_reason);
-        done = shutdown(c->sockfd, SHUT_RDWR) == 0;
-    }
-    g_mutex_unlock(&c->lock);
-    return done;
-}
-
-/* c, the consuming connection, was lost: the publishing connection to the
- * same node most likely shares the fault (a silent link, a node gone) and
- * would otherwise hold a send for send_timeout before finding out.  Its
- * socket is shut down, so its own thread drops it and sends fail at once
- * (ECOMM: nothing published) while it reconnects. */
-void br_kick_sibling(br_conn *c, const char *why)
-{
-    char mine[300], theirs[300], reason[400];
-    if (c->pub == NULL)
-        return;
-    g_mutex_lock(&c->lock);
-    g_strlcpy(mine, c->st.node, sizeof mine);
-    g_mutex_unlock(&c->lock);
-    g_mutex_lock(&c->pub->lock);
-    g_strlcpy(theirs, c->pub->st.node, sizeof theirs);
-    g_mutex_unlock(&c->pub->lock);
-    if (!mine[0] || strcmp(mine, theirs) != 0)
-        return;
-    snprintf(reason, sizeof reason, "the consuming connection to the same node lost it: %s", why);
-    kick(c->pub, reason);
-}
-
-/* See STUCK_MS. */
-static void watch_one(br_conn *c)
-{
-    int64_t quiet = br_now_ms() - atomic_load(&c->progress_ms);
-    char why[320], node[300];
-    if (quiet < STUCK_MS)
-        return;
-    g_mutex_lock(&c->lock);
-    g_strlcpy(node, c->st.node, sizeof node);
-    g_mutex_unlock(&c->lock);
-    snprintf(why, sizeof why,
-             "the broker at %s has neither read what fleetfs sent nor answered for %lld s (a "
-             "frozen broker or a stuck link); dropped the %sconnection",
-             node, (long long)quiet / 1000, c->publisher ? "publishing " : "");
-    if (kick(c, why))
-        log_warn("broker: %s", why);
-}
-
-static gpointer watchdog_main(gpointer data)
-{
-    br_conn *c = data;
-    g_mutex_lock(&c->lock);
-    while (!c->wd_stop) {
-        gint64 until = g_get_monotonic_time() + WATCHDOG_TICK_MS * 1000;
-        if (g_cond_wait_until(&c->state_cv, &c->lock, until) || c->wd_stop)
-            continue;
-        g_mutex_unlock(&c->lock);
-        watch_one(c);
-        if (c->pub) {
-            watch_one(c->pub);
-            /* the backstop of send_timeout: a publishing thread that is
-             * turning its loop tells each deadline itself, at once; one
-             * that is not (stuck in a send(2) until watch_one's kick) is
-             * told for here, a second late at most */
-            br_timed_tick(c->pub, WATCHDOG_TICK_MS);
-        }
-        g_mutex_lock(&c->lock);
-    }
-    g_mutex_unlock(&c->lock);
-    return NULL;
-}
-
-const char *br_link_name(br_link l)
-{
-    switch (l) {
-    case BR_CONNECTED:
-        return "connected";
-    case BR_CONNECTING:
-        return "connecting";
-    case BR_UNREACHABLE:
-        return "unreachable";
-    }
-    return "unknown";
-}
-
-/* ------------------------------------------------------------------ */
-/* requests and completions                                            */
-
-br_req *br_req_new(rq_kind kind)
-{
-    br_req *r = g_new0(br_req, 1);
-    r->kind = kind;
-    r->refs = 2; /* the caller and the broker thread */
-    g_mutex_init(&r->m);
-    g_cond_init(&r->cv);
-    return r;
-}
-
-void br_req_unref(br_req *r)
-{
-    if (!g_atomic_int_dec_and_test(&r->refs))
-        return;
-    g_mutex_clear(&r->m);
-    g_cond_clear(&r->cv);
-    g_free(r->body);
-    g_strfreev(r->keys);
-    g_free(r);
-}
-
-/* The caller gave up waiting (FE_TIMEOUT) but the request was carried out
- * (or failed) afterwards: its owner learns the real outcome. */
-static void late_answer(br_conn *c, br_req *r)
-{
-    if (r->kind == RQ_PUBLISH && !r->receipt) { /* a receipt is retried by the outbox */
-        log_warn("publish %s to %s: the broker answered '%s' after the writer had given up "
-                 "(the write returned ETIMEDOUT); sent now records it",
-                 r->msg_id, r->peer, fe_name(r->result));
-        if (c->cb.late_confirm)
-            c->cb.late_confirm(c->cb.ud, r->peer, r->msg_id, r->result, r->unread);
-    } else if (r->kind == RQ_ACK) {
-        log_warn("ack of delivery %llu (box %u, epoch %llu): %s after the caller had given up",
-                 (unsigned long long)r->tag, r->box, (unsigned long long)r->epoch,
-                 r->result == FE_OK ? "sent to the broker" : "not sent");
-        if (r->box == BR_BOX_CONTROL)
-            ; /* its owner asks again: the delivery comes back after a reconnect */
-        else if (c->cb.late_ack_box)
-            c->cb.late_ack_box(c->cb.ud, r->box, r->epoch, r->tag, r->multiple, r->result);
-        else if (c->cb.late_ack && r->box == BR_BOX_LEAD)
-            c->cb.late_ack(c->cb.ud, r->epoch, r->tag, r->multiple, r->result);
-    }
-}
-
-/* r leaves the timer list (if it is in it): its ref is dropped. */
-static void timed_remove(br_conn *c, br_req *r)
-{
-    bool was;
-    g_mutex_lock(&c->timed_lock);
-    was = r->timed_link != NULL;
-    if (was)
-        g_queue_delete_link(&c->timed, r->timed_link);
-    r->timed_link = NULL;
-    g_mutex_unlock(&c->timed_lock);
-    if (was)
-        br_req_unref(r);
-}
-
-void br_timed_add(br_conn *c, br_req *r)
-{
-    GList *l;
-    g_atomic_int_inc(&r->refs); /* the list's */
-    g_mutex_lock(&c->timed_lock);
-    /* by deadline: one mount's sends share one timeout, so this is the tail */
-    for (l = c->timed.tail; l && ((br_req *)l->data)->deadline_ms > r->deadline_ms; l = l->prev)
-        ;
-    if (l) {
-        g_queue_insert_after(&c->timed, l, r);
-        r->timed_link = l->next;
-    } else {
-        g_queue_push_head(&c->timed, r);
-        r->timed_link = c->timed.head;
-    }
-    g_mutex_unlock(&c->timed_lock);
-}
-
-int64_t br_timed_tick(br_conn *c, int64_t late_ms)
-{
-    int64_t now = br_now_ms(), next = -1;
-    GQueue due = G_QUEUE_INIT;
-    br_req *r;
-    g_mutex_lock(&c->timed_lock);
-    while ((r = g_queue_peek_head(&c->timed)) && r->deadline_ms + late_ms <= now) {
-        g_queue_pop_head(&c->timed);
-        r->timed_link = NULL;
-        g_queue_push_tail(&due, r); /* with the list's ref */
-    }
-    if ((r = g_queue_peek_head(&c->timed)))
-        next = MAX(r->deadline_ms - now, 0);
-    g_mutex_unlock(&c->timed_lock);
-    while ((r = g_queue_pop_head(&due))) {
-        bool tell;
-        char detail[300];
-        g_mutex_lock(&r->m);
-        tell = !r->told;
-        if (tell) {
-            r->told = true;
-            r->abandoned = true; /* its real outcome goes to late_confirm */
-        }
-        g_mutex_unlock(&r->m);
-        if (tell) {
-            snprintf(detail, sizeof detail,
-                     "no confirm from the broker within %lld ms; the message may still arrive "
-                     "(sent records it if it does)",
-                     (long long)r->timeout_ms);
-            log_warn("publish %s to %s: no confirm within %lld ms; state unknown%s", r->msg_id,
-                     r->peer, (long long)r->timeout_ms,
-                     late_ms ? " (told by the watchdog: the publishing thread is stuck)" : "");
-            r->done_cb(r->done_ud, FE_TIMEOUT, false, detail);
-        }
-        br_req_unref(r);
-    }
-    return next;
-}
-
-/* Broker thread: finish a request and drop the thread's reference. */
-void br_req_complete(br_conn *c, br_req *r, fe_code result, const char *detail)
-{
-    bool abandoned, tell = false;
-    g_mutex_lock(&r->m);
-    r->result = result;
-    if (detail && !r->detail[0])
-        g_strlcpy(r->detail, detail, sizeof r->detail);
-    r->done = true;
-    if (r->done_cb && !r->told)
-        tell = r->told = true;
-    abandoned = r->abandoned;
-    g_mutex_unlock(&r->m);
-    if (r->done_cb) {
-        /* answered here, on this thread: no waiting thread to wake */
-        timed_remove(c, r);
-        if (tell) {
-            if (result == FE_TIMEOUT)
-                log_warn("publish %s to %s: state unknown: %s", r->msg_id, r->peer, r->detail);
-            r->done_cb(r->done_ud, result, r->unread, r->detail);
-        }
-    } else {
-        /* after the unlock: a waiter woken under the lock would wake only
-         * to wait for it (two more futex calls and a switch per request);
-         * r lives until this thread's reference goes, below */
-        g_cond_signal(&r->cv);
-    }
-    if (abandoned)
-        late_answer(c, r);
-    br_req_unref(r);
-}
-
-void br_req_submit(br_conn *c, br_req *r)
-{
-    /* its deadline is kept from the hand-over, not from when this thread
-     * takes it: a thread stuck in a send(2) takes nothing, and the
-     * watchdog tells only the deadlines in this list */
-    if (r->done_cb)
-        br_timed_add(c, r);
-    g_async_queue_push(c->requests, r);
-    if (os_wake_fire(&c->wake) < 0 && errno != EAGAIN)
-        log_err("broker: cannot wake the broker thread: %s", strerror(errno));
-}
-
-/* Caller side: wait for the answer until the deadline; on timeout the
- * request is left to the broker thread (it frees it, and tells the owner the
- * real outcome through late_confirm or late_ack). *gave_up tells this
- * FE_TIMEOUT from a FE_TIMEOUT answer (a confirm lost with the link). */
-fe_code br_req_wait(br_req *r, int64_t timeout_ms, bool *gave_up)
-{
-    gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
-    fe_code res;
-    g_mutex_lock(&r->m);
-    while (!r->done)
-        if (!g_cond_wait_until(&r->cv, &r->m, deadline))
-            break;
-    *gave_up = !r->done;
-    if (r->done) {
-        res = r->result;
-    } else {
-        r->abandoned = true;
-        res = FE_TIMEOUT;
-    }
-    g_mutex_unlock(&r->m);
-    return res;
-}
-
-/* ------------------------------------------------------------------ */
-/* status (shared)                                                     */
-
-void br_set_link(br_conn *c, br_link link, const char *reason)
-{
-    bool changed;
-    g_mutex_lock(&c->lock);
-    changed = c->st.link != link || strcmp(c->st.reason, reason ? reason : "") != 0;
-    c->st.link = link;
-    g_strlcpy(c->st.reason, reason ? reason : "", sizeof c->st.reason);
-    if (changed)
-        c->st.since_ms = br_wall_ms();
-    g_mutex_unlock(&c->lock);
-    if (changed && c->cb.changed)
-        c->cb.changed(c->cb.ud);
-}
-
-void br_first_attempt_done(br_conn *c)
-{
-    g_mutex_lock(&c->lock);
-    c->first_attempt_done = true;
-    g_cond_broadcast(&c->first_cv);
-    g_mutex_unlock(&c->lock);
-}
-
-/* Returns whether anything changed.  Leaving BR_CONS_WAITING also ends the
- * first attempt (br_wait_first_attempt waits through a takeover). */
-bool br_set_consumer(br_conn *c, br_cons cons, const char *reason)
-{
-    bool changed;
-    g_mutex_lock(&c->lock);
-    changed = c->st.consumer != cons || strcmp(c->st.consumer_reason, reason ? reason : "") != 0;
-    c->st.consumer = cons;
-    g_strlcpy(c->st.consumer_reason, reason ? reason : "", sizeof c->st.consumer_reason);
-    g_mutex_unlock(&c->lock);
-    if (changed && c->cb.changed)
-        c->cb.changed(c->cb.ud);
-    if (cons != BR_CONS_WAITING && cons != BR_CONS_NONE)
-        br_first_attempt_done(c);
-    return changed;
-}
-
-/* The publishing connection's probes (before each publish) also land in
- * its owner's cache, which status reads. */
-void br_uncache_probe(br_conn *c, const char *queue)
-{
-    g_mutex_lock(&c->lock);
-    g_hash_table_remove(c->probes, queue);
-    g_mutex_unlock(&c->lock);
-    if (c->owner)
-        br_uncache_probe(c->owner, queue);
-}
-
-void br_cache_probe(br_conn *c, const char *queue, const br_probe *p)
-{
-    g_mutex_lock(&c->lock);
-    g_hash_table_replace(c->probes, g_strdup(queue), g_memdup2(p, sizeof *p));
-    g_mutex_unlock(&c->lock);
-    if (c->owner)
-        br_cache_probe(c->owner, queue, p);
-}
-
-void br_set_blocked(br_conn *c, bool blocked, const char *reason)
-{
-    bool changed;
-    g_mutex_lock(&c->lock);
-    changed = c->st.blocked != blocked;
-    c->st.blocked = blocked;
-    g_strlcpy(c->st.blocked_reason, blocked && reason ? reason : "", sizeof c->st.blocked_reason);
-    g_mutex_unlock(&c->lock);
-    if (changed && blocked)
-        log_warn("broker: blocked: %s: the broker raised a resource alarm and blocks publishing; "
-                 "sends fail with ENOBUFS until it clears (consuming and acks go on); free "
-                 "memory or disk on the broker",
-                 reason && *reason ? reason : "no reason given");
-    else if (changed)
-        log_info("broker: unblocked: the broker's resource alarm cleared; sends go out again");
-    if (changed && c->cb.changed)
-        c->cb.changed(c->cb.ud);
-}
 
 /* ------------------------------------------------------------------ */
 /* requests on the broker thread                                       */
@@ -441,7 +67,11 @@ static void br_never_added(br_conn *c, br_req *r)
     }
 }
 
-void br_publish_go(br_conn *c, br_req *r)
+static void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe);
+
+/* A publish request (again, after its exchange was found: probes.c, through
+ * the br_up hook) */
+static void br_publish_go(br_conn *c, br_req *r)
 {
     br_probe p = {0};
     bool ask = false;
@@ -484,7 +114,9 @@ void br_publish_go(br_conn *c, br_req *r)
     br_publish_probed(c, r, &p); /* a receipt's p stays empty: its cache is not read */
 }
 
-void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
+/* A publish whose probe answered (or did not in time: p->valid false) goes
+ * on (probes.c, through the br_up hook). */
+static void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
 {
     br_probe p = *probe;
 
@@ -514,47 +146,6 @@ void br_publish_probed(br_conn *c, br_req *r, const br_probe *probe)
     r->unread = p.present && p.consumers == 0;
     r->unprobed = !r->receipt && r->queue[0] && !p.valid;
     br_pub_send(c, r); /* now, or after CH_PUB's reopen (pubchan.c) */
-}
-
-void br_publish_now(br_conn *c, br_req *r)
-{
-    amqp_basic_properties_t props;
-    amqp_table_entry_t host_hdr;
-    char expiration[24];
-    int rc;
-
-    memset(&props, 0, sizeof props);
-    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
-                   AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TYPE_FLAG;
-    props.content_type = amqp_cstring_bytes("application/json");
-    props.delivery_mode = 2;
-    props.message_id = amqp_cstring_bytes(r->msg_id);
-    props.type = amqp_cstring_bytes(r->receipt ? "receipt" : "coord");
-    /* the sender's host: kept by the broker when it dead-letters the
-     * message, which fleet.dead routes home by it (broker/death.h) */
-    host_hdr.key = amqp_cstring_bytes(BR_HEADER_HOST);
-    host_hdr.value.kind = AMQP_FIELD_KIND_UTF8;
-    host_hdr.value.value.bytes = amqp_cstring_bytes(c->cfg.coord_id ? c->cfg.coord_id : "");
-    props._flags |= AMQP_BASIC_HEADERS_FLAG;
-    props.headers.num_entries = 1;
-    props.headers.entries = &host_hdr;
-    if (r->ttl_ms > 0) {
-        /* the broker drops it itself once it waited this long */
-        snprintf(expiration, sizeof expiration, "%lld", (long long)r->ttl_ms);
-        props._flags |= AMQP_BASIC_EXPIRATION_FLAG;
-        props.expiration = amqp_cstring_bytes(expiration);
-    }
-    rc = amqp_basic_publish(c->amqp, CH_PUB, amqp_cstring_bytes(r->exchange),
-                            amqp_cstring_bytes(r->exchange[0] ? r->key : r->queue), 1, 0, &props,
-                            (amqp_bytes_t){r->len, r->body});
-    if (rc != AMQP_STATUS_OK) {
-        br_req_complete(c, r, FE_NOT_CONNECTED, amqp_error_string2(rc));
-        br_drop_connection(c, amqp_error_string2(rc));
-        return;
-    }
-    r->pub_tag = ++c->pub_seq;
-    c->last_pub_ms = br_now_ms();
-    g_queue_push_tail(&c->inflight, r);
 }
 
 /* See CANARY_MS: an empty message to the default exchange with an empty
@@ -713,6 +304,10 @@ static unsigned first_uri(char **uris)
 static br_conn *conn_new(const br_config *cfg, const br_callbacks *cb)
 {
     br_conn *c = g_new0(br_conn, 1);
+    c->up = (br_up){.drop = br_session_drop,
+                    .answered = br_slots_answered,
+                    .publish_go = br_publish_go,
+                    .publish_probed = br_publish_probed};
     c->cfg = *cfg;
     c->cfg.uris = g_strdupv(cfg->uris);
     c->cfg.vhost = g_strdup(cfg->vhost);
@@ -768,7 +363,7 @@ void br_run(br_conn *c)
         atomic_store(&c->pub->progress_ms, br_now_ms());
         c->pub->thread = g_thread_new("broker-pub", broker_main, c->pub);
     }
-    c->watchdog = g_thread_new("broker-watchdog", watchdog_main, c);
+    c->watchdog = g_thread_new("broker-watchdog", br_watchdog_main, c);
 }
 
 br_conn *br_start(const br_config *cfg, const br_callbacks *cb)
@@ -852,9 +447,9 @@ static void stop_pair(br_conn *a, br_conn *b)
     stop_ask(b);
     until = g_get_monotonic_time() + STOP_WAIT_MS * 1000;
     if (!stop_done_by(a, until))
-        kick(a, "fleetfs is shutting down and the broker does not read what it sends");
+        br_kick(a, "fleetfs is shutting down and the broker does not read what it sends");
     if (!stop_done_by(b, until))
-        kick(b, "fleetfs is shutting down and the broker does not read what it sends");
+        br_kick(b, "fleetfs is shutting down and the broker does not read what it sends");
     until = g_get_monotonic_time() + STOP_WAIT_MS * 1000;
     stop_done_by(a, until);
     stop_done_by(b, until);
@@ -966,15 +561,4 @@ bool br_wait_first_attempt(br_conn *c, int64_t timeout_ms)
 fe_code br_ack(br_conn *c, uint64_t epoch, uint64_t tag, bool multiple, int64_t timeout_ms)
 {
     return br_ack_box(c, BR_BOX_LEAD, epoch, tag, multiple, timeout_ms);
-}
-
-bool br_probe_cached(br_conn *c, const char *queue, br_probe *out)
-{
-    br_probe *p;
-    g_mutex_lock(&c->lock);
-    p = g_hash_table_lookup(c->probes, queue);
-    if (p)
-        *out = *p;
-    g_mutex_unlock(&c->lock);
-    return p != NULL;
 }

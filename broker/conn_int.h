@@ -1,12 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* broker/conn_int.h — inside the broker thread; for broker/ only.
  *
- * struct br_conn and the request type, shared by the files that make up
- * the broker thread: conn.c (requests, status, the thread's loop and the
- * public API; publish.c its publishing and probing side), session.c (the
- * connection's life: connect, channels, consumers, loss), frames.c (what
- * the broker sends unasked: confirms, returns, deliveries, channel closes,
- * cancels), probes.c, boxes.c and boxops.c (below).
+ * struct br_conn, the request and slot types and the thread's constants,
+ * shared by the files that make up the broker thread.  Each file is used
+ * through a header of its own and calls only files below it (no circle:
+ * scripts/check-circles); bottom up:
+ *   state.c     clocks, requests, publish timers, the status others read
+ *   watchdog.c  the watchdog, and the kick of a connection's socket
+ *   slots.c     the slot set (a consumer per box)
+ *   chan.c      AMQP channel helpers: open, reopen, a failed call, declare
+ *   expiry.c    the idle clocks of agent mailboxes
+ *   pubchan.c   CH_PUB and CH_CANARY, and a publish put on CH_PUB
+ *   probes.c    passive declares that never hold the thread; the ping
+ *   boxes.c     declaring, gating, binding and consuming the slots
+ *   boxops.c    what callers ask of the boxes (add, remove, ack)
+ *   frames.c    what the broker sends unasked
+ *   session.c   the connection's life: connect, set up, drop
+ *   conn.c      the thread's loop and the public API (publish.c: the
+ *               callers' side of a publish and a probe)
+ * A lower file that must reach a higher one does so through the br_up
+ * hooks below (drop the connection, a probe answered), set by conn.c.
  *
  * Ownership: the fields of br_conn above the "broker thread only" marker
  * are guarded by br_conn.lock; everything below it is touched by the
@@ -224,9 +237,24 @@ typedef struct {
     GQueue waiters; /* br_probe_waiter*, in arrival order */
 } br_probe_chan;
 
+/* What a lower part of the broker thread asks of a higher one, without
+ * calling up into it (scripts/check-circles: no file of broker/ calls a
+ * file that calls it back).  Set by conn.c when it makes the br_conn,
+ * read-only after: drop (session.c's br_session_drop; called as
+ * br_drop_connection below), answered (boxes.c's br_slots_answered: a
+ * probe answered for a gated box), publish_go and publish_probed (conn.c:
+ * a routed publish's exchange is there; a publish's probe answered). */
+typedef struct br_up {
+    void (*drop)(br_conn *c, const char *why);
+    void (*answered)(br_conn *c, const char *queue);
+    void (*publish_go)(br_conn *c, br_req *r);
+    void (*publish_probed)(br_conn *c, br_req *r, const br_probe *p);
+} br_up;
+
 struct br_conn {
     br_config cfg;
     br_callbacks cb;
+    br_up up;
     /* Set before the threads start, read-only after: the consuming br_conn
      * owns a publishing one (pub), which knows its owner (owner) and only
      * publishes (publisher: no consumers, no dead-letter set-up). */
@@ -321,201 +349,11 @@ static inline const char *br_who(const br_conn *c)
     return c->publisher ? "publisher" : "broker";
 }
 
-/* conn.c: clocks, completions, shared status */
-int64_t br_now_ms(void); /* monotonic */
-/* The broker sent something (or answered): the link and the thread live. */
-void br_heard(br_conn *c);
-/* The connection's socket, for the watchdog: set when connected, -1 before
- * it is destroyed.  Returns the reason the socket was shut down from
- * outside (and forgets it), or NULL. */
-void br_set_sock(br_conn *c, int fd, char *kicked, size_t n);
-int64_t br_wall_ms(void); /* ms since the Unix epoch, for status times */
-/* Finish r with result (and detail, unless r has one already) and drop the
- * broker thread's reference; an abandoned request reaches late_confirm or
- * late_ack instead of its caller. */
-void br_req_complete(br_conn *c, br_req *r, fe_code result, const char *detail);
-/* A request with two references (the caller's and the broker thread's);
- * submit hands it to the thread; wait waits for it until the deadline
- * (*gave_up: it is left to the thread, abandoned). */
-br_req *br_req_new(rq_kind kind);
-void br_req_unref(br_req *r);
-void br_req_submit(br_conn *c, br_req *r);
-fe_code br_req_wait(br_req *r, int64_t timeout_ms, bool *gave_up);
-void br_set_link(br_conn *c, br_link link, const char *reason);
-bool br_set_consumer(br_conn *c, br_cons cons, const char *reason);
-void br_first_attempt_done(br_conn *c);
-void br_cache_probe(br_conn *c, const char *queue, const br_probe *p);
-/* Forget queue's cached probe: what it said is out of date (the gate's
- * answer, before the declare made the queue and the consume read it). */
-void br_uncache_probe(br_conn *c, const char *queue);
-/* connection.blocked / unblocked (and unblocked when the connection goes) */
-void br_set_blocked(br_conn *c, bool blocked, const char *reason);
-
-/* session.c: the connection's life */
-void br_connect(br_conn *c);
-void br_drop_connection(br_conn *c, const char *why);
-void br_close_connection(br_conn *c);
-/* Drop a connection that sent nothing for two heartbeat intervals. */
-void br_check_silence(br_conn *c);
-/* c (the consuming connection) was lost: drop its sibling too when it is
- * to the same node (any thread; see conn.c) */
-void br_kick_sibling(br_conn *c, const char *why);
-int br_open_channel(br_conn *c, amqp_channel_t ch);
-/* The broker closed ch (not a consumer's): close-ok, and channel.open sent
- * without waiting for its open-ok, which comes as a frame; the caller
- * takes ch into use again then.  -1: the sends failed (drop the
- * connection).  probes.c and pubchan.c reopen their channels with it. */
-int br_reopen_nowait(br_conn *c, amqp_channel_t ch);
-/* set up what lives on a new connection: fleet.msg (where the login may) */
-void br_setup_exchanges(br_conn *c);
-/* This login may not bind control.<me> to fleet.control: from now on it
- * is not tried, and that is said once (info, with what makes the binding) */
-void br_control_not_bindable(br_conn *c);
-/* The same for lead.<me>.dead and fleet.dead */
-void br_dead_not_bindable(br_conn *c, const char *why);
-int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t n);
-int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p);
-/* What the answer to a queue.declare of queue says, into p (at_ms and
- * detail already set): ok, the declare-ok, or else the code of the
- * broker's channel.close.  An answer that tells whether the queue is
- * there (ok, 404) is cached and noted in `declared`. */
-void br_probe_settle(br_conn *c, const char *queue, const amqp_queue_declare_ok_t *ok, int code,
-                     br_probe *p);
-void br_bytes_to_str(amqp_bytes_t b, char *out, size_t n);
-
-/* boxes.c: the slots (boxes and the receipt queue) and their consumers */
-void br_slots_init(br_conn *c);
-void br_slots_free(br_conn *c);
-/* The slot whose OPEN channel is ch, or NULL (a closed channel's frames
- * are dropped). */
-br_slot *br_slot_by_channel(br_conn *c, amqp_channel_t ch);
-br_slot *br_slot_by_box(br_conn *c, unsigned box);
-/* The broker closed s's channel (close-ok sent): it is reopened later,
- * when no queued frame can be taken for the new channel's. */
-void br_slot_closed(br_conn *c, br_slot *s);
-/* The broker cancelled s's consumer; the channel stays open. */
-void br_slot_cancelled(br_conn *c, br_slot *s, const char *why);
-/* The connection is gone: nothing open, declared, bound or consuming. */
-void br_slots_lost(br_conn *c);
-/* Declare, bind and consume what is due (box 0 and the receipt queue as
- * the lead's consumer, then the other boxes). */
-void br_setup_consumer(br_conn *c);
-/* The broker answered a passive declare of queue (a declare-ok or a
- * channel.close): a box of that queue waiting at its gate goes on. */
-void br_slots_answered(br_conn *c, const char *queue);
-/* Box 0 or the receipt queue waits at its gate (its consume not tried yet). */
-bool br_lead_gated(br_conn *c);
-/* A delivery on s was kept by the owner (BR_KEEP): held until acked. */
-void br_slot_kept(br_slot *s, uint64_t tag);
-/* ... and the slot helpers boxops.c uses too: */
-br_slot *br_slot_new(unsigned box, const char *queue, const char *exchange, const char *const *keys,
-                     amqp_channel_t ch);
-/* s's channel opened or closed (its status; box 0's also br_status). */
-void br_slot_set_open(br_conn *c, br_slot *s, bool open);
-/* An ack went out on s: tag, or every tag up to it. */
-void br_slot_acked(br_slot *s, uint64_t tag, bool multiple);
-/* "box N", or what the slot is when it is no caller's box: for the log */
-const char *br_slot_what(const br_slot *s, char *buf, size_t n);
-/* Set s's consumer state (box 0's and the receipt queue's: also the
- * lead's); whether anything changed. */
-bool br_slot_state(br_conn *c, br_slot *s, br_cons cons, const char *reason);
-/* The mailboxes are quorum queues (queue_type). */
-bool br_quorum(const br_conn *c);
-/* Bind (or unbind) s's queue to its exchange with key, on the probe
- * channel: 0, the broker's code (text says why), or -1 (connection gone). */
-int br_bind_one(br_conn *c, const br_slot *s, const char *key, bool bind, char *text, size_t n);
-
-/* boxops.c: what callers ask of the boxes, carried out by the broker thread */
-void br_do_box_add(br_conn *c, br_req *r);
-void br_do_box_remove(br_conn *c, br_req *r);
-void br_do_ack(br_conn *c, br_req *r);
-
-/* frames.c: read what the broker sent, without blocking */
-/* readable: poll() saw the socket readable (see READ_IDLE_MS) */
-void br_read_frames(br_conn *c, bool readable);
-/* rabbitmq-c holds frames or bytes already read from the socket */
-static inline bool br_buffered(br_conn *c)
+/* The connection is gone: every part of the thread forgets what lived on
+ * it and the next attempt is timed (session.c, through the br_up hook). */
+static inline void br_drop_connection(br_conn *c, const char *why)
 {
-    return amqp_frames_enqueued(c->amqp) || amqp_data_in_buffer(c->amqp);
+    c->up.drop(c, why);
 }
-
-/* probes.c: passive declares that never hold the broker thread */
-void br_probes_init(br_conn *c);
-void br_probes_free(br_conn *c);
-/* Open the probe channels of a new connection (-1: it failed). */
-int br_probes_open(br_conn *c);
-/* The connection is gone (or closing): every waiter is told so (a publish
- * waiting for its probe was never sent: FE_NOT_CONNECTED). */
-void br_probes_lost(br_conn *c, const char *why);
-/* Ask for a passive declare of r->queue on r's behalf, waiting at most
- * wait_ms for the answer (one in flight per queue: r joins it).  When it
- * comes, or the wait is over, an RQ_PROBE is completed with it and an
- * RQ_PUBLISH goes on in br_publish_probed. */
-void br_probe_ask(br_conn *c, br_req *r, int64_t wait_ms);
-/* br_probe_ask with a declare that creates r->queue (the mailbox
- * arguments) instead of a passive one: a configured peer's mailbox made
- * before the first publish to it, without holding this thread.  Its
- * answer goes to br_publish_probed like a probe's (r->create_asked). */
-void br_probe_create(br_conn *c, br_req *r, int64_t wait_ms);
-/* r, a routed publish, waits for a passive declare of r->exchange on
- * CH_XCHECK (sent now, or joined when one is out): when the broker answers
- * that it exists, the publish goes on (br_publish_go); a 404 (or 403)
- * completes it FE_NO_MAILBOX (FE_ACCESS), nothing sent.  The thread never
- * waits for the answer. */
-void br_exchange_ask(br_conn *c, br_req *r);
-/* A passive declare of queue that nobody waits for (the consumer's gate,
- * boxes.c): true when it went out or one is already out, false when every
- * probe channel is busy.  Its answer is settled as any probe's and told
- * to br_slots_answered. */
-bool br_probe_send(br_conn *c, const char *queue);
-/* A publish to queue is waiting for its probe (so the next one to queue
- * waits behind it, in order). */
-bool br_probe_publish_waiting(br_conn *c, const char *queue);
-/* A frame on a probe channel: taken (true), or not one (false). */
-bool br_probe_frame(br_conn *c, const amqp_frame_t *f);
-/* Waiters whose time is up leave (each turn of the loop). */
-void br_probes_tick(br_conn *c);
-
-/* conn.c: asynchronous publishes (br_publish_start).  br_timed_add: r is
- * in the broker thread's hands now (its deadline is watched).
- * br_timed_tick: tell FE_TIMEOUT to every one whose deadline is at least
- * late_ms past (the broker thread: 0; the watchdog: its backstop); returns
- * the ms until the next deadline, or -1 when none waits. */
-void br_timed_add(br_conn *c, br_req *r);
-int64_t br_timed_tick(br_conn *c, int64_t late_ms);
-
-/* pubchan.c: CH_PUB and CH_CANARY reopened without waiting */
-void br_pubchan_init(br_conn *c);
-/* A new connection opened both (session.c). */
-void br_pubchan_opened(br_conn *c);
-/* The broker closed ch, CH_PUB or CH_CANARY (its in-flight publishes are
- * the caller's to settle): close-ok and channel.open sent; -1 when that
- * failed (the caller drops the connection). */
-int br_pubchan_closed(br_conn *c, amqp_channel_t ch);
-/* A frame of CH_PUB's or CH_CANARY's reopening (open-ok, select-ok):
- * taken (true), or not one (false).  CH_PUB open again in confirm mode
- * publishes what waited for it, in order. */
-bool br_pubchan_frame(br_conn *c, const amqp_frame_t *f);
-/* r (an RQ_PUBLISH ready to go) is published now, or waits for CH_PUB
- * when it is reopening or others wait already (in order). */
-void br_pub_send(br_conn *c, br_req *r);
-/* The canary may go on CH_CANARY now: open, and in confirm mode when
- * low_disk wants it (put there without waiting: false meanwhile). */
-bool br_canary_ready(br_conn *c);
-/* Since when a reopen has not been answered (0: none), for the ping. */
-int64_t br_pubchan_waiting_since(const br_conn *c);
-/* Each turn: a reopen unanswered for PUB_REOPEN_MS drops the connection. */
-void br_pubchan_tick(br_conn *c);
-/* The connection is gone: what waited for CH_PUB was never sent. */
-void br_pubchan_lost(br_conn *c, const char *why);
-
-/* conn.c: a publish request (again, after its exchange was found) */
-void br_publish_go(br_conn *c, br_req *r);
-/* conn.c: a publish whose probe answered (or did not in time: p->valid
- * false) goes on. */
-void br_publish_probed(br_conn *c, br_req *r, const br_probe *p);
-/* conn.c: put r on CH_PUB now (open, in confirm mode): basic.publish, and
- * r waits in `inflight` for its confirm */
-void br_publish_now(br_conn *c, br_req *r);
 
 #endif

@@ -6,6 +6,8 @@
 
 #include <amqp.h>
 
+#include "broker/chan.h"
+#include "broker/state.h"
 #include "fleetfs/base/log.h"
 
 #define RENEW_MIN_MS 1000

@@ -14,9 +14,15 @@
 
 #include <amqp.h>
 
+#include "broker/chan.h"
 #include "broker/conn_int.h"
 #include "broker/death.h"
+#include "broker/frames.h"
+#include "broker/probes.h"
+#include "broker/pubchan.h"
 #include "broker/quirks.h"
+#include "broker/slots.h"
+#include "broker/state.h"
 #include "fleetfs/base/log.h"
 
 /* ------------------------------------------------------------------ */

@@ -30,12 +30,17 @@
  * broker answers without asking any queue.  No answer within PING_WAIT_MS
  * drops the connection ("request timed out").
  */
+#include "broker/probes.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #include <amqp.h>
 
+#include "broker/chan.h"
 #include "broker/conn_int.h"
+#include "broker/pubchan.h"
+#include "broker/state.h"
 #include "broker/topology.h"
 #include "fleetfs/base/log.h"
 
@@ -91,7 +96,7 @@ int br_probes_open(br_conn *c)
 static void finish(br_conn *c, br_req *r, const br_probe *p)
 {
     if (r->kind == RQ_PUBLISH) {
-        br_publish_probed(c, r, p);
+        c->up.publish_probed(c, r, p);
         return;
     }
     r->probe = *p;
@@ -298,7 +303,7 @@ static void xcheck_answered(br_conn *c, int code, const char *text)
         } else if (strcmp(r->exchange, name) != 0) {
             br_exchange_ask(c, r);
         } else if (code == 0) {
-            br_publish_go(c, r);
+            c->up.publish_go(c, r);
         } else {
             snprintf(r->detail, sizeof r->detail,
                      "exchange %s does not exist (%d %s): nothing was sent; a mount whose login "
@@ -378,7 +383,7 @@ static void answered(br_conn *c, br_probe_chan *pc, const br_probe *p)
             }
         }
     if (!c->publisher)
-        br_slots_answered(c, pc->queue);
+        c->up.answered(c, pc->queue);
     pc->queue[0] = '\0';
     pc->warned = false;
     finish_all(c, &q, p);

@@ -22,11 +22,17 @@
  * low disk it is put in confirm mode, also without waiting, and no canary
  * goes out until that is answered.
  */
+#include "broker/pubchan.h"
+
 #include <stdio.h>
+#include <string.h>
 
 #include <amqp.h>
 
+#include "broker/chan.h"
 #include "broker/conn_int.h"
+#include "broker/death.h"
+#include "broker/state.h"
 #include "fleetfs/base/log.h"
 
 void br_pubchan_init(br_conn *c)
@@ -170,4 +176,47 @@ void br_pubchan_lost(br_conn *c, const char *why)
              why);
     while ((r = g_queue_pop_head(&c->pubheld)))
         br_req_complete(c, r, FE_NOT_CONNECTED, detail);
+}
+
+/* Put r on CH_PUB now (open, in confirm mode): basic.publish, and r waits
+ * in `inflight` for its confirm. */
+void br_publish_now(br_conn *c, br_req *r)
+{
+    amqp_basic_properties_t props;
+    amqp_table_entry_t host_hdr;
+    char expiration[24];
+    int rc;
+
+    memset(&props, 0, sizeof props);
+    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+                   AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TYPE_FLAG;
+    props.content_type = amqp_cstring_bytes("application/json");
+    props.delivery_mode = 2;
+    props.message_id = amqp_cstring_bytes(r->msg_id);
+    props.type = amqp_cstring_bytes(r->receipt ? "receipt" : "coord");
+    /* the sender's host: kept by the broker when it dead-letters the
+     * message, which fleet.dead routes home by it (broker/death.h) */
+    host_hdr.key = amqp_cstring_bytes(BR_HEADER_HOST);
+    host_hdr.value.kind = AMQP_FIELD_KIND_UTF8;
+    host_hdr.value.value.bytes = amqp_cstring_bytes(c->cfg.coord_id ? c->cfg.coord_id : "");
+    props._flags |= AMQP_BASIC_HEADERS_FLAG;
+    props.headers.num_entries = 1;
+    props.headers.entries = &host_hdr;
+    if (r->ttl_ms > 0) {
+        /* the broker drops it itself once it waited this long */
+        snprintf(expiration, sizeof expiration, "%lld", (long long)r->ttl_ms);
+        props._flags |= AMQP_BASIC_EXPIRATION_FLAG;
+        props.expiration = amqp_cstring_bytes(expiration);
+    }
+    rc = amqp_basic_publish(c->amqp, CH_PUB, amqp_cstring_bytes(r->exchange),
+                            amqp_cstring_bytes(r->exchange[0] ? r->key : r->queue), 1, 0, &props,
+                            (amqp_bytes_t){r->len, r->body});
+    if (rc != AMQP_STATUS_OK) {
+        br_req_complete(c, r, FE_NOT_CONNECTED, amqp_error_string2(rc));
+        br_drop_connection(c, amqp_error_string2(rc));
+        return;
+    }
+    r->pub_tag = ++c->pub_seq;
+    c->last_pub_ms = br_now_ms();
+    g_queue_push_tail(&c->inflight, r);
 }

@@ -19,6 +19,7 @@
 
 #include "broker/conn.h"
 #include "broker/conn_int.h"
+#include "broker/state.h"
 #include "broker/topology.h"
 #include "fleetfs/base/log.h"
 
