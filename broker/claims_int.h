@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* broker/claims_int.h — what the claims thread's two files share (broker/
- * only): claims.c (the thread, requests, take and release, probes) and
- * claimconn.c (the connect sequence and the helpers for a refused call).
+/* broker/claims_int.h — what the claims thread's files share (broker/
+ * only): claims.c (the thread: take and release, probes, events),
+ * claimapi.c (the thread as other threads reach it: start, watchdog, stop,
+ * the requests) and claimconn.c (the connection's login and set-up).
  * Ownership as claims.c's top comment says.
  */
 #ifndef FLEETFS_BROKER_CLAIMS_INT_H
@@ -14,6 +15,7 @@
 #include <glib.h>
 
 #include "broker/claims.h"
+#include "broker/sideconn.h"
 #include "fleetfs/os/os.h"
 
 #define CH_MAIN 1  /* confirms, token gets, events in */
@@ -81,14 +83,25 @@ struct bc_conn {
     unsigned held_at; /* rotation over held */
 };
 
-void bc_bytes_str(amqp_bytes_t b, char *out, size_t n);
-/* Words for the last failed synchronous call. */
-void bc_rpc_words(bc_conn *c, const char *what, char *out, size_t n);
-/* After a failed synchronous call on channel ch: the broker's
- * channel.close code (answered close-ok; the channel is closed now), or 0
- * when it was not a channel close (the connection is not usable then). */
-int bc_channel_refused(bc_conn *c, int ch);
-/* TCP or TLS, login: 0, or -1 and why. */
+/* The side connections' helpers (broker/sideconn.h) on the claims
+ * connection: the broker's words, the words for the last failed
+ * synchronous call, and the code of a channel.close that answered it. */
+static inline void bc_bytes_str(amqp_bytes_t b, char *out, size_t n)
+{
+    sc_bytes_str(b, out, n);
+}
+static inline void bc_rpc_words(bc_conn *c, const char *what, char *out, size_t n)
+{
+    sc_rpc_words(c->amqp, what, out, n);
+}
+static inline int bc_channel_refused(bc_conn *c, int ch)
+{
+    return sc_channel_refused(c->amqp, ch);
+}
+/* claims.c: the claims thread (bc_run starts it, claimapi.c). */
+gpointer bc_thread_main(gpointer data);
+
+/* claimconn.c: TCP or TLS, login: 0, or -1 and why. */
 int bc_open_login(bc_conn *c, const char *uri, char *why, size_t n);
 /* The channels, confirms, the events exchange and our queue: 0 or -1. */
 int bc_setup(bc_conn *c, char *why, size_t n);

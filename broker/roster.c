@@ -10,10 +10,10 @@
  * down, and one still stuck after that is left behind, never freed, so
  * that the unmount ends.
  *
- * The connect sequence (TCP or TLS with verification, login) is a small
- * private copy of conn.c's: conn.c exports no connect helper, and the
- * roster must not wait for, or share, the mailbox connection.  Fold the two
- * into one helper when broker/ grows one.
+ * The connect sequence (TCP or TLS with verification, login), the words
+ * for a refused call, the retry timing and the wait for the thread's end
+ * are the side connections' (broker/sideconn.h, the claims' too): the
+ * roster must not wait for, or share, the mailbox connection.
  */
 #include "broker/roster.h"
 
@@ -27,10 +27,8 @@
 #include <unistd.h>
 
 #include <amqp.h>
-#include <amqp_ssl_socket.h>
-#include <amqp_tcp_socket.h>
 
-#include "broker/explain.h"
+#include "broker/sideconn.h"
 #include "broker/topology.h"
 #include "fleetfs/base/log.h"
 #include "fleetfs/os/os.h"
@@ -115,35 +113,6 @@ static void set_link(ro_conn *r, bool up, const char *reason)
         r->cb.changed(r->cb.ud, up);
 }
 
-static void bytes_str(amqp_bytes_t b, char *out, size_t n)
-{
-    size_t len = MIN(b.len, n - 1);
-    if (len)
-        memcpy(out, b.bytes, len);
-    out[len] = '\0';
-    log_clean(out);
-}
-
-/* Words for the last failed synchronous call. */
-static void rpc_words(ro_conn *r, const char *what, char *out, size_t n)
-{
-    amqp_rpc_reply_t rep = amqp_get_rpc_reply(r->amqp);
-    char t[200] = "";
-    if (rep.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
-        (rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD ||
-         rep.reply.id == AMQP_CONNECTION_CLOSE_METHOD)) {
-        amqp_bytes_t text = rep.reply.id == AMQP_CHANNEL_CLOSE_METHOD
-                                ? ((amqp_channel_close_t *)rep.reply.decoded)->reply_text
-                                : ((amqp_connection_close_t *)rep.reply.decoded)->reply_text;
-        bytes_str(text, t, sizeof t);
-    } else if (rep.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
-        g_strlcpy(t, amqp_error_string2(rep.library_error), sizeof t);
-    } else {
-        g_strlcpy(t, "unexpected reply", sizeof t);
-    }
-    snprintf(out, n, "%s: %s", what, t);
-}
-
 static bool stopping(ro_conn *r)
 {
     bool stop;
@@ -186,87 +155,22 @@ static void drop(ro_conn *r, const char *why)
     }
     r->connected = false;
     set_link(r, false, why);
-    r->next_attempt_ms = now_ms() + r->backoff_ms;
-    r->backoff_ms = MIN(r->backoff_ms * 2, RO_BACKOFF_MAX_MS);
+    sc_retry_later(now_ms(), &r->next_attempt_ms, &r->backoff_ms, RO_BACKOFF_MAX_MS);
 }
 
-/* The private copy of the connect sequence (see the top of the file). */
+/* TCP or TLS, login (the side connections' sequence, sideconn.h). */
 static int open_login(ro_conn *r, const char *uri, char *why, size_t n)
 {
-    char *buf = g_strdup(uri);
-    struct amqp_connection_info info;
-    struct timeval tv = {2, 0}, rpc = {RO_RPC_TIMEOUT_MS / 1000, 0};
-    amqp_socket_t *sock;
-    amqp_rpc_reply_t rep;
-    const char *vhost;
-    br_where w;
-    int rc = -1, s;
-
-    amqp_default_connection_info(&info);
-    if (amqp_parse_url(buf, &info) != AMQP_STATUS_OK) {
-        snprintf(why, n, "cannot parse a broker URI");
-        goto out;
-    }
-    snprintf(r->shown, sizeof r->shown, "%s:%d", info.host, info.port);
-    vhost = r->cfg.vhost && *r->cfg.vhost ? r->cfg.vhost : info.vhost;
-    r->amqp = amqp_new_connection();
-    if (info.ssl && !r->cfg.ca) {
-        snprintf(why, n, "%s: amqps:// needs -o ca=FILE", r->shown);
-        goto out;
-    }
-    if (info.ssl) {
-        sock = amqp_ssl_socket_new(r->amqp);
-        if (sock && amqp_ssl_socket_set_cacert(sock, r->cfg.ca) != AMQP_STATUS_OK) {
-            snprintf(why, n, "cannot load CA file %s", r->cfg.ca);
-            goto out;
-        }
-        if (sock) {
-            amqp_ssl_socket_set_verify_peer(sock, 1);
-            amqp_ssl_socket_set_verify_hostname(sock, 1);
-        }
-    } else {
-        sock = amqp_tcp_socket_new(r->amqp);
-    }
-    if (!sock) {
-        snprintf(why, n, "cannot create a socket");
-        goto out;
-    }
-    w = (br_where){.shown = r->shown,
-                   .host = info.host,
-                   .port = info.port,
-                   .user = info.user,
-                   .vhost = vhost,
+    char name[200];
+    sc_params p = {.vhost = r->cfg.vhost,
                    .ca = r->cfg.ca,
-                   .uri_env = r->cfg.uri_env};
-    s = amqp_socket_open_noblock(sock, info.host, info.port, &tv);
-    if (s != AMQP_STATUS_OK) {
-        br_explain_open(&w, s, why, n);
-        goto out;
-    }
-    amqp_set_handshake_timeout(r->amqp, &rpc);
-    amqp_set_rpc_timeout(r->amqp, &rpc);
-    {
-        char name[200];
-        amqp_table_entry_t prop[2];
-        amqp_table_t props = {2, prop};
-        snprintf(name, sizeof name, "fleetfs %s@%s roster", r->cfg.coord_id, r->cfg.host);
-        prop[0].key = amqp_cstring_bytes("connection_name");
-        prop[0].value.kind = AMQP_FIELD_KIND_UTF8;
-        prop[0].value.value.bytes = amqp_cstring_bytes(name);
-        prop[1].key = amqp_cstring_bytes("product");
-        prop[1].value.kind = AMQP_FIELD_KIND_UTF8;
-        prop[1].value.value.bytes = amqp_cstring_bytes("fleetfs");
-        rep = amqp_login_with_properties(r->amqp, vhost, 0, 131072, RO_AMQP_HEARTBEAT_S, &props,
-                                         AMQP_SASL_METHOD_PLAIN, info.user, info.password);
-    }
-    if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
-        br_explain_login_reply(&w, rep, why, n);
-        goto out;
-    }
-    rc = 0;
-out:
-    g_free(buf); /* info points into it */
-    return rc;
+                   .uri_env = r->cfg.uri_env,
+                   .name = name,
+                   .heartbeat_s = RO_AMQP_HEARTBEAT_S,
+                   .rpc_timeout_ms = RO_RPC_TIMEOUT_MS,
+                   .who = "presence"};
+    snprintf(name, sizeof name, "fleetfs %s@%s roster", r->cfg.coord_id, r->cfg.host);
+    return sc_open_login(&p, uri, &r->amqp, r->shown, sizeof r->shown, why, n);
 }
 
 /* After a refused synchronous call on the roster channel: when the broker
@@ -274,16 +178,8 @@ out:
  * (BROKER-FACTS.md), and return its reply code; 0 for anything else. */
 static int channel_refused(ro_conn *r)
 {
-    amqp_rpc_reply_t rep = amqp_get_rpc_reply(r->amqp);
-    amqp_channel_close_ok_t ok = {0};
-    int code;
-
-    if (rep.reply_type != AMQP_RESPONSE_SERVER_EXCEPTION ||
-        rep.reply.id != AMQP_CHANNEL_CLOSE_METHOD)
-        return 0;
-    code = ((amqp_channel_close_t *)rep.reply.decoded)->reply_code;
-    if (amqp_send_method(r->amqp, RO_CH, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK ||
-        !amqp_channel_open(r->amqp, RO_CH))
+    int code = sc_channel_refused(r->amqp, RO_CH);
+    if (!code || !amqp_channel_open(r->amqp, RO_CH))
         return 0;
     return code;
 }
@@ -300,7 +196,7 @@ static int declare_exchange(ro_conn *r, char *why, size_t n)
     if (amqp_exchange_declare(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
                               amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table))
         return 0;
-    rpc_words(r, "cannot declare exchange " TOPO_ROSTER_EXCHANGE, first, sizeof first);
+    sc_rpc_words(r->amqp, "cannot declare exchange " TOPO_ROSTER_EXCHANGE, first, sizeof first);
     code = channel_refused(r);
     if (code != 403 && code != 406) {
         g_strlcpy(why, first, n);
@@ -309,10 +205,10 @@ static int declare_exchange(ro_conn *r, char *why, size_t n)
     if (amqp_exchange_declare(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
                               amqp_cstring_bytes("topic"), 1, 0, 0, 0, amqp_empty_table))
         return 0;
-    rpc_words(r,
-              "exchange " TOPO_ROSTER_EXCHANGE " is missing and this broker login may not "
-              "create it (an operator makes it: fleetfs-broker host add)",
-              why, n);
+    sc_rpc_words(r->amqp,
+                 "exchange " TOPO_ROSTER_EXCHANGE " is missing and this broker login may not "
+                 "create it (an operator makes it: fleetfs-broker host add)",
+                 why, n);
     return -1;
 }
 
@@ -381,7 +277,7 @@ static int sync_bindings(ro_conn *r, char *why, size_t n)
                              amqp_cstring_bytes(k), amqp_empty_table)) {
             char what[400];
             snprintf(what, sizeof what, "cannot bind the roster queue with %s", (char *)k);
-            rpc_words(r, what, why, n);
+            sc_rpc_words(r->amqp, what, why, n);
             if (scoped(r) && channel_refused(r) == 403) {
                 r->fallback = true;
                 log_warn("presence: the broker refused the fleet_view=groups binding %s (403: "
@@ -403,7 +299,7 @@ static int sync_bindings(ro_conn *r, char *why, size_t n)
         const char *key = extra->pdata[i];
         if (!amqp_queue_unbind(r->amqp, RO_CH, q, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
                                amqp_cstring_bytes(key), amqp_empty_table)) {
-            rpc_words(r, "cannot unbind the roster queue", why, n);
+            sc_rpc_words(r->amqp, "cannot unbind the roster queue", why, n);
             rc = -1;
             break;
         }
@@ -426,7 +322,7 @@ static int setup(ro_conn *r, char *why, size_t n)
     char name[128];
 
     if (!amqp_channel_open(r->amqp, RO_CH)) {
-        rpc_words(r, "cannot open a channel", why, n);
+        sc_rpc_words(r->amqp, "cannot open a channel", why, n);
         return -1;
     }
     if (declare_exchange(r, why, n) < 0)
@@ -438,11 +334,11 @@ static int setup(ro_conn *r, char *why, size_t n)
     topo_roster_queue(r->cfg.coord_id, name, sizeof name);
     q = amqp_queue_declare(r->amqp, RO_CH, amqp_cstring_bytes(name), 0, 0, 1, 1, args);
     if (!q) {
-        rpc_words(r, "cannot declare the roster queue", why, n);
+        sc_rpc_words(r->amqp, "cannot declare the roster queue", why, n);
         return -1;
     }
     qname = amqp_bytes_malloc_dup(q->queue);
-    bytes_str(qname, r->qname, sizeof r->qname);
+    sc_bytes_str(qname, r->qname, sizeof r->qname);
     g_hash_table_remove_all(r->bound);
     if (sync_bindings(r, why, n) < 0) {
         amqp_bytes_free(qname);
@@ -450,7 +346,7 @@ static int setup(ro_conn *r, char *why, size_t n)
     }
     if (!amqp_basic_consume(r->amqp, RO_CH, qname, amqp_empty_bytes, 0, 1, 1, amqp_empty_table)) {
         amqp_bytes_free(qname);
-        rpc_words(r, "cannot bind or consume the roster queue", why, n);
+        sc_rpc_words(r->amqp, "cannot bind or consume the roster queue", why, n);
         return -1;
     }
     amqp_bytes_free(qname);
@@ -663,16 +559,16 @@ static void other_frame(ro_conn *r)
         return;
     if (f.payload.method.id == AMQP_CONNECTION_CLOSE_METHOD) {
         amqp_connection_close_ok_t ok = {0};
-        bytes_str(((amqp_connection_close_t *)f.payload.method.decoded)->reply_text, text,
-                  sizeof text);
+        sc_bytes_str(((amqp_connection_close_t *)f.payload.method.decoded)->reply_text, text,
+                     sizeof text);
         amqp_send_method(r->amqp, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
         drop(r, text);
     } else if (f.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD ||
                f.payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
         /* our queue or channel is gone: start over on a new connection */
         if (f.payload.method.id == AMQP_CHANNEL_CLOSE_METHOD)
-            bytes_str(((amqp_channel_close_t *)f.payload.method.decoded)->reply_text, text,
-                      sizeof text);
+            sc_bytes_str(((amqp_channel_close_t *)f.payload.method.decoded)->reply_text, text,
+                         sizeof text);
         drop(r, text);
     }
 }
@@ -688,7 +584,7 @@ static void read_all(ro_conn *r)
         if (rep.reply_type == AMQP_RESPONSE_NORMAL) {
             char rk[256];
             bool ask;
-            bytes_str(env.routing_key, rk, sizeof rk);
+            sc_bytes_str(env.routing_key, rk, sizeof rk);
             ask = g_str_has_prefix(rk, TOPO_ROSTER_ASK_PREFIX);
             g_mutex_lock(&r->lock);
             if (ask)
@@ -860,18 +756,6 @@ void ro_kick(ro_conn *r)
     wake(r);
 }
 
-static bool wait_finished(ro_conn *r, gint64 until)
-{
-    bool done;
-    g_mutex_lock(&r->lock);
-    while (!r->finished)
-        if (!g_cond_wait_until(&r->done_cv, &r->lock, until))
-            break;
-    done = r->finished;
-    g_mutex_unlock(&r->lock);
-    return done;
-}
-
 void ro_stop_begin(ro_conn *r, bool leaving)
 {
     if (!r || !r->thread)
@@ -895,13 +779,13 @@ void ro_stop(ro_conn *r, bool leaving)
     /* RO_STOP_WAIT_MS from the request, however long the caller did other
      * stops meanwhile; then the socket is shut down and it gets as long again */
     until = r->stop_at + RO_STOP_WAIT_MS * 1000;
-    if (!wait_finished(r, until)) {
+    if (!sc_wait_finished(&r->lock, &r->done_cv, &r->finished, until)) {
         g_mutex_lock(&r->lock); /* the thread cannot close it meanwhile */
         if (r->sockfd >= 0)
             shutdown(r->sockfd, SHUT_RDWR);
         g_mutex_unlock(&r->lock);
         until = MAX(until, g_get_monotonic_time()) + RO_STOP_WAIT_MS * 1000;
-        if (!wait_finished(r, until)) {
+        if (!sc_wait_finished(&r->lock, &r->done_cv, &r->finished, until)) {
             log_err("presence: the roster thread did not end within %d s of the unmount (the "
                     "broker does not answer); exiting without it",
                     2 * RO_STOP_WAIT_MS / 1000);

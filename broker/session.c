@@ -35,6 +35,7 @@
 #include "broker/probes.h"
 #include "broker/pubchan.h"
 #include "broker/quirks.h"
+#include "broker/sideconn.h"
 #include "broker/slots.h"
 #include "broker/state.h"
 #include "broker/topology.h"
@@ -324,8 +325,6 @@ static void login_failure(attempt *a, amqp_rpc_reply_t rep)
 static int attempt_login(br_conn *c, attempt *a)
 {
     struct timeval rpc = {RPC_TIMEOUT_MS / 1000, 0};
-    amqp_table_entry_t prop[3], cap[2];
-    amqp_table_t props = {3, prop};
     amqp_rpc_reply_t rep;
     char name[256];
 
@@ -333,26 +332,12 @@ static int attempt_login(br_conn *c, attempt *a)
     amqp_set_rpc_timeout(c->amqp, &rpc);
     snprintf(name, sizeof name, "fleetfs %s@%s%s", c->cfg.coord_id, c->cfg.host ? c->cfg.host : "?",
              c->publisher ? " (publishing)" : "");
-    prop[0].key = amqp_cstring_bytes("connection_name");
-    prop[0].value.kind = AMQP_FIELD_KIND_UTF8;
-    prop[0].value.value.bytes = amqp_cstring_bytes(name);
-    prop[1].key = amqp_cstring_bytes("product");
-    prop[1].value.kind = AMQP_FIELD_KIND_UTF8;
-    prop[1].value.value.bytes = amqp_cstring_bytes("fleetfs");
-    /* without it the broker drops a consumer silently (queue deleted,
-     * quorum leader moved) instead of sending basic.cancel */
-    cap[0].key = amqp_cstring_bytes("consumer_cancel_notify");
-    cap[0].value.kind = AMQP_FIELD_KIND_BOOLEAN;
-    cap[0].value.value.boolean = 1;
-    /* a resource alarm is told (connection.blocked), not met as a hang */
-    cap[1].key = amqp_cstring_bytes("connection.blocked");
-    cap[1].value.kind = AMQP_FIELD_KIND_BOOLEAN;
-    cap[1].value.value.boolean = 1;
-    prop[2].key = amqp_cstring_bytes("capabilities");
-    prop[2].value.kind = AMQP_FIELD_KIND_TABLE;
-    prop[2].value.value.table = (amqp_table_t){2, cap};
-    rep = amqp_login_with_properties(c->amqp, a->vhost, 0, 131072, HEARTBEAT_S, &props,
-                                     AMQP_SASL_METHOD_PLAIN, a->info.user, a->info.password);
+    /* cancel notify: without it the broker drops a consumer silently
+     * (queue deleted, quorum leader moved) instead of sending basic.cancel;
+     * blocked: a resource alarm is told (connection.blocked), not met as a
+     * hang */
+    rep = sc_login(c->amqp, a->vhost, HEARTBEAT_S, name, SC_CAP_CANCEL_NOTIFY | SC_CAP_BLOCKED,
+                   a->info.user, a->info.password);
     if (rep.reply_type != AMQP_RESPONSE_NORMAL) {
         login_failure(a, rep);
         return -1;
