@@ -127,7 +127,7 @@ $(B)/tests/%: tests/unit/%.c $(B)/libfleetfs.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(B)/libfleetfs.a $(LDSAN) $(LDLIBS) -lcmocka
 
-$(B)/tools/%: tests/tools/%.c $(B)/libfleetfs.a $(HDRS)
+$(B)/tools/%: tests/tools/%.c $(B)/libfleetfs.a $(HDRS) $(wildcard tests/tools/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(B)/libfleetfs.a $(LDSAN) $(LDLIBS)
 

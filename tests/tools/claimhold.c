@@ -18,7 +18,8 @@
 #include <unistd.h>
 
 #include <amqp.h>
-#include <amqp_tcp_socket.h>
+
+#include "claimtool.h"
 
 static int fail(const char *what)
 {
@@ -28,26 +29,17 @@ static int fail(const char *what)
 
 int main(int argc, char **argv)
 {
-    struct amqp_connection_info info;
     amqp_connection_state_t c;
-    amqp_socket_t *s;
-    char *uri, q[200], body[400], key[200];
+    const char *err = "";
+    char q[200], body[400], key[200];
     long count;
     long long now = (long long)time(NULL) * 1000;
 
     if (argc != 5 || (count = strtol(argv[4], NULL, 10)) <= 0)
         return fail("usage: claimhold URI COORD PREFIX COUNT");
-    uri = strdup(argv[1]);
-    amqp_default_connection_info(&info);
-    if (amqp_parse_url(uri, &info) != AMQP_STATUS_OK)
-        return fail("bad URI");
-    c = amqp_new_connection();
-    s = amqp_tcp_socket_new(c);
-    if (!s || amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK)
-        return fail("cannot connect");
-    if (amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password)
-            .reply_type != AMQP_RESPONSE_NORMAL)
-        return fail("login refused");
+    c = claim_tool_open(argv[1], &err);
+    if (!c)
+        return fail(err);
     if (!amqp_channel_open(c, 1))
         return fail("cannot open a channel");
     for (long i = 0; i < count; i++) {
@@ -85,6 +77,5 @@ int main(int argc, char **argv)
         ;
     amqp_connection_close(c, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c);
-    free(uri);
     return 0;
 }

@@ -19,7 +19,8 @@
 #include <string.h>
 
 #include <amqp.h>
-#include <amqp_tcp_socket.h>
+
+#include "claimtool.h"
 
 static int fail(const char *what)
 {
@@ -43,34 +44,24 @@ static void field_of(const char *body, size_t len, const char *key, char *out, s
 
 int main(int argc, char **argv)
 {
-    struct amqp_connection_info info;
     amqp_connection_state_t c;
-    amqp_socket_t *s;
+    const char *err = "";
     amqp_queue_declare_ok_t *ok;
-    char q[300], holder[128] = "-", agent[160] = "-", *uri;
+    char q[300], holder[128] = "-", agent[160] = "-";
     unsigned long long max = 0, n = 0;
     unsigned consumers;
 
     if (argc != 3)
         return fail("usage: claimpeek URI NAME");
-    uri = strdup(argv[1]);
-    amqp_default_connection_info(&info);
-    if (amqp_parse_url(uri, &info) != AMQP_STATUS_OK)
-        return fail("bad URI");
-    c = amqp_new_connection();
-    s = amqp_tcp_socket_new(c);
-    if (!s || amqp_socket_open(s, info.host, info.port) != AMQP_STATUS_OK)
-        return fail("cannot connect");
-    if (amqp_login(c, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password)
-            .reply_type != AMQP_RESPONSE_NORMAL)
-        return fail("login refused");
+    c = claim_tool_open(argv[1], &err);
+    if (!c)
+        return fail(err);
     amqp_channel_open(c, 1);
     snprintf(q, sizeof q, "fleet.claim.%s", argv[2]);
     ok = amqp_queue_declare(c, 1, amqp_cstring_bytes(q), 1, 0, 0, 0, amqp_empty_table);
     if (!ok) { /* the channel is closed (404): the connection goes too */
         printf("no such claim\n");
         amqp_destroy_connection(c);
-        free(uri);
         return 4;
     }
     consumers = ok->consumer_count;
@@ -106,6 +97,5 @@ int main(int argc, char **argv)
            strcmp(agent, "-") ? " agent " : "", strcmp(agent, "-") ? agent : "");
     amqp_connection_close(c, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c);
-    free(uri);
     return 0;
 }
