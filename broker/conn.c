@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* broker/conn.c — the broker thread: requests, status and the loop.
+/* broker/conn.c — the broker thread: its loop, the requests it serves and
+ * the public API (broker/conn.h); the top of the thread's parts (conn_int.h).
  *
  * rabbitmq-c is not thread-safe, so one thread owns the AMQP connection
  * (OpenBSD smtpd's ownership by message passing).  Other threads hand it a

@@ -14,6 +14,8 @@
  * A channel-level problem stays channel-level: only that channel is
  * reopened and only its consumer restarted.  Every (re)opening of the
  * consumer channel starts a new epoch: delivery tags belong to a channel.
+ * The channel helpers (open, reopen, a refused call classified) are
+ * chan.c's; the login's properties are sideconn.c's sc_login.
  */
 #include "broker/session.h"
 
