@@ -3,10 +3,10 @@
  * a channel: open and reopen one, classify a failed synchronous call
  * (channel-level or the connection gone), a queue.declare and what its
  * answer says (the probe cache), and what this login may not bind (said
- * once).  Below the parts that set up consumers, probe and publish; it
- * calls only broker/state.h and the slot set (broker/slots.h), and drops a
- * connection through the br_up hook (conn_int.h).  Used through
- * broker/chan.h.
+ * once).  Below the parts that set up consumers, probe and publish: of
+ * the thread's parts it calls only state.h and the slot set (slots.h)
+ * (besides topology.h's mailbox arguments), and drops a connection
+ * through the br_up hook (conn_int.h).  Used through broker/chan.h.
  */
 #include "broker/chan.h"
 
