@@ -43,6 +43,12 @@
  * turn starts late is answered agent_prompt_stalled although the text and
  * the Enter were delivered (it is logged as typed; the status still
  * changes after enter_delay_ms).
+ * Which herdr: its source up to 0.8.2 and the unreleased commits after it
+ * (the library holds no 0.9 source).  herdr 0.9.0, as third parties
+ * report it, answers ping with protocol 22 and writes the text and its
+ * Enter in one write before it answers agent.prompt: the statefile's
+ * "version"/"protocol" say what the fake answers to ping, and without
+ * enter_delay_ms the Enter lands with the text, as 0.9.0's is said to.
  *
  * Pane objects are served as PaneInfo verbatim (unknown keys included) with
  * the required keys filled in when missing. A pane is an agent when its
