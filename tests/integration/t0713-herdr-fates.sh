@@ -6,7 +6,8 @@
 # wrote the text and saw no turn start: `uncertain`, never typed again. And
 # the fake herdr's false stall on a cold start (herdr answers stalled to a
 # prompt with "wait" although the text and Enter landed) never reaches the
-# sender: fleetfs passes no "wait". The server says it is herdr 0.9.0,
+# sender: fleetfs passes no "wait"; and only working or blocked (as
+# herdr's own wait requires) counts as a started turn, never unknown. The server says it is herdr 0.9.0,
 # protocol 22 (the numbers third parties report for the 0.9.0 release; the
 # fake's behaviour is herdr's source as doc/injection.md section 12 reads it).
 # Counted: the fake's prompt log (what fleetfs asked herdr to type) and the
@@ -80,6 +81,16 @@ test_expect_success 'the next message is typed and confirmed; the stalled one wa
     test "$(typed_n $id)" = 1 &&
     test "$(typed_n $stalled)" = 1 &&
     test "$(state_of $stalled)" = uncertain
+'
+
+test_expect_success 'an agent that goes unknown after the prompt (not working, not blocked): injected, never confirmed' '
+    herdr_set ".after_prompt_status = \"unknown\" | del(.busy_ms)" &&
+    echo "into the void" >alpha/peers/beta/send &&
+    id=$(last_id) &&
+    wait_for 10 "grep -q \"$id typed into agent beta (w1:p2), but the agent did not leave idle within 5000 ms\" beta.log" &&
+    test "$(state_of $id)" = injected &&
+    test "$(typed_n $id)" = 1 &&
+    herdr_set ".panes[0].agent_status = \"idle\""
 '
 
 test_done
