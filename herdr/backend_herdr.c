@@ -233,7 +233,14 @@ static ib_typed type(inj_backend *b, const ib_target *t, const char *text, char 
     if (k == HD_OK) {
         r = IT_TYPED;
     } else if (k == HD_ERR_REMOTE && !strcmp(rep.code, "agent_prompt_stalled")) {
-        r = IT_TYPED; /* accepted; whether the turn starts, confirm() finds out */
+        /* herdr wrote the text (and Enter) and saw no turn start: whether
+         * it was submitted is not known, and it is never typed again */
+        snprintf(why, n,
+                 "herdr answered agent_prompt_stalled while typing into %s (%s): it wrote the "
+                 "text but saw no turn start; whether it was submitted is not known, and it "
+                 "will not be typed again",
+                 t->name, rep.message);
+        r = IT_UNKNOWN;
     } else if ((k == HD_ERR_REMOTE || k == HD_ERR_PROTOCOL) && nothing_typed(rep.code)) {
         snprintf(why, n, "herdr refused to type into %s (%s: %s)", t->name, rep.code, rep.message);
         r = IT_REFUSED;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* herdr/tmux_int.h — the one way fleetfs runs tmux, shared by the
- * injector's tmux backend (tmux.c) and the spawn primitives
- * (tmux_spawn.c); not for other users. */
+/* herdr/tmux_int.h — inside herdr/, not for other users: the one way
+ * fleetfs runs tmux (tmux_run.c), used by the injector's tmux backend
+ * (tmux.c), what it reads off a pane (tmux_look.c) and the spawn
+ * primitives (tmux_spawn.c); and what tmux_look.c reads, used by tmux.c
+ * alone.  tmux.c -> tmux_look.c -> tmux_run.c: no file calls back. */
 #ifndef FLEETFS_HERDR_TMUX_INT_H
 #define FLEETFS_HERDR_TMUX_INT_H
 

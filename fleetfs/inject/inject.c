@@ -32,8 +32,13 @@
  * missing, agent busy, a confirmation pending) gets a time before which it
  * is not tried again, and the others go on meanwhile.  So a missing pane
  * stalls that entity only.
+ *
+ * Here: the slots and the thread that takes them in turn, the gate,
+ * typing, the looks after it, and inj_type_once.  The journal's file is
+ * journal.c; the slot's fields, which both read, slot.h.
  */
 #include "fleetfs/inject/inject.h"
+#include "fleetfs/inject/slot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,12 +58,11 @@
 #define BUSY_POLL_MS 500
 #define CONFIRM_MS 5000
 #define CONFIRM_POLL_MS 200
-#define JOURNAL_KEEP 5000
 #define SUBMIT_CHECK_MS 1000 /* tmux: from the carriage return to the look at the input line */
 
 /* Text to type once into one entity's pane (inj_type_once): shared by the
  * caller, who waits on it, and the slot, which types it. */
-typedef struct {
+struct inj_once {
     gatomicrefcount ref;
     char id[ENV_ID_LEN + 1];
     char *text;
@@ -66,7 +70,7 @@ typedef struct {
     GCond cv;
     int result; /* 0 pending, 1 typed, -1 not (why) */
     char why[400];
-} inj_once;
+};
 
 static inj_once *once_ref(inj_once *o)
 {
@@ -84,40 +88,6 @@ static void once_unref(inj_once *o)
     g_free(o);
 }
 
-/* One entity's injection: everything below is the injector thread's alone
- * (slots are added and removed under injector.lock, never while the
- * thread works on them: it works on a ref'd snapshot). */
-typedef struct {
-    gatomicrefcount ref;
-    mailbox *mb; /* a ref */
-    inj_backend *be;
-    /* journal: broker-independent record of what was typed (an applog,
-     * APPLOG_FSYNC: at most once must survive a power loss too) */
-    char *journal_path;
-    applog *journal_log;   /* NULL when it cannot be opened */
-    char journal_err[160]; /* why it cannot be written, for the words */
-    GHashTable *journal;   /* msgId -> last word (static string) */
-    GQueue journal_order;  /* msgIds, oldest first (owned by the hash table) */
-    GHashTable *meta;      /* msgId -> "from expiresAt" of an injecting line, until settled */
-    char *words;           /* last state shown, to log changes once */
-    int64_t next_ms;       /* monotonic: not tried before */
-    /* a message typed, its confirmation pending */
-    envelope confirm_env;
-    ib_target confirm_t;
-    int64_t confirm_until; /* 0: none pending */
-    bool confirm_left;     /* the agent was seen leaving idle */
-    inj_witness *wit;      /* the agent's prompt hook's reports (witness.h) */
-    /* tmux: a message typed, whether it was submitted not yet looked at;
-     * its `injected` goes out once it was (verify_step) */
-    envelope verify_env;
-    ib_target verify_t;
-    char *verify_text;
-    int64_t verify_until; /* 0: none pending */
-    int verify_cr;        /* carriage returns sent after the first */
-    bool verify_left;     /* herdr: the agent was seen leaving idle meanwhile */
-    inj_once *once;       /* text to type once, before any message (injector.lock) */
-} inj_slot;
-
 struct injector {
     const fs_opts *o;
     char *mountpoint; /* for the reply command in the header */
@@ -128,132 +98,6 @@ struct injector {
     GAsyncQueue *kicks;
     gint stopping;
 };
-
-/* ------------------------------------------------------------------ */
-/* journal                                                             */
-
-static const char *journal_word(const char *w)
-{
-    static const char *words[] = {"injecting", "injected", "not-typed", "uncertain"};
-    for (size_t i = 0; i < G_N_ELEMENTS(words); i++)
-        if (strcmp(words[i], w) == 0)
-            return words[i];
-    return NULL;
-}
-
-static void journal_set(inj_slot *in, const char *id, const char *word)
-{
-    gpointer key;
-    if (g_hash_table_contains(in->journal, id)) {
-        /* insert keeps the stored key (journal_order points at it) and
-         * frees the copy passed here */
-        g_hash_table_insert(in->journal, g_strdup(id), (gpointer)word);
-        return;
-    }
-    key = g_strdup(id);
-    g_hash_table_insert(in->journal, key, (gpointer)word);
-    g_queue_push_tail(&in->journal_order, key);
-    while (in->journal_order.length > JOURNAL_KEEP)
-        g_hash_table_remove(in->journal, g_queue_pop_head(&in->journal_order));
-}
-
-static void journal_open(inj_slot *in)
-{
-    GPtrArray *lines = NULL;
-    char *err = NULL;
-    in->journal_log = applog_open(in->journal_path, APPLOG_FSYNC, 128, &lines, &err);
-    if (!in->journal_log) {
-        g_strlcpy(in->journal_err, err, sizeof in->journal_err);
-        g_free(err);
-        return;
-    }
-    for (guint i = 0; i < lines->len; i++) {
-        gchar **f = g_strsplit(lines->pdata[i], " ", 4);
-        const char *w = f[0] ? journal_word(f[0]) : NULL;
-        if (w && f[1] && env_id_valid(f[1])) {
-            journal_set(in, f[1], w);
-            if (f[2] && f[3])
-                g_hash_table_replace(in->meta, g_strdup(f[1]),
-                                     g_strdup_printf("%s %s", f[2], f[3]));
-        }
-        g_strfreev(f);
-    }
-    g_ptr_array_free(lines, TRUE);
-}
-
-/* Rewrite the journal with the last word of each remembered msgId. */
-static void journal_compact(inj_slot *in)
-{
-    GString *s = g_string_new(NULL);
-    for (GList *l = in->journal_order.head; l; l = l->next) {
-        const char *meta = g_hash_table_lookup(in->meta, l->data);
-        g_string_append_printf(s, "%s %s%s%s\n", (char *)g_hash_table_lookup(in->journal, l->data),
-                               (char *)l->data, meta ? " " : "", meta ? meta : "");
-    }
-    if (applog_rewrite(in->journal_log, s, in->journal_order.length) < 0)
-        log_warn("inject: cannot rewrite %s (%s); it keeps growing until it can", in->journal_path,
-                 g_strerror(errno));
-    g_string_free(s, TRUE);
-}
-
-/* Durable before it returns: the at-most-once promise rests on it.
- * meta: "from expiresAt" (an injecting line), or NULL. */
-static bool journal_append(inj_slot *in, const char *word, const char *id, const char *meta)
-{
-    char line[256];
-    snprintf(line, sizeof line, "%s %s%s%s", word, id, meta ? " " : "", meta ? meta : "");
-    if (!in->journal_log || applog_append(in->journal_log, line) < 0) {
-        if (in->journal_log)
-            g_strlcpy(in->journal_err, strerror(errno), sizeof in->journal_err);
-        return false;
-    }
-    journal_set(in, id, journal_word(word));
-    if (meta)
-        g_hash_table_replace(in->meta, g_strdup(id), g_strdup(meta));
-    if (applog_lines(in->journal_log) > 4 * JOURNAL_KEEP)
-        journal_compact(in);
-    return true;
-}
-
-static bool journal_write(inj_slot *in, const char *word, const char *id)
-{
-    return journal_append(in, word, id, NULL);
-}
-
-/* "injecting" for message e, with its sender and expiresAt */
-static bool journal_write_typing(inj_slot *in, const envelope *e)
-{
-    char meta[ADDR_MAX_LEN + 64];
-    snprintf(meta, sizeof meta, "%s %s", e->from, e->expiresAt);
-    return journal_append(in, "injecting", e->msgId, meta);
-}
-
-/* The journal's word on messages typed (or being typed) that are not
- * known to the mailbox once their expiresAt passed: it is theirs
- * (journaled.c).  Each msgId is looked at until the mailbox knows it or
- * has settled it. */
-static void journal_settle(inj_slot *in)
-{
-    GHashTableIter it;
-    gpointer k, v;
-    g_hash_table_iter_init(&it, in->meta);
-    while (g_hash_table_iter_next(&it, &k, &v)) {
-        const char *word = g_hash_table_lookup(in->journal, k);
-        gchar **f = g_strsplit(v, " ", 2);
-        int r = 0;
-        if (word && strcmp(word, "not-typed") != 0 && f[0] && f[1])
-            r = mb_settle_journaled(
-                in->mb, k, f[0], f[1], !strcmp(word, "injected") ? "injected" : "uncertain",
-                !strcmp(word, "injected")
-                    ? "typed before fleetfs stopped; its copy never came back (the broker "
-                      "dropped it at its expiresAt); not typed again"
-                    : "fleetfs stopped while typing it and was back only after its expiresAt "
-                      "(the broker had dropped its copy); it is not typed again (at most once)");
-        g_strfreev(f);
-        if (r >= 0)
-            g_hash_table_iter_remove(&it);
-    }
-}
 
 /* ------------------------------------------------------------------ */
 
@@ -528,7 +372,7 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
         g_free(text);
         return;
     }
-    if (v != IB_OK || !journal_write_typing(in, e)) {
+    if (v != IB_OK || !inj_journal_write_typing(in, e)) {
         mb_claim(in->mb, e->msgId, false);
         g_free(text);
         if (v == IB_OK)
@@ -556,7 +400,7 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
     if (typed == IT_REFUSED) {
         /* nothing reached the pane: the journal must say so before the
          * message is offered again, or a crash would make it uncertain */
-        while (!journal_write(in, "not-typed", e->msgId) && !g_atomic_int_get(&inj->stopping)) {
+        while (!inj_journal_write(in, "not-typed", e->msgId) && !g_atomic_int_get(&inj->stopping)) {
             snprintf(words, sizeof words,
                      "stalled: cannot record in %s that %s was not typed (%s); retrying",
                      in->journal_path, e->msgId, in->journal_err);
@@ -571,11 +415,11 @@ static void deliver(injector *inj, inj_slot *in, const envelope *e)
         return;
     }
     if (typed == IT_UNKNOWN) {
-        journal_write(in, "uncertain", e->msgId);
+        inj_journal_write(in, "uncertain", e->msgId);
         finish(in, e, "uncertain", why);
         return;
     }
-    journal_write(in, "injected", e->msgId);
+    inj_journal_write(in, "injected", e->msgId);
     /* fault injection for the crash tests (tests/integration/t0700): die
      * like kill -9 between typing and acking */
     if (g_getenv("FLEETFS_TEST_DIE_AFTER_TYPING"))
@@ -639,7 +483,7 @@ static void once_step(injector *inj, inj_slot *in, inj_once *o)
         v = gate(in, &t, why, sizeof why);
     if (v == IB_OK)
         v = gate(in, &t, why, sizeof why); /* right before typing, once more */
-    if (v != IB_OK || !journal_write(in, "injecting", o->id)) {
+    if (v != IB_OK || !inj_journal_write(in, "injecting", o->id)) {
         say(in, v != IB_OK ? why : "stalled: cannot record deliveries in the journal");
         nap(in, v == IB_WAIT && in->be->has_status ? BUSY_POLL_MS : CONFIRM_POLL_MS);
         return;
@@ -648,13 +492,13 @@ static void once_step(injector *inj, inj_slot *in, inj_once *o)
     say(in, words);
     typed = in->be->type(in->be, &t, o->text, why, sizeof why);
     if (typed == IT_REFUSED) {
-        journal_write(in, "not-typed", o->id);
+        inj_journal_write(in, "not-typed", o->id);
         snprintf(words, sizeof words, "waiting: %s", why);
         say(in, words);
         nap(in, CONFIRM_POLL_MS);
         return;
     }
-    journal_write(in, typed == IT_TYPED ? "injected" : "uncertain", o->id);
+    inj_journal_write(in, typed == IT_TYPED ? "injected" : "uncertain", o->id);
     snprintf(words, sizeof words, "typed %s into %s", o->id, t.name);
     if (typed == IT_TYPED)
         say(in, words);
@@ -690,7 +534,7 @@ static void slot_step(injector *inj, inj_slot *in)
         return;
     }
     if (g_hash_table_size(in->meta))
-        journal_settle(in);
+        inj_journal_settle(in);
     if (!mb_next_for_injection(in->mb, &e)) {
         char words[256];
         snprintf(words, sizeof words, "ready: nothing to deliver (backend %s)", in->be->name);
@@ -799,7 +643,7 @@ static inj_slot *slot_new(injector *inj, mailbox *mb, const char *target)
     in->meta = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     in->journal_path = g_build_filename(mb_state_dir(mb), "inject.journal", NULL);
     in->wit = wit_new(mb_is_lead(mb) ? "" : mb_id(mb));
-    journal_open(in);
+    inj_journal_open(in);
     say(in, "starting");
     return in;
 }

@@ -12,7 +12,7 @@
  *                  "title": "...", "focused": false, ...any other keys } ],
  *     "behaviour": { "all": "ok"|"hang"|"close"|"garbage",
  *                    "prompt": "ok"|"hang"|"slow:<ms>"|"close"|"stalled"
- *                              |"error:<code>",
+ *                              |"stalled-always"|"error:<code>",
  *                    "send_input": same as "prompt" but "stalled" },
  *     "after_prompt_status": "working",
  *     "busy_ms": 300,                          (optional: back to idle 300 ms
@@ -43,6 +43,12 @@
  * turn starts late is answered agent_prompt_stalled although the text and
  * the Enter were delivered (it is logged as typed; the status still
  * changes after enter_delay_ms).
+ * Which herdr: its source up to 0.8.2 and the unreleased commits after it
+ * (the library holds no 0.9 source).  herdr 0.9.0, as third parties
+ * report it, answers ping with protocol 22 and writes the text and its
+ * Enter in one write before it answers agent.prompt: the statefile's
+ * "version"/"protocol" say what the fake answers to ping, and without
+ * enter_delay_ms the Enter lands with the text, as 0.9.0's is said to.
  *
  * Pane objects are served as PaneInfo verbatim (unknown keys included) with
  * the required keys filled in when missing. A pane is an agent when its
@@ -53,7 +59,10 @@
  * A prompt or input the fake takes (it "typed" the text) is appended to the
  * prompt log as {"method","target","text","at"} (send_input adds "keys");
  * one it refuses is appended to <log>.refused with its "code". "stalled"
- * counts as typed (herdr wrote the text, the agent never started); "hang"
+ * counts as typed (herdr wrote the text, the agent never started) and
+ * answers agent_prompt_stalled to a prompt with "wait", as herdr does;
+ * "stalled-always" answers it to a prompt without "wait" too (no herdr
+ * source read here does: a server whose effect gate is always on); "hang"
  * and "close" type nothing. Every request's method is appended to
  * <log>.calls (one a line), so a test can wait until fleetfs has looked
  * again before it asserts that nothing was typed. After a successful prompt the pane's
@@ -133,6 +142,8 @@ static behaviour get_behaviour(json_t *state, const char *key)
         b.kind = B_GARBAGE;
     else if (!strcmp(s, "stalled"))
         b.kind = B_STALLED;
+    else if (!strcmp(s, "stalled-always"))
+        b.kind = B_STALLED, b.ms = 1;
     else if (!strncmp(s, "slow:", 5))
         b.kind = B_SLOW, b.ms = atoi(s + 5);
     else if (!strncmp(s, "error:", 6))
@@ -480,7 +491,7 @@ static json_t *m_agent_prompt(req *r)
     if (!p)
         return NULL; /* hang or close: nothing typed */
     log_input(r, "agent.prompt", target, text, NULL, NULL);
-    if (b.kind == B_STALLED && wait && !json_is_null(wait)) {
+    if (b.kind == B_STALLED && (b.ms || (wait && !json_is_null(wait)))) {
         fail(r, "agent_prompt_stalled", "agent did not start");
         return NULL;
     }
