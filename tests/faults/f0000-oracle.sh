@@ -256,7 +256,8 @@ fclean() {
     printf "1\t$I1\tF 1\n1\t$I3\tF 3\n" >beta.read && printf "1\t$I1\tok\n" >beta.acked &&
     jq -cn --arg t "[fleet message from alpha, msgId $I2]
 F 2" "{text: \$t}" >herdr.jsonl &&
-    echo "$I6 5 800" >F.asks
+    echo "$I6 5 800" >F.asks &&
+    QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 2\nlead.alpha.dead 0")
 }
 # fcaught WHY [ARG]: fates must fail and say WHY
 fcaught() {
@@ -294,6 +295,13 @@ test_expect_success 'fates: told consumed with no observer; a state short of a f
     fcaught "$I5: alpha.s sent says acked .*no observer saw it" &&
     fclean && sed -i "s/\"$I5\",\"to\":\"beta\",\"state\":\"expired\"/\"$I5\",\"to\":\"beta\",\"state\":\"published\"/" alpha/leads/alpha/sent &&
     fcaught "$I5: alpha.s sent says published"
+'
+test_expect_success 'fates: dead-lettered beyond what fleet.dlq holds, or fleet.dlq missing' '
+    fclean && QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 1") &&
+    fcaught "2 of alpha.s sent entries to beta say dead-lettered, but fleet.dlq holds 1" &&
+    QUEUES=$(printf "lead.beta.inbox 0") && fcaught "but fleet.dlq holds nothing" &&
+    broker_queues() { return 1; } && fcaught "queue counts could not be read"; rc=$?
+    broker_queues() { printf "%s\n" "$QUEUES"; }; QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 0\nlead.alpha.dead 0"); return $rc
 '
 
 test_done

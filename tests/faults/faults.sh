@@ -44,7 +44,7 @@
 #   receiver_killed TAG NAME        right after kill_fleet NAME mid-stream: note what the test
 #                                   had seen consumed by then (prompt log and NAME's reader's
 #                                   ack log line counts, the stream's progress) in TAG.kills
-#   reader_start NAME [PAUSE]       in the background, as a script would: read NAME's inbox
+#   reader_start NAME [PAUSE [show]] in the background, as a script would: read NAME's inbox
 #                                   (a fresh cat every PAUSE s, default 0.2), log every line
 #                                   read ($TEST_DIR/NAME.read: pass, msgId, body), then ack
 #                                   exactly those msgIds (one write(2) for all: a dd of a file,
@@ -52,6 +52,8 @@
 #                                   write) and log each result ($TEST_DIR/NAME.acked: pass,
 #                                   msgId, ok or ERRNO). Errors are logged, never fatal: the
 #                                   broker or the mount may be away. It survives remounts.
+#                                   With "show" it only reads and logs (never acks): a
+#                                   reader that is shown messages and leaves them to expire.
 #   reader_stop NAME
 #   settled TAG TO                  true once every successful write of TAG has been
 #                                   observed consumed at TO (acked by the reader or typed)
@@ -343,7 +345,7 @@ _reader_ack() {
 }
 
 _reader_main() {
-  local name=$1 pause=$2 inbox pass=0 snap ids
+  local name=$1 pause=$2 mode=${3:-} inbox pass=0 snap ids
   inbox=$(_home "$1")/inbox
   while :; do
     pass=$((pass + 1))
@@ -351,7 +353,7 @@ _reader_main() {
       jq -r --arg p "$pass" '[$p, .msgId, .body] | @tsv' <<<"$snap" >"$TEST_DIR/.harness/reader.$name.pass" &&
         cat "$TEST_DIR/.harness/reader.$name.pass" >>"$TEST_DIR/$name.read" &&
         mapfile -t ids < <(cut -f2 "$TEST_DIR/.harness/reader.$name.pass") &&
-        [[ ${#ids[@]} -gt 0 ]] && _reader_ack "$name" "$pass" "${ids[@]}"
+        [[ ${#ids[@]} -gt 0 && $mode != show ]] && _reader_ack "$name" "$pass" "${ids[@]}"
     fi
     sleep "$pause"
   done
@@ -360,7 +362,7 @@ _reader_main() {
 reader_start() {
   local name=$1
   touch "$TEST_DIR/$name.read" "$TEST_DIR/$name.acked"
-  _reader_main "$name" "${2:-0.2}" </dev/null >/dev/null 2>&1 &
+  _reader_main "$name" "${2:-0.2}" "${3:-}" </dev/null >/dev/null 2>&1 &
   echo $! >"$TEST_DIR/.harness/reader.$name"
   at_exit "kill \$(cat $TEST_DIR/.harness/reader.$name) 2>/dev/null || true"
   return 0
@@ -794,6 +796,9 @@ reconcile() {
 #                                   entry FROM's sent says dead-lettered or rejected, unseen
 #                                   at TO, must have ended with exit 5 (refused) within
 #                                   FATE_ASK_MS (default 10000) ms, not waited out (exit 4).
+#                                   And the broker's count: fleet.dlq must hold at least as
+#                                   many dead letters as entries say dead-lettered (a
+#                                   missing fleet.dlq or a failed query fails).
 #                                   Prints one line (also in TAG.fates):
 #                                     fates FROM -> TO: N sent; acked N, typed N (injected
 #                                     N, confirmed N, uncertain N), shown-then-expired N,
@@ -820,7 +825,7 @@ _fate_obs() {
 }
 
 fates() {
-  local tag=$1 from=$2 to=$3 killed=0 sent rc=0 out=$TEST_DIR/$1.fates
+  local tag=$1 from=$2 to=$3 killed=0 sent rc=0 out=$TEST_DIR/$1.fates q dlq
   [[ ${4:-} == --killed ]] && killed=1
   sent=$(_home "$from")/sent
   [[ -f $sent ]] || { echo "NOT OK: fates: $from has no sent file" | tee "$out"; return 1; }
@@ -828,7 +833,10 @@ fates() {
     >"$TEST_DIR/.harness/fates.$tag.sent"
   _fate_obs "$to" >"$TEST_DIR/.harness/fates.$tag.obs"
   touch "$TEST_DIR/$tag.asks"
-  awk -F '\t' -v from="$from" -v to="$to" -v killed=$killed -v askms="${FATE_ASK_MS:-10000}" '
+  # the broker's own count: a dead-lettered entry needs a dead letter in fleet.dlq
+  q=$(broker_queues) || { echo "NOT OK: fates: the broker's queue counts could not be read" | tee "$out"; return 1; }
+  dlq=$(awk '$1 == "fleet.dlq" { print $2 }' <<<"$q")
+  awk -F '\t' -v from="$from" -v to="$to" -v killed=$killed -v askms="${FATE_ASK_MS:-10000}" -v dlq="${dlq:--1}" '
     FILENAME == ARGV[1] { split($0, o, " "); seen[o[1], o[2]] = 1; next }
     FILENAME == ARGV[2] { split($0, a, " "); ask[a[1]] = a[2] " " a[3]; next }
     {
@@ -859,6 +867,10 @@ fates() {
       }
     }
     END {
+      if (u["dead-lettered"] > dlq) {
+        dis++
+        print "NOT OK: " u["dead-lettered"] " of " from "'"'"'s sent entries to " to " say dead-lettered, but fleet.dlq holds " (dlq < 0 ? "nothing (missing)" : dlq)
+      }
       printf "fates %s -> %s: %d sent; acked %d, typed %d (injected %d, confirmed %d, uncertain %d), shown-then-expired %d, unseen %d (expired %d, dead-lettered %d, rejected %d, uncertain %d); asks %d (refused at once %d); disagreements %d\n", \
         from, to, n, acked, typed, t["injected"], t["confirmed"], t["uncertain"], shown, unseen, \
         u["expired"], u["dead-lettered"], u["rejected"], u["uncertain"], asks, refused, dis
