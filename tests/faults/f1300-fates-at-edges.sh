@@ -8,7 +8,8 @@
 #     signed with alpha's key: the safe resend) reaches delta while the
 #     first is held and is refused as a duplicate, not a death;
 #   - crash while typing, back after expiry: beta is killed -9 while the
-#     fake herdr hangs on the prompt, and mounted again after the message's
+#     fake herdr hangs on the prompt (a 20 s lifetime: it is typed after
+#     the first one's turn hold), and mounted again after the message's
 #     expiresAt; plus one typed normally;
 #   - an ask refused at once: carol does not trust alpha's key; `fleetfs
 #     ask --timeout 60s` must end with exit 5 within seconds.
@@ -64,11 +65,11 @@ test_expect_success 'typed once; then killed while typing, back after expiry' '
     id=$(sendx beta "typed plainly" 30) &&
     wait_for 10 "test \$(prompts) = 1" &&
     herdr_set ".behaviour.prompt=\"slow:60000\"" &&
-    id=$(sendx beta "caught mid-typing" 6) &&
-    wait_for 10 "test \$(prompts) = 2" &&
+    id=$(sendx beta "caught mid-typing" 20) &&
+    wait_for 20 "test \$(prompts) = 2" &&
     kill_fleet beta &&
     herdr_set "del(.behaviour)" &&
-    wait_for 30 "past_expiry $id && test \"\$(broker_count lead.beta.inbox)\" = 0" &&
+    wait_for 40 "past_expiry $id && test \"\$(broker_count lead.beta.inbox)\" = 0" &&
     mount_fleet beta peers=alpha inject=herdr &&
     wait_for 30 "final beta && test \"\$(field $id state)\" != dead-lettered" &&
     test "$(prompts)" = 2
