@@ -160,6 +160,26 @@ void br_slots_answered(br_conn *c, const char *queue)
     }
 }
 
+/* The own dead letters' queue held its cap when consuming began: the
+ * broker drops the oldest past it (no overflow setting), silently.  Said
+ * once per connect, counted for status (found_full). */
+static void dead_found_full(br_conn *c, br_slot *s, uint32_t count)
+{
+    g_mutex_lock(&c->lock);
+    s->st.found_full++;
+    s->st.full_count = count;
+    g_mutex_unlock(&c->lock);
+    log_warn("dead letters: %s held %u dead letters when consuming began, its cap: the broker "
+             "drops the oldest past it, so dead letters of this host's messages may have been "
+             "lost while it was away; a message whose dead letter was lost ends `expired` by this "
+             "host's clock (expiredBy sender), not `dead-lettered`; the operator's fleet.dlq "
+             "keeps its own newest %d (fleetfs dlq list). Keep this host up, or read fewer "
+             "mailboxes that expire, so that its dead letters do not pile up",
+             s->queue, (unsigned)count, TOPO_DLQ_MAX_LENGTH);
+    if (c->cb.changed)
+        c->cb.changed(c->cb.ud);
+}
+
 /* Open (when needed), declare s's queue with the mailbox arguments and
  * consume it exclusively with manual acks, on s's channel.  Returns 0; 1
  * when the channel cannot be opened yet; SLOT_GATED while the queue has
@@ -168,6 +188,7 @@ void br_slots_answered(br_conn *c, const char *queue)
  * or -1 when the connection is gone (and has been dropped). */
 static int slot_consume(br_conn *c, br_slot *s, char *text, size_t n, bool *declaring)
 {
+    amqp_queue_declare_ok_t *ok;
     amqp_table_entry_t entries[TOPO_AGENT_ARGS];
     char tag[BR_QUEUE_MAX + 16];
     int code, rc;
@@ -189,11 +210,14 @@ static int slot_consume(br_conn *c, br_slot *s, char *text, size_t n, bool *decl
     /* the own dead-letter queue is capped like fleet.dlq, with no
      * dead-letter exchange of its own (a dead letter of it would come
      * back to it) */
-    if (!amqp_queue_declare(c->amqp, s->ch, amqp_cstring_bytes(s->queue), 0, 1, 0, 0,
+    ok = amqp_queue_declare(c->amqp, s->ch, amqp_cstring_bytes(s->queue), 0, 1, 0, 0,
                             s->box == BR_BOX_DEAD ? topo_dlq_args(&c->cfg, entries)
                             : br_expiry_agent(s)  ? topo_agent_args(&c->cfg, entries, !s->legacy)
-                                                  : topo_mailbox_args(&c->cfg, entries)))
+                                                  : topo_mailbox_args(&c->cfg, entries));
+    if (!ok)
         goto fail;
+    if (s->box == BR_BOX_DEAD && ok->message_count >= TOPO_DLQ_MAX_LENGTH)
+        dead_found_full(c, s, ok->message_count);
     s->declared = true;
     *declaring = false;
     /* the gate's answer (a 404 before this declare made the queue, or a

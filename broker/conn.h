@@ -323,6 +323,11 @@ typedef struct {
      * which one the broker refused and why (retried every 3 s) */
     bool bound;
     char bind_reason[384];
+    /* the own dead letters' queue only: how many times a declare found it
+     * at its cap (TOPO_DLQ_MAX_LENGTH), so the broker may have dropped the
+     * oldest (doc/protocol.md section 4), and the count it last found */
+    unsigned found_full;
+    uint32_t full_count;
 } br_box_status;
 
 /* Add box (1 <= box < BR_BOX_MAX) consuming queue: returns 0 at once (the

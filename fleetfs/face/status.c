@@ -69,8 +69,15 @@ static void dead_line(GString *s, fleet *f, const br_status *st)
         g_string_append(s, "dead_letters: starting\n");
         return;
     }
-    g_string_append_printf(s, "dead_letters: %s%s%s\n", cons_words(b.consumer, st->link),
+    g_string_append_printf(s, "dead_letters: %s%s%s", cons_words(b.consumer, st->link),
                            b.reason[0] ? ": " : "", b.reason);
+    /* the broker may have dropped the oldest (doc/protocol.md section 4) */
+    if (b.found_full)
+        g_string_append_printf(s,
+                               "; found full (%u) %u time%s: older dead letters may have been "
+                               "dropped by the broker",
+                               b.full_count, b.found_full, b.found_full == 1 ? "" : "s");
+    g_string_append_c(s, '\n');
 }
 
 static void injector_line(GString *s, fleet *f)

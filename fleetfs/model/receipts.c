@@ -40,10 +40,15 @@
  * queue, a link down and a missing receipt queue (it may be created soon:
  * a peer that has not started yet, or an operator's `host add` to come)
  * are retried until the receipt's own expiresAt; a refusal that cannot
- * change (no permission) drops it at once.  A destination keeps at most
- * OUTBOX_PEER_MAX receipts: beyond that a new one is dropped.  Every drop
- * is counted (status: receipts_dropped) and logged: a refusal or an expiry
- * per receipt, the bound once per streak with the count when it ends.
+ * change (no permission) drops it at once.  The bound per destination
+ * (outbox_bound: OUTBOX_PEER_MAX) drops only the words its sender's own
+ * clock reaches alike (`expired`, `rejected`, a control answer): a receipt
+ * of a message typed, acked or left uncertain is the one word the sender
+ * cannot learn otherwise, so it is dropped only past OUTBOX_HARD_TIMES
+ * times the bound (one full receipt queue's worth: a peer that sends yet
+ * never takes its receipts).  Every drop is counted (status:
+ * receipts_dropped) and logged: a refusal or an expiry per receipt, a
+ * bound once per streak with the count when it ends.
  *
  * A receipt that may have reached the peer's queue already (an attempt
  * without a confirm, or one loaded after a restart) is signed again under
@@ -72,7 +77,8 @@
 #define OUTBOX_RETRY_MS 1000
 #define OUTBOX_BACKOFF_MAX_MS 15000
 #define OUTBOX_PEER_MAX 1000
-#define OUTBOX_SENDERS 32 /* destinations tried at once */
+#define OUTBOX_HARD_TIMES 10 /* the bound for the words of consumption */
+#define OUTBOX_SENDERS 32    /* destinations tried at once */
 
 typedef struct {
     char id[ENV_ID_LEN + 1];
@@ -246,19 +252,51 @@ static GString *render_pending(void *p)
     return s;
 }
 
-/* Lock held: a destination at its bound takes no more; counted, and
- * logged once per streak. */
-static bool over_bound_locked(mb_outbox *ob, const char *to, const char *ref)
+/* The bound per destination: OUTBOX_PEER_MAX, or FLEETFS_TEST_OUTBOX_CAP
+ * (t0330: a bound of a few, so a test fills it with a few messages). */
+static unsigned outbox_bound(void)
+{
+    const char *env = g_getenv("FLEETFS_TEST_OUTBOX_CAP");
+    guint64 v = env ? g_ascii_strtoull(env, NULL, 10) : 0;
+    return v > 0 && v < OUTBOX_PEER_MAX ? (unsigned)v : OUTBOX_PEER_MAX;
+}
+
+/* A word only the receiver can give: the message was typed, acked, or
+ * left uncertain by a crash.  Its sender's clock would say `expired`. */
+static bool word_of_consumption(const char *state)
+{
+    return state && (!strcmp(state, "injected") || !strcmp(state, "confirmed") ||
+                     !strcmp(state, "acked") || !strcmp(state, "uncertain"));
+}
+
+/* Lock held: a destination at its bound takes no more of this kind (state:
+ * the receipt's, NULL for a control answer); counted, and logged once per
+ * streak. */
+static bool over_bound_locked(mb_outbox *ob, const char *to, const char *ref, const char *state)
 {
     ob_dest *d = g_hash_table_lookup(ob->dests, to);
-    if (!d || d->items.length < OUTBOX_PEER_MAX)
+    unsigned bound = outbox_bound();
+    bool kept = word_of_consumption(state);
+    if (kept)
+        bound *= OUTBOX_HARD_TIMES;
+    if (!d || d->items.length < bound)
         return false;
     ob->dropped++;
-    if (!d->over++)
-        log_warn("receipts: %u receipts for %s wait already (it does not take them); the one "
-                 "about %s and any more are dropped until it takes some (counted in "
-                 "receipts_dropped)",
-                 OUTBOX_PEER_MAX, to, ref);
+    if (d->over++)
+        return true;
+    if (kept)
+        log_warn("receipts: %u receipts for %s wait already (it does not take them), the most "
+                 "kept even for typed and acked messages; the %s receipt about %s and any more "
+                 "are dropped until it takes some (counted in receipts_dropped): %s will not "
+                 "learn what became of those messages; check why %s does not take its "
+                 "receipts (its lead.%s.receipts full, or not consumed)",
+                 bound, to, state, ref, to, to, to);
+    else
+        log_warn("receipts: %u receipts for %s wait already (it does not take them); the %s "
+                 "about %s and any more of its kind are dropped until it takes some (counted in "
+                 "receipts_dropped; its own clock says expired for those); receipts of typed, "
+                 "acked or uncertain messages are still kept, up to %u",
+                 bound, to, state ? state : "control answer", ref, bound * OUTBOX_HARD_TIMES);
     return true;
 }
 
@@ -274,7 +312,7 @@ void outbox_queue_locked(mailbox *mb, const envelope *orig, const char *state, c
 
     /* the receipt goes to the queue of the host the sender lives on */
     mb_id_host(orig->from, dest, sizeof dest);
-    if (ob && over_bound_locked(ob, dest, orig->msgId))
+    if (ob && over_bound_locked(ob, dest, orig->msgId, state))
         return;
     memset(&r, 0, sizeof r);
     r.v = 1;
@@ -823,7 +861,7 @@ int mb_control_send(mailbox *lead, ctl_env *answer)
     g_mutex_lock(lead->lock);
     ob = lead->h->outbox;
     if (!ob || !lead->h->key || ctl_sign(lead->h->key, answer) < 0 ||
-        over_bound_locked(ob, answer->to, answer->requestId)) {
+        over_bound_locked(ob, answer->to, answer->requestId, NULL)) {
         g_mutex_unlock(lead->lock);
         log_err("control: cannot sign or queue the %s answer to %s about %s; it expects an "
                 "answer until its request expires",

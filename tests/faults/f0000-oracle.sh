@@ -235,4 +235,73 @@ test_expect_success 'streams r1 and r10: neither counts the other'"'"'s messages
     reconcile Tr10 beta --min-ok 2 && grep -q "delivered 2 (acked 2" Tr10.reconciled &&
     ! reconcile Tr1 beta --min-ok 1 && grep -q "delivered 1 (acked 1" Tr1.reconciled && grep -q "never consumed: 2$" Tr1.reconciled
 '
+# --- fates at the edges (issue 43): each sender's sent against what an observer saw
+I1=00000000000000000000000000000001 I2=00000000000000000000000000000002 I3=00000000000000000000000000000003
+I4=00000000000000000000000000000004 I5=00000000000000000000000000000005 I6=00000000000000000000000000000006
+# fclean: alpha sent beta six messages: I1 acked by the reader, I2 typed,
+# I3 read and never acked then expired, I4 and I5 never seen (dead-lettered,
+# expired unread), I6 an ask refused at once (exit 5 in 800 ms); one to
+# gamma, dead-lettered, is not beta's
+fclean() {
+    mkdir -p alpha/leads/alpha .harness && rm -f F.asks && HERDR_LOG=$TEST_DIR/herdr.jsonl &&
+    {
+        echo "{\"msgId\":\"$I1\",\"to\":\"beta\",\"state\":\"acked\"}"
+        echo "{\"msgId\":\"$I2\",\"to\":\"beta\",\"state\":\"injected\",\"detail\":\"typed into agent beta\"}"
+        echo "{\"msgId\":\"$I3\",\"to\":\"beta\",\"state\":\"expired\",\"detail\":\"shown, then expired: a reader of beta inbox read it\"}"
+        echo "{\"msgId\":\"$I4\",\"to\":\"beta\",\"state\":\"dead-lettered\",\"detail\":\"expired in lead.beta.inbox\"}"
+        echo "{\"msgId\":\"$I5\",\"to\":\"beta\",\"state\":\"expired\",\"detail\":\"dropped unread by beta\"}"
+        echo "{\"msgId\":\"$I6\",\"to\":\"beta\",\"state\":\"dead-lettered\",\"detail\":\"rejected by the reader of lead.beta.inbox\"}"
+        echo "{\"msgId\":\"$I5\",\"to\":\"gamma\",\"state\":\"dead-lettered\"}"
+    } >alpha/leads/alpha/sent &&
+    printf "1\t$I1\tF 1\n1\t$I3\tF 3\n" >beta.read && printf "1\t$I1\tok\n" >beta.acked &&
+    jq -cn --arg t "[fleet message from alpha, msgId $I2]
+F 2" "{text: \$t}" >herdr.jsonl &&
+    echo "$I6 5 800" >F.asks &&
+    QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 2\nlead.alpha.dead 0")
+}
+# fcaught WHY [ARG]: fates must fail and say WHY
+fcaught() {
+    if fates F alpha beta ${2:-} >out 2>&1; then cat out; return 1; fi
+    cat out && grep -q "NOT OK: .*$1" out
+}
+test_expect_success 'fates: a clean run passes, each outcome counted from the observers' '
+    fclean && fates F alpha beta &&
+    grep -qx "fates alpha -> beta: 6 sent; acked 1, typed 1 (injected 1, confirmed 0, uncertain 0), shown-then-expired 1, unseen 3 (expired 1, dead-lettered 2, rejected 0, uncertain 0); asks 1 (refused at once 1); disagreements 0" F.fates
+'
+test_expect_success 'fates: read by the reader, then receipted "dropped unread"' '
+    fclean && sed -i "s/shown, then expired: a reader of beta inbox read it/dropped unread by beta/" alpha/leads/alpha/sent &&
+    fcaught "$I3: alpha.s sent says expired (dropped unread by beta), but beta.s reader read it"
+'
+test_expect_success 'fates: a refused duplicate told as a death (acked by the reader, sent says dead-lettered)' '
+    fclean && sed -i "s/\"$I1\",\"to\":\"beta\",\"state\":\"acked\"/\"$I1\",\"to\":\"beta\",\"state\":\"dead-lettered\"/" alpha/leads/alpha/sent &&
+    fcaught "$I1: alpha.s sent says dead-lettered .*its ack by beta.s reader succeeded"
+'
+test_expect_success 'fates: typed, then the receiver crashed and the message expired: never dead-lettered or expired' '
+    for st in dead-lettered expired; do
+        fclean && sed -i "s/\"$I2\",\"to\":\"beta\",\"state\":\"injected\"/\"$I2\",\"to\":\"beta\",\"state\":\"$st\"/" alpha/leads/alpha/sent &&
+        fcaught "$I2: alpha.s sent says $st .*the fake herdr typed it" || return 1
+    done
+'
+test_expect_success 'fates: uncertain with nothing typed only when the receiver was killed' '
+    fclean && sed -i "s/\"$I4\",\"to\":\"beta\",\"state\":\"dead-lettered\"/\"$I4\",\"to\":\"beta\",\"state\":\"uncertain\"/" alpha/leads/alpha/sent &&
+    fcaught "$I4: alpha.s sent says uncertain" &&
+    fates F alpha beta --killed && grep -q "unseen 3 (expired 1, dead-lettered 1, rejected 0, uncertain 1)" F.fates
+'
+test_expect_success 'fates: an ask refused but waited out (exit 4 after its whole lifetime)' '
+    fclean && echo "$I6 4 60800" >F.asks && fcaught "ask $I6: refused (dead-lettered) but the ask ended with exit 4 after 60800 ms"
+'
+test_expect_success 'fates: told consumed with no observer; a state short of a fate' '
+    fclean && sed -i "s/\"$I5\",\"to\":\"beta\",\"state\":\"expired\"/\"$I5\",\"to\":\"beta\",\"state\":\"acked\"/" alpha/leads/alpha/sent &&
+    fcaught "$I5: alpha.s sent says acked .*no observer saw it" &&
+    fclean && sed -i "s/\"$I5\",\"to\":\"beta\",\"state\":\"expired\"/\"$I5\",\"to\":\"beta\",\"state\":\"published\"/" alpha/leads/alpha/sent &&
+    fcaught "$I5: alpha.s sent says published"
+'
+test_expect_success 'fates: dead-lettered beyond what fleet.dlq holds, or fleet.dlq missing' '
+    fclean && QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 1") &&
+    fcaught "2 of alpha.s sent entries to beta say dead-lettered, but fleet.dlq holds 1" &&
+    QUEUES=$(printf "lead.beta.inbox 0") && fcaught "but fleet.dlq holds nothing" &&
+    broker_queues() { return 1; } && fcaught "queue counts could not be read"; rc=$?
+    broker_queues() { printf "%s\n" "$QUEUES"; }; QUEUES=$(printf "lead.beta.inbox 0\nfleet.dlq 0\nlead.alpha.dead 0"); return $rc
+'
+
 test_done

@@ -44,7 +44,7 @@
 #   receiver_killed TAG NAME        right after kill_fleet NAME mid-stream: note what the test
 #                                   had seen consumed by then (prompt log and NAME's reader's
 #                                   ack log line counts, the stream's progress) in TAG.kills
-#   reader_start NAME [PAUSE]       in the background, as a script would: read NAME's inbox
+#   reader_start NAME [PAUSE [show]] in the background, as a script would: read NAME's inbox
 #                                   (a fresh cat every PAUSE s, default 0.2), log every line
 #                                   read ($TEST_DIR/NAME.read: pass, msgId, body), then ack
 #                                   exactly those msgIds (one write(2) for all: a dd of a file,
@@ -52,6 +52,8 @@
 #                                   write) and log each result ($TEST_DIR/NAME.acked: pass,
 #                                   msgId, ok or ERRNO). Errors are logged, never fatal: the
 #                                   broker or the mount may be away. It survives remounts.
+#                                   With "show" it only reads and logs (never acks): a
+#                                   reader that is shown messages and leaves them to expire.
 #   reader_stop NAME
 #   settled TAG TO                  true once every successful write of TAG has been
 #                                   observed consumed at TO (acked by the reader or typed)
@@ -343,7 +345,7 @@ _reader_ack() {
 }
 
 _reader_main() {
-  local name=$1 pause=$2 inbox pass=0 snap ids
+  local name=$1 pause=$2 mode=${3:-} inbox pass=0 snap ids
   inbox=$(_home "$1")/inbox
   while :; do
     pass=$((pass + 1))
@@ -351,7 +353,7 @@ _reader_main() {
       jq -r --arg p "$pass" '[$p, .msgId, .body] | @tsv' <<<"$snap" >"$TEST_DIR/.harness/reader.$name.pass" &&
         cat "$TEST_DIR/.harness/reader.$name.pass" >>"$TEST_DIR/$name.read" &&
         mapfile -t ids < <(cut -f2 "$TEST_DIR/.harness/reader.$name.pass") &&
-        [[ ${#ids[@]} -gt 0 ]] && _reader_ack "$name" "$pass" "${ids[@]}"
+        [[ ${#ids[@]} -gt 0 && $mode != show ]] && _reader_ack "$name" "$pass" "${ids[@]}"
     fi
     sleep "$pause"
   done
@@ -360,7 +362,7 @@ _reader_main() {
 reader_start() {
   local name=$1
   touch "$TEST_DIR/$name.read" "$TEST_DIR/$name.acked"
-  _reader_main "$name" "${2:-0.2}" </dev/null >/dev/null 2>&1 &
+  _reader_main "$name" "${2:-0.2}" "${3:-}" </dev/null >/dev/null 2>&1 &
   echo $! >"$TEST_DIR/.harness/reader.$name"
   at_exit "kill \$(cat $TEST_DIR/.harness/reader.$name) 2>/dev/null || true"
   return 0
@@ -764,4 +766,118 @@ reconcile() {
     _dlq_sample
   fi | tee -a "$TEST_DIR/$tag.reconciled"
   return "$rc"
+}
+
+# ---------------------------------------------------------------- fates at the edges
+#
+# Issue 43: what each sender's `sent` says about a message must match what
+# an observer saw become of it at the receiver.
+#
+#   ask_timed TAG FROM TO TIMEOUT TEXT  `fleetfs ask` from lead FROM's mount to TO with
+#                                   --timeout TIMEOUT; appends "MSGID EXIT MS" to TAG.asks
+#                                   (MSGID: FROM's newest sent entry after it, an address
+#                                   only; EXIT: the tool's status; MS: how long it took, by
+#                                   the test's clock)
+#   fates TAG FROM TO [--killed]    every entry of FROM's sent addressed to TO, judged by
+#                                   what the test's observers saw of its msgId at TO: acked
+#                                   (TO's reader's ack of it succeeded), typed (the fake
+#                                   herdr was asked to type it), shown (the reader read its
+#                                   line, no ack of it succeeded) or unseen. Allowed: acked
+#                                   -> acked; typed -> injected, confirmed or uncertain
+#                                   (never expired, dead-lettered, rejected); shown ->
+#                                   expired with "shown, then expired" in its detail (never
+#                                   "dropped unread", never dead-lettered); unseen ->
+#                                   expired (not "shown"), dead-lettered or rejected, and
+#                                   uncertain only with --killed (the receiver was killed:
+#                                   its journal may say it was being typed while the prompt
+#                                   log has nothing). A state short of a fate (unconfirmed,
+#                                   published, published-unread) is a disagreement too: call
+#                                   it once the fates are known. Each line of TAG.asks whose
+#                                   entry FROM's sent says dead-lettered or rejected, unseen
+#                                   at TO, must have ended with exit 5 (refused) within
+#                                   FATE_ASK_MS (default 10000) ms, not waited out (exit 4).
+#                                   And the broker's count: fleet.dlq must hold at least as
+#                                   many dead letters as entries say dead-lettered (a
+#                                   missing fleet.dlq or a failed query fails).
+#                                   Prints one line (also in TAG.fates):
+#                                     fates FROM -> TO: N sent; acked N, typed N (injected
+#                                     N, confirmed N, uncertain N), shown-then-expired N,
+#                                     unseen N (expired N, dead-lettered N, rejected N,
+#                                     uncertain N); asks N (refused at once N); disagreements N
+#                                   then "NOT OK: ..." per disagreement, and fails on any.
+ask_timed() {
+  local tag=$1 from=$2 t0 rc id
+  t0=$(date +%s%N)
+  "$FLEETFS" ask "$TEST_DIR/$from" --timeout "$4" "$3" "$5" >/dev/null 2>>"$TEST_DIR/$tag.asks.err"
+  rc=$?
+  id=$(tail -n 1 "$(_home "$from")/sent" 2>/dev/null | jq -r '.msgId // "-"' 2>/dev/null)
+  echo "${id:--} $rc $((($(date +%s%N) - t0) / 1000000))" >>"$TEST_DIR/$tag.asks"
+}
+
+# _fate_obs TO: "MSGID acked|typed|shown" per observation at TO
+_fate_obs() {
+  [[ -s $TEST_DIR/$1.acked ]] && awk -F '\t' '$3 == "ok" { print $2 " acked" }' "$TEST_DIR/$1.acked"
+  [[ -s $TEST_DIR/$1.read ]] && awk -F '\t' '{ print $2 " shown" }' "$TEST_DIR/$1.read"
+  if [[ -n ${HERDR_LOG:-} && -s $HERDR_LOG ]]; then
+    jq -r '(.text // "") | capture("msgId (?<id>[0-9a-f]{32})")? | .id + " typed"' "$HERDR_LOG"
+  fi
+  return 0
+}
+
+fates() {
+  local tag=$1 from=$2 to=$3 killed=0 sent rc=0 out=$TEST_DIR/$1.fates q dlq
+  [[ ${4:-} == --killed ]] && killed=1
+  sent=$(_home "$from")/sent
+  [[ -f $sent ]] || { echo "NOT OK: fates: $from has no sent file" | tee "$out"; return 1; }
+  jq -r --arg to "$to" 'select(.to == $to) | [.msgId, .state, (.detail // "" | gsub("\t"; " "))] | @tsv' "$sent" \
+    >"$TEST_DIR/.harness/fates.$tag.sent"
+  _fate_obs "$to" >"$TEST_DIR/.harness/fates.$tag.obs"
+  touch "$TEST_DIR/$tag.asks"
+  # the broker's own count: a dead-lettered entry needs a dead letter in fleet.dlq
+  q=$(broker_queues) || { echo "NOT OK: fates: the broker's queue counts could not be read" | tee "$out"; return 1; }
+  dlq=$(awk '$1 == "fleet.dlq" { print $2 }' <<<"$q")
+  awk -F '\t' -v from="$from" -v to="$to" -v killed=$killed -v askms="${FATE_ASK_MS:-10000}" -v dlq="${dlq:--1}" '
+    FILENAME == ARGV[1] { split($0, o, " "); seen[o[1], o[2]] = 1; next }
+    FILENAME == ARGV[2] { split($0, a, " "); ask[a[1]] = a[2] " " a[3]; next }
+    {
+      id = $1; st = $2; det = $3; n++
+      obs = (id SUBSEP "acked") in seen ? "acked" : (id SUBSEP "typed") in seen ? "typed" : \
+            (id SUBSEP "shown") in seen ? "shown" : "unseen"
+      bad = ""
+      if (obs == "acked") { acked++; if (st != "acked") bad = "its ack by " to "'"'"'s reader succeeded" }
+      else if (obs == "typed") {
+        typed++; t[st]++
+        if (st != "injected" && st != "confirmed" && st != "uncertain") bad = "the fake herdr typed it"
+      } else if (obs == "shown") {
+        if (st == "expired" && index(det, "shown, then expired") == 1) shown++
+        else bad = to "'"'"'s reader read it, nobody acked it (want expired, \"shown, then expired\")"
+      } else {
+        unseen++; u[st]++
+        if (!(st == "expired" && index(det, "shown") != 1) && st != "dead-lettered" && st != "rejected" && \
+            !(st == "uncertain" && killed))
+          bad = "no observer saw it consumed or shown"
+      }
+      if (bad != "") { dis++; print "NOT OK: " id ": " from "'"'"'s sent says " st " (" substr(det, 1, 80) "), but " bad }
+      if (id in ask) {
+        asks++; split(ask[id], r, " ")
+        if ((st == "dead-lettered" || st == "rejected") && obs == "unseen") {
+          if (r[1] == 5 && r[2] <= askms) refused++
+          else { dis++; print "NOT OK: ask " id ": refused (" st ") but the ask ended with exit " r[1] " after " r[2] " ms (want exit 5 within " askms " ms)" }
+        }
+      }
+    }
+    END {
+      if (u["dead-lettered"] > dlq) {
+        dis++
+        print "NOT OK: " u["dead-lettered"] " of " from "'"'"'s sent entries to " to " say dead-lettered, but fleet.dlq holds " (dlq < 0 ? "nothing (missing)" : dlq)
+      }
+      printf "fates %s -> %s: %d sent; acked %d, typed %d (injected %d, confirmed %d, uncertain %d), shown-then-expired %d, unseen %d (expired %d, dead-lettered %d, rejected %d, uncertain %d); asks %d (refused at once %d); disagreements %d\n", \
+        from, to, n, acked, typed, t["injected"], t["confirmed"], t["uncertain"], shown, unseen, \
+        u["expired"], u["dead-lettered"], u["rejected"], u["uncertain"], asks, refused, dis
+      exit dis ? 1 : 0
+    }' "$TEST_DIR/.harness/fates.$tag.obs" "$TEST_DIR/$tag.asks" "$TEST_DIR/.harness/fates.$tag.sent" >"$out.tmp" || rc=1
+  # the summary first, then the disagreements
+  { grep '^fates ' "$out.tmp"; grep -v '^fates ' "$out.tmp"; } | tee "$out"
+  rm -f "$out.tmp"
+  return $rc
 }

@@ -802,13 +802,18 @@ static void wait_until(fx *x, unsigned *field, unsigned at_least)
 }
 
 /* A receipt for peer about msg_id, as the injector or the ack file queue it. */
-static void owe_receipt(fx *x, const char *peer, const char *msg_id)
+static void owe_receipt_as(fx *x, const char *peer, const char *msg_id, const char *state)
 {
     envelope e;
     memset(&e, 0, sizeof e);
     g_strlcpy(e.msgId, msg_id, sizeof e.msgId);
     g_strlcpy(e.from, peer, sizeof e.from);
-    mb_send_receipt(x->mb, &e, "acked", "");
+    mb_send_receipt(x->mb, &e, state, "");
+}
+
+static void owe_receipt(fx *x, const char *peer, const char *msg_id)
+{
+    owe_receipt_as(x, peer, msg_id, "acked");
 }
 
 /* A peer whose receipt queue is full (offline long enough) holds back its
@@ -918,8 +923,11 @@ static void test_a_missing_receipt_queue_is_retried_until_expiry(void **state)
 }
 
 /* A peer that never takes its receipts cannot make us keep unboundedly
- * many: beyond the per-peer bound a new one is dropped and counted; other
- * peers are not affected. */
+ * many: beyond the per-peer bound a new `expired` one is dropped and
+ * counted; other peers are not affected.  A word of consumption (acked,
+ * injected, ...) is kept past it, up to ten times the bound (issue 43:
+ * its sender cannot learn it otherwise); the bound lowered to 3 here by
+ * FLEETFS_TEST_OUTBOX_CAP. */
 static void test_receipts_per_peer_are_bounded(void **state)
 {
     fx *x = *state;
@@ -927,12 +935,44 @@ static void test_receipts_per_peer_are_bounded(void **state)
     char id[40];
     for (int i = 0; i < 1003; i++) {
         snprintf(id, sizeof id, "%032x", i + 1);
-        owe_receipt(x, "gamma", id);
+        owe_receipt_as(x, "gamma", id, "expired");
     }
     owe_receipt(x, "alpha", ID1);
     mb_counters_get(x->mb, &n, NULL);
     assert_int_equal(n.receipts_pending, 1001);
     assert_int_equal(n.receipts_dropped, 3);
+    /* acked ones still go in for gamma, past the 1000 */
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof id, "%032x", 2000 + i);
+        owe_receipt(x, "gamma", id);
+    }
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 1006);
+    assert_int_equal(n.receipts_dropped, 3);
+}
+
+static void test_receipts_of_consumption_have_a_hard_bound(void **state)
+{
+    fx *x = *state;
+    mb_counters n;
+    char id[40];
+    g_setenv("FLEETFS_TEST_OUTBOX_CAP", "3", TRUE);
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof id, "%032x", i + 1);
+        owe_receipt_as(x, "gamma", id, "expired");
+    }
+    mb_counters_get(x->mb, &n, NULL);
+    assert_int_equal(n.receipts_pending, 3);
+    assert_int_equal(n.receipts_dropped, 2);
+    for (int i = 0; i < 30; i++) {
+        snprintf(id, sizeof id, "%032x", 100 + i);
+        owe_receipt_as(x, "gamma", id, i % 2 ? "acked" : "injected");
+    }
+    owe_receipt_as(x, "gamma", ID1, "uncertain");
+    mb_counters_get(x->mb, &n, NULL);
+    g_unsetenv("FLEETFS_TEST_OUTBOX_CAP");
+    assert_int_equal(n.receipts_pending, 30);
+    assert_int_equal(n.receipts_dropped, 6);
 }
 
 static void test_open_inbox_memory_is_bounded(void **state)
@@ -2169,6 +2209,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_missing_receipt_queue_is_retried_until_expiry, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_receipts_per_peer_are_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_receipts_of_consumption_have_a_hard_bound, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_open_inbox_memory_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_consumed_msgid_outlives_history, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refusals_neither_flush_consumed_nor_flood, setup,
