@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/config/opts_int.h — inside the option set; for fleetfs/config/ only.
  *
- * What options.c (the option table, its setters, --help, the lifecycle of
- * an fs_opts) shares with conffile.c (the config file's sections): the
+ * What options.c (the option table, its setters, --help) shares with
+ * conffile.c (the config file's sections) and optset.c (an option set's
+ * defaults, its checks across options, its free): the
  * table's entry type, the look-up, and the few checks and helpers a
  * section's value goes through, so that a value from fleetfs.conf is
  * checked, refused and quoted exactly as the same value from -o.
@@ -16,6 +17,8 @@
 #include "fleetfs/config/options.h"
 
 #define OPTS_AGENT_FORM "[a-z][a-z0-9_-]{0,31}"
+#define OPTS_NAME_FORM "[a-z0-9][a-z0-9_-]{0,62}"
+#define OPTS_DAY_MS (24LL * 3600 * 1000)
 
 struct opts_def;
 typedef int (*opts_setter)(fs_opts *o, const struct opts_def *d, const char *value, char **err);
@@ -44,5 +47,7 @@ char *opts_quote(const char *value);
 int opts_parse_groups(const char *key, const char *value, char ***out, char **err);
 /* Local agent name in o, added (at the end) when it is not there yet. */
 fs_agent *opts_agent_add(fs_opts *o, const char *name);
+/* What an fs_agent owns, freed (optset.c's opts_free). */
+void opts_agent_clear(fs_agent *a);
 
 #endif

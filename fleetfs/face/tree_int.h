@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fleetfs/face/tree_int.h — what the tree's two files share: the kinds of
+/* fleetfs/face/tree_int.h — what the tree's files share: the kinds of
  * node a path can be, a resolved path, and one request.  tree.c answers
- * the kernel (the inode table and the low-level handlers); paths.c knows
- * the names (which path is which node, and what a directory lists).
+ * the kernel (the inode table and the low-level handlers); files.c is an
+ * open file (files.h); paths.c knows the names (which path is which node,
+ * and what a directory lists).
  */
 #ifndef FLEETFS_TREE_INT_H
 #define FLEETFS_TREE_INT_H

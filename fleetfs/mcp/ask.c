@@ -33,7 +33,7 @@
 #include "fleetfs/base/errors.h"
 #include "fleetfs/os/os.h"
 #include "fleetfs/mcp/cancel.h"
-#include "fleetfs/mcp/serve.h"
+#include "fleetfs/mcp/mount.h"
 #include "fleetfs/mcp/tools_int.h"
 #include "fleetfs/wire/names.h"
 

@@ -17,7 +17,7 @@
 
 #include "fleetfs/base/duration.h"
 #include "fleetfs/os/os.h"
-#include "fleetfs/mcp/serve.h"
+#include "fleetfs/mcp/mount.h"
 #include "fleetfs/mcp/tools_int.h"
 
 #define CLAIMS_LIST_MAX 1000

@@ -20,8 +20,8 @@
  * After STUCK_MAX such threads, calls are refused at once, so a dead mount
  * cannot pile up threads.
  *
- * Which mount: the argument; else $FLEET; else this user's only
- * fuse.fleetfs mount in the mount table (fleetfs/os/os.h); else /fleet.
+ * Which mount: mount.c (the argument; else $FLEET; else this user's only
+ * fuse.fleetfs mount; else /fleet).
  *
  * --as GID is checked once at start (agents/<gid>/inbox exists only for a
  * local agent of this mount), so a wrong gid is an error the operator
@@ -43,7 +43,7 @@
 #include <jansson.h>
 
 #include "fleetfs/base/log.h"
-#include "fleetfs/os/os.h"
+#include "fleetfs/mcp/mount.h"
 #include "fleetfs/mcp/cancel.h"
 #include "fleetfs/mcp/rpc.h"
 #include "fleetfs/mcp/tools.h"
@@ -297,45 +297,6 @@ static json_t *bounded_call(void *ud, const mcp_tool *tool, json_t *args)
     res = mcp_result_text(msg, true);
     g_free(msg);
     return res;
-}
-
-/* ---- which mount ------------------------------------------------------- */
-
-/* mountinfo escapes space, tab, newline and backslash as \ooo */
-/* this user's fuse.fleetfs mount points */
-static GPtrArray *own_mounts(void)
-{
-    GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
-    size_t n;
-    os_mount *m = os_mounts(&n);
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(m[i].type, "fuse.fleetfs") && m[i].uid == (long)getuid())
-            g_ptr_array_add(out, g_strdup(m[i].dir));
-    os_mounts_free(m, n);
-    return out;
-}
-
-char *mcp_pick_mount(const char *arg, const char *cmd)
-{
-    const char *env = getenv("FLEET");
-    GPtrArray *m;
-    char *pick;
-    if (arg)
-        return g_strdup(arg);
-    if (env && *env)
-        return g_strdup(env);
-    m = own_mounts();
-    if (m->len > 1) {
-        fprintf(stderr, "fleetfs %s: %u fleetfs mounts of yours (", cmd, m->len);
-        for (guint i = 0; i < m->len; i++)
-            fprintf(stderr, "%s%s", i ? ", " : "", (char *)m->pdata[i]);
-        fprintf(stderr, "); name one: fleetfs %s MOUNTPOINT\n", cmd);
-        g_ptr_array_free(m, TRUE);
-        return NULL;
-    }
-    pick = g_strdup(m->len == 1 ? m->pdata[0] : "/fleet");
-    g_ptr_array_free(m, TRUE);
-    return pick;
 }
 
 /* ---- --as --------------------------------------------------------------- */

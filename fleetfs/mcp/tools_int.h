@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fleetfs/mcp/tools_int.h — what tools.c (the table, sending, listing,
- * status), home.c (the home's inbox, ack, sent and resend) and ask.c
- * (fleet_ask) share: the
+ * status), home.c (the home's inbox, ack, sent and resend), ask.c
+ * (fleet_ask) and claim.c share, toolkit.c's helpers among them: the
  * server's state, who it speaks for, and the helpers that turn files and
  * errnos into tool results.  Not for anything outside fleetfs/mcp/. */
 #ifndef FLEETFS_MCP_TOOLS_INT_H
@@ -58,12 +58,16 @@ typedef struct {
     char me[ADDR_MAX_LEN + 1];
 } who;
 
+/* toolkit.c: what every tool shares */
+
 /* 0 or an errno; *out gets the whole file (up to READ_CAP) */
 int mt_read_all(const char *path, GString **out);
 /* one write(2) of the whole of data: 0 or an errno */
 int mt_write_once(const char *path, const char *data, size_t len);
 /* JSON Lines -> array (lines that do not parse are kept as strings) */
 json_t *mt_json_lines(const GString *s);
+/* the local lead's coord_id (self -> leads/<me>), or an errno */
+int mt_whoami(const char *mnt, char me[NAME_MAX_LEN + 1]);
 /* fills w->me (the lead's coord_id, or the agent's gid); 0 or an errno */
 int mt_who_me(who *w);
 /* a tool error whose text says what errno err means for `what` */

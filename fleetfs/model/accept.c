@@ -76,17 +76,20 @@ int accept_open_entity(mailbox *mb, char **err)
     return 0;
 }
 
-int mb_set_security(mailbox *mb, char **err)
+int accept_open_seen(mailbox *mb, char **err)
 {
     const seen_caps receipt_caps = {0, RECEIPTS_SEEN_CAP, 0};
     if (accept_open_entity(mb, err) < 0)
         return -1;
-    /* the host's own: one receipt queue, one outbox (the lead's state_dir) */
+    /* the host's own: one receipt queue (the lead's state_dir) */
     mb->h->receipts_seen = open_set(mb, "seen.receipts", &receipt_caps, err);
     if (!mb->h->receipts_seen)
         return -1;
-    if (outbox_open(mb->h, err) < 0)
-        return -1;
+    return 0;
+}
+
+int accept_open_keys(mailbox *mb, char **err)
+{
     if (mb->o->insecure)
         return 0;
     if (!mb->o->key || !mb->o->trusted_keys) {

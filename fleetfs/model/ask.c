@@ -25,59 +25,20 @@
  * typed.  An answer that came and was not read when the asker closed is
  * released the same way (held_release_asked_locked), once.
  *
+ * This file is the asker's side (open, the question sent, the answer
+ * taken, close), above held.c and send.c; the open questions, which
+ * held.c, send.c and sent.c tell what happened, are asks.c's (asks.h).
  * Everything here is under the model's lock (mb_int.h); an mb_ask belongs
  * to its opener, who frees it with mb_ask_close.  ready is called with
  * the lock held and must only enqueue.
  */
-#include "fleetfs/model/mb_int.h"
+#include "fleetfs/model/asks.h"
 
 #include <fuse_lowlevel.h>
 #include <poll.h>
 #include <string.h>
 
 #include "fleetfs/base/log.h"
-
-typedef enum {
-    ASK_IDLE,     /* nothing asked yet */
-    ASK_SENDING,  /* the question is being published (registered) */
-    ASK_WAITING,  /* published; no answer yet */
-    ASK_ANSWERED, /* the answer a_id is held for the asker */
-    ASK_TAKEN,    /* the answer was handed */
-    ASK_EXPIRED,  /* the question's lifetime ended first */
-    ASK_REFUSED,  /* its receiver refused the question */
-} ask_state;
-
-struct mb_ask {
-    mailbox *mb; /* a ref */
-    ask_state state;
-    char q_id[ENV_ID_LEN + 1]; /* the question's msgId */
-    char to[ADDR_MAX_LEN + 1]; /* who was asked: the answer comes from there */
-    int64_t expires_ms;        /* the question's expiresAt (wall clock) */
-    char a_id[ENV_ID_LEN + 1]; /* the answer's msgId */
-    char why[256];             /* ASK_REFUSED: the receiver's word, or the broker's */
-    struct fuse_pollhandle *ph;
-    void (*ready)(void *ud);
-    void *ud;
-};
-
-/* Lock held: the asker may have something new to read. */
-static void ask_wake_locked(mb_ask *a)
-{
-    mailbox *mb = a->mb;
-    if (a->ph && mb->hooks.poll_wake) {
-        mb->hooks.poll_wake(mb->hooks.ud, a->ph);
-        a->ph = NULL;
-    }
-    if (a->ready)
-        a->ready(a->ud);
-}
-
-static GHashTable *asks_of(mailbox *mb)
-{
-    if (!mb->asks)
-        mb->asks = g_hash_table_new(g_str_hash, g_str_equal);
-    return mb->asks;
-}
 
 mb_ask *mb_ask_open(mailbox *mb, void (*ready)(void *ud), void *ud)
 {
@@ -86,22 +47,6 @@ mb_ask *mb_ask_open(mailbox *mb, void (*ready)(void *ud), void *ud)
     a->ready = ready;
     a->ud = ud;
     return a;
-}
-
-void ask_register_locked(mailbox *mb, mb_ask *a, const envelope *e)
-{
-    g_strlcpy(a->q_id, e->msgId, sizeof a->q_id);
-    g_strlcpy(a->to, e->to, sizeof a->to);
-    if (env_time_parse(e->expiresAt, &a->expires_ms) < 0)
-        a->expires_ms = env_now_ms();
-    g_hash_table_insert(asks_of(mb), a->q_id, a);
-}
-
-void ask_unregister_locked(mailbox *mb, mb_ask *a)
-{
-    if (mb->asks && g_hash_table_lookup(mb->asks, a->q_id) == a)
-        g_hash_table_remove(mb->asks, a->q_id);
-    a->q_id[0] = '\0';
 }
 
 /* A question's lifetime unless ask.json says: ask_timeout (opts_finish
@@ -206,67 +151,6 @@ int mb_ask_send(mb_ask *a, const char *to, bool json, const char *data, size_t l
     e = mb_ask_send_start(a, to, json, data, len, sent_wait_done, &w);
     res = sent_wait_end(&w, e ? FE_INTERNAL : FE_OK, NULL, 0);
     return e ? e : fe_errno(res);
-}
-
-bool ask_claim_locked(mailbox *mb, const envelope *e)
-{
-    mb_ask *a;
-    if (!e->replyTo[0] || !mb->asks)
-        return false;
-    a = g_hash_table_lookup(mb->asks, e->replyTo);
-    /* only the one asked answers; anyone else's reply is an ordinary one */
-    if (!a || (a->state != ASK_SENDING && a->state != ASK_WAITING) || strcmp(e->from, a->to))
-        return false;
-    g_strlcpy(a->a_id, e->msgId, sizeof a->a_id);
-    a->state = ASK_ANSWERED;
-    g_hash_table_remove(mb->asks, a->q_id);
-    log_info("ask %s: %s answers question %s; it is kept for the asker", a->to, e->msgId, a->q_id);
-    ask_wake_locked(a);
-    return true;
-}
-
-void ask_sent_state_locked(mailbox *mb, const char *msg_id, const char *state, const char *detail)
-{
-    mb_ask *a;
-    bool dead = !strcmp(state, "dead-lettered");
-    if (!mb->asks || (!dead && strcmp(state, "rejected") != 0))
-        return;
-    a = g_hash_table_lookup(mb->asks, msg_id);
-    if (!a)
-        return;
-    /* the broker's words start with its reason (br_death_words) */
-    a->state = dead && detail && g_str_has_prefix(detail, "expired") ? ASK_EXPIRED : ASK_REFUSED;
-    g_strlcpy(a->why, detail ? detail : "", sizeof a->why);
-    g_hash_table_remove(mb->asks, a->q_id);
-    if (!dead)
-        log_info("ask %s: question %s was refused by %s (%s): the asker's read fails ECONNREFUSED",
-                 a->to, a->q_id, a->to, a->why);
-    else
-        log_info("ask %s: question %s was dead-lettered (%s): nobody will answer it; the "
-                 "asker's read fails %s",
-                 a->to, a->q_id, a->why, a->state == ASK_REFUSED ? "ECONNREFUSED" : "ETIMEDOUT");
-    ask_wake_locked(a);
-}
-
-void ask_tick_locked(mailbox *mb)
-{
-    GHashTableIter it;
-    gpointer k, v;
-    int64_t now = env_now_ms();
-    if (!mb->asks)
-        return;
-    g_hash_table_iter_init(&it, mb->asks);
-    while (g_hash_table_iter_next(&it, &k, &v)) {
-        mb_ask *a = v;
-        if (a->expires_ms > now)
-            continue;
-        a->state = ASK_EXPIRED;
-        g_hash_table_iter_remove(&it);
-        log_info("ask %s: question %s got no answer within its lifetime: the asker's read "
-                 "fails ETIMEDOUT; an answer that comes later arrives as an ordinary reply",
-                 a->to, a->q_id);
-        ask_wake_locked(a);
-    }
 }
 
 mb_ask_result mb_ask_take(mb_ask *a, char **body, size_t *len, char *why, size_t n)

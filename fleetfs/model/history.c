@@ -183,3 +183,33 @@ void history_add_locked(mailbox *mb, const envelope *e, const char *received_at,
     mb_touch_locked(mb, MB_HISTORY);
     mb_changed(mb, mb->history_path);
 }
+
+bool mb_known_from(mailbox *mb, const char *msg_id, const char *peer)
+{
+    held_msg *m;
+    const char *from;
+    bool known;
+    if (!env_id_valid(msg_id))
+        return false;
+    g_mutex_lock(mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    from = m ? m->env.from : history_sender_locked(mb, msg_id);
+    known = from && strcmp(from, peer) == 0;
+    g_mutex_unlock(mb->lock);
+    return known;
+}
+
+bool mb_sender_of(mailbox *mb, const char *msg_id, char *out, size_t n)
+{
+    held_msg *m;
+    const char *from;
+    if (!env_id_valid(msg_id))
+        return false;
+    g_mutex_lock(mb->lock);
+    m = g_hash_table_lookup(mb->held_ids, msg_id);
+    from = m ? m->env.from : history_sender_locked(mb, msg_id);
+    if (from && *from)
+        g_strlcpy(out, from, n);
+    g_mutex_unlock(mb->lock);
+    return from && *from;
+}

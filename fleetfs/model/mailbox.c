@@ -2,7 +2,9 @@
 /* fleetfs/model/mailbox.c — the mailbox model's lifecycle and its face to the
  * tree: counters, renderings, sizes and mtimes, and the once-a-second tick.
  * Each concern lives in its own file; mb_int.h lists them, the lock and the
- * ownership rule for held messages.
+ * ownership rule for held messages.  This file is the top of the model:
+ * it opens, ticks, renders and frees every part, and no part calls it
+ * (what they all call of an entity is entity.c's).
  */
 #include "fleetfs/model/mb_int.h"
 
@@ -12,35 +14,6 @@
 
 #include "fleetfs/base/log.h"
 #include "fleetfs/os/os.h"
-
-void mb_touch_locked(mailbox *mb, mb_file f)
-{
-    mb->mtime[f] = env_now_ms();
-}
-
-void mb_changed(mailbox *mb, const char *relpath)
-{
-    if (mb->hooks.changed)
-        mb->hooks.changed(mb->hooks.ud, relpath);
-}
-
-void mb_count_rejection_locked(mailbox *mb, const char *reason)
-{
-    gpointer old = g_hash_table_lookup(mb->h->rejections, reason);
-    g_hash_table_replace(mb->h->rejections, g_strdup(reason),
-                         GUINT_TO_POINTER(GPOINTER_TO_UINT(old) + 1));
-    mb->n.rejected++;
-    mb->n.dead_lettered++;
-}
-
-void mb_warn_if_degraded(const applog *log, const char *what)
-{
-    if (applog_failed(log))
-        log_warn("%s: %s ends in a torn line that the disk would not let us close (%s): it is "
-                 "cut off and every whole line is loaded; until a write works again new records "
-                 "live in memory only: free space",
-                 what, applog_path(log), g_strerror(applog_failed(log)));
-}
 
 /* The paths of an entity's files in the tree, from its home. */
 static void entity_paths(mailbox *mb)
@@ -107,6 +80,7 @@ mailbox *mb_new(const fs_opts *o, const mb_hooks *hooks, const mb_broker *br)
     h->o = o;
     h->hooks = *hooks;
     h->br = *br;
+    h->free_entity = entity_free;
     h->entities = g_ptr_array_new();
     h->rejections = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     h->refusals = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -188,96 +162,6 @@ bool mb_agent_served(mailbox *mb)
     return !mb->lead && h->br.box_ready && h->br.box_ready(h->br.b, mb->box);
 }
 
-mailbox *mb_ref(mailbox *mb)
-{
-    if (!mb->lead) /* the lead lives until mb_free: not counted */
-        g_atomic_ref_count_inc(&mb->ref);
-    return mb;
-}
-
-void mb_unref(mailbox *mb)
-{
-    /* the lead lives until mb_free, whatever its count says */
-    if (mb && !mb->lead && g_atomic_ref_count_dec(&mb->ref))
-        entity_free(mb);
-}
-
-mailbox *mb_find(mailbox *any, const char *id)
-{
-    mailbox *found = NULL;
-    mb_host *h = any->h;
-    g_mutex_lock(&h->lock);
-    found = mb_find_locked(h, id);
-    if (found)
-        mb_ref(found);
-    g_mutex_unlock(&h->lock);
-    return found;
-}
-
-mailbox *mb_find_box(mailbox *any, unsigned box)
-{
-    mailbox *found = NULL;
-    mb_host *h = any->h;
-    g_mutex_lock(&h->lock);
-    for (guint i = 0; i < h->entities->len && !found; i++)
-        if (((mailbox *)h->entities->pdata[i])->box == box)
-            found = mb_ref(h->entities->pdata[i]);
-    g_mutex_unlock(&h->lock);
-    return found;
-}
-
-mailbox *mb_find_locked(mb_host *h, const char *id)
-{
-    for (guint i = 0; i < h->entities->len; i++) {
-        mailbox *mb = h->entities->pdata[i];
-        if (!strcmp(mb->id, id))
-            return mb;
-    }
-    return NULL;
-}
-
-GPtrArray *mb_entities(mailbox *any)
-{
-    GPtrArray *out;
-    g_mutex_lock(any->lock);
-    out = g_ptr_array_new_full(any->h->entities->len, (GDestroyNotify)mb_unref);
-    for (guint i = 0; i < any->h->entities->len; i++)
-        g_ptr_array_add(out, mb_ref(any->h->entities->pdata[i]));
-    g_mutex_unlock(any->lock);
-    return out;
-}
-
-void mb_id_host(const char *id, char *out, size_t n)
-{
-    const char *at = strchr(id, '@');
-    g_strlcpy(out, at ? at + 1 : id, n);
-}
-
-const char *mb_id(const mailbox *mb)
-{
-    return mb->id;
-}
-
-const char *mb_name(const mailbox *mb)
-{
-    return mb->name;
-}
-
-bool mb_is_lead(const mailbox *mb)
-{
-    return mb->lead;
-}
-
-unsigned mb_box(const mailbox *mb)
-{
-    return mb->box;
-}
-
-const char *mb_state_dir(const mailbox *mb)
-{
-    return mb->state_dir;
-}
-
 void mb_set_groups(mailbox *mb, const char *const *groups)
 {
     char **g = g_strdupv((char **)groups);
@@ -294,6 +178,18 @@ char **mb_groups(mailbox *mb)
     g = g_strdupv(mb->groups);
     g_mutex_unlock(mb->lock);
     return g;
+}
+
+/* The lead's seen sets, the host's outbox, then its keys (accept.c and
+ * receipts.c, in that order: the first refusal is what is said). */
+int mb_set_security(mailbox *mb, char **err)
+{
+    if (accept_open_seen(mb, err) < 0)
+        return -1;
+    /* the host's own outbox (the lead's state_dir) */
+    if (outbox_open(mb->h, err) < 0)
+        return -1;
+    return accept_open_keys(mb, err);
 }
 
 void mb_start(mailbox *mb)
@@ -357,36 +253,6 @@ char *mb_injector_words(mailbox *mb)
     w = g_strdup(mb->injector_words);
     g_mutex_unlock(mb->lock);
     return w;
-}
-
-bool mb_known_from(mailbox *mb, const char *msg_id, const char *peer)
-{
-    held_msg *m;
-    const char *from;
-    bool known;
-    if (!env_id_valid(msg_id))
-        return false;
-    g_mutex_lock(mb->lock);
-    m = g_hash_table_lookup(mb->held_ids, msg_id);
-    from = m ? m->env.from : history_sender_locked(mb, msg_id);
-    known = from && strcmp(from, peer) == 0;
-    g_mutex_unlock(mb->lock);
-    return known;
-}
-
-bool mb_sender_of(mailbox *mb, const char *msg_id, char *out, size_t n)
-{
-    held_msg *m;
-    const char *from;
-    if (!env_id_valid(msg_id))
-        return false;
-    g_mutex_lock(mb->lock);
-    m = g_hash_table_lookup(mb->held_ids, msg_id);
-    from = m ? m->env.from : history_sender_locked(mb, msg_id);
-    if (from && *from)
-        g_strlcpy(out, from, n);
-    g_mutex_unlock(mb->lock);
-    return from && *from;
 }
 
 GPtrArray *mb_ids_from(mailbox *mb, const char *peer)

@@ -2,7 +2,10 @@
 /* fleetfs/model/mb_int.h — the mailbox model's private state, shared by the files
  * that each own one concern of it:
  *
- *   mailbox.c   lifecycle, counters, rendering for the tree, the tick
+ *   mailbox.c   lifecycle, counters, rendering for the tree, the tick: the
+ *               top, which opens, ticks and frees every part
+ *   entity.c    an entity as every part reaches it: references, look-up,
+ *               names, the change hook: the bottom, calling no part
  *   held.c      held messages: arrivals, the claim, acks, the one remove path
  *   accept.c    acceptance: signatures, trust reload, policy, the seen sets,
  *               the rate of refusal receipts
@@ -12,7 +15,8 @@
  *   views.c     open inbox readers (tail -f) and poll
  *   receipts.c  receipts in (lead.<me>.receipts) and out (the durable outbox)
  *   dead.c      dead letters of our own messages, home (lead.<me>.dead)
- *   ask.c       ask and answer: open questions, the answer kept for its asker
+ *   ask.c       ask and answer: the asker's side, the answer kept for it
+ *   asks.c      the open questions, ended by an answer, a refusal, expiry
  *
  * One lock (mailbox.lock) guards everything in struct mailbox.  Functions
  * named *_locked expect it held.  No function holds it while it waits on
@@ -155,7 +159,8 @@ struct mb_host {
     void *control_ud;
     uint64_t receipts_rejected;
 
-    /* mailbox.c */
+    /* mailbox.c; entity.c's mb_unref frees an entity through free_entity */
+    void (*free_entity)(mailbox *mb);
     GHashTable *rejections; /* reason -> count, every entity's */
     bool trim;              /* many messages freed: give the memory back */
 };
@@ -187,7 +192,7 @@ struct mailbox {
     /* views.c */
     GList *views; /* mb_view* */
 
-    /* ask.c */
+    /* asks.c */
     GHashTable *asks; /* question msgId -> mb_ask*, while the asker waits for its answer */
 
     /* sent.c */
@@ -215,7 +220,7 @@ struct mailbox {
     char *injector_words;
 };
 
-/* mailbox.c */
+/* entity.c (the bottom: every part calls it, it calls none of them) */
 /* The host an entity id lives on: a gid's part after '@', a lead's id itself. */
 void mb_id_host(const char *id, char *out, size_t n);
 mailbox *mb_find_locked(mb_host *h, const char *id);
@@ -295,6 +300,11 @@ void accept_doubt_free(ack_doubt *d);
 void accept_close(mb_host *h);
 /* An entity's own seen set (state_dir/seen), seeded from its history. */
 int accept_open_entity(mailbox *mb, char **err);
+/* mb_set_security's parts (mailbox.c opens the outbox between them): the
+ * lead's seen set and the host's receipts set; then the key and the
+ * trusted keys (none with insecure).  0, or -1 and *err. */
+int accept_open_seen(mailbox *mb, char **err);
+int accept_open_keys(mailbox *mb, char **err);
 
 /* sent.c */
 void sent_load(mailbox *mb);
@@ -344,7 +354,8 @@ fe_code sent_parse_json(mailbox *mb, const char *to, const char *what, const cha
 /* The lifetime of a message that does not choose its own. */
 int64_t sent_default_life(const mailbox *mb);
 
-/* ask.c */
+/* asks.c (the open questions; ask.c, the asker's side, is reached
+ * through mailbox.h's mb_ask_*) */
 /* Lock held, before e's publish: the ask waits for e's answer. */
 void ask_register_locked(mailbox *mb, mb_ask *a, const envelope *e);
 /* Lock held: the publish failed; the ask waits for nothing. */

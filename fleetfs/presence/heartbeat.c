@@ -16,21 +16,6 @@
 /* ------------------------------------------------------------------ */
 /* our heartbeat                                                       */
 
-/* words cut to fit n bytes on a character boundary, controls made spaces */
-void pri_plain_copy(char *out, size_t n, const char *in)
-{
-    size_t len = 0;
-    g_strlcpy(out, in ? in : "", n);
-    len = strlen(out);
-    while (len > 0 && !g_utf8_validate(out, (gssize)len, NULL))
-        out[--len] = '\0';
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
-            out[i] = ' ';
-    if (!env_text_plain(out, len))
-        g_strlcpy(out, "unknown", n);
-}
-
 /* Signs and encodes h; when our agents do not fit one heartbeat, announces
  * as many as fit (h->n_agents shrinks; the caller restores it to free). */
 static char *hb_body(presence *pr, env_heartbeat *h, size_t *len)

@@ -3,14 +3,18 @@
  * nobody else sees: the table's entries (pr_lead, pr_agent), the table
  * itself (struct presence), the notes a change leaves for watchers, and the
  * helpers more than one of them calls.  The files:
- *   presence.c   the table: its entries, pr_new, pr_free, sorting helpers
+ *   presence.c   the table: pr_new, pr_free
+ *   common.c     the bottom, calling none of the others: the clock, an
+ *                entry made or freed, sorted lists, notes for watchers
+ *                and their delivery, words (an age, a state, text cut plain)
  *   heartbeat.c  our heartbeat: its body and the interval policy
  *   receive.c    heartbeats in: judging, verifying, taking, staleness
  *   view.c       reading: peers, roster, a lead's liveness, the link
  *   groups.c     agents and groups (SPEC section 10) and hosts (section 11):
  *                the local set, the snapshots and their diff
  *   scope.c      whom we hear with fleet_view=groups: the lists to bind, the
- *                addressed leads, which heard leads are still in view
+ *                addressed leads, which heard leads are still in view, and
+ *                so a lead's state (live or stale)
  * Every function here that ends in _locked wants pr->lock held.
  */
 #ifndef FLEETFS_PR_INT_H
@@ -103,7 +107,10 @@ typedef struct {
     int kind; /* 0 changed(path), 1 entry added, 2 entry removed */
 } pr_note;
 
+/* common.c: the clock, entries, lists, notes, words */
 int64_t pri_mono_ms(void);
+/* "40s", "3m", "2h" */
+void pri_fmt_age(int64_t ms, char *out, size_t n);
 void pri_agent_free(gpointer p);
 gint pri_cmp_agent(gconstpointer a, gconstpointer b);
 gint pri_cmp_str_data(gconstpointer a, gconstpointer b, gpointer ud);

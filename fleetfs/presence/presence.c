@@ -32,18 +32,6 @@
 #include "fleetfs/wire/names.h"
 #include "fleetfs/wire/sign.h"
 
-int64_t pri_mono_ms(void)
-{
-    return g_get_monotonic_time() / 1000;
-}
-
-void pri_agent_free(gpointer p)
-{
-    pr_agent *a = p;
-    g_strfreev(a->groups);
-    g_free(a);
-}
-
 static void lead_free(gpointer p)
 {
     pr_lead *l = p;
@@ -52,54 +40,6 @@ static void lead_free(gpointer p)
     if (l->agents)
         g_ptr_array_unref(l->agents);
     g_free(l);
-}
-
-pr_lead *pri_lead_new(presence *pr, const char *id)
-{
-    pr_lead *l = g_new0(pr_lead, 1);
-    g_strlcpy(l->id, id, sizeof l->id);
-    g_hash_table_insert(pr->leads, l->id, l);
-    return l;
-}
-
-gint pri_cmp_str_data(gconstpointer a, gconstpointer b, gpointer ud)
-{
-    (void)ud;
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* A sorted g_strdupv of a NULL-terminated list (an empty one when NULL). */
-char **pri_sorted_copy(char **v)
-{
-    char **out = v ? g_strdupv(v) : g_new0(char *, 1);
-    g_qsort_with_data(out, (gint)g_strv_length(out), sizeof(char *),
-                      (GCompareDataFunc)pri_cmp_str_data, NULL);
-    return out;
-}
-
-gint pri_cmp_str_ptr(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-char **pri_sorted_copy_free(char **v)
-{
-    char **out = pri_sorted_copy(v);
-    g_strfreev(v);
-    return out;
-}
-
-/* Both NULL, or both lists with the same names in the same order. */
-bool pri_strv_same(char **a, char **b)
-{
-    if (!a || !b)
-        return a == b;
-    return g_strv_equal((const gchar *const *)a, (const gchar *const *)b);
-}
-
-gint pri_cmp_agent(gconstpointer a, gconstpointer b)
-{
-    return strcmp((*(pr_agent *const *)a)->gid, (*(pr_agent *const *)b)->gid);
 }
 
 presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char **err)

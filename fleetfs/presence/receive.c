@@ -17,41 +17,6 @@
 /* ------------------------------------------------------------------ */
 /* heartbeats in                                                       */
 
-/* How long after its last heartbeat l is stale (doc/presence.md, "Group
- * heartbeats"): three of its intervals, or three of its group intervals
- * when we hear it only through a group binding (fleet_view=groups, and it
- * is neither configured nor addressed): only every group interval does its
- * heartbeat carry its groups.  Ourselves likewise: in a group we bind no
- * key of our own (broker/roster.c), and we announce our interval as our
- * group interval when in none.  A lead addressed just now was bound by
- * name a moment ago: until its first heartbeat since (asked for) it is
- * judged as before, for three intervals; then by its interval. */
-int64_t pri_stale_after_locked(presence *pr, const pr_lead *l, int64_t now)
-{
-    int64_t iv = l->interval_ms, gi = MAX(l->group_iv_ms, l->interval_ms);
-
-    if (!pr_scoped(pr))
-        return PR_STALE_AFTER * iv;
-    if (l->self) /* in a group, our own come back only as group heartbeats */
-        return PR_STALE_AFTER * gi;
-    if (l->configured)
-        return PR_STALE_AFTER * iv;
-    if (!pri_addressed_locked(pr, l, now))
-        return PR_STALE_AFTER * gi;
-    if (l->heard_mono >= l->addressed_since || now - l->addressed_since >= PR_STALE_AFTER * iv)
-        return PR_STALE_AFTER * iv;
-    return PR_STALE_AFTER * gi;
-}
-
-pr_state pri_state_of(presence *pr, const pr_lead *l, int64_t now)
-{
-    if (!l->heard)
-        return PR_NEVER;
-    if (l->left)
-        return PR_LEFT;
-    return now - l->heard_mono < pri_stale_after_locked(pr, l, now) ? PR_LIVE : PR_STALE;
-}
-
 static bool listed_now(presence *pr, const pr_lead *l, int64_t now)
 {
     if (l->self)
@@ -61,17 +26,6 @@ static bool listed_now(presence *pr, const pr_lead *l, int64_t now)
     if (pr->o->discovery && pri_addressed_locked(pr, l, now))
         return true;
     return pr->o->discovery && l->heard && now - l->heard_mono < pr->o->discovery_ttl_ms;
-}
-
-void pri_note(GArray *notes, int kind, const char *path, const char *name)
-{
-    pr_note n;
-    memset(&n, 0, sizeof n);
-    n.kind = kind;
-    g_strlcpy(n.path, path, sizeof n.path);
-    if (name)
-        g_strlcpy(n.name, name, sizeof n.name);
-    g_array_append_val(notes, n);
 }
 
 static void note_lead(GArray *notes, const pr_lead *l)
@@ -84,18 +38,6 @@ static void note_lead(GArray *notes, const pr_lead *l)
         snprintf(path, sizeof path, "peers/%s/status", l->id);
         pri_note(notes, 0, path, NULL);
     }
-}
-
-void pri_deliver_notes(presence *pr, GArray *notes)
-{
-    for (guint i = 0; i < notes->len; i++) {
-        pr_note *n = &g_array_index(notes, pr_note, i);
-        if (n->kind == 0 && pr->hooks.changed)
-            pr->hooks.changed(pr->hooks.ud, n->path);
-        else if (n->kind != 0 && pr->hooks.entry)
-            pr->hooks.entry(pr->hooks.ud, n->path, n->name, n->kind == 1);
-    }
-    g_array_free(notes, TRUE);
 }
 
 /* Count a heartbeat we do not believe; log once per sender. */

@@ -2,8 +2,10 @@
 /* fleetfs/presence/scope.c — whom this host hears with fleet_view=groups
  * (doc/presence.md, doc/scaling.md step 2): its groups, its configured
  * peers, the leads it addressed within discovery_ttl, itself.  The lists
- * for the roster thread's bindings, the addressed leads, and which heard
- * leads are still in view.
+ * for the roster thread's bindings, the addressed leads, which heard
+ * leads are still in view, and so a lead's state (pri_state_of: live or
+ * stale by its interval, or by its group interval where only a group
+ * binding hears it).
  * The table and its rules: presence.h, pr_int.h.
  */
 #include "fleetfs/presence/pr_int.h"
@@ -218,4 +220,39 @@ void pr_view_words(presence *pr, char *out, size_t n)
              g_strv_length(g), g_strv_length(l));
     g_strfreev(g);
     g_strfreev(l);
+}
+
+/* How long after its last heartbeat l is stale (doc/presence.md, "Group
+ * heartbeats"): three of its intervals, or three of its group intervals
+ * when we hear it only through a group binding (fleet_view=groups, and it
+ * is neither configured nor addressed): only every group interval does its
+ * heartbeat carry its groups.  Ourselves likewise: in a group we bind no
+ * key of our own (broker/roster.c), and we announce our interval as our
+ * group interval when in none.  A lead addressed just now was bound by
+ * name a moment ago: until its first heartbeat since (asked for) it is
+ * judged as before, for three intervals; then by its interval. */
+int64_t pri_stale_after_locked(presence *pr, const pr_lead *l, int64_t now)
+{
+    int64_t iv = l->interval_ms, gi = MAX(l->group_iv_ms, l->interval_ms);
+
+    if (!pr_scoped(pr))
+        return PR_STALE_AFTER * iv;
+    if (l->self) /* in a group, our own come back only as group heartbeats */
+        return PR_STALE_AFTER * gi;
+    if (l->configured)
+        return PR_STALE_AFTER * iv;
+    if (!pri_addressed_locked(pr, l, now))
+        return PR_STALE_AFTER * gi;
+    if (l->heard_mono >= l->addressed_since || now - l->addressed_since >= PR_STALE_AFTER * iv)
+        return PR_STALE_AFTER * iv;
+    return PR_STALE_AFTER * gi;
+}
+
+pr_state pri_state_of(presence *pr, const pr_lead *l, int64_t now)
+{
+    if (!l->heard)
+        return PR_NEVER;
+    if (l->left)
+        return PR_LEFT;
+    return now - l->heard_mono < pri_stale_after_locked(pr, l, now) ? PR_LIVE : PR_STALE;
 }

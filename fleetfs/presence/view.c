@@ -93,46 +93,6 @@ GPtrArray *pr_list(presence *pr)
     return out;
 }
 
-const char *pr_state_name(pr_state s)
-{
-    switch (s) {
-    case PR_LIVE:
-        return "live";
-    case PR_STALE:
-        return "stale";
-    case PR_LEFT:
-        return "left";
-    case PR_NEVER:
-        break;
-    }
-    return "never";
-}
-
-static void fmt_age(int64_t ms, char *out, size_t n)
-{
-    int64_t s = ms / 1000;
-    if (s < 120)
-        snprintf(out, n, "%llds", (long long)s);
-    else if (s < 7200)
-        snprintf(out, n, "%lldm", (long long)(s / 60));
-    else
-        snprintf(out, n, "%lldh", (long long)(s / 3600));
-}
-
-void pr_words(const pr_info *i, char *out, size_t n)
-{
-    char age[32];
-    if (i->state == PR_NEVER) {
-        snprintf(out, n, "never");
-        return;
-    }
-    fmt_age(i->age_ms, age, sizeof age);
-    if (i->state == PR_LEFT)
-        snprintf(out, n, "left (unmounted %s ago)", age);
-    else
-        snprintf(out, n, "%s (%s ago)", pr_state_name(i->state), age);
-}
-
 /* pr_liveness for a lead: words (why it is not live) are "no heartbeat
  * heard from it", "stale 40s" or "left 3m". */
 static int lead_liveness(presence *pr, const char *id, char *words, size_t n)
@@ -166,7 +126,7 @@ static int lead_liveness(presence *pr, const char *id, char *words, size_t n)
         snprintf(words, n, "no heartbeat heard from it");
         return 0;
     }
-    fmt_age(i.age_ms, age, sizeof age);
+    pri_fmt_age(i.age_ms, age, sizeof age);
     snprintf(words, n, "%s %s", i.state == PR_LEFT ? "left" : "stale", age);
     return 0;
 }
