@@ -313,4 +313,21 @@ test_expect_success 'make check on a copy with one violation of each check fails
 	grep -x "contents: doc/operations.md: its contents list is not its ## headings (fix: scripts/doc-contents)" mk.out &&
 	grep -E "^contents: [0-9]+ passed, 1 failed\$" mk.out
 '
+# issue 46: two files of one folder that call each other, compiled, are a
+# circle; a third that only calls them is not part of it
+test_expect_success 'check-circles names the files of a folder that call one another, and only those' '
+	mkdir -p circ/obj/room &&
+	printf "int b(int);\nint a(int x) { return x ? b(x - 1) : 0; }\n" >circ/a.c &&
+	printf "int a(int);\nint b(int x) { return x ? a(x - 1) : 1; }\n" >circ/b.c &&
+	printf "int a(int);\nint c(void) { return a(3); }\n" >circ/c.c &&
+	for f in a b c; do cc -c circ/$f.c -o circ/obj/room/$f.o || return 1; done &&
+	test_must_fail "$FLEET_ROOT/scripts/check-circles" circ/obj >circ.out 2>&1 &&
+	cat circ.out &&
+	grep -x "check-circles: room/: these files call one another in a circle: a b " circ.out &&
+	grep -x "circles: 0 passed, 1 failed" circ.out &&
+	rm circ/obj/room/b.o &&
+	"$FLEET_ROOT/scripts/check-circles" circ/obj >circ.out 2>&1 &&
+	grep -x "circles: 1 passed, 0 failed" circ.out
+'
+
 test_done
