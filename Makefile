@@ -9,7 +9,8 @@
 #   make run        install deps, start a local broker, mount ./fleet
 #                   (FLEET_CLUSTER=3 make run: a local three-node cluster instead)
 #   make demo-fleet three hosts as network namespaces exchanging messages
-#   make san        the ASan/UBSan build only (build/san/)
+#   make san        the ASan/UBSan build only (build/san/), on the portable
+#                   fallbacks (PLATFORM=portable)
 #   make install    install the daemon, the operator's fleetfs-broker (host
 #                   logins: scripts/broker), the man pages, systemd units and docs
 #                   (PREFIX=/usr/local, DESTDIR=; make uninstall removes them)
@@ -81,8 +82,9 @@ B := build/portable
 endif
 endif
 # build/portable holds the portable build however it is asked for (a test's
-# `make install B=build/portable` too): never Linux objects mixed in
-ifneq ($(filter portable,$(PLATFORM))$(filter build/portable,$(B)),)
+# `make install B=build/portable` too): never Linux objects mixed in; so
+# does build/san (make san: ASan on the fallbacks)
+ifneq ($(filter portable,$(PLATFORM))$(filter build/portable build/san,$(B)),)
 CPPFLAGS += -DFLEETFS_PORTABLE
 endif
 .DEFAULT_GOAL := all
@@ -146,8 +148,13 @@ bench: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub $(B)/tools/amqptry $(B)/tools/f
 bench-fleet: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub
 	@FLEETFS_BUILD=$(B) scripts/bench-fleet
 
+# The ASan/UBSan build is also the portable one (PLATFORM=portable: the
+# seam's fallbacks, os_posix.c), so that make test's ASan integration run
+# is the run of the whole suite on the code a Mac runs, while the plain
+# build runs it on Linux's calls (doc/testing.md, "The platform seam").
+# ASan on os_linux.c instead: make B=build/san-linux SAN=1
 san:
-	$(MAKE) B=build/san SAN=1 all
+	$(MAKE) B=build/san SAN=1 PLATFORM=portable all
 
 # libFuzzer targets (clang) on a copy of tests/fuzz/corpus; FUZZ_SECONDS each
 FUZZ_SECONDS ?= 300

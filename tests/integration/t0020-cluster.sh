@@ -5,7 +5,8 @@
 # back one at a time; the whole cluster stops cleanly.
 . "$(dirname "$0")/../lib.sh"
 # it tests scripts/broker only: once is enough, not again under a sanitizer
-case ${FLEETFS_BUILD:-build} in *san*) test_skip_all --planned "no fleetfs here: runs in the plain build only" ;; esac
+# nor on the portable build
+case ${FLEETFS_BUILD:-build} in *san*|*/portable) test_skip_all --planned "no fleetfs here: runs in the plain build only" ;; esac
 
 # how long it took is printed, never asserted (a timing bound failed at
 # load 18 with two test shards running: 79 s); cluster_start_own fails on

@@ -41,7 +41,8 @@ static bool nonblock(int fd)
     return (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0;
 }
 
-/* the build says which it is: a CI log of the portable shard shows it */
+/* the build says which it is: a CI log of the ASan run (make san is the
+ * portable build) shows it */
 static void test_build_name(void **state)
 {
     (void)state;
