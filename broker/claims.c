@@ -237,12 +237,14 @@ static int publish(bc_conn *c, const char *ex, const char *key, const char *body
     p._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_CONTENT_TYPE_FLAG;
     p.delivery_mode = confirmed ? 2 : 1;
     p.content_type = amqp_cstring_bytes(confirmed ? "text/plain" : "application/json");
-    if (amqp_basic_publish(c->amqp, CH_MAIN, amqp_cstring_bytes(ex), amqp_cstring_bytes(key), 0, 0,
-                           &p, amqp_cstring_bytes(body)) != AMQP_STATUS_OK) {
+    if (amqp_basic_publish(c->amqp, confirmed ? CH_MAIN : CH_EVENTS, amqp_cstring_bytes(ex),
+                           amqp_cstring_bytes(key), 0, 0, &p,
+                           amqp_cstring_bytes(body)) != AMQP_STATUS_OK) {
         snprintf(why, n, "publish failed");
         return -1;
     }
-    c->next_tag++;
+    if (confirmed) /* CH_MAIN is in confirm mode; CH_EVENTS is not */
+        c->next_tag++;
     while (confirmed) {
         struct timeval tv = {0, 100000};
         amqp_frame_t f;
@@ -260,10 +262,10 @@ static int publish(bc_conn *c, const char *ex, const char *key, const char *body
         }
         if (f.frame_type != AMQP_FRAME_METHOD)
             continue;
-        if (f.payload.method.id == AMQP_BASIC_DELIVER_METHOD && f.channel == CH_MAIN) {
+        if (f.payload.method.id == AMQP_BASIC_DELIVER_METHOD && f.channel == CH_EVENTS) {
             amqp_envelope_t env = {0};
             amqp_message_t m;
-            if (amqp_read_message(c->amqp, CH_MAIN, &m, 0).reply_type == AMQP_RESPONSE_NORMAL) {
+            if (amqp_read_message(c->amqp, CH_EVENTS, &m, 0).reply_type == AMQP_RESPONSE_NORMAL) {
                 env.message = m;
                 deliver_event(c, &env);
                 amqp_destroy_message(&m);
