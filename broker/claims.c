@@ -182,10 +182,16 @@ static void other_frame(bc_conn *c)
     g_hash_table_iter_init(&it, c->held);
     while (g_hash_table_iter_next(&it, &k, &v)) {
         held *h = v;
+        char tag[128];
         if (h->ch != (int)f.channel)
             continue;
-        if (f.payload.method.id == AMQP_BASIC_CANCEL_METHOD)
+        if (f.payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
+            bc_bytes_str(((amqp_basic_cancel_t *)f.payload.method.decoded)->consumer_tag, tag,
+                         sizeof tag);
+            if (strcmp(tag, h->tag) != 0)
+                break; /* an earlier consumer on this channel number: below */
             amqp_channel_close(c->amqp, f.channel, AMQP_REPLY_SUCCESS);
+        }
         c->ch_used[h->ch - CH_FIRST] = false;
         log_warn("claims: claim %s lost: %s", (char *)k, text);
         if (c->cb.lost)
@@ -193,6 +199,11 @@ static void other_frame(bc_conn *c)
         g_hash_table_iter_remove(&it);
         return;
     }
+    /* a claim's channel and no claim of ours on it: word of a consumer
+     * given up already (a probe found its lock gone and let it go while
+     * the broker's cancel was on its way, f1140), not of the connection */
+    if (f.channel >= CH_FIRST)
+        return;
     drop(c, text);
 }
 
@@ -369,6 +380,7 @@ static int do_take(bc_conn *c, bc_req *r)
     uint64_t max, tag;
     int ch, e;
     held *h;
+    amqp_basic_consume_ok_t *ok;
 
     if (g_hash_table_contains(c->held, r->name))
         return EALREADY;
@@ -386,8 +398,8 @@ static int do_take(bc_conn *c, bc_req *r)
         return -1;
     }
     snprintf(q, sizeof q, "%s%s", BC_LOCK_PREFIX, r->name);
-    if (!amqp_basic_consume(c->amqp, (amqp_channel_t)ch, amqp_cstring_bytes(q), amqp_empty_bytes, 0,
-                            0, 1, amqp_empty_table)) {
+    if (!(ok = amqp_basic_consume(c->amqp, (amqp_channel_t)ch, amqp_cstring_bytes(q),
+                                  amqp_empty_bytes, 0, 0, 1, amqp_empty_table))) {
         int code = bc_channel_refused(c, ch);
         if (code == 403 || code == 405)
             return EEXIST;
@@ -398,6 +410,7 @@ static int do_take(bc_conn *c, bc_req *r)
     /* ours now, as long as the consumer stands: the token */
     h = g_new0(held, 1);
     h->ch = ch;
+    bc_bytes_str(ok->consumer_tag, h->tag, sizeof h->tag);
     c->ch_used[ch - CH_FIRST] = true;
     g_hash_table_insert(c->held, g_strdup(r->name), h);
     if (take_tokens(c, r->name, &max, &tag) < 0) {

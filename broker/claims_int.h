@@ -51,6 +51,7 @@ typedef struct {
 typedef struct {
     int ch;
     uint64_t token;
+    char tag[128]; /* our consumer's tag: a cancel names it (other_frame) */
 } held;
 
 struct bc_conn {
