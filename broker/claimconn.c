@@ -43,7 +43,8 @@ int bc_setup(bc_conn *c, char *why, size_t n)
     char qname[200];
     int code;
 
-    if (!amqp_channel_open(c->amqp, CH_MAIN) || !amqp_channel_open(c->amqp, CH_PROBE)) {
+    if (!amqp_channel_open(c->amqp, CH_MAIN) || !amqp_channel_open(c->amqp, CH_PROBE) ||
+        !amqp_channel_open(c->amqp, CH_EVENTS)) {
         bc_rpc_words(c, "cannot open a channel", why, n);
         return -1;
     }
@@ -73,10 +74,10 @@ int bc_setup(bc_conn *c, char *why, size_t n)
     }
     snprintf(qname, sizeof qname, BC_EVENTS_PREFIX "%s.%08x%08x", c->cfg.coord_id, g_random_int(),
              g_random_int());
-    if (!amqp_queue_declare(c->amqp, CH_MAIN, amqp_cstring_bytes(qname), 0, 0, 1, 1,
+    if (!amqp_queue_declare(c->amqp, CH_EVENTS, amqp_cstring_bytes(qname), 0, 0, 1, 1,
                             amqp_empty_table)) {
         bc_rpc_words(c, "cannot declare the claims events queue", why, n);
-        if (bc_channel_refused(c, CH_MAIN) == 403)
+        if (bc_channel_refused(c, CH_EVENTS) == 403)
             snprintf(why, n,
                      "this login may not declare its claims events queue " BC_EVENTS_PREFIX
                      "%s.*: it predates claims; an operator must run `fleetfs-broker host "
@@ -84,18 +85,18 @@ int bc_setup(bc_conn *c, char *why, size_t n)
                      c->cfg.coord_id, c->cfg.coord_id);
         return -1;
     }
-    if (!amqp_queue_bind(c->amqp, CH_MAIN, amqp_cstring_bytes(qname), ex,
+    if (!amqp_queue_bind(c->amqp, CH_EVENTS, amqp_cstring_bytes(qname), ex,
                          amqp_cstring_bytes("claims.#"), amqp_empty_table)) {
         bc_rpc_words(c, "cannot bind the claims events queue to " BC_EXCHANGE, why, n);
-        if (bc_channel_refused(c, CH_MAIN) == 403)
+        if (bc_channel_refused(c, CH_EVENTS) == 403)
             snprintf(why, n,
                      "this login may not bind to %s: it predates claims; an operator must run "
                      "`fleetfs-broker host update %s`, which gives it today's permissions",
                      BC_EXCHANGE, c->cfg.coord_id);
         return -1;
     }
-    if (!amqp_basic_consume(c->amqp, CH_MAIN, amqp_cstring_bytes(qname), amqp_empty_bytes, 0, 1, 1,
-                            amqp_empty_table)) {
+    if (!amqp_basic_consume(c->amqp, CH_EVENTS, amqp_cstring_bytes(qname), amqp_empty_bytes, 0, 1,
+                            1, amqp_empty_table)) {
         bc_rpc_words(c, "cannot consume the claims events queue", why, n);
         return -1;
     }

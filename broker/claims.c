@@ -185,10 +185,16 @@ static void other_frame(bc_conn *c)
     g_hash_table_iter_init(&it, c->held);
     while (g_hash_table_iter_next(&it, &k, &v)) {
         held *h = v;
+        char tag[128];
         if (h->ch != (int)f.channel)
             continue;
-        if (f.payload.method.id == AMQP_BASIC_CANCEL_METHOD)
+        if (f.payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
+            bc_bytes_str(((amqp_basic_cancel_t *)f.payload.method.decoded)->consumer_tag, tag,
+                         sizeof tag);
+            if (strcmp(tag, h->tag) != 0)
+                break; /* an earlier consumer on this channel number: below */
             amqp_channel_close(c->amqp, f.channel, AMQP_REPLY_SUCCESS);
+        }
         c->ch_used[h->ch - CH_FIRST] = false;
         log_warn("claims: claim %s lost: %s", (char *)k, text);
         if (c->cb.lost)
@@ -196,6 +202,11 @@ static void other_frame(bc_conn *c)
         g_hash_table_iter_remove(&it);
         return;
     }
+    /* a claim's channel and no claim of ours on it: word of a consumer
+     * given up already (a probe found its lock gone and let it go while
+     * the broker's cancel was on its way, f1140), not of the connection */
+    if (f.channel >= CH_FIRST)
+        return;
     drop(c, text);
 }
 
@@ -240,12 +251,14 @@ static int publish(bc_conn *c, const char *ex, const char *key, const char *body
     p._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_CONTENT_TYPE_FLAG;
     p.delivery_mode = confirmed ? 2 : 1;
     p.content_type = amqp_cstring_bytes(confirmed ? "text/plain" : "application/json");
-    if (amqp_basic_publish(c->amqp, CH_MAIN, amqp_cstring_bytes(ex), amqp_cstring_bytes(key), 0, 0,
-                           &p, amqp_cstring_bytes(body)) != AMQP_STATUS_OK) {
+    if (amqp_basic_publish(c->amqp, confirmed ? CH_MAIN : CH_EVENTS, amqp_cstring_bytes(ex),
+                           amqp_cstring_bytes(key), 0, 0, &p,
+                           amqp_cstring_bytes(body)) != AMQP_STATUS_OK) {
         snprintf(why, n, "publish failed");
         return -1;
     }
-    c->next_tag++;
+    if (confirmed) /* CH_MAIN is in confirm mode; CH_EVENTS is not */
+        c->next_tag++;
     while (confirmed) {
         struct timeval tv = {0, 100000};
         amqp_frame_t f;
@@ -263,10 +276,10 @@ static int publish(bc_conn *c, const char *ex, const char *key, const char *body
         }
         if (f.frame_type != AMQP_FRAME_METHOD)
             continue;
-        if (f.payload.method.id == AMQP_BASIC_DELIVER_METHOD && f.channel == CH_MAIN) {
+        if (f.payload.method.id == AMQP_BASIC_DELIVER_METHOD && f.channel == CH_EVENTS) {
             amqp_envelope_t env = {0};
             amqp_message_t m;
-            if (amqp_read_message(c->amqp, CH_MAIN, &m, 0).reply_type == AMQP_RESPONSE_NORMAL) {
+            if (amqp_read_message(c->amqp, CH_EVENTS, &m, 0).reply_type == AMQP_RESPONSE_NORMAL) {
                 env.message = m;
                 deliver_event(c, &env);
                 amqp_destroy_message(&m);
@@ -370,6 +383,7 @@ static int do_take(bc_conn *c, bc_req *r)
     uint64_t max, tag;
     int ch, e;
     held *h;
+    amqp_basic_consume_ok_t *ok;
 
     if (g_hash_table_contains(c->held, r->name))
         return EALREADY;
@@ -387,8 +401,8 @@ static int do_take(bc_conn *c, bc_req *r)
         return -1;
     }
     snprintf(q, sizeof q, "%s%s", BC_LOCK_PREFIX, r->name);
-    if (!amqp_basic_consume(c->amqp, (amqp_channel_t)ch, amqp_cstring_bytes(q), amqp_empty_bytes, 0,
-                            0, 1, amqp_empty_table)) {
+    if (!(ok = amqp_basic_consume(c->amqp, (amqp_channel_t)ch, amqp_cstring_bytes(q),
+                                  amqp_empty_bytes, 0, 0, 1, amqp_empty_table))) {
         int code = bc_channel_refused(c, ch);
         if (code == 403 || code == 405)
             return EEXIST;
@@ -399,6 +413,7 @@ static int do_take(bc_conn *c, bc_req *r)
     /* ours now, as long as the consumer stands: the token */
     h = g_new0(held, 1);
     h->ch = ch;
+    bc_bytes_str(ok->consumer_tag, h->tag, sizeof h->tag);
     c->ch_used[ch - CH_FIRST] = true;
     g_hash_table_insert(c->held, g_strdup(r->name), h);
     if (take_tokens(c, r->name, &max, &tag) < 0) {

@@ -17,11 +17,12 @@
  * A grant is told only after the broker confirmed the new token.
  *
  * Everything goes over one AMQP connection of its own, owned by one thread
- * (rabbitmq-c is not thread-safe), like the roster's: channel 1 publishes
- * (confirm mode), gets tokens and consumes the fleet's claim events
- * (exchange fleet.claims, topic, non-durable: soft state, each mount binds
- * its own exclusive queue to claims.#); channel 2 probes (passive
- * declares, whose 404 closes only that channel); each claim held has a
+ * (rabbitmq-c is not thread-safe), like the roster's: channel 1 gets
+ * tokens and publishes them (confirm mode), and nothing else; channel 2
+ * probes (passive declares, whose 404 closes only that channel); channel 3
+ * publishes and consumes the fleet's claim events (exchange fleet.claims,
+ * topic, non-durable: soft state, each mount binds its own exclusive queue
+ * to claims.#), apart from the token's calls; each claim held has a
  * channel of its own, since a refused consume closes its channel.
  *
  * Losing the connection loses every claim held on it: the `lost` callback

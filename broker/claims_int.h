@@ -18,9 +18,15 @@
 #include "broker/sideconn.h"
 #include "fleetfs/os/os.h"
 
-#define CH_MAIN 1  /* confirms, token gets, events in */
+#define CH_MAIN 1  /* the token: gets, its publish (confirmed), acks */
 #define CH_PROBE 2 /* passive declares */
-#define CH_FIRST 3 /* claims: CH_FIRST .. CH_FIRST + BC_MAX_HELD - 1 */
+/* the fleet's events, in (our queue's deliveries) and out (announcements,
+ * unconfirmed): a channel of their own, so that nothing arrives on CH_MAIN
+ * but the answers to a take's own calls (an event's delivery or an
+ * announcement's ack between a basic.get-ok and its content made the
+ * take's read fail, and dropped the connection: t1110) */
+#define CH_EVENTS 3
+#define CH_FIRST 4 /* claims: CH_FIRST .. CH_FIRST + BC_MAX_HELD - 1 */
 #define RPC_TIMEOUT_MS 2000
 /* bc_stop's bound, the broker threads' (conn_int.h STOP_WAIT_MS) and the
  * roster's: this long from the stop request, a kick of the socket, as long
@@ -47,6 +53,7 @@ typedef struct {
 typedef struct {
     int ch;
     uint64_t token;
+    char tag[128]; /* our consumer's tag: a cancel names it (other_frame) */
 } held;
 
 struct bc_conn {

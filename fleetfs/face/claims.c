@@ -552,6 +552,7 @@ int cl_take(claims *c, const char *name, const char *agent, const char *note, ch
     g_mutex_unlock(&c->lock);
     if (rc) {
         snprintf(why, n, "held by this mount already");
+        log_info("claims: mkdir claims/%s failed (EEXIST): %s", name, why);
         return rc;
     }
     g_strlcpy(mine.host, c->f->host, sizeof mine.host);
@@ -577,11 +578,17 @@ int cl_take(claims *c, const char *name, const char *agent, const char *note, ch
             announce_change(c, name, true);
     } else if (rc == EEXIST) {
         watch(c, name, WATCH_MS);
-        if (!g_hash_table_contains(c->tab, name)) {
+        e = g_hash_table_lookup(c->tab, name);
+        snprintf(why, n, "the broker refused the lock: another connection holds it (%s%s)",
+                 e && !e->unknown ? "holder " : "its holder not heard from yet",
+                 e && !e->unknown ? e->coord : "");
+        if (!e) {
             e = g_new0(entry, 1);
             e->unknown = true;
             g_hash_table_insert(c->tab, g_strdup(name), e);
         }
+    } else if (rc == EALREADY) {
+        snprintf(why, n, "held by this mount already");
     }
     g_mutex_unlock(&c->lock);
     if (rc == 0) {
@@ -589,8 +596,12 @@ int cl_take(claims *c, const char *name, const char *agent, const char *note, ch
                  agent && agent[0] ? " for " : "", agent && agent[0] ? agent : "");
         return 0;
     }
-    if (rc == EEXIST || rc == EALREADY)
+    if (rc == EEXIST || rc == EALREADY) {
+        /* listed from now on: the kernel answers the next mkdir EEXIST
+         * itself, so this line comes once per refusal the broker made */
+        log_info("claims: mkdir claims/%s failed (EEXIST): %s", name, why);
         return EEXIST;
+    }
     if (rc == ENOTCONN) {
         log_warn("claims: mkdir claims/%s failed (ENOTCONN): %s; nothing was taken, try again "
                  "once the broker is reachable",

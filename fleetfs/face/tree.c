@@ -602,13 +602,17 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
     fuse_reply_err(req, -err);
 }
 
-/* presence: the poker's mkdir / rmdir of peers/<id> is a notification
- * (notify.c, nt_entry); everyone else's is refused.  0: it was one. */
+/* The poker's mkdir / rmdir (of peers/<id>, claims/NAME) is a notification
+ * (notify.c, nt_entry): 0.  Its mkdir that comes after the announcement was
+ * replaced (a claim taken and released at once) is refused, never carried
+ * out: it once took the claim for this host (t1110).  1: not the poker. */
 static int entry_poke(const rq *r, const char *path, bool added)
 {
     notifier *nt = g_atomic_pointer_get(&r->f->nt);
-    if (nt_pretend(nt, r->cx->pid, path + 1) != (added ? 1 : 2))
+    if (!nt_is_self(nt, r->cx->pid))
         return 1;
+    if (nt_pretend(nt, r->cx->pid, path + 1) != (added ? 1 : 2))
+        return added ? -EEXIST : -ENOENT;
     nt_entry_done(nt, path + 1, added);
     return 0;
 }
@@ -624,8 +628,8 @@ static int node_mkdir(const rq *r, const char *path)
 {
     const char *gid;
     int rc;
-    if (entry_poke(r, path, true) == 0)
-        return 0;
+    if ((rc = entry_poke(r, path, true)) <= 0)
+        return rc;
     if ((gid = agents_child(path)) && !tr_outsider(r) && tr_resolve(r->f, path) == N_NONE)
         return -ag_mkdir(r->f->ag, gid);
     if ((rc = tr_claim_op(r, path, true)) <= 0)
@@ -661,7 +665,7 @@ static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
     const char *gid;
     int rc;
     int err = !path                                            ? -ENOENT
-              : entry_poke(&r, path, false) == 0               ? 0
+              : (rc = entry_poke(&r, path, false)) <= 0        ? rc
               : (gid = agents_child(path)) && !tr_outsider(&r) ? -ag_rmdir(r.f->ag, gid)
               : (rc = tr_claim_op(&r, path, false)) <= 0       ? rc
                                                                : -EACCES;
