@@ -5,7 +5,8 @@
  * answer says (the probe cache), and what this login may not bind (said
  * once).  Below the parts that set up consumers, probe and publish: of
  * the thread's parts it calls only state.h and the slot set (slots.h)
- * (besides topology.h's mailbox arguments), and drops a connection
+ * (besides topology.h's mailbox arguments and sideconn.h's broker words
+ * as a string), and drops a connection
  * through the br_up hook (conn_int.h).  Used through broker/chan.h.
  */
 #include "broker/chan.h"
@@ -16,6 +17,7 @@
 #include <amqp.h>
 
 #include "broker/death.h"
+#include "broker/sideconn.h"
 #include "broker/slots.h"
 #include "broker/state.h"
 #include "broker/topology.h"
@@ -23,15 +25,6 @@
 
 /* ------------------------------------------------------------------ */
 /* AMQP helpers (broker thread)                                        */
-
-void br_bytes_to_str(amqp_bytes_t b, char *out, size_t n)
-{
-    size_t len = b.len < n - 1 ? b.len : n - 1;
-    if (len)
-        memcpy(out, b.bytes, len);
-    out[len] = '\0';
-    log_clean(out); /* the broker's words go to status and the log */
-}
 
 /* (Re)open ch, one that consumes nothing (consumer channels: boxes.c). */
 int br_open_channel(br_conn *c, amqp_channel_t ch)
@@ -68,7 +61,7 @@ int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t 
         amqp_channel_close_ok_t ok = {0};
         br_heard(c); /* an answer: the link works */
         *code = m->reply_code;
-        br_bytes_to_str(m->reply_text, text, n);
+        sc_bytes_str(m->reply_text, text, n);
         br_slot *s = br_slot_by_channel(c, ch);
         if (amqp_send_method(c->amqp, ch, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK)
             return -1;
@@ -83,7 +76,7 @@ int br_rpc_failure(br_conn *c, amqp_channel_t ch, int *code, char *text, size_t 
         amqp_connection_close_t *m = rep.reply.decoded;
         amqp_connection_close_ok_t ok = {0};
         *code = m->reply_code;
-        br_bytes_to_str(m->reply_text, text, n);
+        sc_bytes_str(m->reply_text, text, n);
         amqp_send_method(c->amqp, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
         return -1;
     }

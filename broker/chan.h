@@ -25,6 +25,5 @@ int br_declare_queue(br_conn *c, const char *queue, bool passive, br_probe *p);
  * there (ok, 404) is cached and noted in `declared`. */
 void br_probe_settle(br_conn *c, const char *queue, const amqp_queue_declare_ok_t *ok, int code,
                      br_probe *p);
-void br_bytes_to_str(amqp_bytes_t b, char *out, size_t n);
 
 #endif

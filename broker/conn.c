@@ -42,6 +42,7 @@
 #include "broker/probes.h"
 #include "broker/pubchan.h"
 #include "broker/session.h"
+#include "broker/sideconn.h"
 #include "broker/slots.h"
 #include "broker/state.h"
 #include "broker/topology.h"
@@ -374,19 +375,6 @@ br_conn *br_start(const br_config *cfg, const br_callbacks *cb)
     return c;
 }
 
-/* Wait on cv until *flag (both under c->lock) or the monotonic time until. */
-static bool wait_flag(br_conn *c, GCond *cv, const bool *flag, gint64 until)
-{
-    bool done;
-    g_mutex_lock(&c->lock);
-    while (!*flag)
-        if (!g_cond_wait_until(cv, &c->lock, until))
-            break;
-    done = *flag;
-    g_mutex_unlock(&c->lock);
-    return done;
-}
-
 /* Stopping is asked of both threads (publishing and consuming) first and
  * waited for together, so a broker that does not answer holds the unmount
  * for STOP_WAIT_MS, a kick and STOP_WAIT_MS again in all, not twice that. */
@@ -403,7 +391,7 @@ static bool stop_done_by(br_conn *c, gint64 until)
 {
     if (!c || !c->thread)
         return true;
-    return wait_flag(c, &c->state_cv, &c->finished, until);
+    return sc_wait_finished(&c->lock, &c->state_cv, &c->finished, until);
 }
 
 /* After the waits: join the thread, or leave it behind. */
@@ -553,9 +541,11 @@ void br_get_status(br_conn *c, br_status *st)
 bool br_wait_first_attempt(br_conn *c, int64_t timeout_ms)
 {
     gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
-    bool done = wait_flag(c, &c->first_cv, &c->first_attempt_done, deadline);
+    bool done = sc_wait_finished(&c->lock, &c->first_cv, &c->first_attempt_done, deadline);
     if (c->pub)
-        done = wait_flag(c->pub, &c->pub->first_cv, &c->pub->first_attempt_done, deadline) && done;
+        done = sc_wait_finished(&c->pub->lock, &c->pub->first_cv, &c->pub->first_attempt_done,
+                                deadline) &&
+               done;
     return done;
 }
 

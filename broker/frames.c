@@ -21,6 +21,7 @@
 #include "broker/probes.h"
 #include "broker/pubchan.h"
 #include "broker/quirks.h"
+#include "broker/sideconn.h"
 #include "broker/slots.h"
 #include "broker/state.h"
 #include "fleetfs/base/log.h"
@@ -94,10 +95,10 @@ static void on_return(br_conn *c, amqp_basic_return_t *ret)
         br_drop_connection(c, "cannot read a returned message");
         return;
     }
-    br_bytes_to_str(ret->reply_text, text, sizeof text);
+    sc_bytes_str(ret->reply_text, text, sizeof text);
     id[0] = '\0';
     if (msg.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
-        br_bytes_to_str(msg.properties.message_id, id, sizeof id);
+        sc_bytes_str(msg.properties.message_id, id, sizeof id);
     for (GList *l = c->inflight.head; l; l = l->next) {
         br_req *r = l->data;
         if (!r->returned && strcmp(r->msg_id, id) == 0) {
@@ -181,7 +182,7 @@ static void on_async_channel_close(br_conn *c, amqp_channel_t ch, amqp_channel_c
     char text[256];
     br_req *r;
     int code = m->reply_code; /* m may not outlive the channel's reopening */
-    br_bytes_to_str(m->reply_text, text, sizeof text);
+    sc_bytes_str(m->reply_text, text, sizeof text);
     br_slot *s = br_slot_by_channel(c, ch);
     /* LavinMQ's low-disk refusal of a publish (quirks.h): blocked, said
      * once (br_set_blocked), not at each canary it refuses */
@@ -244,7 +245,7 @@ static void on_cancel(br_conn *c, amqp_channel_t ch, amqp_basic_cancel_t *m)
     char tag[BR_QUEUE_MAX + 16], why[BR_QUEUE_MAX + 128];
     if (!s)
         return;
-    br_bytes_to_str(m->consumer_tag, tag, sizeof tag);
+    sc_bytes_str(m->consumer_tag, tag, sizeof tag);
     if (!m->nowait) {
         amqp_basic_cancel_ok_t ok = {m->consumer_tag};
         if (amqp_send_method(c->amqp, ch, AMQP_BASIC_CANCEL_OK_METHOD, &ok) != AMQP_STATUS_OK) {
@@ -300,7 +301,7 @@ static void handle_frame(br_conn *c, amqp_frame_t *f)
     case AMQP_CONNECTION_BLOCKED_METHOD: {
         amqp_connection_blocked_t *m = f->payload.method.decoded;
         char text[256];
-        br_bytes_to_str(m->reason, text, sizeof text);
+        sc_bytes_str(m->reason, text, sizeof text);
         br_set_blocked(c, true, text);
         break;
     }
@@ -311,7 +312,7 @@ static void handle_frame(br_conn *c, amqp_frame_t *f)
         amqp_connection_close_t *m = f->payload.method.decoded;
         amqp_connection_close_ok_t ok = {0};
         char text[256];
-        br_bytes_to_str(m->reply_text, text, sizeof text);
+        sc_bytes_str(m->reply_text, text, sizeof text);
         amqp_send_method(c->amqp, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
         br_drop_connection(c, text);
         break;

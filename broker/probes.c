@@ -40,6 +40,7 @@
 #include "broker/chan.h"
 #include "broker/conn_int.h"
 #include "broker/pubchan.h"
+#include "broker/sideconn.h"
 #include "broker/state.h"
 #include "broker/topology.h"
 #include "fleetfs/base/log.h"
@@ -334,7 +335,7 @@ static void xcheck_frame(br_conn *c, const amqp_frame_t *f)
         const amqp_channel_close_t *m = f->payload.method.decoded;
         char text[256];
         int code = m->reply_code;
-        br_bytes_to_str(m->reply_text, text, sizeof text);
+        sc_bytes_str(m->reply_text, text, sizeof text);
         c->xopen = false;
         if (br_reopen_nowait(c, CH_XCHECK) < 0) {
             br_drop_connection(c, "cannot reopen the exchange check's channel");
@@ -433,7 +434,7 @@ bool br_probe_frame(br_conn *c, const amqp_frame_t *f)
     } else if (f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD) {
         const amqp_channel_close_t *m = f->payload.method.decoded;
         code = m->reply_code;
-        br_bytes_to_str(m->reply_text, p.detail, sizeof p.detail);
+        sc_bytes_str(m->reply_text, p.detail, sizeof p.detail);
         /* close-ok, and the channel.open sent without waiting for its
          * open-ok (the frame above): a reopen never holds this thread,
          * nor the publish that waited for this answer (a 404 is the usual

@@ -375,7 +375,7 @@ static void server_prop(amqp_table_t *t, const char *key, char *out, size_t n)
         amqp_table_entry_t *e = &t->entries[i];
         if (e->key.len == strlen(key) && !memcmp(e->key.bytes, key, e->key.len) &&
             (e->value.kind == AMQP_FIELD_KIND_UTF8 || e->value.kind == AMQP_FIELD_KIND_BYTES))
-            br_bytes_to_str(e->value.value.bytes, out, n);
+            sc_bytes_str(e->value.value.bytes, out, n);
     }
 }
 

@@ -65,7 +65,8 @@ int sc_channel_refused(amqp_connection_state_t amqp, int ch);
  * which doubles up to max_ms. */
 void sc_retry_later(int64_t now_ms, int64_t *next_attempt_ms, int64_t *backoff_ms, int64_t max_ms);
 /* Wait under lock on cv until *finished or the deadline (monotonic µs):
- * whether the thread has finished. */
+ * whether *finished is set (a thread's end; conn.c also waits on its first
+ * attempt with it). */
 bool sc_wait_finished(GMutex *lock, GCond *cv, const bool *finished, gint64 until);
 
 #endif
