@@ -563,6 +563,8 @@ const char *st_readme(void)
            "                          its presence (live/stale/left/never) and agent state\n"
            "  roster                  every lead heard from, one JSON line each, with its groups\n"
            "                          and its agents (jq reads it)\n"
+           "  census                  a write hears the whole fleet once (one interval; at most\n"
+           "                          one per census_every, else EAGAIN), a read its roster lines\n"
            "  agents/<gid>/send       one write is one message from this lead to that agent\n"
            "  agents/<gid>/status     the agent's mailbox, presence, state and groups\n"
            "  agents/<local gid>/     a local agent's home: inbox ack history sent resend reply/,\n"

@@ -432,9 +432,14 @@ test_expect_success 'a login with the topic permissions from before fleet_view: 
     wait_for 10 "grep -q \"^presence: live\" alpha/peers/beta/status" &&
     unmount_fleet alpha &&
     "$FLEET_ROOT/scripts/broker" host update alpha --dir "$BROKER_DIR" 2>update.err &&
+    n0=$(grep -c "presence: roster connected" alpha.log) &&
     mount_as alpha peers=beta:gamma:delta &&
-    wait_for 10 "test \"\$(roster_bindings)\" = \"roster.#\"" &&
-    ! grep -q "fleet_view_note" alpha/status
+    printf "%s\n" ask.alpha "roster.#" "roster.#.s=alpha.#" | sort >want &&
+    wait_for 10 "roster_bindings >got && cmp -s want got" &&
+    ! grep -q "fleet_view_note" alpha/status &&
+    sleep 2 &&
+    test $(grep -c "presence: roster connected" alpha.log) = $((n0 + 1)) &&
+    grep -q "^presence: connected" alpha/status
 '
 
 # claims (doc/claims.md) on the least-privilege logins: what the broker
