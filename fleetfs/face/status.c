@@ -561,7 +561,7 @@ const char *st_readme(void)
            "                          ask.json takes {body, expiresIn}; agents/<gid>/ask too"
            "  peers/<id>/status       the peer's mailbox: present/absent, backlog, readers;\n"
            "                          its presence (live/stale/left/never) and agent state\n"
-           "  roster                  every lead heard from, one JSON line each, with its groups\n"
+           "  roster                  every lead this host hears, one JSON line each, its groups\n"
            "                          and its agents (jq reads it)\n"
            "  census                  a write hears the whole fleet once (one interval; at most\n"
            "                          one per census_every, else EAGAIN), a read its roster lines\n"

@@ -55,7 +55,7 @@ static void wall_now(char *out, size_t n)
 bool pri_auto_narrow_locked(presence *pr, int64_t now)
 {
     unsigned n;
-    if (!pr->o->fleet_view_auto || pr->narrowed || pr->census_on)
+    if (!pr->o->fleet_view_auto || pr->narrowed || pr->census_on || pr->whole)
         return false;
     n = pri_live_heard_locked(pr, now);
     if (n <= pr->o->view_limit)
@@ -245,6 +245,14 @@ void pr_census_end(presence *pr, const char *roster)
     }
     if (pr->hooks.changed)
         pr->hooks.changed(pr->hooks.ud, "census");
+}
+
+void pr_whole_fleet(presence *pr)
+{
+    g_mutex_lock(&pr->lock);
+    pr->whole = true;
+    pr->narrowed = false;
+    g_mutex_unlock(&pr->lock);
 }
 
 char *pr_census_text(presence *pr)

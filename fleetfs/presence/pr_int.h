@@ -104,6 +104,7 @@ struct presence {
     GHashTable *absent;      /* fleet_view=groups: id -> monotonic ms its mailbox was absent */
     /* census.c: hearing the whole fleet (roster.#) though scoped */
     bool narrowed;           /* fleet_view=auto heard more than view_limit: as groups */
+    bool whole;              /* pr_whole_fleet: auto never narrows */
     char narrowed_at[40];    /* when auto narrowed (wall clock), "" never */
     unsigned narrowed_heard; /* the leads heard then */
     bool census_on;          /* a census is hearing the whole fleet now */

@@ -213,9 +213,10 @@ void pr_address(presence *pr, const char *id)
     if (!l->listed && pr->o->discovery) {
         l->listed = true;
         pri_note(notes, 1, "peers", l->id);
-        log_info("presence: lead %s addressed (fleet_view=groups): now in peers/, its "
-                 "heartbeats heard for discovery_ttl after the last message to or from it",
-                 l->id);
+        log_info(
+            "presence: lead %s addressed (this host hears only what it needs): now in peers/, its "
+            "heartbeats heard for discovery_ttl after the last message to or from it",
+            l->id);
     }
     g_mutex_unlock(&pr->lock);
     pri_deliver_notes(pr, notes);
