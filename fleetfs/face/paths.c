@@ -77,17 +77,18 @@ static bool local_gid(const fleet *f, const char *gid)
     return m != NULL;
 }
 
-/* agents/<gid> of a host we did not hear: its host is addressed (asked for
+/* agents/<gid> of a host we do not know: its host is addressed (asked for
  * its heartbeat, which lists its agents); wait for that heartbeat, at most
- * probe_timeout. */
+ * probe_timeout, once: a host known already was heard (it has no such
+ * agent) or was asked before (its heartbeat, when it comes, will say). */
 static bool address_agent(const fleet *f, const char *gid)
 {
     char host[NAME_MAX_LEN + 1];
     pr_info i;
     int64_t until;
 
-    if (!id_host(gid, host) || local_gid(f, gid) || (pr_get(f->pr, host, &i) && i.age_ms >= 0))
-        return false; /* ours, or its host is heard: no such agent */
+    if (!id_host(gid, host) || local_gid(f, gid) || pr_get(f->pr, host, &i))
+        return false;
     address_by_name(f, host);
     if (!pr_get(f->pr, host, &i))
         return false; /* no mailbox of that host */

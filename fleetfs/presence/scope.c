@@ -299,7 +299,9 @@ int64_t pri_stale_after_locked(presence *pr, const pr_lead *l, int64_t now)
 {
     int64_t iv = l->interval_ms, gi = MAX(l->group_iv_ms, l->interval_ms);
 
-    if (!pri_narrow_locked(pr))
+    /* a census hears every heartbeat for a while: judge as before it, or a
+     * member heard every group interval would look stale at its start */
+    if (!pri_narrow_base_locked(pr))
         return PR_STALE_AFTER * iv;
     if (l->self && !our_groups_any_locked(pr))
         /* in no group we bind only our self word: our own come back every
