@@ -106,6 +106,13 @@
 FLEET_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 export FLEET_ROOT
 TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
+# an absolute FLEETFS_BUILD is made relative to FLEET_ROOT, so that the
+# files that spell a tool's path $FLEET_ROOT/${FLEETFS_BUILD:-build}/...
+# find it too
+if [[ ${FLEETFS_BUILD:-} == /* ]]; then
+  FLEETFS_BUILD=$(realpath -m --relative-to="$FLEET_ROOT" "$FLEETFS_BUILD")
+  export FLEETFS_BUILD
+fi
 if [[ -z ${FLEETFS:-} ]]; then
   case ${FLEETFS_BUILD:-build} in
     /*) FLEETFS=${FLEETFS_BUILD}/fleetfs ;;
