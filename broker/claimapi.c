@@ -124,37 +124,32 @@ void bc_stop_begin(bc_conn *c)
     wake(c);
 }
 
+/* sc_stop_wait's kick: the thread is blocked on the broker (said once) */
+static void kick_stopping_locked(void *ud)
+{
+    bc_conn *c = ud;
+    if (kick_locked(c, "unmounting"))
+        log_warn("claims: the claims thread did not end within %d ms of the unmount "
+                 "(blocked on the broker); its connection is shut down",
+                 BC_STOP_WAIT_MS);
+}
+
 void bc_stop(bc_conn *c)
 {
-    gint64 until;
-    bool kicked;
     if (!c || !c->thread)
         return;
     bc_stop_begin(c);
-    /* BC_STOP_WAIT_MS from the request, however long the caller stopped
-     * other threads meanwhile: a thread blocked in a send would never see
-     * stop, so its socket is then shut down and it gets as long again */
-    until = c->stop_at + BC_STOP_WAIT_MS * G_TIME_SPAN_MILLISECOND;
-    if (!sc_wait_finished(&c->lock, &c->done_cv, &c->finished, until)) {
-        g_mutex_lock(&c->lock);
-        kicked = kick_locked(c, "unmounting");
-        g_mutex_unlock(&c->lock);
-        if (kicked)
-            log_warn("claims: the claims thread did not end within %d ms of the unmount "
-                     "(blocked on the broker); its connection is shut down",
-                     BC_STOP_WAIT_MS);
-        until = MAX(until, g_get_monotonic_time()) + BC_STOP_WAIT_MS * G_TIME_SPAN_MILLISECOND;
-        if (!sc_wait_finished(&c->lock, &c->done_cv, &c->finished, until)) {
-            log_err("claims: the claims thread did not end within %d s of the unmount (the "
-                    "broker does not answer); exiting without it",
-                    2 * BC_STOP_WAIT_MS / 1000);
-            g_thread_unref(c->thread);
-            c->thread = NULL;
-            g_thread_join(c->watch); /* it ends on stop, not with the thread */
-            c->watch = NULL;
-            c->left_behind = true;
-            return;
-        }
+    if (!sc_stop_wait(&c->lock, &c->done_cv, &c->finished, c->stop_at, BC_STOP_WAIT_MS,
+                      kick_stopping_locked, c)) {
+        log_err("claims: the claims thread did not end within %d s of the unmount (the "
+                "broker does not answer); exiting without it",
+                2 * BC_STOP_WAIT_MS / 1000);
+        g_thread_unref(c->thread);
+        c->thread = NULL;
+        g_thread_join(c->watch); /* it ends on stop, not with the thread */
+        c->watch = NULL;
+        c->left_behind = true;
+        return;
     }
     g_thread_join(c->thread);
     c->thread = NULL;

@@ -790,30 +790,27 @@ void ro_stop_begin(ro_conn *r, bool leaving)
     wake(r);
 }
 
+static void kick_locked(void *ud)
+{
+    ro_conn *r = ud;
+    if (r->sockfd >= 0)
+        shutdown(r->sockfd, SHUT_RDWR);
+}
+
 void ro_stop(ro_conn *r, bool leaving)
 {
-    gint64 until;
     if (!r || !r->thread)
         return;
     ro_stop_begin(r, leaving);
-    /* RO_STOP_WAIT_MS from the request, however long the caller did other
-     * stops meanwhile; then the socket is shut down and it gets as long again */
-    until = r->stop_at + RO_STOP_WAIT_MS * 1000;
-    if (!sc_wait_finished(&r->lock, &r->done_cv, &r->finished, until)) {
-        g_mutex_lock(&r->lock); /* the thread cannot close it meanwhile */
-        if (r->sockfd >= 0)
-            shutdown(r->sockfd, SHUT_RDWR);
-        g_mutex_unlock(&r->lock);
-        until = MAX(until, g_get_monotonic_time()) + RO_STOP_WAIT_MS * 1000;
-        if (!sc_wait_finished(&r->lock, &r->done_cv, &r->finished, until)) {
-            log_err("presence: the roster thread did not end within %d s of the unmount (the "
-                    "broker does not answer); exiting without it",
-                    2 * RO_STOP_WAIT_MS / 1000);
-            g_thread_unref(r->thread);
-            r->thread = NULL;
-            r->left_behind = true;
-            return;
-        }
+    if (!sc_stop_wait(&r->lock, &r->done_cv, &r->finished, r->stop_at, RO_STOP_WAIT_MS, kick_locked,
+                      r)) {
+        log_err("presence: the roster thread did not end within %d s of the unmount (the "
+                "broker does not answer); exiting without it",
+                2 * RO_STOP_WAIT_MS / 1000);
+        g_thread_unref(r->thread);
+        r->thread = NULL;
+        r->left_behind = true;
+        return;
     }
     g_thread_join(r->thread);
     r->thread = NULL;

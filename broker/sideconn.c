@@ -187,3 +187,16 @@ bool sc_wait_finished(GMutex *lock, GCond *cv, const bool *finished, gint64 unti
     g_mutex_unlock(lock);
     return done;
 }
+
+bool sc_stop_wait(GMutex *lock, GCond *cv, const bool *finished, gint64 stop_at, int wait_ms,
+                  void (*kick_locked)(void *ud), void *ud)
+{
+    gint64 until = stop_at + (gint64)wait_ms * G_TIME_SPAN_MILLISECOND;
+    if (sc_wait_finished(lock, cv, finished, until))
+        return true;
+    g_mutex_lock(lock); /* the thread cannot close its socket meanwhile */
+    kick_locked(ud);
+    g_mutex_unlock(lock);
+    until = MAX(until, g_get_monotonic_time()) + (gint64)wait_ms * G_TIME_SPAN_MILLISECOND;
+    return sc_wait_finished(lock, cv, finished, until);
+}

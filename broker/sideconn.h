@@ -68,5 +68,12 @@ void sc_retry_later(int64_t now_ms, int64_t *next_attempt_ms, int64_t *backoff_m
  * whether *finished is set (a thread's end; conn.c also waits on its first
  * attempt with it). */
 bool sc_wait_finished(GMutex *lock, GCond *cv, const bool *finished, gint64 until);
+/* A side thread asked to stop at stop_at (monotonic µs): wait wait_ms from
+ * then, however long the caller stopped other threads meanwhile; if it has
+ * not ended (blocked in a send, it never sees the request), kick it (kick:
+ * under lock, shut its socket down) and wait wait_ms again.  true: it
+ * ended (join it); false: it did not (the caller says so, leaves it). */
+bool sc_stop_wait(GMutex *lock, GCond *cv, const bool *finished, gint64 stop_at, int wait_ms,
+                  void (*kick_locked)(void *ud), void *ud);
 
 #endif
