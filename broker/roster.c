@@ -60,6 +60,7 @@ struct ro_conn {
     gint64 stop_at;                   /* monotonic µs of the stop request */
     char **want_groups, **want_leads; /* ro_hear's, sorted */
     bool want_dirty;
+    bool want_wide;   /* ro_wide's: roster.# besides */
     GPtrArray *asks;  /* leads to ask for a heartbeat */
     int sockfd;       /* while connected, else -1: ro_stop may shut it down */
     bool finished;    /* roster_main returned */
@@ -85,6 +86,8 @@ struct ro_conn {
     bool fallback;      /* a scoped binding was refused: roster.# from now on */
 
     topo_group_beats gb; /* scoped: which beats carry our group words */
+    unsigned self_n;     /* beats since the last with our self word */
+    bool self_mode;      /* the last sync bound our self word, not our key */
 };
 
 static gint ro_cmp_str(gconstpointer a, gconstpointer b)
@@ -232,15 +235,24 @@ static GHashTable *wanted_bindings(ro_conn *r)
     topo_roster_ask_key(r->cfg.coord_id, k, sizeof k);
     g_hash_table_add(w, g_strdup(k));
     g_mutex_lock(&r->lock);
+    if (r->want_wide) /* roster.# hears what the group and lead keys would */
+        g_hash_table_add(w, g_strdup(TOPO_ROSTER_BINDING));
+    /* in no group: our self word, which one beat in self_every carries
+     * (roster.# hears them all while wide) */
     if (!r->want_groups || !r->want_groups[0]) {
-        topo_roster_bind_lead(r->cfg.coord_id, k, sizeof k);
+        if (!r->self_mode)
+            r->self_n = 0; /* the next beat proves the round trip */
+        r->self_mode = true;
+        topo_roster_bind_self(r->cfg.coord_id, k, sizeof k);
         g_hash_table_add(w, g_strdup(k));
+    } else {
+        r->self_mode = false;
     }
-    for (char **g = r->want_groups; g && *g; g++) {
+    for (char **g = r->want_groups; !r->want_wide && g && *g; g++) {
         topo_roster_bind_group(*g, k, sizeof k);
         g_hash_table_add(w, g_strdup(k));
     }
-    for (char **l = r->want_leads; l && *l; l++) {
+    for (char **l = r->want_leads; !r->want_wide && l && *l; l++) {
         topo_roster_bind_lead(*l, k, sizeof k);
         g_hash_table_add(w, g_strdup(k));
     }
@@ -283,7 +295,8 @@ static int sync_bindings(ro_conn *r, char *why, size_t n)
                 log_warn("presence: the broker refused the fleet_view=groups binding %s (403: "
                          "this login's topic permissions on " TOPO_ROSTER_EXCHANGE " predate "
                          "it; an operator renews them with scripts/broker host update); hearing "
-                         "the whole fleet (roster.#) instead, as fleet_view=all does",
+                         "the whole fleet (roster.#) instead, as fleet_view=all does, for the "
+                         "life of this mount (fleet_view=auto cannot narrow)",
                          (char *)k);
             }
             rc = -1;
@@ -367,6 +380,7 @@ static void try_connect(ro_conn *r)
         r->up_since_ms = now_ms();  /* the backoff is reset once it has stayed up (drop) */
         r->next_beat_ms = now_ms(); /* say hello at once, to our groups too */
         r->gb.force = true;
+        r->self_n = 0; /* and back to ourselves */
         if (!r->flapping)
             log_info("presence: roster connected to %s (exchange %s, heartbeat every %lld ms)",
                      r->shown, TOPO_ROSTER_EXCHANGE, (long long)r->cfg.interval_ms);
@@ -518,7 +532,9 @@ static void publish(ro_conn *r, bool leaving)
     group = scoped(r) && topo_group_beat(&r->gb, now_ms(), g_get_real_time() / 1000, iv, giv,
                                          topo_group_phase(r->groups ? r->groups[0] : NULL),
                                          leaving || g_hash_table_size(r->gone));
-    if (group) {
+    /* in no group (a group just left aside) a group beat is a plain one:
+     * it carries our self word one time in self_every */
+    if (group && (!r->self_mode || g_hash_table_size(r->gone) > 0)) {
         GPtrArray *keys = heartbeat_keys(r);
         rc = AMQP_STATUS_OK;
         for (guint i = 0; rc == AMQP_STATUS_OK && i < keys->len; i++)
@@ -527,8 +543,12 @@ static void publish(ro_conn *r, bool leaving)
                                     (amqp_bytes_t){.len = len, .bytes = body});
         g_ptr_array_unref(keys);
     } else {
+        char skey[TOPO_ROSTER_KEY_MAX + 1];
+        bool self = scoped(r) && r->self_mode && r->self_n++ % MAX(r->cfg.self_every, 1) == 0;
+        if (self)
+            topo_roster_self_key(r->host, r->cfg.coord_id, skey, sizeof skey);
         rc = amqp_basic_publish(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
-                                amqp_cstring_bytes(r->rkey), 0, 0, &p,
+                                amqp_cstring_bytes(self ? skey : r->rkey), 0, 0, &p,
                                 (amqp_bytes_t){.len = len, .bytes = body});
     }
     free(body);
@@ -862,6 +882,19 @@ void ro_hear(ro_conn *r, const char *const *groups, const char *const *leads)
         g_strfreev(l);
         return;
     }
+    wake(r);
+}
+
+void ro_wide(ro_conn *r, bool wide)
+{
+    if (!r || !r->cfg.scoped)
+        return;
+    g_mutex_lock(&r->lock);
+    if (r->want_wide != wide) {
+        r->want_wide = wide;
+        r->want_dirty = true;
+    }
+    g_mutex_unlock(&r->lock);
     wake(r);
 }
 

@@ -47,6 +47,8 @@ typedef struct {
     bool scoped;          /* fleet_view=groups: bind only what ro_hear names (and our
                              own key and ask key), publish with our groups in the key,
                              answer heartbeat requests; false: roster.# */
+    unsigned self_every;  /* scoped, not wide, in no group: one heartbeat in this many
+                             carries our self word, the one of ours we bind (0: 1) */
 } ro_config;
 
 typedef struct {
@@ -96,6 +98,9 @@ void ro_get_status(ro_conn *r, ro_status *st);
  * back through the group's binding).  Both NULL-terminated, valid names (wire/names.h),
  * copied.  Any thread; the roster thread binds and unbinds. */
 void ro_hear(ro_conn *r, const char *const *groups, const char *const *leads);
+/* Scoped: wide binds roster.# besides (fleet_view=auto not narrowed, a
+ * census: presence/census.c); not wide unbinds it.  Any thread. */
+void ro_wide(ro_conn *r, bool wide);
 /* Scoped: ask lead for its next heartbeat now (after binding what
  * ro_hear said, so its answer reaches us).  Any thread. */
 void ro_ask(ro_conn *r, const char *lead);

@@ -124,6 +124,19 @@ void topo_roster_bind_lead(const char *coord_id, char *out, size_t n)
     snprintf(out, n, "roster.#.%s", coord_id);
 }
 
+void topo_roster_self_key(const char *host, const char *coord_id, char *out, size_t n)
+{
+    if (!host || !host[0] ||
+        strlen(host) + 2 * strlen(coord_id) + sizeof "roster..s=." > TOPO_ROSTER_KEY_MAX + 1)
+        host = "_";
+    snprintf(out, n, "roster.%s.%s%s.%s", host, TOPO_ROSTER_SELF_WORD, coord_id, coord_id);
+}
+
+void topo_roster_bind_self(const char *coord_id, char *out, size_t n)
+{
+    snprintf(out, n, "roster.#.%s%s.#", TOPO_ROSTER_SELF_WORD, coord_id);
+}
+
 void topo_roster_bind_group(const char *group, char *out, size_t n)
 {
     snprintf(out, n, "roster.#.%s%s.#", TOPO_ROSTER_GROUP_WORD, group);

@@ -65,6 +65,14 @@ GPtrArray *topo_roster_keys(const char *host, const char *const *groups, const c
 void topo_roster_bind_lead(const char *coord_id, char *out, size_t n);
 /* "roster.#.g=<group>.#": every heartbeat of a member of group. */
 void topo_roster_bind_group(const char *group, char *out, size_t n);
+/* Scoped and in no group, a host binds only those of its own heartbeats
+ * whose key carries "s=<coord_id>" (one in ENV_HB_SELF_EVERY, wire/envelope.h):
+ * "roster.<host>.s=<coord_id>.<coord_id>" ("_" for an empty or too long
+ * host); its binding "roster.#.s=<coord_id>.#".  Every such key still ends
+ * in .<coord_id>, so whoever binds the lead or roster.# gets it as any. */
+#define TOPO_ROSTER_SELF_WORD "s="
+void topo_roster_self_key(const char *host, const char *coord_id, char *out, size_t n);
+void topo_roster_bind_self(const char *coord_id, char *out, size_t n);
 /* "ask.<coord_id>": a request for that lead's next heartbeat now; never
  * matches roster.#. */
 #define TOPO_ROSTER_ASK_PREFIX "ask."

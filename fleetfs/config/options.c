@@ -494,12 +494,25 @@ static int opts_set_group_rate(fs_opts *o, const struct opts_def *d, const char 
 
 static int opts_set_fleet_view(fs_opts *o, const struct opts_def *d, const char *value, char **err)
 {
-    if (strcmp(value, "all") == 0)
-        o->fleet_view_all = true;
-    else if (strcmp(value, "groups") == 0)
-        o->fleet_view_all = false;
-    else
-        return opts_fail(err, d, "all or groups", value);
+    if (strcmp(value, "all") == 0 || strcmp(value, "groups") == 0 || strcmp(value, "auto") == 0) {
+        o->fleet_view_all = strcmp(value, "all") == 0;
+        o->fleet_view_auto = strcmp(value, "auto") == 0;
+    } else {
+        return opts_fail(err, d, "auto, all or groups", value);
+    }
+    return 0;
+}
+
+static int opts_set_view_limit(fs_opts *o, const struct opts_def *d, const char *value, char **err)
+{
+    unsigned long n;
+    char *end;
+
+    errno = 0;
+    n = strtoul(value, &end, 10);
+    if (!*value || *end || errno || n < 1 || n > 100000 || value[0] == '-')
+        return opts_fail(err, d, "a whole number 1..100000", value);
+    o->view_limit = (unsigned)n;
     return 0;
 }
 
@@ -604,9 +617,15 @@ static const struct opts_def opts_table[] = {
      "on: peers/ also lists leads heard from; off: only the configured peers"},
     {"discovery_ttl", opts_set_duration, OFF(discovery_ttl_ms), NULL, "10m",
      "a discovered lead silent this long leaves peers/ (configured ones never do)"},
-    {"fleet_view", opts_set_fleet_view, 0, NULL, "all",
-     "all: hear every lead's heartbeat; groups: only our groups', our peers' and the leads we "
-     "address (doc/presence.md)"},
+    {"fleet_view", opts_set_fleet_view, 0, NULL, "auto",
+     "auto: as all while we hear at most view_limit leads, then as groups; all: hear every "
+     "lead's heartbeat; groups: only our groups', our peers' and the leads we address "
+     "(doc/presence.md)"},
+    {"view_limit", opts_set_view_limit, 0, NULL, "100",
+     "fleet_view=auto: hearing more leads than this (ourselves not counted), hear only what "
+     "groups hears, 1..100000"},
+    {"census_every", opts_set_duration, OFF(census_every_ms), NULL, "60s",
+     "least time between two censuses (a write to census) that hear the whole fleet"},
     /* agents and groups (SPEC section 10) */
     {"agents", opts_set_agents, 0, NULL, "none",
      "local agents, names " OPTS_AGENT_FORM " separated by ':' (and [agent NAME] sections)"},

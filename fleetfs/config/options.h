@@ -71,7 +71,11 @@ typedef struct {
     bool discovery;           /* peers/ also lists leads heard from */
     int64_t discovery_ttl_ms; /* a silent discovered lead leaves peers/ */
     bool fleet_view_all;      /* fleet_view=all: hear every heartbeat (roster.#);
-                                 false (groups): our groups, peers and addressed leads */
+                                 false (groups, auto): our groups, peers and addressed leads */
+    bool fleet_view_auto;     /* fleet_view=auto (the default): as all while we hear at
+                                 most view_limit leads, then as groups */
+    unsigned view_limit;      /* fleet_view=auto: leads heard (not us) above which we narrow */
+    int64_t census_every_ms;  /* least time between two censuses of the whole fleet */
     /* agents and groups (SPEC section 10, doc/agents.md) */
     fs_agent *agents; /* n_agents of them, in the order first given */
     size_t n_agents;

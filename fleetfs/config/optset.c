@@ -65,7 +65,10 @@ void opts_init(fs_opts *o)
     o->group_rate = 2;
     o->discovery = true;
     o->discovery_ttl_ms = 10 * 60 * 1000;
-    o->fleet_view_all = true;
+    o->fleet_view_all = false;
+    o->fleet_view_auto = true;
+    o->view_limit = 100;
+    o->census_every_ms = 60 * 1000;
     o->groups = g_new0(char *, 1);
     o->spawn_ttl_ms = 60 * 1000;
     o->spawn_grace_ms = 330 * 1000;

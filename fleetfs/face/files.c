@@ -23,6 +23,7 @@
 #include "fleetfs/face/askfile.h"
 #include "fleetfs/face/claims.h"
 #include "fleetfs/face/hosts.h"
+#include "fleetfs/face/status.h"
 #include "fleetfs/os/fuseopen.h"
 #include "fleetfs/wire/envelope.h"
 #include "fleetfs/wire/names.h"
@@ -51,6 +52,7 @@ int tr_file_open(const rq *r, const char *path, struct fuse_file_info *fi)
      * writes to, refused on the rest as truncate(2) is */
     if (tr_outsider(r) ||
         (tr_is_ask(n.k)        ? acc != O_RDWR
+         : n.k == N_CENSUS     ? acc == O_RDWR
          : tr_is_writable(n.k) ? acc != O_WRONLY
                                : acc != O_RDONLY) ||
         ((fi->flags & O_TRUNC) && !tr_is_writable(n.k))) {
@@ -70,7 +72,7 @@ int tr_file_open(const rq *r, const char *path, struct fuse_file_info *fi)
         h->view = mb_view_open(h->home, r->cx->pid);
     else if (tr_is_ask(n.k)) /* the lead asks; through to/, that agent */
         h->ask = askf_open(n.k == N_TOASK || n.k == N_TOASKJ ? h->home : f->mb);
-    else if (!tr_is_writable(n.k))
+    else if (!tr_is_writable(n.k) || (n.k == N_CENSUS && acc == O_RDONLY))
         h->snap = tr_render(f, &n, true);
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->direct_io = 1;
@@ -129,6 +131,39 @@ typedef struct {
  * once the confirm (or send_timeout) came and its `sent` line is recorded;
  * the low-level API lets any thread reply to a request.  No FUSE thread
  * waited for it. */
+/* census: a write takes one (presence/census.c: the whole fleet heard for
+ * one interval and two seconds, or the roster at once where we hear it
+ * all already) and returns once it has ended, its lines in the file.
+ * EAGAIN: census_every refused it; ENOTCONN: no roster connection (both
+ * logged); a write while one runs waits for that one. */
+static int tr_census(fleet *f)
+{
+    int64_t win, until;
+    GString *roster;
+    int rc;
+
+    if (!f->pr || !pr_link_up(f->pr)) {
+        log_warn("census: refused: this host's roster connection is not up (see presence: in "
+                 "status), so the fleet cannot be heard; try again once it is");
+        return ENOTCONN;
+    }
+    rc = pr_census_begin(f->pr, &win);
+    if (rc < 0)
+        return -rc;
+    if (rc == 2) {
+        while (pr_census_running(f->pr))
+            g_usleep(50 * 1000);
+        return 0;
+    }
+    until = g_get_monotonic_time() / 1000 + win;
+    while (rc == 0 && g_get_monotonic_time() / 1000 < until)
+        g_usleep(50 * 1000);
+    roster = st_roster(f);
+    pr_census_end(f->pr, roster->str);
+    g_string_free(roster, TRUE);
+    return 0;
+}
+
 static void sent_answered(void *ud, fe_code res, const char *detail)
 {
     pending_write *w = ud;
@@ -232,6 +267,10 @@ int tr_file_write(const rq *r, fuse_req_t req, tr_file *h, const char *buf, size
     }
     case N_HSTOP: {
         int e = hs_stop(f, h->name, buf, size);
+        return e ? -e : (int)size;
+    }
+    case N_CENSUS: {
+        int e = tr_census(f);
         return e ? -e : (int)size;
     }
     case N_CNOTE:

@@ -32,7 +32,9 @@ bool tr_outsider(const rq *r)
     return r->cx->uid != r->f->uid && r->cx->uid != 0;
 }
 
-/* fleet_view=groups: a lead we do not hear is still reachable by name.
+/* fleet_view=groups (and auto narrowed): a lead we do not hear is still
+ * reachable by name (while we hear the whole fleet, one not heard is not
+ * there, as with fleet_view=all).
  * Its mailbox is probed (one passive declare, bounded by probe_timeout);
  * when it is there the lead is addressed: listed in peers/, its heartbeats
  * bound, and asked for one now (doc/presence.md).  An absent mailbox is
@@ -42,8 +44,8 @@ static bool address_by_name(const fleet *f, const char *name)
     char queue[128];
     br_probe p;
 
-    if (!pr_scoped(f->pr) || !f->opts->discovery || !strcmp(name, f->opts->coord_id) ||
-        pr_absent_recent(f->pr, name))
+    if (!pr_scoped(f->pr) || pr_wide(f->pr) || !f->opts->discovery ||
+        !strcmp(name, f->opts->coord_id) || pr_absent_recent(f->pr, name))
         return false;
     br_inbox_queue(name, queue, sizeof queue);
     memset(&p, 0, sizeof p);
@@ -68,12 +70,45 @@ bool fleet_is_peer(const fleet *f, const char *name)
     return f->pr && pr_is_peer(f->pr, name);
 }
 
+static bool local_gid(const fleet *f, const char *gid)
+{
+    mailbox *m = mb_find(f->mb, gid);
+    mb_unref(m);
+    return m != NULL;
+}
+
+/* agents/<gid> of a host we did not hear: its host is addressed (asked for
+ * its heartbeat, which lists its agents); wait for that heartbeat, at most
+ * probe_timeout. */
+static bool address_agent(const fleet *f, const char *gid)
+{
+    char host[NAME_MAX_LEN + 1];
+    pr_info i;
+    int64_t until;
+
+    if (!id_host(gid, host) || local_gid(f, gid) || (pr_get(f->pr, host, &i) && i.age_ms >= 0))
+        return false; /* ours, or its host is heard: no such agent */
+    address_by_name(f, host);
+    if (!pr_get(f->pr, host, &i))
+        return false; /* no mailbox of that host */
+    until = g_get_monotonic_time() / 1000 + f->opts->probe_timeout_ms;
+    while (!ag_heard(f->ag, gid) && g_get_monotonic_time() / 1000 < until &&
+           !(pr_get(f->pr, host, &i) && i.age_ms >= 0))
+        g_usleep(5000);
+    return ag_heard(f->ag, gid);
+}
+
 bool tr_address_peer(const fleet *f, const char *path)
 {
     gchar **c = g_strsplit(path + 1, "/", 3);
     bool ok = false;
     if (f->pr && c[0] && c[1] && !strcmp(c[0], "peers") && name_valid(c[1]))
         ok = address_by_name(f, c[1]);
+    else if (f->pr && c[0] && c[1] && !strcmp(c[0], "hosts") && name_valid(c[1]))
+        ok = (address_by_name(f, c[1]), hs_known(f, c[1]));
+    else if (f->pr && c[0] && c[1] && !strcmp(c[0], "agents") && gid_valid(c[1]) &&
+             pr_scoped(f->pr) && f->opts->discovery)
+        ok = address_agent(f, c[1]);
     g_strfreev(c);
     return ok;
 }
@@ -239,6 +274,7 @@ void tr_resolve_node(const fleet *f, const char *path, node *out)
             : !strcmp(c[0], "leads")  ? N_LEADS
             : !strcmp(c[0], "peers")  ? N_PEERS
             : !strcmp(c[0], "roster") ? N_ROSTER
+            : !strcmp(c[0], "census") ? N_CENSUS
             : !strcmp(c[0], "agents") ? N_AGENTS
             : !strcmp(c[0], "groups") ? N_GROUPS
             : !strcmp(c[0], "hosts")  ? N_HOSTS
@@ -299,7 +335,7 @@ bool tr_is_writable(node_kind k)
            k == N_HREPLY || k == N_ASEND || k == N_TO || k == N_GSEND || k == N_HSPAWN ||
            k == N_HSTOP || k == N_SENDJ || k == N_ASENDJ || k == N_GSENDJ || k == N_ASK ||
            k == N_ASKJ || k == N_TOJ || k == N_TOASK || k == N_TOASKJ || k == N_CNOTE ||
-           k == N_CLEASE;
+           k == N_CLEASE || k == N_CENSUS;
 }
 
 /* A write to it is a message (mb_send): writers share these files. */
@@ -348,8 +384,8 @@ int tr_dir_list(const rq *r, const char *path, GPtrArray *out)
     g_ptr_array_add(out, g_strdup(".."));
     switch (n.k) {
     case N_ROOT: {
-        static const char *const top[] = {"README", "status", "self",   "leads", "peers",
-                                          "roster", "agents", "groups", "hosts", "claims"};
+        static const char *const top[] = {"README", "status", "self",   "leads", "peers", "roster",
+                                          "census", "agents", "groups", "hosts", "claims"};
         list_const(out, top, G_N_ELEMENTS(top));
         break;
     }

@@ -31,6 +31,12 @@ GString *tr_render(fleet *f, const node *n, bool fresh)
         return ag_members_text(f->ag, n->name);
     case N_ROSTER:
         return st_roster(f);
+    case N_CENSUS: {
+        char *t = f->pr ? pr_census_text(f->pr) : g_strdup("");
+        GString *g = g_string_new(t);
+        g_free(t);
+        return g;
+    }
     case N_HSTATUS:
         return hs_status(f, n->name);
     case N_HSPAWNS:

@@ -100,6 +100,8 @@ static void presence_root_lines(GString *s, fleet *f)
                            (unsigned long long)pr_rejected_agents(f->pr));
     pr_view_words(f->pr, w, sizeof w);
     g_string_append_printf(s, "fleet_view: %s\n", w);
+    pr_census_words(f->pr, w, sizeof w);
+    g_string_append_printf(s, "census: %s\n", w);
     if (f->ro) {
         ro_status rs;
         ro_get_status(f->ro, &rs);

@@ -250,7 +250,9 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
         st->st_nlink = 1;
         st->st_size = (off_t)strlen(f->opts->coord_id) + 6;
     } else {
-        st->st_mode = S_IFREG | (tr_is_ask(n.k) ? 0600 : tr_is_writable(n.k) ? 0200 : 0400);
+        st->st_mode = S_IFREG | (tr_is_ask(n.k) || n.k == N_CENSUS ? 0600
+                                 : tr_is_writable(n.k)             ? 0200
+                                                                   : 0400);
         st->st_nlink = 1;
         if (n.k == N_INBOX) {
             st->st_size = (off_t)mb_inbox_size(n.home, r->cx->pid);
@@ -260,7 +262,7 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
             /* the largest message it takes: as the kernel knows it, no
              * write reaches past the end, so writers share it (fuseopen.h) */
             st->st_size = (off_t)f->opts->max_message;
-        } else if (!tr_is_writable(n.k)) {
+        } else if (!tr_is_writable(n.k) || n.k == N_CENSUS) {
             GString *g = tr_render(f, &n, false);
             st->st_size = (off_t)g->len;
             g_string_free(g, TRUE);
@@ -285,7 +287,7 @@ static int node_stat(const rq *r, const char *path, struct stat *st, node_kind *
  * its message. */
 static double tree_ttl(const tree *t, node_kind k, bool pretended)
 {
-    if (t->shared || pretended || k == N_ROOT || k == N_REPLY || k == N_HREPLY)
+    if (t->shared || pretended || k == N_ROOT || k == N_REPLY || k == N_HREPLY || k == N_CENSUS)
         return 0;
     return tr_is_dir(k) || k == N_SELF || tr_is_writable(k) ? TTL : 0;
 }

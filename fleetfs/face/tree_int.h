@@ -70,6 +70,7 @@ typedef enum {
     N_CHOLDER,   /* claims/<name>/holder: who holds it, since, token, note (JSON) */
     N_CNOTE,     /* claims/<name>/note: the holder writes its note */
     N_CLEASE,    /* claims/<name>/lease: the holder sets or renews its lease */
+    N_CENSUS,    /* census: the last census (read), a new one (write) */
 } node_kind;
 
 /* A resolved path.  name: the peer, agent gid, group or target the node is

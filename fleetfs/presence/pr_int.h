@@ -15,6 +15,9 @@
  *   scope.c      whom we hear with fleet_view=groups: the lists to bind, the
  *                addressed leads, which heard leads are still in view, and
  *                so a lead's state (live or stale)
+ *   census.c     hearing the whole fleet for a while or for good: the
+ *                fleet_view=auto rule (wide while we hear at most
+ *                view_limit leads) and the census (a write to census)
  * Every function here that ends in _locked wants pr->lock held.
  */
 #ifndef FLEETFS_PR_INT_H
@@ -99,6 +102,17 @@ struct presence {
     int64_t group_iv_ms;     /* our last heartbeat's group interval (pri_group_iv_locked) */
     int64_t group_iv_logged; /* the one the log said last; 0: every heartbeat */
     GHashTable *absent;      /* fleet_view=groups: id -> monotonic ms its mailbox was absent */
+    /* census.c: hearing the whole fleet (roster.#) though scoped */
+    bool narrowed;           /* fleet_view=auto heard more than view_limit: as groups */
+    char narrowed_at[40];    /* when auto narrowed (wall clock), "" never */
+    unsigned narrowed_heard; /* the leads heard then */
+    bool census_on;          /* a census is hearing the whole fleet now */
+    int64_t census_start;    /* monotonic ms it started, 0 never */
+    char census_at[40];      /* when the last one ended (wall clock), "" never */
+    unsigned census_heard;   /* leads it heard (ourselves not counted) */
+    GHashTable *census_only; /* id -> its roster line: heard only because a census is on,
+                                 in no listing, log or note; dropped when it ends */
+    char *census_text;       /* the last census: roster lines, "" none */
 };
 
 typedef struct {
@@ -133,5 +147,19 @@ bool pri_strv_same(char **a, char **b);
 bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now);
 bool pri_hb_in_view_locked(presence *pr, const env_heartbeat *h);
 bool pri_addressed_locked(presence *pr, const pr_lead *l, int64_t now);
+bool pri_hb_shares_locked(presence *pr, const env_heartbeat *h);
+/* census.c: we hear only what fleet_view=groups hears now (scoped, not
+ * wide, no census on); and the same without the census (a lead heard now
+ * only because of it is census_only) */
+bool pri_narrow_locked(presence *pr);
+bool pri_narrow_base_locked(presence *pr);
+/* census.c, from pr_tick: fleet_view=auto hearing more than view_limit
+ * leads narrows (true: just now; the caller drops what is out of view
+ * quietly and says how many in one line) */
+bool pri_auto_narrow_locked(presence *pr, int64_t now);
+unsigned pri_live_heard_locked(presence *pr, int64_t now);
+/* census.c: h (believed) is from a lead heard only because a census is on:
+ * its line is kept apart (true); false: take it as any heartbeat */
+bool pri_census_take_locked(presence *pr, const env_heartbeat *h);
 
 #endif

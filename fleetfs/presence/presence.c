@@ -61,6 +61,7 @@ presence *pr_new(const fs_opts *o, const char *host, const pr_hooks *hooks, char
     pr->local_groups = g_new0(char *, 1);
     pr->logged = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pr->absent = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    pr->census_only = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     pr->link_since = pri_mono_ms();
     if (!o->insecure) {
         pr->key = sig_load_secret(o->key, err);
@@ -104,6 +105,8 @@ void pr_free(presence *pr)
     g_hash_table_destroy(pr->snap_agents);
     g_hash_table_destroy(pr->snap_groups);
     g_hash_table_destroy(pr->absent);
+    g_hash_table_destroy(pr->census_only);
+    g_free(pr->census_text);
     g_ptr_array_unref(pr->local_agents);
     g_strfreev(pr->local_groups);
     g_free(pr->local_key);

@@ -124,6 +124,31 @@ void pr_hear_lists(presence *pr, char ***groups, char ***leads);
  * peers/) for discovery_ttl from now.  The first time, the hear hook is
  * told to ask it for a heartbeat.  Not scoped, or id is us: nothing. */
 void pr_address(presence *pr, const char *id);
+/* ---- the whole fleet though scoped (census.c) ----------------------------
+ *
+ * fleet_view=auto (the default) hears the whole fleet (roster.#, besides
+ * the scoped bindings) until it hears more than view_limit leads, then
+ * narrows to what fleet_view=groups hears, for the life of the mount.  A
+ * census hears the whole fleet for one interval and two seconds. */
+/* roster.# is to be bound now: fleet_view=all, auto not narrowed, or a
+ * census on. */
+bool pr_wide(presence *pr);
+/* A census: 1 we hear the whole fleet already (snapshot the roster now
+ * and pr_census_end it); 0 started (hear hook told: roster.# for
+ * *window_ms; then pr_census_end); 2 one is running (wait for it:
+ * pr_census_running); -EAGAIN refused by census_every (logged). */
+int pr_census_begin(presence *pr, int64_t *window_ms);
+bool pr_census_running(presence *pr);
+/* End it: roster (the roster file's text now) and the leads heard only
+ * for the census make the census text, sorted; those are dropped; auto
+ * widens again when the fleet heard is at most view_limit.  Tells the
+ * changed hook "census". */
+void pr_census_end(presence *pr, const char *roster);
+/* The last census's lines ("" none; g_free). */
+char *pr_census_text(presence *pr);
+/* For the root status: "running (...)", "<time>: N lead(s) heard ...",
+ * "none yet ..." */
+void pr_census_words(presence *pr, char *out, size_t n);
 /* A lookup of an unknown peers/<id> probed and found no mailbox: not worth
  * probing again for 2 s (pr_absent_recent). */
 void pr_absent(presence *pr, const char *id);

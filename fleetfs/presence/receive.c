@@ -245,6 +245,12 @@ void pr_received(presence *pr, const char *routing_key, const char *body, size_t
         return;
     }
     l = g_hash_table_lookup(pr->leads, h.from);
+    if (!l && pri_census_take_locked(pr, &h)) { /* out of view, heard for a census */
+        g_mutex_unlock(&pr->lock);
+        pri_deliver_notes(pr, notes);
+        env_hb_free(&h);
+        return;
+    }
     if (!l && !pri_hb_in_view_locked(pr, &h)) {
         /* fleet_view=groups: not ours to hear (it is leaving a group of
          * ours, or we left it) */
@@ -319,9 +325,13 @@ bool pr_tick(presence *pr, const char *agent_words)
     GHashTableIter it;
     gpointer v;
     int64_t now = pri_mono_ms();
-    bool agent_changed, hear_changed = false;
+    bool agent_changed, hear_changed = false, narrowed;
+    unsigned dropped = 0;
 
     g_mutex_lock(&pr->lock);
+    /* fleet_view=auto hearing more than view_limit: what is out of view
+     * now goes quietly below, said in one line after */
+    narrowed = pri_auto_narrow_locked(pr, now);
     agent_changed = pr->agent_sent && agent_words && strcmp(pr->agent_sent, agent_words) != 0;
     agent_changed = agent_changed || (pr->agent_sent && pr->local_gen != pr->local_sent_gen);
     g_hash_table_iter_init(&it, pr->leads);
@@ -352,10 +362,13 @@ bool pr_tick(presence *pr, const char *agent_words)
              * groups, or we left its): gone from our view, not stale */
             if (l->listed)
                 pri_note(notes, 2, "peers", l->id);
-            log_info("presence: %s out of view (fleet_view=groups: it shares no group with us "
-                     "and is neither a configured peer nor addressed); dropped from peers/ and "
-                     "hosts/",
-                     l->id);
+            if (narrowed)
+                dropped++;
+            else
+                log_info("presence: %s out of view (fleet_view=groups: it shares no group with "
+                         "us and is neither a configured peer nor addressed); dropped from "
+                         "peers/ and hosts/",
+                         l->id);
             pri_note(notes, 0, "roster", NULL);
             pri_note(notes, 2, "hosts", l->id);
             g_hash_table_iter_remove(&it);
@@ -374,6 +387,16 @@ bool pr_tick(presence *pr, const char *agent_words)
         }
     }
     pri_snap_diff_locked(pr, notes, now);
+    if (narrowed) {
+        log_warn("presence: %u leads heard live, more than view_limit=%u (fleet_view=auto): "
+                 "from now this host hears only its groups, its configured peers and the leads "
+                 "it addresses, so the broker's work stays linear in the fleet; %u dropped from "
+                 "peers/ and hosts/ (still reachable by name; write to census for the whole "
+                 "fleet once, or set fleet_view=all to hear it always)",
+                 pr->narrowed_heard, pr->o->view_limit, dropped);
+        pri_note(notes, 0, "status", NULL);
+        hear_changed = true;
+    }
     g_mutex_unlock(&pr->lock);
     pri_deliver_notes(pr, notes);
     if (hear_changed && pr->hooks.hear)

@@ -37,6 +37,17 @@ static void our_groups_locked(presence *pr, GHashTable *set)
     g_hash_table_remove(set, GROUP_ALL);
 }
 
+/* We are in a group (the lead or a local agent; "all" does not count). */
+static bool our_groups_any_locked(presence *pr)
+{
+    GHashTable *ours = g_hash_table_new(g_str_hash, g_str_equal);
+    bool any;
+    our_groups_locked(pr, ours);
+    any = g_hash_table_size(ours) > 0;
+    g_hash_table_destroy(ours);
+    return any;
+}
+
 bool pri_addressed_locked(presence *pr, const pr_lead *l, int64_t now)
 {
     return l->addressed && now - l->addressed_mono < pr->o->discovery_ttl_ms;
@@ -64,7 +75,7 @@ bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now)
     GHashTable *ours;
     bool shares;
 
-    if (!pr_scoped(pr) || l->self || l->configured || pri_addressed_locked(pr, l, now))
+    if (!pri_narrow_locked(pr) || l->self || l->configured || pri_addressed_locked(pr, l, now))
         return true;
     ours = g_hash_table_new(g_str_hash, g_str_equal);
     our_groups_locked(pr, ours);
@@ -102,11 +113,15 @@ size_t pri_group_heard_locked(presence *pr, int64_t now)
  * leads are always in the table. */
 bool pri_hb_in_view_locked(presence *pr, const env_heartbeat *h)
 {
+    return !pri_narrow_locked(pr) || pri_hb_shares_locked(pr, h);
+}
+
+/* h names one of our groups (its lead's or an agent's). */
+bool pri_hb_shares_locked(presence *pr, const env_heartbeat *h)
+{
     GHashTable *ours;
     bool shares = false;
 
-    if (!pr_scoped(pr))
-        return true;
     ours = g_hash_table_new(g_str_hash, g_str_equal);
     our_groups_locked(pr, ours);
     for (size_t i = 0; !shares && h->groups && h->groups[i]; i++)
@@ -208,16 +223,40 @@ bool pr_absent_recent(presence *pr, const char *id)
 
 void pr_view_words(presence *pr, char *out, size_t n)
 {
-    char **g, **l;
+    char **g, **l, at[40];
+    bool wide, census;
+    unsigned heard, limit = pr->o->view_limit, then;
+
     if (!pr_scoped(pr)) {
         snprintf(out, n, "all (every lead's heartbeat)");
         return;
     }
+    g_mutex_lock(&pr->lock);
+    wide = !pri_narrow_base_locked(pr);
+    census = pr->census_on;
+    heard = pri_live_heard_locked(pr, pri_mono_ms());
+    then = pr->narrowed_heard;
+    g_strlcpy(at, pr->narrowed_at, sizeof at);
+    g_mutex_unlock(&pr->lock);
+    if (wide) {
+        snprintf(out, n, "auto (the whole fleet: %u lead(s) heard live, view_limit %u)", heard,
+                 limit);
+        return;
+    }
     pr_hear_lists(pr, &g, &l);
-    snprintf(out, n,
-             "groups (hearing %u group(s), %u lead(s) configured or addressed, and "
-             "the members of those groups)",
-             g_strv_length(g), g_strv_length(l));
+    if (pr->o->fleet_view_auto)
+        snprintf(out, n,
+                 "auto (narrowed at %s: %u leads heard, more than view_limit %u; now hearing %u "
+                 "group(s), %u lead(s) configured or addressed, and the members of those "
+                 "groups%s)",
+                 at, then, limit, g_strv_length(g), g_strv_length(l),
+                 census ? "; a census hears the whole fleet now" : "");
+    else
+        snprintf(out, n,
+                 "groups (hearing %u group(s), %u lead(s) configured or addressed, and "
+                 "the members of those groups%s)",
+                 g_strv_length(g), g_strv_length(l),
+                 census ? "; a census hears the whole fleet now" : "");
     g_strfreev(g);
     g_strfreev(l);
 }
@@ -235,8 +274,12 @@ int64_t pri_stale_after_locked(presence *pr, const pr_lead *l, int64_t now)
 {
     int64_t iv = l->interval_ms, gi = MAX(l->group_iv_ms, l->interval_ms);
 
-    if (!pr_scoped(pr))
+    if (!pri_narrow_locked(pr))
         return PR_STALE_AFTER * iv;
+    if (l->self && !our_groups_any_locked(pr))
+        /* in no group we bind only our self word: our own come back every
+         * ENV_HB_SELF_EVERY heartbeats (doc/protocol.md section 11) */
+        return PR_STALE_AFTER * ENV_HB_SELF_EVERY * iv;
     if (l->self) /* in a group, our own come back only as group heartbeats */
         return PR_STALE_AFTER * gi;
     if (l->configured)

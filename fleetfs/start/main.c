@@ -197,6 +197,7 @@ static void push_hear(fleet *f, const char *ask)
     if (!f->pr || !ro || !pr_scoped(f->pr))
         return;
     pr_hear_lists(f->pr, &groups, &leads);
+    ro_wide(ro, pr_wide(f->pr)); /* fleet_view=auto not narrowed, or a census */
     ro_hear(ro, (const char *const *)groups, (const char *const *)leads);
     g_strfreev(groups);
     g_strfreev(leads);
@@ -264,6 +265,7 @@ static int presence_new(fleet *f, char **err)
     cfg.ttl_ms = 3 * f->opts->heartbeat_ms;
     cfg.uri_env = f->opts->broker_uri_env;
     cfg.scoped = pr_scoped(f->pr);
+    cfg.self_every = ENV_HB_SELF_EVERY;
     g_atomic_pointer_set(&f->ro, ro_new(&cfg, &rc));
     f->cl = cl_new(f, uris);
     g_strfreev(uris);

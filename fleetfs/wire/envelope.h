@@ -154,6 +154,12 @@ bool env_receipt_state_valid(const char *s);
  * A heartbeat without the member (a fleetfs before it) has has_group_iv
  * false: every heartbeat of it goes to its groups. */
 #define ENV_HB_MAX_PROFILES 64
+/* A scoped host in no group binds, of its own heartbeats, only those whose
+ * key carries the word s=<its coord_id>: every ENV_HB_SELF_EVERY-th one (and
+ * the first on a connection), so the broker copies its own heartbeat back
+ * to it every 30 s at the defaults, not every 5 s (doc/protocol.md section
+ * 11).  Its own line is judged stale after three such rounds. */
+#define ENV_HB_SELF_EVERY 6
 #define ENV_HB_MAX_LEN 131072   /* bytes: RabbitMQ's default frame_max */
 #define ENV_HB_OLD_MAX_LEN 4096 /* what a fleetfs before agents accepts */
 #define ENV_HB_MAX_AGENTS 1024

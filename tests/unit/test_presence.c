@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1136,6 +1137,7 @@ static void test_scoped_view(void **state)
     char **g, **l, why[120];
 
     f->o.fleet_view_all = false;
+    f->o.fleet_view_auto = false;
     assert_true(pr_scoped(f->pr));
     assert_true(pr_set_local(f->pr, ops, NULL, 0));
     pr_hear_lists(f->pr, &g, &l);
@@ -1201,6 +1203,95 @@ static pr_state state_of(fx *f, const char *id)
     pr_info i;
     assert_true(pr_get(f->pr, id, &i));
     return i.state;
+}
+
+/* fleet_view=auto (the default, presence/census.c): the whole fleet while
+ * it hears at most view_limit leads; one more narrows it for good, what is
+ * out of view dropped from peers/ (the configured peer stays), roster.#
+ * no longer wanted; a census hears the whole fleet again for a while,
+ * keeps who it hears out of every listing, puts them in its text, and may
+ * not start again within census_every; a census that hears at most
+ * view_limit widens again. */
+static void test_auto_view_and_census(void **state)
+{
+    fx *f = *state;
+    char *err = NULL, *text, **peers;
+    const char *names[] = {"l1", "l2", "l3"};
+    sig_key *k[3];
+    int64_t win = -1;
+
+    assert_true(f->o.fleet_view_auto); /* the default */
+    assert_true(pr_scoped(f->pr));
+    assert_int_equal(opts_set(&f->o, "view_limit", "2", &err), 0);
+    assert_true(pr_wide(f->pr));
+    /* while wide, a census is the roster now: no window, no limit */
+    assert_int_equal(pr_census_begin(f->pr, &win), 1);
+    pr_census_end(f->pr, "");
+    assert_int_equal(pr_census_begin(f->pr, &win), 1);
+    pr_census_end(f->pr, "");
+    for (size_t i = 0; i < 2; i++) {
+        env_heartbeat h = hb_of(names[i], 0);
+        k[i] = make_key(f, names[i], true);
+        deliver(f, &h, k[i], NULL);
+        env_hb_free(&h);
+    }
+    assert_false(pr_tick(f->pr, NULL));
+    assert_true(pr_wide(f->pr)); /* two heard: not more than 2 */
+    assert_true(pr_is_peer(f->pr, "l1"));
+    {
+        env_heartbeat h = hb_of(names[2], 0);
+        k[2] = make_key(f, names[2], true);
+        deliver(f, &h, k[2], NULL);
+        env_hb_free(&h);
+    }
+    pr_tick(f->pr, NULL);
+    assert_false(pr_wide(f->pr)); /* three: narrowed */
+    assert_false(pr_is_peer(f->pr, "l1"));
+    assert_true(noted(f, "-peers/l1"));
+    assert_true(pr_is_peer(f->pr, "beta")); /* configured: stays */
+    /* a heartbeat from l2 now is not ours to hear */
+    {
+        env_heartbeat h = hb_of("l2", 10);
+        deliver(f, &h, k[1], NULL);
+        env_hb_free(&h);
+    }
+    assert_false(pr_is_peer(f->pr, "l2"));
+    /* a census: wide for one interval (1 s here) and two seconds */
+    assert_int_equal(pr_census_begin(f->pr, &win), 0);
+    assert_int_equal(win, 3000);
+    assert_true(pr_wide(f->pr));
+    assert_int_equal(pr_census_begin(f->pr, &win), 2); /* one is on */
+    {
+        env_heartbeat h = hb_of("l1", 20);
+        deliver(f, &h, k[0], NULL);
+        env_hb_free(&h);
+    }
+    g_ptr_array_set_size(f->notes, 0);
+    assert_false(pr_is_peer(f->pr, "l1")); /* heard, but kept apart */
+    peers = pr_peers(f->pr);
+    assert_false(g_strv_contains((const char *const *)peers, "l1"));
+    g_strfreev(peers);
+    pr_census_end(f->pr, "{\"coord_id\":\"alpha\"}\n");
+    text = pr_census_text(f->pr);
+    assert_non_null(strstr(text, "{\"coord_id\":\"alpha\"}\n{\"coord_id\":\"l1\""));
+    assert_non_null(strstr(text, "\"inPeers\":false"));
+    g_free(text);
+    assert_true(noted(f, "census"));
+    assert_false(noted(f, "+peers/l1")); /* never announced */
+    /* only l1 beat in the window: at most view_limit heard, so wide again */
+    assert_true(pr_wide(f->pr));
+    for (size_t i = 0; i < 3; i++) {
+        env_heartbeat h = hb_of(names[i], 30 + (int64_t)i);
+        deliver(f, &h, k[i], NULL);
+        env_hb_free(&h);
+    }
+    pr_tick(f->pr, NULL);
+    assert_false(pr_wide(f->pr)); /* narrowed again */
+    /* the last census started less than census_every (60 s) ago */
+    assert_int_equal(pr_census_begin(f->pr, &win), -EAGAIN);
+    assert_false(pr_wide(f->pr));
+    for (size_t i = 0; i < 3; i++)
+        sig_key_free(k[i]);
 }
 
 /* The group interval on the wire (doc/protocol.md section 11): signed by
@@ -1279,6 +1370,7 @@ static void test_group_interval_policy(void **state)
     size_t len;
 
     f->o.fleet_view_all = false;
+    f->o.fleet_view_auto = false;
     assert_int_equal(opts_set(&f->o, "group_rate", "1", &err), 0);
     /* in no group: every heartbeat is a group heartbeat */
     free(pr_heartbeat(f->pr, "ready", false, &len));
@@ -1318,6 +1410,7 @@ static void test_group_interval_policy(void **state)
     /* fleet_view=all: no group words, nothing announced */
     assert_int_equal(opts_set(&f->o, "group_rate", "1", &err), 0);
     f->o.fleet_view_all = true;
+    f->o.fleet_view_auto = false;
     js = pr_heartbeat(f->pr, "ready", false, &len);
     assert_int_equal(pr_group_interval_ms(f->pr), 1000);
     assert_null(strstr(js, "groupInterval"));
@@ -1336,6 +1429,7 @@ static void test_group_staleness(void **state)
     sig_key *kb = make_key(f, "beta", true);
 
     f->o.fleet_view_all = false;
+    f->o.fleet_view_auto = false;
     assert_true(pr_set_local(f->pr, ops, NULL, 0));
     /* every 200 ms, to the group every 2 s */
     deliver_in_ops(f, "gamma", f->kg, 200, 2000, 0);
@@ -1366,9 +1460,11 @@ static void test_group_staleness(void **state)
     assert_int_equal(state_of(f, "gamma"), PR_LIVE);
     /* fleet_view=all hears every heartbeat: 3 x 200 ms for everyone */
     f->o.fleet_view_all = true;
+    f->o.fleet_view_auto = false;
     assert_int_equal(state_of(f, "gamma"), PR_STALE);
     assert_int_equal(state_of(f, "alpha"), PR_STALE);
     f->o.fleet_view_all = false;
+    f->o.fleet_view_auto = false;
     /* without the member (an older fleetfs): its interval */
     deliver_in_ops(f, "gamma", f->kg, 200, 0, 100);
     g_usleep(700 * 1000);
@@ -1424,6 +1520,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_interval_on_the_wire, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_group_interval_policy, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_group_staleness, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_auto_view_and_census, fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
