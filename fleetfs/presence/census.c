@@ -34,16 +34,6 @@
 
 #define PR_CENSUS_SLACK_MS 2000 /* past one interval: a heartbeat late by this much still counts */
 
-bool pri_narrow_base_locked(presence *pr)
-{
-    return pr_scoped(pr) && (!pr->o->fleet_view_auto || pr->narrowed);
-}
-
-bool pri_narrow_locked(presence *pr)
-{
-    return pri_narrow_base_locked(pr) && !pr->census_on;
-}
-
 bool pr_wide(presence *pr)
 {
     bool w;
@@ -51,18 +41,6 @@ bool pr_wide(presence *pr)
     w = !pri_narrow_locked(pr);
     g_mutex_unlock(&pr->lock);
     return w;
-}
-
-unsigned pri_live_heard_locked(presence *pr, int64_t now)
-{
-    GHashTableIter it;
-    gpointer v;
-    unsigned n = 0;
-    g_hash_table_iter_init(&it, pr->leads);
-    while (g_hash_table_iter_next(&it, NULL, &v))
-        if (!((pr_lead *)v)->self && pri_state_of(pr, v, now) == PR_LIVE)
-            n++;
-    return n;
 }
 
 static void wall_now(char *out, size_t n)
@@ -77,7 +55,7 @@ static void wall_now(char *out, size_t n)
 bool pri_auto_narrow_locked(presence *pr, int64_t now)
 {
     unsigned n;
-    if (!pr->o->fleet_view_auto || pr->narrowed || pr->census_on)
+    if (!pr->o->fleet_view_auto || pr->narrowed || pr->census_on || pr->whole)
         return false;
     n = pri_live_heard_locked(pr, now);
     if (n <= pr->o->view_limit)
@@ -267,6 +245,14 @@ void pr_census_end(presence *pr, const char *roster)
     }
     if (pr->hooks.changed)
         pr->hooks.changed(pr->hooks.ud, "census");
+}
+
+void pr_whole_fleet(presence *pr)
+{
+    g_mutex_lock(&pr->lock);
+    pr->whole = true;
+    pr->narrowed = false;
+    g_mutex_unlock(&pr->lock);
 }
 
 char *pr_census_text(presence *pr)

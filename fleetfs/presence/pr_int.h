@@ -104,6 +104,7 @@ struct presence {
     GHashTable *absent;      /* fleet_view=groups: id -> monotonic ms its mailbox was absent */
     /* census.c: hearing the whole fleet (roster.#) though scoped */
     bool narrowed;           /* fleet_view=auto heard more than view_limit: as groups */
+    bool whole;              /* pr_whole_fleet: auto never narrows */
     char narrowed_at[40];    /* when auto narrowed (wall clock), "" never */
     unsigned narrowed_heard; /* the leads heard then */
     bool census_on;          /* a census is hearing the whole fleet now */
@@ -148,16 +149,17 @@ bool pri_in_view_locked(presence *pr, const pr_lead *l, int64_t now);
 bool pri_hb_in_view_locked(presence *pr, const env_heartbeat *h);
 bool pri_addressed_locked(presence *pr, const pr_lead *l, int64_t now);
 bool pri_hb_shares_locked(presence *pr, const env_heartbeat *h);
-/* census.c: we hear only what fleet_view=groups hears now (scoped, not
- * wide, no census on); and the same without the census (a lead heard now
- * only because of it is census_only) */
+/* scope.c: we hear only what fleet_view=groups hears now (scoped, auto
+ * narrowed or groups, no census on); and the same census or not (a lead
+ * heard only because of a census is kept apart: census.c); the leads
+ * heard live, ourselves not counted */
 bool pri_narrow_locked(presence *pr);
 bool pri_narrow_base_locked(presence *pr);
+unsigned pri_live_heard_locked(presence *pr, int64_t now);
 /* census.c, from pr_tick: fleet_view=auto hearing more than view_limit
  * leads narrows (true: just now; the caller drops what is out of view
  * quietly and says how many in one line) */
 bool pri_auto_narrow_locked(presence *pr, int64_t now);
-unsigned pri_live_heard_locked(presence *pr, int64_t now);
 /* census.c: h (believed) is from a lead heard only because a census is on:
  * its line is kept apart (true); false: take it as any heartbeat */
 bool pri_census_take_locked(presence *pr, const env_heartbeat *h);

@@ -144,6 +144,9 @@ bool pr_census_running(presence *pr);
  * widens again when the fleet heard is at most view_limit.  Tells the
  * changed hook "census". */
 void pr_census_end(presence *pr, const char *roster);
+/* The roster thread hears roster.# for good (the broker refused a scoped
+ * binding): fleet_view=auto never narrows from now (widens if it had). */
+void pr_whole_fleet(presence *pr);
 /* The last census's lines ("" none; g_free). */
 char *pr_census_text(presence *pr);
 /* For the root status: "running (...)", "<time>: N lead(s) heard ...",

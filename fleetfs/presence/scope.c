@@ -24,6 +24,30 @@ bool pr_scoped(presence *pr)
     return !pr->o->fleet_view_all;
 }
 
+/* fleet_view=auto not narrowed hears what fleet_view=all does (census.c
+ * says when it narrows); a census makes any scoped host wide a while */
+bool pri_narrow_base_locked(presence *pr)
+{
+    return pr_scoped(pr) && (!pr->o->fleet_view_auto || pr->narrowed);
+}
+
+bool pri_narrow_locked(presence *pr)
+{
+    return pri_narrow_base_locked(pr) && !pr->census_on;
+}
+
+unsigned pri_live_heard_locked(presence *pr, int64_t now)
+{
+    GHashTableIter it;
+    gpointer v;
+    unsigned n = 0;
+    g_hash_table_iter_init(&it, pr->leads);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        if (!((pr_lead *)v)->self && pri_state_of(pr, v, now) == PR_LIVE)
+            n++;
+    return n;
+}
+
 /* Our groups: the lead's and every local agent's, into set. */
 static void our_groups_locked(presence *pr, GHashTable *set)
 {
@@ -189,9 +213,10 @@ void pr_address(presence *pr, const char *id)
     if (!l->listed && pr->o->discovery) {
         l->listed = true;
         pri_note(notes, 1, "peers", l->id);
-        log_info("presence: lead %s addressed (fleet_view=groups): now in peers/, its "
-                 "heartbeats heard for discovery_ttl after the last message to or from it",
-                 l->id);
+        log_info(
+            "presence: lead %s addressed (this host hears only what it needs): now in peers/, its "
+            "heartbeats heard for discovery_ttl after the last message to or from it",
+            l->id);
     }
     g_mutex_unlock(&pr->lock);
     pri_deliver_notes(pr, notes);

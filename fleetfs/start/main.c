@@ -238,7 +238,16 @@ static void ro_received(void *ud, const char *rk, const char *body, size_t len)
 static void ro_changed(void *ud, bool up)
 {
     fleet *f = ud;
+    ro_conn *ro = g_atomic_pointer_get(&f->ro);
+    ro_status rs;
     pr_link(f->pr, up);
+    /* a login that refuses the scoped bindings hears roster.# for good:
+     * fleet_view=auto then lists the whole fleet too, never narrowed */
+    if (ro) {
+        ro_get_status(ro, &rs);
+        if (rs.fallback)
+            pr_whole_fleet(f->pr);
+    }
 }
 
 /* The presence table and the roster thread, without its thread yet. */

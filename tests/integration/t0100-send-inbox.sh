@@ -15,7 +15,7 @@ test_expect_success 'alpha and beta mount' '
 '
 
 test_expect_success 'the tree has what SPEC section 2 lists' '
-    ls alpha >top && printf "README\nagents\nclaims\ngroups\nhosts\nleads\npeers\nroster\nself\nstatus\n" >want && test_cmp want top &&
+    ls alpha >top && printf "README\nagents\ncensus\nclaims\ngroups\nhosts\nleads\npeers\nroster\nself\nstatus\n" >want && test_cmp want top &&
     test "$(readlink alpha/self)" = leads/alpha &&
     ls alpha/self/ >lead && printf "ack\nhistory\ninbox\nreply\nresend\nsent\nstatus\nsubmitted\n" >want && test_cmp want lead &&
     ls alpha/peers >peers && printf "beta\ngamma\n" >want && test_cmp want peers &&

@@ -421,8 +421,8 @@ test_expect_success 'fleet_view=groups on a host add login: its scoped bindings 
     ! grep -q "refused the fleet_view=groups binding" alpha.log
 '
 
-lavinmq_skip t0830.19 'a login with the topic permissions from before fleet_view: roster.# and a note; host update renews them' ||
-test_expect_success 'a login with the topic permissions from before fleet_view: roster.# and a note; host update renews them' '
+lavinmq_skip t0830.19 'a login with the topic permissions from before fleet_view: roster.# and a note, auto never narrows; host update renews them' ||
+test_expect_success 'a login with the topic permissions from before fleet_view: roster.# and a note, auto never narrows; host update renews them' '
     unmount_fleet alpha &&
     rmqctl set_topic_permissions alpha fleet.roster "^roster\\.[A-Za-z0-9_-]+\\.alpha\$" "^roster\\.#\$" &&
     mount_as alpha peers=beta:gamma:delta fleet_view=groups groups=ops &&
@@ -431,10 +431,22 @@ test_expect_success 'a login with the topic permissions from before fleet_view: 
     wait_for 10 "test \"\$(roster_bindings)\" = \"roster.#\"" &&
     wait_for 10 "grep -q \"^presence: live\" alpha/peers/beta/status" &&
     unmount_fleet alpha &&
+    mount_as alpha peers=beta view_limit=1 &&
+    wait_for 10 "grep -q \"^fleet_view_note: the broker refused\" alpha/status" &&
+    wait_for 10 "test \$(jq -r .coord_id alpha/roster | wc -l) -ge 3" &&
+    sleep 2 &&
+    ! grep -q "more than view_limit" alpha.log &&
+    grep -q "^fleet_view: auto (the whole fleet" alpha/status &&
+    unmount_fleet alpha &&
     "$FLEET_ROOT/scripts/broker" host update alpha --dir "$BROKER_DIR" 2>update.err &&
+    n0=$(grep -c "presence: roster connected" alpha.log) &&
     mount_as alpha peers=beta:gamma:delta &&
-    wait_for 10 "test \"\$(roster_bindings)\" = \"roster.#\"" &&
-    ! grep -q "fleet_view_note" alpha/status
+    printf "%s\n" ask.alpha "roster.#" "roster.#.s=alpha.#" | sort >want &&
+    wait_for 10 "roster_bindings >got && cmp -s want got" &&
+    ! grep -q "fleet_view_note" alpha/status &&
+    sleep 2 &&
+    test $(grep -c "presence: roster connected" alpha.log) = $((n0 + 1)) &&
+    grep -q "^presence: connected" alpha/status
 '
 
 # claims (doc/claims.md) on the least-privilege logins: what the broker

@@ -58,7 +58,8 @@ test_expect_success 'a1, a2 (group ga), b1 (group gb), c1 (a peer of a1): each h
 
 # a host in a group binds no key of its own: its own heartbeats come back
 # as group heartbeats through the group's binding (doc/protocol.md
-# section 11); c1, in no group, binds its own
+# section 11); c1, in no group, binds its own through its s= word, which
+# one heartbeat in six carries
 test_expect_success 'the broker holds the scoped bindings, not roster.#' '
     bindings_of a1 >got &&
     printf "%s\n" "ask.a1" "roster.#.c1" "roster.#.g=ga.#" | sort >want &&
@@ -67,7 +68,7 @@ test_expect_success 'the broker holds the scoped bindings, not roster.#' '
     printf "%s\n" "ask.b1" "roster.#.g=gb.#" | sort >want &&
     test_cmp want got &&
     bindings_of c1 >got &&
-    printf "%s\n" "ask.c1" "roster.#.c1" | sort >want &&
+    printf "%s\n" "ask.c1" "roster.#.s=c1.#" | sort >want &&
     test_cmp want got
 '
 

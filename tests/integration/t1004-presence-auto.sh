@@ -99,6 +99,9 @@ test_expect_success 'an agent of a host out of view is found by name too' '
     grep -q "^host: e$" a/agents/w2@e/status
 '
 
+# f shares nothing with a, which neither configured nor addressed it: only
+# roster.#, bound for the census, brings a its heartbeat (the binding is
+# there for 3 s: too short to catch with rabbitmqctl on a loaded machine)
 test_expect_success 'a census hears the whole fleet once: the census file lists it, peers/ is unchanged' '
     mount_fleet f inject=none $HB &&
     sleep 2 &&
@@ -106,8 +109,7 @@ test_expect_success 'a census hears the whole fleet once: the census file lists 
     t0=$(now_ms) &&
     { echo >a/census & } &&
     wpid=$! &&
-    wait_for 5 "bindings_of a | grep -qx \"roster.#\"" &&
-    grep -q "^census: running" a/status &&
+    wait_for 5 "grep -q \"^census: running\" a/status" &&
     wait $wpid &&
     took "census" $t0 &&
     test_eq "census ids" "$(ids_of a/census)" "a b c d e f " &&
