@@ -145,7 +145,7 @@ bench: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub $(B)/tools/amqptry $(B)/tools/f
 	@FLEETFS_BUILD=$(B) scripts/bench
 
 # What presence costs the broker as the fleet grows (doc/scaling.md); minutes.
-bench-fleet: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub
+bench-fleet: $(B)/fleetfs $(BENCHBIN) $(B)/tools/hbpub $(B)/tools/amqptry
 	@FLEETFS_BUILD=$(B) scripts/bench-fleet
 
 # The ASan/UBSan build is also the portable one (PLATFORM=portable: the

@@ -17,6 +17,14 @@
  *                                   fleet_view=groups binds since group
  *                                   heartbeats (its own come back through
  *                                   the group's binding)
+ *   fleetsim URI auto N SECONDS P   like roster, but each queue bound the way
+ *                                   fleet_view=auto binds once it has
+ *                                   narrowed, in no group (doc/scaling.md,
+ *                                   "Fourth pass"): queue i to ask.bench<i>
+ *                                   and its self binding roster.#.s=bench<i>.#,
+ *                                   plus P configured peers, the next P ids
+ *                                   roster.#.bench<(i+1..i+P) mod N>, the
+ *                                   names hbpub --flood --self-every uses
  *   fleetsim URI canary N SECONDS   N idle publishing connections, each
  *                                   publishing the empty unroutable keep-alive
  *                                   message every 1.5 s (broker/conn.c's
@@ -58,8 +66,31 @@ static amqp_connection_state_t sim_connect(const char *uri)
     return c;
 }
 
+static void sim_bind(amqp_connection_state_t c, const char *queue, const char *key)
+{
+    amqp_queue_bind(c, 1, amqp_cstring_bytes(queue), amqp_cstring_bytes("fleet.roster"),
+                    amqp_cstring_bytes(key), amqp_empty_table);
+    bn_check_rpc(c, "queue.bind");
+}
+
+/* fleet_view=auto narrowed, in no group: heartbeat requests, the self
+ * binding (its own heartbeat back every 6th beat), and P peers by name */
+static void sim_auto_binds(amqp_connection_state_t c, const char *queue, unsigned long i,
+                           unsigned long n, unsigned long peers)
+{
+    char key[96];
+    snprintf(key, sizeof key, "ask.bench%03lu", i);
+    sim_bind(c, queue, key);
+    snprintf(key, sizeof key, "roster.#.s=bench%03lu.#", i);
+    sim_bind(c, queue, key);
+    for (unsigned long p = 1; p <= peers; p++) {
+        snprintf(key, sizeof key, "roster.#.bench%03lu", (i + p) % n);
+        sim_bind(c, queue, key);
+    }
+}
+
 static void sim_roster_queue(amqp_connection_state_t c, unsigned long i, unsigned long group,
-                             bool self)
+                             bool self, long peers, unsigned long n)
 {
     amqp_table_entry_t e[1];
     amqp_table_t args = {1, e};
@@ -73,20 +104,17 @@ static void sim_roster_queue(amqp_connection_state_t c, unsigned long i, unsigne
     bn_check_rpc(c, "exchange.declare fleet.roster");
     amqp_queue_declare(c, 1, amqp_cstring_bytes(name), 0, 0, 1, 1, args);
     bn_check_rpc(c, "queue.declare (roster)");
-    if (group == 0) {
-        amqp_queue_bind(c, 1, amqp_cstring_bytes(name), amqp_cstring_bytes("fleet.roster"),
-                        amqp_cstring_bytes("roster.#"), amqp_empty_table);
-        bn_check_rpc(c, "queue.bind");
+    if (peers >= 0) {
+        sim_auto_binds(c, name, i, n, (unsigned long)peers);
+    } else if (group == 0) {
+        sim_bind(c, name, "roster.#");
     } else {
         char keys[3][96];
         snprintf(keys[1], sizeof keys[1], "roster.#.g=g%lu.#", i / group);
         snprintf(keys[0], sizeof keys[0], "roster.#.bench%03lu", i);
         snprintf(keys[2], sizeof keys[2], "ask.bench%03lu", i);
-        for (int k = self ? 0 : 1; k < 3; k++) {
-            amqp_queue_bind(c, 1, amqp_cstring_bytes(name), amqp_cstring_bytes("fleet.roster"),
-                            amqp_cstring_bytes(keys[k]), amqp_empty_table);
-            bn_check_rpc(c, "queue.bind");
-        }
+        for (int k = self ? 0 : 1; k < 3; k++)
+            sim_bind(c, name, keys[k]);
     }
     amqp_basic_consume(c, 1, amqp_cstring_bytes(name), amqp_empty_bytes, 0, 1, 1, amqp_empty_table);
     bn_check_rpc(c, "basic.consume");
@@ -119,29 +147,39 @@ int main(int argc, char **argv)
     static struct pollfd pfd[SIM_MAX];
     static double next[SIM_MAX];
     unsigned long n, deliveries = 0, publishes = 0, group = 0;
+    long peers = -1; /* auto's P; -1: not auto */
     double secs, t0, end;
-    bool roster, self = argc != 7;
+    bool roster, self = argc != 7, isauto = argc > 2 && strcmp(argv[2], "auto") == 0;
 
-    if (argc != 5 && !((argc == 6 || (argc == 7 && strcmp(argv[6], "noself") == 0)) &&
-                       strcmp(argv[2], "groups") == 0)) {
-        fprintf(stderr, "usage: fleetsim URI roster|canary N SECONDS, or URI groups N SECONDS G "
-                        "[noself]\n");
+    if (argc != 5 && !(argc == 6 && isauto) &&
+        !((argc == 6 || (argc == 7 && strcmp(argv[6], "noself") == 0)) &&
+          strcmp(argv[2], "groups") == 0)) {
+        fprintf(stderr, "usage: fleetsim URI roster|canary N SECONDS, URI groups N SECONDS G "
+                        "[noself], or URI auto N SECONDS P\n");
         return 2;
     }
-    roster = strcmp(argv[2], "roster") == 0 || strcmp(argv[2], "groups") == 0;
+    roster = strcmp(argv[2], "roster") == 0 || strcmp(argv[2], "groups") == 0 || isauto;
     if (!roster && strcmp(argv[2], "canary") != 0)
-        bn_die("mode is roster, groups or canary");
-    if (argc >= 6 && (group = strtoul(argv[5], NULL, 10)) < 1)
+        bn_die("mode is roster, groups, auto or canary");
+    if (isauto) {
+        char *end_p;
+        peers = strtol(argv[5], &end_p, 10);
+        if (*end_p || peers < 0 || peers > 64)
+            bn_die("P is 0..64");
+    } else if (argc >= 6 && (group = strtoul(argv[5], NULL, 10)) < 1) {
         bn_die("G is at least 1");
+    }
     n = strtoul(argv[3], NULL, 10);
     secs = strtod(argv[4], NULL);
     if (n < 1 || n > SIM_MAX)
         bn_die("N is 1..4096");
+    if (peers >= (long)n)
+        bn_die("P is less than N (each queue names P other hosts)");
     srandom((unsigned)getpid());
     for (unsigned long i = 0; i < n; i++) {
         c[i] = sim_connect(argv[1]);
         if (roster)
-            sim_roster_queue(c[i], i, group, self);
+            sim_roster_queue(c[i], i, group, self, peers, n);
         pfd[i] = (struct pollfd){.fd = amqp_get_sockfd(c[i]), .events = POLLIN};
     }
     t0 = bn_now();

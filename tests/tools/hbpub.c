@@ -8,7 +8,7 @@
  *             [--agents GID[:GID...]] [--tamper-agents] [--group-interval MS]
  *   hbpub URI --body STR --routing-key RK
  *   hbpub URI --flood N --key-dir DIR --trust DIR [--interval MS] [--seconds S]
- *             [--group-size G [--group-rate R]]
+ *             [--group-size G [--group-rate R] | --self-every K]
  *
  * One heartbeat: built like fleetfs builds its own, signed with --key
  * unless none is given (unsigned); --tamper changes the agent words after
@@ -37,7 +37,13 @@
  * fleetfs aligns a group's group heartbeats to the same slot of the clock
  * (groups spread over the slots by their phase), and a group's members are
  * spread over the round (hosts heartbeat at random moments of an interval).
- * Prints "S heartbeats from N leads (K to their groups)".  Exit 0 ok, 2 on
+ * --self-every K: as a host in no group publishes under fleet_view=auto
+ * (doc/scaling.md, "Fourth pass"), lead i's first heartbeat and then one
+ * in K go under roster.hbpub.s=bench<i>.bench<i> (the self word, which its
+ * own narrowed queue binds), the others under the plain key; lead i's in
+ * the rounds r with (r + i) % K == 0 (hosts that started at different
+ * moments), so every round carries about N/K of them.
+ * Prints "S heartbeats from N leads (K to their groups, J to themselves)".  Exit 0 ok, 2 on
  * usage or connection errors.
  */
 #include <glib.h>
@@ -54,7 +60,7 @@
 
 typedef struct {
     const char *uri, *from, *key, *agent, *rk, *body, *key_dir, *trust, *agents;
-    long sent_offset, interval, flood, seconds, group_size, group_rate, group_interval;
+    long sent_offset, interval, flood, seconds, group_size, group_rate, group_interval, self_every;
     bool tamper, leaving, tamper_agents;
 } hb_args;
 
@@ -215,7 +221,7 @@ static int flood(const hb_args *a)
     sig_key **keys = g_new0(sig_key *, a->flood);
     char(*names)[16] = g_malloc0(sizeof(*names) * (size_t)a->flood);
     int64_t started = env_now_ms(), end;
-    long sent = 0, to_groups = 0, round_no = 0, every = 1;
+    long sent = 0, to_groups = 0, to_self = 0, round_no = 0, every = 1;
     hb_args fa = *a;
 
     if (a->group_size > 0 && a->group_rate > 0) {
@@ -255,6 +261,10 @@ static int flood(const hb_args *a)
                 (round_no == 0 || (round_no + i / a->group_size) % every == 0)) {
                 snprintf(rk, sizeof rk, "roster.hbpub.g=%s.%s", group, names[i]);
                 to_groups++;
+            } else if (a->self_every > 0 &&
+                       (round_no == 0 || (round_no + i) % a->self_every == 0)) {
+                snprintf(rk, sizeof rk, "roster.hbpub.s=%s.%s", names[i], names[i]);
+                to_self++;
             } else {
                 snprintf(rk, sizeof rk, "roster.hbpub.%s", names[i]);
             }
@@ -275,7 +285,8 @@ static int flood(const hb_args *a)
     g_free(names);
     amqp_connection_close(c, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(c);
-    printf("%ld heartbeats from %ld leads (%ld to their groups)\n", sent, a->flood, to_groups);
+    printf("%ld heartbeats from %ld leads (%ld to their groups, %ld to themselves)\n", sent,
+           a->flood, to_groups, to_self);
     return 0;
 }
 
@@ -317,6 +328,8 @@ int main(int argc, char **argv)
             a.group_size = v ? atol(v) : 0;
         else if (!strcmp(o, "--group-rate"))
             a.group_rate = v ? atol(v) : 0;
+        else if (!strcmp(o, "--self-every"))
+            a.self_every = v ? atol(v) : 0;
         else if (!strcmp(o, "--group-interval"))
             a.group_interval = v ? atol(v) : 0;
         else if (!strcmp(o, "--seconds"))
@@ -343,6 +356,8 @@ int main(int argc, char **argv)
     if (a.flood > 0) {
         if (!a.key_dir || !a.trust)
             die("--flood needs --key-dir and --trust");
+        if (a.self_every < 0 || (a.self_every > 0 && a.group_size > 0))
+            die("--self-every is for leads in no group (no --group-size), K > 0");
         return flood(&a);
     }
     c = hb_connect(a.uri);
