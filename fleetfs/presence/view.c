@@ -106,11 +106,13 @@ static int lead_liveness(presence *pr, const char *id, char *words, size_t n)
 
     g_mutex_lock(&pr->lock);
     settled = pr->link_up && now - pr->link_since >= PR_STALE_AFTER * pr->o->heartbeat_ms;
-    /* fleet_view=groups: a lead addressed just now was not listened to
-     * before; give its heartbeat (asked for) three intervals to come */
+    /* fleet_view=groups, auto narrowed: a lead first addressed just now was
+     * not listened to before; give its heartbeat (asked for) three
+     * intervals to come, from the first address of this spell (every send
+     * addresses it again).  Hearing the whole fleet, there is no such wait */
     l = g_hash_table_lookup(pr->leads, id);
-    if (l && !l->heard && l->addressed &&
-        now - l->addressed_mono < PR_STALE_AFTER * pr->o->heartbeat_ms)
+    if (l && !l->heard && l->addressed && pri_narrow_base_locked(pr) &&
+        now - l->addressed_since < PR_STALE_AFTER * pr->o->heartbeat_ms)
         settled = false;
     g_mutex_unlock(&pr->lock);
     if (!pr_get(pr, id, &i))

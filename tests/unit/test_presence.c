@@ -1205,6 +1205,29 @@ static pr_state state_of(fx *f, const char *id)
     return i.state;
 }
 
+/* A lead addressed again and again (every send addresses it) and never
+ * heard is called not live three intervals after it was first addressed,
+ * not three after the last send (that never came while a script sent
+ * every second: t0395 met it with fleet_view=auto). */
+static void test_addressed_lead_not_live_after_three_intervals(void **state)
+{
+    fx *f = *state;
+    char why[120] = "";
+
+    f->o.fleet_view_all = false;
+    f->o.fleet_view_auto = false;
+    pr_link(f->pr, true);
+    pr_address(f->pr, "quiet");
+    assert_int_equal(pr_liveness(f->pr, "quiet", why, sizeof why), -1); /* asked just now */
+    g_usleep(1600 * 1000);
+    pr_address(f->pr, "quiet");
+    g_usleep(1600 * 1000);
+    pr_address(f->pr, "quiet");
+    /* 3.2 s (three 1 s intervals) since the first address, 1.6 since the last */
+    assert_int_equal(pr_liveness(f->pr, "quiet", why, sizeof why), 0);
+    assert_string_equal(why, "peer not live (no heartbeat heard from it)");
+}
+
 /* fleet_view=auto (the default, presence/census.c): the whole fleet while
  * it hears at most view_limit leads; one more narrows it for good, what is
  * out of view dropped from peers/ (the configured peer stays), roster.#
@@ -1521,6 +1544,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_group_interval_policy, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_group_staleness, fx_setup, fx_teardown),
         cmocka_unit_test_setup_teardown(test_auto_view_and_census, fx_setup, fx_teardown),
+        cmocka_unit_test_setup_teardown(test_addressed_lead_not_live_after_three_intervals,
+                                        fx_setup, fx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
