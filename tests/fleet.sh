@@ -90,6 +90,13 @@ unmount_fleet() {
   if ! wait_for 15 "fleet_gone $name"; then
     echo "unmount_fleet $name: daemon $pid did not exit (fusermount3: ${err:-ok}); log tail:" >&2
     tail -n 5 "$TEST_DIR/$name.log" >&2
+    # every thread's stack before the kill: where it hangs is what the
+    # next person needs (bounded; only where gdb is installed)
+    if command -v gdb >/dev/null; then
+      echo "unmount_fleet $name: the threads of daemon $pid:" >&2
+      timeout 60 gdb -p "$pid" -batch -nx -ex "thread apply all bt" </dev/null 2>&1 |
+        grep -E '^(Thread|#)' | head -n 400 >&2
+    fi
     kill -9 "$pid" 2>/dev/null
     rc=1
   fi

@@ -147,6 +147,8 @@ typedef struct {
                    mount whose fsname is fleetfs reads "fuse.fleetfs", any
                    other macFUSE mount "fuse" */
     long uid;   /* who mounted it (Linux: a FUSE mount's user_id=), -1 unknown */
+    char *dev;  /* Linux: the file system's "MAJ:MIN" (a FUSE mount's is its
+                   connection's); NULL on macOS */
 } os_mount;
 /* NULL when the table cannot be read; else *n entries, in mount order */
 os_mount *os_mounts(size_t *n);

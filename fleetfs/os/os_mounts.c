@@ -22,6 +22,7 @@ void os_mounts_free(os_mount *m, size_t n)
     for (size_t i = 0; i < n; i++) {
         g_free(m[i].dir);
         g_free(m[i].type);
+        g_free(m[i].dev);
     }
     g_free(m);
 }
@@ -61,7 +62,10 @@ os_mount *os_mounts(size_t *n)
         for (i = 6; i < nf && strcmp(f[i], "-") != 0; i++)
             ;
         if (nf > 5 && i + 1 < nf) {
-            os_mount m = {.dir = unescape(f[4]), .type = g_strdup(f[i + 1]), .uid = -1};
+            os_mount m = {.dir = unescape(f[4]),
+                          .type = g_strdup(f[i + 1]),
+                          .uid = -1,
+                          .dev = g_strdup(f[2])};
             if (i + 3 < nf) {
                 gchar **opts = g_strsplit(f[i + 3], ",", -1);
                 for (gchar **o = opts; *o; o++)

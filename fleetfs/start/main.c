@@ -48,6 +48,7 @@
 #include "fleetfs/face/hosts.h"
 #include "fleetfs/face/notify.h"
 #include "fleetfs/config/options.h"
+#include "fleetfs/start/gone.h"
 #include "fleetfs/start/sdnotify.h"
 #include "fleetfs/spawn/spawnd.h"
 #include "fleetfs/start/startup.h"
@@ -452,6 +453,7 @@ static void each_second(void *ud)
         g_free(w);
         push_hear(f, NULL); /* our groups may have changed (agents); cheap when not */
     }
+    mg_check(); /* unmounted here, the connection kept by a copy elsewhere? */
 }
 
 /* Shutdown, producers before consumers: the injector (it consumes and
@@ -497,7 +499,7 @@ static void stop_all(fleet *f, struct fuse_session *se)
     /* Linux: fusermount3 -u for an unprivileged mount; macFUSE has no
      * fusermount3, libfuse unmounts as umount(8) or `diskutil unmount` does */
     if (se)
-        fuse_session_unmount(se);
+        mg_unmount(se);
     stop_step("the notifier");
     nt_stop(g_atomic_pointer_get(&f->nt));
     g_atomic_pointer_set(&f->nt, NULL);
@@ -611,6 +613,7 @@ static int serve(cmdline *cl, fleet *f)
         tree_free(t);
         return 1;
     }
+    mg_arm(se, f->mountpoint);
     g_atomic_pointer_set(&f->nt, nt_start(f, each_second, f));
     g_atomic_pointer_set(&f->inj, inj_start(f->opts, f->mb, f->mountpoint));
     ag_serve(f->ag);
@@ -647,6 +650,7 @@ static int serve(cmdline *cl, fleet *f)
      * in the FUSE loop (a request that does not end); after this line,
      * stop_all's watcher names the step */
     log_info("unmount: the FUSE loop has ended; stopping");
+    mg_disarm();    /* before the signal handlers go */
     sdn_stopping(); /* STOPPING=1, probes ended */
     fuse_remove_signal_handlers(se);
     stop_all(f, se);
