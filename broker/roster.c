@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* broker/roster.c — the roster thread (design in roster.h).
+/* broker/roster.c — the roster thread (design in roster.h): its
+ * connection, its heartbeats out and in, its asks, its stop.  Whom its
+ * queue binds, and what other threads say of whom to hear, are
+ * rosterbind.c's; the state both share is roster_int.h's.
  *
  * Ownership: the fields of struct ro_conn above the marker are guarded by
  * ro_conn.lock; the rest belong to the roster thread alone.  Other threads
@@ -16,6 +19,7 @@
  * roster must not wait for, or share, the mailbox connection.
  */
 #include "broker/roster.h"
+#include "broker/roster_int.h"
 
 #include <errno.h>
 #include <glib.h>
@@ -33,7 +37,6 @@
 #include "fleetfs/base/log.h"
 #include "fleetfs/os/os.h"
 
-#define RO_CH 1
 #define RO_BACKOFF_MIN_MS 250
 #define RO_BACKOFF_MAX_MS 5000
 /* A connection that is lost within RO_STABLE_MS of connecting does not
@@ -46,56 +49,6 @@
 #define RO_AMQP_HEARTBEAT_S 10
 #define RO_KICK_MIN_MS 1000
 #define RO_STOP_WAIT_MS 3000
-
-struct ro_conn {
-    ro_config cfg;
-    ro_callbacks cb;
-    GThread *thread;
-    os_wake wake;
-    char rkey[256]; /* roster.<host>.<coord_id> */
-
-    GMutex lock; /* guards up to the marker */
-    ro_status st;
-    bool stop, leaving, kicked;
-    gint64 stop_at;                   /* monotonic µs of the stop request */
-    char **want_groups, **want_leads; /* ro_hear's, sorted */
-    bool want_dirty;
-    bool want_wide;   /* ro_wide's: roster.# besides */
-    GPtrArray *asks;  /* leads to ask for a heartbeat */
-    int sockfd;       /* while connected, else -1: ro_stop may shut it down */
-    bool finished;    /* roster_main returned */
-    bool left_behind; /* did not end in time: never freed */
-    GCond done_cv;
-
-    /* ---- roster thread only ---- */
-    amqp_connection_state_t amqp;
-    bool connected;
-    unsigned uri_index;
-    int64_t next_attempt_ms, backoff_ms;
-    int64_t up_since_ms; /* when the current connection was made */
-    char last_loss[256]; /* why the last connection was lost */
-    bool flapping;       /* lost again and again right after connecting */
-    int64_t next_beat_ms, last_beat_ms;
-    char shown[300];    /* host:port of the current URI, no credentials */
-    char host[128];     /* the host word */
-    char qname[128];    /* our queue, while connected */
-    GHashTable *bound;  /* binding key -> 1, on our queue now */
-    char **groups;      /* the groups our key carries (ro_hear's) */
-    GHashTable *gone;   /* group just left -> monotonic ms until it leaves the key */
-    int64_t last_iv_ms; /* the interval of our last heartbeat */
-    bool fallback;      /* a scoped binding was refused: roster.# from now on */
-
-    topo_group_beats gb; /* scoped: which beats carry our group words */
-    unsigned self_n;     /* beats since the last with our self word */
-    bool self_mode;      /* the last sync bound our self word, not our key */
-};
-
-static gint ro_cmp_str(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int sync_bindings(ro_conn *r, char *why, size_t n);
 
 static int64_t now_ms(void)
 {
@@ -176,17 +129,6 @@ static int open_login(ro_conn *r, const char *uri, char *why, size_t n)
     return sc_open_login(&p, uri, &r->amqp, r->shown, sizeof r->shown, why, n);
 }
 
-/* After a refused synchronous call on the roster channel: when the broker
- * closed the channel (not the connection), answer close-ok and reopen it
- * (BROKER-FACTS.md), and return its reply code; 0 for anything else. */
-static int channel_refused(ro_conn *r)
-{
-    int code = sc_channel_refused(r->amqp, RO_CH);
-    if (!code || !amqp_channel_open(r->amqp, RO_CH))
-        return 0;
-    return code;
-}
-
 /* The exchange: declared as fleetfs always has (topic, not durable); a
  * per-host login may not (403), and an operator's `scripts/broker host add`
  * makes it durable (406 against ours): then the one there is used, checked
@@ -200,7 +142,7 @@ static int declare_exchange(ro_conn *r, char *why, size_t n)
                               amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table))
         return 0;
     sc_rpc_words(r->amqp, "cannot declare exchange " TOPO_ROSTER_EXCHANGE, first, sizeof first);
-    code = channel_refused(r);
+    code = rob_channel_refused(r);
     if (code != 403 && code != 406) {
         g_strlcpy(why, first, n);
         return -1;
@@ -213,115 +155,6 @@ static int declare_exchange(ro_conn *r, char *why, size_t n)
                  "create it (an operator makes it: fleetfs-broker host add)",
                  why, n);
     return -1;
-}
-
-static bool scoped(ro_conn *r)
-{
-    return r->cfg.scoped && !r->fallback;
-}
-
-/* The bindings our queue should have now: roster.#, or (scoped) our ask key, our groups, the
- * leads ro_hear named, and our own key while in no group (in one, our group heartbeats come
- * back through the group's binding; doc/scaling.md "Third pass"). */
-static GHashTable *wanted_bindings(ro_conn *r)
-{
-    GHashTable *w = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    char k[300];
-
-    if (!scoped(r)) {
-        g_hash_table_add(w, g_strdup(TOPO_ROSTER_BINDING));
-        return w;
-    }
-    topo_roster_ask_key(r->cfg.coord_id, k, sizeof k);
-    g_hash_table_add(w, g_strdup(k));
-    g_mutex_lock(&r->lock);
-    if (r->want_wide) /* roster.# hears what the group and lead keys would */
-        g_hash_table_add(w, g_strdup(TOPO_ROSTER_BINDING));
-    /* in no group: our self word, which one beat in self_every carries
-     * (roster.# hears them all while wide) */
-    if (!r->want_groups || !r->want_groups[0]) {
-        if (!r->self_mode)
-            r->self_n = 0; /* the next beat proves the round trip */
-        r->self_mode = true;
-        topo_roster_bind_self(r->cfg.coord_id, k, sizeof k);
-        g_hash_table_add(w, g_strdup(k));
-    } else {
-        r->self_mode = false;
-    }
-    for (char **g = r->want_groups; !r->want_wide && g && *g; g++) {
-        topo_roster_bind_group(*g, k, sizeof k);
-        g_hash_table_add(w, g_strdup(k));
-    }
-    for (char **l = r->want_leads; !r->want_wide && l && *l; l++) {
-        topo_roster_bind_lead(*l, k, sizeof k);
-        g_hash_table_add(w, g_strdup(k));
-    }
-    g_mutex_unlock(&r->lock);
-    return w;
-}
-
-static void set_bindings_count(ro_conn *r)
-{
-    g_mutex_lock(&r->lock);
-    r->st.bindings = g_hash_table_size(r->bound);
-    r->st.fallback = r->fallback;
-    g_mutex_unlock(&r->lock);
-}
-
-/* Bind what is wanted and not bound, unbind what is bound and no longer
- * wanted.  A refused scoped binding (403: a per-host login whose topic
- * permissions predate fleet_view=groups) turns us to roster.# for the
- * life of this mount, said once; the caller then starts over. */
-static int sync_bindings(ro_conn *r, char *why, size_t n)
-{
-    GHashTable *w = wanted_bindings(r);
-    GHashTableIter it;
-    gpointer k;
-    GPtrArray *extra = g_ptr_array_new_with_free_func(g_free);
-    amqp_bytes_t q = amqp_cstring_bytes(r->qname);
-    int rc = 0;
-
-    g_hash_table_iter_init(&it, w);
-    while (rc == 0 && g_hash_table_iter_next(&it, &k, NULL)) {
-        if (g_hash_table_contains(r->bound, k))
-            continue;
-        if (!amqp_queue_bind(r->amqp, RO_CH, q, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
-                             amqp_cstring_bytes(k), amqp_empty_table)) {
-            char what[400];
-            snprintf(what, sizeof what, "cannot bind the roster queue with %s", (char *)k);
-            sc_rpc_words(r->amqp, what, why, n);
-            if (scoped(r) && channel_refused(r) == 403) {
-                r->fallback = true;
-                log_warn("presence: the broker refused the fleet_view=groups binding %s (403: "
-                         "this login's topic permissions on " TOPO_ROSTER_EXCHANGE " predate "
-                         "it; an operator renews them with scripts/broker host update); hearing "
-                         "the whole fleet (roster.#) instead, as fleet_view=all does, for the "
-                         "life of this mount (fleet_view=auto cannot narrow)",
-                         (char *)k);
-            }
-            rc = -1;
-            break;
-        }
-        g_hash_table_add(r->bound, g_strdup(k));
-    }
-    g_hash_table_iter_init(&it, r->bound);
-    while (rc == 0 && g_hash_table_iter_next(&it, &k, NULL))
-        if (!g_hash_table_contains(w, k))
-            g_ptr_array_add(extra, g_strdup(k));
-    for (guint i = 0; rc == 0 && i < extra->len; i++) {
-        const char *key = extra->pdata[i];
-        if (!amqp_queue_unbind(r->amqp, RO_CH, q, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
-                               amqp_cstring_bytes(key), amqp_empty_table)) {
-            sc_rpc_words(r->amqp, "cannot unbind the roster queue", why, n);
-            rc = -1;
-            break;
-        }
-        g_hash_table_remove(r->bound, key);
-    }
-    g_ptr_array_unref(extra);
-    g_hash_table_destroy(w);
-    set_bindings_count(r);
-    return rc;
 }
 
 /* Exchange, our queue (roster.<coord_id>.<random>, so that a per-host
@@ -353,7 +186,7 @@ static int setup(ro_conn *r, char *why, size_t n)
     qname = amqp_bytes_malloc_dup(q->queue);
     sc_bytes_str(qname, r->qname, sizeof r->qname);
     g_hash_table_remove_all(r->bound);
-    if (sync_bindings(r, why, n) < 0) {
+    if (rob_sync(r, why, n) < 0) {
         amqp_bytes_free(qname);
         return -1;
     }
@@ -420,7 +253,7 @@ static GPtrArray *heartbeat_keys(ro_conn *r)
         else if (!r->groups || !g_strv_contains((const char *const *)r->groups, k))
             g_ptr_array_add(g, g_strdup(k));
     }
-    g_ptr_array_sort(g, (GCompareFunc)ro_cmp_str);
+    g_ptr_array_sort(g, (GCompareFunc)rob_cmp_str);
     g_ptr_array_add(g, NULL);
     keys = topo_roster_keys(r->host, (const char *const *)g->pdata, r->cfg.coord_id);
     g_ptr_array_unref(g);
@@ -491,12 +324,12 @@ static void apply_wants(ro_conn *r)
             r->gb = (topo_group_beats){r->gb.last, r->gb.last_iv, until, true};
         g_strfreev(r->groups);
         r->groups = groups;
-        if (r->connected && sync_bindings(r, why, sizeof why) < 0) {
+        if (r->connected && rob_sync(r, why, sizeof why) < 0) {
             log_warn("presence: %s; reconnecting the roster", why);
             drop(r, why);
         }
     }
-    for (guint i = 0; r->connected && scoped(r) && i < asks->len; i++)
+    for (guint i = 0; r->connected && rob_scoped(r) && i < asks->len; i++)
         publish_ask(r, asks->pdata[i]);
     g_ptr_array_unref(asks);
 }
@@ -529,9 +362,9 @@ static void publish(ro_conn *r, bool leaving)
     p.expiration = amqp_cstring_bytes(exp);
     p.type = amqp_cstring_bytes("heartbeat");
     r->last_iv_ms = iv;
-    group = scoped(r) && topo_group_beat(&r->gb, now_ms(), g_get_real_time() / 1000, iv, giv,
-                                         topo_group_phase(r->groups ? r->groups[0] : NULL),
-                                         leaving || g_hash_table_size(r->gone));
+    group = rob_scoped(r) && topo_group_beat(&r->gb, now_ms(), g_get_real_time() / 1000, iv, giv,
+                                             topo_group_phase(r->groups ? r->groups[0] : NULL),
+                                             leaving || g_hash_table_size(r->gone));
     /* in no group (a group just left aside) a group beat is a plain one:
      * it carries our self word one time in self_every */
     if (group && (!r->self_mode || g_hash_table_size(r->gone) > 0)) {
@@ -544,7 +377,7 @@ static void publish(ro_conn *r, bool leaving)
         g_ptr_array_unref(keys);
     } else {
         char skey[TOPO_ROSTER_KEY_MAX + 1];
-        bool self = scoped(r) && r->self_mode && r->self_n++ % MAX(r->cfg.self_every, 1) == 0;
+        bool self = rob_scoped(r) && r->self_mode && r->self_n++ % MAX(r->cfg.self_every, 1) == 0;
         if (self)
             topo_roster_self_key(r->host, r->cfg.coord_id, skey, sizeof skey);
         rc = amqp_basic_publish(r->amqp, RO_CH, amqp_cstring_bytes(TOPO_ROSTER_EXCHANGE),
@@ -760,12 +593,6 @@ void ro_run(ro_conn *r)
     r->thread = g_thread_new("roster", roster_main, r);
 }
 
-static void wake(ro_conn *r)
-{
-    if (os_wake_fire(&r->wake) < 0 && errno != EAGAIN)
-        log_warn("presence: cannot wake the roster thread: %s", strerror(errno));
-}
-
 void ro_kick(ro_conn *r)
 {
     if (!r)
@@ -773,7 +600,7 @@ void ro_kick(ro_conn *r)
     g_mutex_lock(&r->lock);
     r->kicked = true;
     g_mutex_unlock(&r->lock);
-    wake(r);
+    rob_wake(r);
 }
 
 void ro_stop_begin(ro_conn *r, bool leaving)
@@ -787,7 +614,7 @@ void ro_stop_begin(ro_conn *r, bool leaving)
         r->stop_at = g_get_monotonic_time();
     }
     g_mutex_unlock(&r->lock);
-    wake(r);
+    rob_wake(r);
 }
 
 static void kick_locked(void *ud)
@@ -843,58 +670,6 @@ void ro_free(ro_conn *r)
     g_free(r);
 }
 
-static char **sorted_copy(const char *const *v, const char *skip)
-{
-    GPtrArray *out = g_ptr_array_new();
-    for (; v && *v; v++)
-        if ((!skip || strcmp(*v, skip) != 0) &&
-            !g_ptr_array_find_with_equal_func(out, *v, g_str_equal, NULL))
-            g_ptr_array_add(out, g_strdup(*v));
-    g_ptr_array_sort(out, (GCompareFunc)ro_cmp_str);
-    g_ptr_array_add(out, NULL);
-    return (char **)g_ptr_array_free(out, FALSE);
-}
-
-void ro_hear(ro_conn *r, const char *const *groups, const char *const *leads)
-{
-    char **g, **l;
-    bool same;
-    if (!r)
-        return;
-    g = sorted_copy(groups, "all");
-    l = sorted_copy(leads, r->cfg.coord_id);
-    g_mutex_lock(&r->lock);
-    same = g_strv_equal((const char *const *)g, (const char *const *)r->want_groups) &&
-           g_strv_equal((const char *const *)l, (const char *const *)r->want_leads);
-    if (!same) {
-        g_strfreev(r->want_groups);
-        g_strfreev(r->want_leads);
-        r->want_groups = g;
-        r->want_leads = l;
-        r->want_dirty = true;
-    }
-    g_mutex_unlock(&r->lock);
-    if (same) {
-        g_strfreev(g);
-        g_strfreev(l);
-        return;
-    }
-    wake(r);
-}
-
-void ro_wide(ro_conn *r, bool wide)
-{
-    if (!r || !r->cfg.scoped)
-        return;
-    g_mutex_lock(&r->lock);
-    if (r->want_wide != wide) {
-        r->want_wide = wide;
-        r->want_dirty = true;
-    }
-    g_mutex_unlock(&r->lock);
-    wake(r);
-}
-
 void ro_ask(ro_conn *r, const char *lead)
 {
     if (!r || !r->cfg.scoped || !lead || strcmp(lead, r->cfg.coord_id) == 0)
@@ -902,7 +677,7 @@ void ro_ask(ro_conn *r, const char *lead)
     g_mutex_lock(&r->lock);
     g_ptr_array_add(r->asks, g_strdup(lead));
     g_mutex_unlock(&r->lock);
-    wake(r);
+    rob_wake(r);
 }
 
 void ro_get_status(ro_conn *r, ro_status *st)

@@ -449,6 +449,13 @@ test_expect_success 'a login with the topic permissions from before fleet_view: 
     grep -q "^presence: connected" alpha/status
 '
 
+# close_user NAME WHY: the broker closes NAME's connections. rabbitmqctl
+# itself fails now and then when a connection is already closing as it asks
+# (seen once: "{:normal, {:gen_server, :call, [..., {:shutdown, ...}]}}",
+# exit 69): asked once more then; what the close did is checked after, by
+# the log lines that follow it
+close_user() { rmqctl close_all_user_connections "$1" "$2" >/dev/null || { sleep 1 && rmqctl close_all_user_connections "$1" "$2" >/dev/null; } || true; }
+
 # claims (doc/claims.md) on the least-privilege logins: what the broker
 # holds is read by tests/tools/claimpeek as the admin, never fleetfs's word
 peek() { "$PEEK" "$(broker_uri)" "$1"; }
@@ -484,7 +491,7 @@ test_expect_success 'claims on a login from before claims: one line saying to ru
         "^(lead\\.alpha\\.(inbox|receipts|dead)|control\\.alpha|roster\\.alpha\\..+|fleet\\.roster|fleet\\.msg)\$" &&
     refused alpha declare-queue fleet.claim.x &&
     n=$(grep -c "claims: connected" alpha.log) &&
-    rmqctl close_all_user_connections alpha "t0830: a login from before claims" >/dev/null &&
+    close_user alpha "t0830: a login from before claims" &&
     wait_for 20 "grep -q \"may not declare its claims events queue fleet.claimev.alpha\" alpha.log" &&
     grep "claims: connection failed" alpha.log | tail -n 3 &&
     test "$(grep -c "may not declare its claims events queue" alpha.log)" = 1 &&
@@ -500,7 +507,7 @@ test_expect_success 'claims on a login from before claims: one line saying to ru
 test_expect_success 'fleet.claims missing (no fleetfs declare since claims): one line naming what to run; host update makes it' '
     "$TRY" "$(broker_uri)" delete-exchange fleet.claims &&
     n=$(grep -c "claims: connected" alpha.log) &&
-    rmqctl close_all_user_connections alpha "t0830: fleet.claims deleted" >/dev/null &&
+    close_user alpha "t0830: fleet.claims deleted" &&
     wait_for 20 "grep -q \"may not configure fleet.claims and it does not exist\" alpha.log" &&
     grep "may not configure fleet.claims and it does not exist" alpha.log | grep "fleetfs-broker host update alpha" &&
     "$FLEET_ROOT/scripts/broker" host update alpha --dir "$BROKER_DIR" 2>update.err &&
