@@ -184,12 +184,6 @@ bool pr_census_running(presence *pr)
     return on;
 }
 
-/* gfunc for the lines' sort: by the text, which starts {"coord_id":"<id>" */
-static gint cmp_line(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 void pr_census_end(presence *pr, const char *roster)
 {
     GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
@@ -224,7 +218,8 @@ void pr_census_end(presence *pr, const char *roster)
     pr->census_heard = heard;
     wall_now(pr->census_at, sizeof pr->census_at);
     g_mutex_unlock(&pr->lock);
-    g_ptr_array_sort(lines, cmp_line);
+    /* by the text, which starts {"coord_id":"<id>" */
+    g_ptr_array_sort(lines, pri_cmp_str_ptr);
     for (guint i = 0; i < lines->len; i++)
         g_string_append_printf(out, "%s\n", (char *)lines->pdata[i]);
     g_ptr_array_unref(lines);
