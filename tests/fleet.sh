@@ -279,6 +279,17 @@ fleet_reader() {
 # ---- the control plane played from outside (t1040, t1041, t1042) ----------
 # They need URI, CTLSIGN, RAWPUB (built tools: ctl_tools) and CTL_FAR, the
 # host asked.
+# presence_of MOUNT ID: the presence: line of MOUNT's peers/ID/status
+# ("live (2s ago)", "stale (40s ago)", ...); a read of peers/ID looks ID up
+# by name (which addresses it where the host does not hear the whole fleet)
+presence_of() { sed -n 's/^presence: //p' "$1/peers/$2/status"; }
+# roster_bindings_of LEAD: the binding keys of LEAD's roster queue in
+# $FLEET_VHOST, per the broker, sorted
+roster_bindings_of() {
+  rmqctl list_bindings -q -p "$FLEET_VHOST" source_name destination_name routing_key |
+    awk -F'\t' -v q="roster.$1." '$1 == "fleet.roster" && index($2, q) == 1 { print $3 }' | sort
+}
+
 # ctl_tools: BIN (the build's directory), CTLSIGN and RAWPUB in it; the
 # file is skipped without ctlsign and without amqp-get.
 ctl_tools() {

@@ -83,7 +83,6 @@ redeclare_refused() {
       declare-exchange) as "$1" probe-exchange "$3" >/dev/null ;;
     esac
 }
-presence_of() { sed -n 's/^presence: //p' "$1/peers/$2/status"; }
 state_of() { jq -r "select(.msgId == \"$2\") | .state" "$1/leads/$1/sent" | tail -n1; }
 queues() { rmqctl list_queues -q name | sort; }
 

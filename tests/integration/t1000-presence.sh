@@ -14,7 +14,6 @@ HBPUB=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/hbpub
 URI=$(broker_uri $FLEET_VHOST)
 
 HB=heartbeat=1s
-presence_of() { sed -n 's/^presence: //p' "$1/peers/$2/status"; }
 # lead MOUNT ID: ID's line of MOUNT's roster (one JSON value, for jq -e)
 lead() { jq -c "select(.coord_id == \"$2\")" "$1/roster"; }
 rejected() { sed -n 's/^rejected_heartbeat: //p' alpha/status; }

@@ -20,18 +20,12 @@ URI=$(broker_uri $FLEET_VHOST)
 
 HB=heartbeat=1s
 V=fleet_view=groups
-presence_of() { sed -n 's/^presence: //p' "$1/peers/$2/status"; }
 live() { presence_of "$1" "$2" | grep -q "^live ("; }
 # the names in MOUNT/peers, one line (ls: a lookup of peers/<id> by name
 # would address the lead, so negative checks use this and the roster)
 peers_of() { ls "$1/peers" | tr '\n' ' '; }
 roster_ids() { jq -r .coord_id "$1/roster" | tr '\n' ' '; }
 took() { echo "$1: $(( $(now_ms) - $2 )) ms" | tee -a "$TEST_DIR/times"; }
-# the binding keys of LEAD's roster queue, per the broker, sorted
-bindings_of() {
-    rmqctl list_bindings -q -p "$FLEET_VHOST" source_name destination_name routing_key |
-        awk -F'\t' -v q="roster.$1." '$1 == "fleet.roster" && index($2, q) == 1 { print $3 }' | sort
-}
 # bytes the broker sent to LEAD's roster connection so far
 roster_bytes() {
     rmqctl list_connections -q vhost client_properties send_oct |
@@ -61,13 +55,13 @@ test_expect_success 'a1, a2 (group ga), b1 (group gb), c1 (a peer of a1): each h
 # section 11); c1, in no group, binds its own through its s= word, which
 # one heartbeat in six carries
 test_expect_success 'the broker holds the scoped bindings, not roster.#' '
-    bindings_of a1 >got &&
+    roster_bindings_of a1 >got &&
     printf "%s\n" "ask.a1" "roster.#.c1" "roster.#.g=ga.#" | sort >want &&
     test_cmp want got &&
-    bindings_of b1 >got &&
+    roster_bindings_of b1 >got &&
     printf "%s\n" "ask.b1" "roster.#.g=gb.#" | sort >want &&
     test_cmp want got &&
-    bindings_of c1 >got &&
+    roster_bindings_of c1 >got &&
     printf "%s\n" "ask.c1" "roster.#.s=c1.#" | sort >want &&
     test_cmp want got
 '
@@ -82,7 +76,7 @@ test_expect_success 'a send to a lead never heard (d1, group gd, heartbeat every
     took "first send to d1 -> d1 live at a1 (d1 beats every 20 s)" $t0 &&
     tail -n1 a1/leads/a1/sent | jq -e ".to == \"d1\" and .state == \"published\"" &&
     wait_for 5 "grep -q \"hello d1, we never met\" d1/leads/d1/inbox" &&
-    bindings_of a1 | grep -qx "roster.#.d1" &&
+    roster_bindings_of a1 | grep -qx "roster.#.d1" &&
     grep -q "lead d1 addressed" a1.log
 '
 
@@ -93,7 +87,7 @@ test_expect_success 'd1 had a message from a1: it hears a1 from now on' '
 
 test_expect_success 'a name with no mailbox is no peer: the send fails, nothing is bound' '
     test_must_fail sh -c "echo x >a1/peers/nosuch/send" &&
-    ! bindings_of a1 | grep -q nosuch &&
+    ! roster_bindings_of a1 | grep -q nosuch &&
     test "$(peers_of a1 | grep -c nosuch)" = 0
 '
 
@@ -102,7 +96,7 @@ test_expect_success 'fleet_view=all lists everyone' '
     wait_for 25 "test \"\$(peers_of w1)\" = \"a1 a2 b1 c1 d1 \"" &&
     live w1 a1 && live w1 b1 &&
     grep -q "^fleet_view: all" w1/status &&
-    bindings_of w1 >got && echo "roster.#" >want && test_cmp want got
+    roster_bindings_of w1 >got && echo "roster.#" >want && test_cmp want got
 '
 
 # presence of ID in MOUNT's roster (no lookup of peers/ID, which would address it)
@@ -116,10 +110,10 @@ test_expect_success 'mixed fleet: a host on the old wire (w1) hears the scoped o
     live w1 b1 && live w1 d1 &&
     ! peers_of d1 | grep -qw w1 &&
     test "$(roster_presence d1 w1)" = "" &&
-    ! bindings_of w1 | grep -q "^ask\." &&
+    ! roster_bindings_of w1 | grep -q "^ask\." &&
     echo "hello w1, from a scoped host" >d1/peers/w1/send &&
     wait_for 3 "live d1 w1" &&
-    bindings_of d1 | grep -qx "roster.#.w1" &&
+    roster_bindings_of d1 | grep -qx "roster.#.w1" &&
     wait_for 5 "grep -q \"hello w1, from a scoped host\" w1/leads/w1/inbox" &&
     grep -q "lead w1 addressed" d1.log
 '

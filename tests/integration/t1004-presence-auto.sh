@@ -18,17 +18,11 @@ FLEET_VHOST=t1004
 new_vhost $FLEET_VHOST
 
 HB=heartbeat=1s
-presence_of() { sed -n 's/^presence: //p' "$1/peers/$2/status"; }
 live() { presence_of "$1" "$2" | grep -q "^live ("; }
 # the names in MOUNT/DIR, one line (ls: a lookup by name would address)
 names_in() { ls "$1/$2" | tr '\n' ' '; }
 ids_of() { jq -r .coord_id "$1" | tr '\n' ' '; }
 took() { echo "$1: $(($(now_ms) - $2)) ms" | tee -a "$TEST_DIR/times"; }
-# the binding keys of LEAD's roster queue, per the broker, sorted
-bindings_of() {
-    rmqctl list_bindings -q -p "$FLEET_VHOST" source_name destination_name routing_key |
-        awk -F'\t' -v q="roster.$1." '$1 == "fleet.roster" && index($2, q) == 1 { print $3 }' | sort
-}
 
 test_expect_success 'the default is auto: a small fleet is heard whole, roster.# bound' '
     mount_fleet b inject=none $HB &&
@@ -38,7 +32,7 @@ test_expect_success 'the default is auto: a small fleet is heard whole, roster.#
     test_eq "peers_of b" "$(names_in b peers)" "c d " &&
     grep -q "^fleet_view: auto (the whole fleet: 2 lead(s) heard live, view_limit 100)$" b/status &&
     grep -q "^census: none yet" b/status &&
-    bindings_of b >got &&
+    roster_bindings_of b >got &&
     printf "%s\n" ask.b "roster.#" "roster.#.s=b.#" | sort >want &&
     test_cmp want got
 '
@@ -53,8 +47,8 @@ test_expect_success 'hearing more than view_limit narrows: one log line, the pee
     test_eq "hosts of a" "$(names_in a hosts)" "a b " &&
     test_eq "roster of a" "$(ids_of a/roster)" "a b " &&
     grep -q "^fleet_view: auto (narrowed at .*: 3 leads heard, more than view_limit 2; now hearing 0 group(s), 1 lead(s) configured or addressed" a/status &&
-    wait_for 5 "bindings_of a | grep -vqx \"roster.#\" && ! bindings_of a | grep -qx \"roster.#\"" &&
-    bindings_of a >got &&
+    wait_for 5 "roster_bindings_of a | grep -vqx \"roster.#\" && ! roster_bindings_of a | grep -qx \"roster.#\"" &&
+    roster_bindings_of a >got &&
     printf "%s\n" ask.a "roster.#.b" "roster.#.s=a.#" | sort >want &&
     test_cmp want got &&
     wait_for 5 "live a b"
@@ -118,7 +112,7 @@ test_expect_success 'a census hears the whole fleet once: the census file lists 
     ! grep -q "discovered lead f" a.log &&
     grep -q "census done: 5 lead(s) heard besides this one" a.log &&
     grep -q "^census: .*Z: 5 lead(s) heard besides this one$" a/status &&
-    wait_for 5 "! bindings_of a | grep -qx \"roster.#\"" &&
+    wait_for 5 "! roster_bindings_of a | grep -qx \"roster.#\"" &&
     grep -q "^fleet_view: auto (narrowed" a/status
 '
 
@@ -127,7 +121,7 @@ test_expect_success 'a second census within census_every: EAGAIN, logged, nothin
     test_must_fail bash -c "echo >a/census" 2>err &&
     grep -q "Resource temporarily unavailable" err &&
     grep -q "census refused: the last one started .* census_every=60s; the next may start in" a.log &&
-    ! bindings_of a | grep -qx "roster.#" &&
+    ! roster_bindings_of a | grep -qx "roster.#" &&
     test_cmp before a/census
 '
 

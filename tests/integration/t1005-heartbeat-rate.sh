@@ -24,7 +24,6 @@ TRY=$FLEET_ROOT/${FLEETFS_BUILD:-build}/tools/amqptry
 URI=$(broker_uri $FLEET_VHOST)
 Q=t1005.delta.beats
 
-presence_of() { sed -n 's/^presence: //p' "$1/peers/$2/status"; }
 
 test_expect_success 'delta alone (heartbeat=1s, heartbeat_rate=2) heartbeats every second' '
     mount_fleet delta inject=none heartbeat=1s heartbeat_rate=2 &&
